@@ -1,0 +1,70 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Layers (see Docs/Architecture.md):
+//   APNsCore        notifications, payload builders, rules, the exact request value. No C, no network.
+//   APNs            connectors, JWT signing (libcrypto), the libcurl HTTP/2 transport, send(_:via:to:).
+//                   Re-exports APNsCore, so users write `import APNs`.
+//   APNsTesting     recording connector and credential helpers for users' unit tests.
+//   APNsMockServer  a real HTTP/2 + TLS server that behaves like APNs (the only SwiftNIO user).
+//   APNsCLI         the `apns` command.
+let package = Package(
+    name: "swift-apns",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "APNs", targets: ["APNs"]),
+        .library(name: "APNsTesting", targets: ["APNsTesting"]),
+        .library(name: "APNsMockServer", targets: ["APNsMockServer"]),
+        .executable(name: "apns", targets: ["APNsCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]
+        ),
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        .target(name: "APNsCore"),
+        .target(name: "APNs", dependencies: ["APNsCore", "CCurl", "CCrypto"]),
+        .target(name: "APNsTesting", dependencies: ["APNs", "CCrypto"]),
+        .target(
+            name: "APNsMockServer",
+            dependencies: [
+                "APNsCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+            ]
+        ),
+        .executableTarget(
+            name: "APNsCLI",
+            dependencies: [
+                "APNs", "APNsTesting", "APNsMockServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "APNsCoreTests", dependencies: ["APNsCore"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsTesting", "APNsMockServer"]),
+        .testTarget(
+            name: "CompileTimeTests",
+            dependencies: ["APNs", "APNsTesting"],
+            exclude: ["Snippets"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,34 @@
+/// Groups notifications so the device shows only the newest (`apns-collapse-id`, APNs reference §2).
+///
+/// At most 64 bytes of UTF-8. Checked when the request is built, so a literal can be written
+/// directly:
+///
+/// ```swift
+/// let notification = AlertNotification(bundleID: "com.example.app", collapseID: "score-42") {
+///     Alert("3 – 2")
+/// }
+/// ```
+public struct CollapseID: Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+    /// The largest collapse id APNs accepts, in UTF-8 bytes.
+    public static let maximumLength = 64
+
+    public let value: String
+
+    public init(_ value: String) { self.value = value }
+    public init(stringLiteral value: String) { self.value = value }
+
+    /// Checks the rules of APNs reference §2: 1 to 64 bytes, no control characters (they could not
+    /// travel in an HTTP header).
+    public func validate() throws(ValidationError) {
+        let length = value.utf8.count
+        guard length > 0 else { throw .emptyCollapseID }
+        guard length <= CollapseID.maximumLength else {
+            throw .collapseIDTooLong(bytes: length, limit: CollapseID.maximumLength)
+        }
+        guard !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
+            throw .controlCharacterInHeader(header: "apns-collapse-id")
+        }
+    }
+
+    public var description: String { value }
+}

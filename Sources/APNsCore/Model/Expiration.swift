@@ -1,0 +1,41 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// When APNs may stop trying to deliver a notification (`apns-expiration`, APNs reference §2).
+///
+/// Leave it `nil` on a notification to let Apple's storage policy decide.
+///
+/// ```swift
+/// let once = Expiration.immediately                          // one attempt, never stored
+/// let later = Expiration.at(Date(timeIntervalSince1970: 1_900_000_000))
+/// ```
+public struct Expiration: Hashable, Sendable, CustomStringConvertible {
+    /// UNIX seconds; 0 means one delivery attempt, never stored.
+    public let unixSeconds: Int
+
+    /// One delivery attempt; APNs does not store the notification (`apns-expiration: 0`).
+    public static let immediately = Expiration(seconds: 0)
+
+    /// Deliver until `date`, rounded down to a whole second.
+    public static func at(_ date: Date) -> Expiration {
+        let seconds = date.timeIntervalSince1970
+        // Dates before 1970 or beyond Int are clamped to 0 ("do not store"), which is what such
+        // values could only mean; `Expiration(unixSeconds:)` reports them as errors instead.
+        guard seconds.isFinite, seconds >= 0, seconds < Double(Int.max) else { return .immediately }
+        return Expiration(seconds: Int(seconds.rounded(.down)))
+    }
+
+    /// An expiration in UNIX seconds, for values read from elsewhere.
+    /// - Throws: ``ValidationError`` when `unixSeconds` is negative.
+    public init(unixSeconds: Int) throws(ValidationError) {
+        guard unixSeconds >= 0 else { throw .invalidExpiration(unixSeconds) }
+        self.unixSeconds = unixSeconds
+    }
+
+    private init(seconds: Int) { unixSeconds = seconds }
+
+    public var description: String { String(unixSeconds) }
+}

@@ -1,0 +1,85 @@
+/// What every push type shares: its push type, topic, priority, expiration, collapse id, apns-id
+/// and payload.
+///
+/// You don't conform your own types to this protocol: swift-apns provides one generic struct per
+/// APNs push type (``AlertNotification``, ``BackgroundNotification``, …), each of which exposes
+/// only what Apple allows for that type. Use the protocol to write code that works with any of them:
+///
+/// ```swift
+/// func preview(_ notification: some PushNotification, for device: Device) throws -> String {
+///     try notification.request(to: device).description
+/// }
+/// ```
+public protocol PushNotification: Sendable {
+    /// The push type and its rules (APNs reference §3).
+    static var pushType: PushType { get }
+    /// The `apns-topic` header value (bundle id plus the type's suffix).
+    var topic: String { get }
+    /// The `apns-priority` header value.
+    var pushPriority: PushPriority { get }
+    /// The `apns-expiration` header value; `nil` omits the header.
+    var expiration: Expiration? { get }
+    /// The `apns-collapse-id` header value; `nil` omits the header.
+    var collapseID: CollapseID? { get }
+    /// The `apns-id` header value; `nil` lets APNs assign one.
+    var apnsID: APNsID? { get }
+    /// Checks the rules types cannot express, then writes the JSON body.
+    func writePayload(to writer: inout JSONWriter) throws(ValidationError)
+}
+
+/// A push type that a token (JWT, `.p8` key) connector may send.
+public protocol TokenDeliverable: PushNotification {}
+
+/// A push type that a TLS client-certificate connector may send.
+public protocol CertificateDeliverable: PushNotification {}
+
+extension PushNotification {
+    /// The JSON body exactly as it would be sent.
+    /// - Throws: ``ValidationError`` for anything APNs would reject, including an oversize payload.
+    public func payload() throws(ValidationError) -> [UInt8] {
+        var writer = JSONWriter()
+        try writePayload(to: &writer)
+        let size = writer.bytes.count
+        let limit = Self.pushType.maximumPayloadSize
+        guard size <= limit else { throw .payloadTooLarge(pushType: Self.pushType, size: size, limit: limit) }
+        return writer.bytes
+    }
+
+    /// The exact request that sends this notification to `device`: method, path, ordered headers
+    /// and body. `send(_:via:to:)` sends this value; it is also what tests and `apns send --dry-run`
+    /// look at. The connector adds `authorization` on token connections.
+    ///
+    /// ```swift
+    /// let request = try notification.request(to: Device(token: "00fc13adff78"))
+    /// print(request)   // POST /3/device/00fc13adff78, the headers, the body
+    /// ```
+    /// - Throws: ``ValidationError`` before anything is sent.
+    public func request(to device: Device) throws(ValidationError) -> APNsRequest {
+        try validateTopic(topic)
+        var headers: [APNsRequest.Header] = [
+            .init(name: "apns-push-type", value: Self.pushType.rawValue),
+            .init(name: "apns-topic", value: topic),
+            .init(name: "apns-priority", value: pushPriority.description),
+        ]
+        if let expiration { headers.append(.init(name: "apns-expiration", value: expiration.description)) }
+        if let apnsID { headers.append(.init(name: "apns-id", value: apnsID.description)) }
+        if let collapseID {
+            try collapseID.validate()
+            headers.append(.init(name: "apns-collapse-id", value: collapseID.value))
+        }
+        return APNsRequest(method: .post, service: .device, path: device.path, headers: headers, body: try payload())
+    }
+}
+
+/// Checks a topic the way APNs reference §3 describes bundle ids: ASCII letters, digits, `-`, `.`
+/// (and `_`, which MDM UIDs may contain), not empty.
+func validateTopic(_ topic: String) throws(ValidationError) {
+    guard !topic.isEmpty, topic.utf8.allSatisfy({ byte in
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"):
+            return true
+        default: return false
+        }
+    }) else { throw .invalidTopic(topic) }
+}

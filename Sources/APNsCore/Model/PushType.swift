@@ -1,0 +1,68 @@
+/// An APNs push type (`apns-push-type`) and the facts Apple fixes for it.
+///
+/// Every fact about a push type — its header value, topic suffix, legal priorities, size limit and
+/// accepted authentication — is defined once, in the `+Rules.swift` file of that type's folder
+/// (`PushTypes/Alert/Alert+Rules.swift`, …). Client validation, the mock server and the docs all
+/// read these values; nothing else spells them out. See APNs reference §3.
+///
+/// An open set: unknown values received from elsewhere are representable with ``init(rawValue:)``
+/// returning `nil` for anything Apple does not define.
+public struct PushType: Hashable, Sendable, CustomStringConvertible {
+    /// The `apns-push-type` header value, for example `alert` or `widgets`.
+    public let rawValue: String
+    /// Appended to the bundle id to form `apns-topic` (`""` for alert, `.voip` for VoIP, …).
+    /// `nil` for MDM, whose topic is the push certificate's UID rather than a bundle id.
+    public let topicSuffix: String?
+    /// The priorities Apple accepts for this push type.
+    public let allowedPriorities: Set<PushPriority>
+    /// The priority swift-apns sends when none is chosen.
+    public let defaultPriority: PushPriority
+    /// The expiration Apple requires, if it fixes one (push-to-talk: 0).
+    public let requiredExpiration: Int?
+    /// The largest payload, in bytes, Apple accepts for this push type on a device.
+    public let maximumPayloadSize: Int
+    /// How a connection that sends this push type may authenticate.
+    public let authentication: Set<AuthenticationMethod>
+
+    init(
+        rawValue: String, topicSuffix: String?, allowedPriorities: Set<PushPriority>,
+        defaultPriority: PushPriority, requiredExpiration: Int? = nil, maximumPayloadSize: Int,
+        authentication: Set<AuthenticationMethod>
+    ) {
+        self.rawValue = rawValue
+        self.topicSuffix = topicSuffix
+        self.allowedPriorities = allowedPriorities
+        self.defaultPriority = defaultPriority
+        self.requiredExpiration = requiredExpiration
+        self.maximumPayloadSize = maximumPayloadSize
+        self.authentication = authentication
+    }
+
+    /// The push type with this header value, or `nil` if Apple defines none.
+    public init?(rawValue: String) {
+        guard let known = PushType.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
+        self = known
+    }
+
+    /// All eleven push types Apple defines (APNs reference §3).
+    public static let allCases: [PushType] = [
+        .alert, .background, .complication, .controls, .fileprovider, .liveactivity, .location,
+        .mdm, .pushtotalk, .voip, .widgets,
+    ]
+
+    /// The `apns-topic` for a bundle id: the bundle id plus this type's suffix.
+    public func topic(forBundleID bundleID: String) -> String {
+        bundleID + (topicSuffix ?? "")
+    }
+
+    public var description: String { rawValue }
+
+    public static func == (lhs: PushType, rhs: PushType) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
+/// How a connection proves it may send: a JWT signed with a `.p8` key, or a TLS client certificate.
+public enum AuthenticationMethod: String, Hashable, Sendable, CaseIterable {
+    case token
+    case certificate
+}

@@ -1,0 +1,80 @@
+/// A notification, target or option that APNs would reject, found before any byte is sent.
+///
+/// Each case names the rule and the values involved; ``description`` says how to fix it. Thrown by
+/// request building (``PushNotification/request(to:)``), by ``Device/init(token:)`` and by the
+/// other validating initialisers of this module.
+public enum ValidationError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The encoded payload is larger than the push type allows.
+    case payloadTooLarge(pushType: PushType, size: Int, limit: Int)
+    /// The collapse id is longer than 64 bytes of UTF-8.
+    case collapseIDTooLong(bytes: Int, limit: Int)
+    /// The collapse id is empty.
+    case emptyCollapseID
+    /// A header value would contain a control character.
+    case controlCharacterInHeader(header: String)
+    /// The bundle id (or MDM topic) is empty or has characters a bundle id cannot have.
+    case invalidTopic(String)
+    /// The device token is not an even number of hex digits.
+    case invalidDeviceToken(String)
+    /// The expiration is a negative number of seconds.
+    case invalidExpiration(Int)
+    /// App data wrote the root key `aps`, which APNs reserves.
+    case reservedAppDataKey(String)
+    /// App data did not encode as a keyed container (a JSON object).
+    case appDataNotAnObject
+    /// A number in the payload is NaN or infinite; JSON cannot carry it.
+    case nonFiniteNumber(path: String)
+    /// App data threw while encoding.
+    case appDataEncodingFailed(String)
+    /// The same payload component was given more than once.
+    case duplicateComponent(String)
+    /// `mutable-content` was set on an alert with no title, subtitle or body.
+    case mutableContentWithoutAlertText
+    /// A relevance score outside 0…1 on a notification.
+    case relevanceScoreOutOfRange(Double)
+    /// A negative badge number.
+    case negativeBadge(Int)
+    /// A critical sound volume outside 0…1.
+    case criticalVolumeOutOfRange(Double)
+    /// An `Alert { }` with no component.
+    case emptyAlert
+
+    public var description: String {
+        switch self {
+        case let .payloadTooLarge(pushType, size, limit):
+            return "The \(pushType) payload is \(size) bytes; APNs accepts at most \(limit). Shorten the text or move data out of the notification (the app can fetch it)."
+        case let .collapseIDTooLong(bytes, limit):
+            return "The collapse id is \(bytes) bytes of UTF-8; APNs accepts at most \(limit). Use a shorter id, for example a hash of the long one."
+        case .emptyCollapseID:
+            return "The collapse id is empty. Leave it nil to send none."
+        case let .controlCharacterInHeader(header):
+            return "The value for \(header) contains a control character, which cannot travel in an HTTP header. Remove it."
+        case let .invalidTopic(topic):
+            return "\"\(topic)\" is not a valid bundle id: use letters, digits, '-' and '.', for example com.example.app."
+        case let .invalidDeviceToken(reason):
+            return "Invalid device token: \(reason)."
+        case let .invalidExpiration(seconds):
+            return "The expiration \(seconds) is negative. Use Expiration.immediately (0) or a date after 1970."
+        case let .reservedAppDataKey(key):
+            return "App data writes the root key \"\(key)\", which APNs reserves for its own dictionary. Rename that property (for example with CodingKeys)."
+        case .appDataNotAnObject:
+            return "App data must encode as a keyed container (a JSON object) so its keys can sit beside \"aps\". Wrap arrays and single values in a struct."
+        case let .nonFiniteNumber(path):
+            return "The number at \(path) is NaN or infinite, which JSON cannot represent. Send a finite number or omit it."
+        case let .appDataEncodingFailed(message):
+            return "App data failed to encode: \(message)."
+        case let .duplicateComponent(name):
+            return "\(name) is given more than once in the notification. Keep one."
+        case .mutableContentWithoutAlertText:
+            return "MutableContent() needs an alert with a title, subtitle or body, or the notification service extension never runs. Add one, or drop MutableContent()."
+        case let .relevanceScoreOutOfRange(score):
+            return "The relevance score \(score) is outside 0…1. Use a value from 0 (least relevant) to 1 (most)."
+        case let .negativeBadge(badge):
+            return "The badge \(badge) is negative. Use 0 to clear the badge, or a positive count."
+        case let .criticalVolumeOutOfRange(volume):
+            return "The critical sound volume \(volume) is outside 0…1."
+        case .emptyAlert:
+            return "The Alert has no title, subtitle, body or other content. Add a Body, or use Alert(\"text\")."
+        }
+    }
+}

@@ -1,0 +1,67 @@
+/// The `alert` dictionary: title, subtitle, body and launch image, each plain or localized
+/// (APNs reference §4). Built by ``Alert``.
+public struct AlertContent: Hashable, Sendable {
+    public var title: LocalizableText?
+    public var subtitle: LocalizableText?
+    public var body: LocalizableText?
+    public var launchImage: String?
+    public internal(set) var duplicates: [String] = []
+
+    public init() {}
+
+    public init(_ components: [any AlertComponent]) {
+        for component in components { component.apply(to: &self) }
+    }
+
+    mutating func set<Value>(_ keyPath: WritableKeyPath<AlertContent, Value?>, _ value: Value, name: String) {
+        if self[keyPath: keyPath] != nil { duplicates.append(name) }
+        self[keyPath: keyPath] = value
+    }
+
+    func validate() throws(ValidationError) {
+        if let first = duplicates.first { throw .duplicateComponent(first) }
+        if title == nil, subtitle == nil, body == nil, launchImage == nil { throw .emptyAlert }
+    }
+
+    /// Writes the dictionary in the order of APNs reference §4: plain keys first, then the
+    /// localization keys with their arguments.
+    func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        if case .text(let text)? = title { writer.key("title"); writer.string(text) }
+        if case .text(let text)? = subtitle { writer.key("subtitle"); writer.string(text) }
+        if case .text(let text)? = body { writer.key("body"); writer.string(text) }
+        if let launchImage { writer.key("launch-image"); writer.string(launchImage) }
+        title?.writeLocalized(keyName: "title-loc-key", argumentsName: "title-loc-args", to: &writer)
+        subtitle?.writeLocalized(keyName: "subtitle-loc-key", argumentsName: "subtitle-loc-args", to: &writer)
+        body?.writeLocalized(keyName: "loc-key", argumentsName: "loc-args", to: &writer)
+        writer.endObject()
+    }
+}
+
+/// Text shown as it is, or a key into the app's `Localizable.strings` with format arguments.
+public enum LocalizableText: Hashable, Sendable {
+    case text(String)
+    case localized(key: String, arguments: [String])
+
+    func writeLocalized(keyName: String, argumentsName: String, to writer: inout JSONWriter) {
+        guard case .localized(let key, let arguments) = self else { return }
+        writer.key(keyName)
+        writer.string(key)
+        guard !arguments.isEmpty else { return }
+        writer.key(argumentsName)
+        writer.beginArray()
+        for argument in arguments { writer.string(argument) }
+        writer.endArray()
+    }
+}
+
+/// Builds the content of an ``Alert``: ``Title``, ``Subtitle``, ``Body`` and ``LaunchImage``.
+@resultBuilder
+public enum AlertBuilder: ComponentBuilder {
+    public typealias Component = any AlertComponent
+}
+
+/// A part of an alert dictionary; valid only inside `Alert { … }`.
+public protocol AlertComponent: Sendable {
+    func apply(to content: inout AlertContent)
+}

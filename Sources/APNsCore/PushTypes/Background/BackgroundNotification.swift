@@ -1,0 +1,62 @@
+/// Wakes the app in the background to fetch new content (`apns-push-type: background`).
+///
+/// The `aps` dictionary is exactly `{"content-available":1}`; your data goes beside it. There is no
+/// priority to set (Apple accepts only 5) and no builder: an alert, badge or sound does not compile
+/// here.
+///
+/// ```swift
+/// struct Sync: Encodable, Sendable { var acme1: String; var acme2: Int }
+/// let notification = BackgroundNotification(bundleID: "com.example.app", appData: Sync(acme1: "bar", acme2: 42))
+/// // {"aps":{"content-available":1},"acme1":"bar","acme2":42}
+/// ```
+///
+/// Rules (APNs reference §3, `Background+Rules.swift`): topic = bundle id; priority 5 only;
+/// 4096 bytes; token or certificate connectors; device targets.
+public struct BackgroundNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable {
+    public static var pushType: PushType { .background }
+
+    public var bundleID: String
+    public var expiration: Expiration?
+    public var collapseID: CollapseID?
+    public var apnsID: APNsID?
+    public var appData: AppData
+
+    public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
+    /// Always 5: Apple rejects background pushes at 10.
+    public var pushPriority: PushPriority { Self.pushType.defaultPriority }
+
+    /// - Parameters:
+    ///   - bundleID: The app's bundle id (`apns-topic`).
+    ///   - appData: Your keys, written after `aps`.
+    ///   - expiration: `nil` (Apple's storage policy), `.immediately`, or `.at(date)`.
+    ///   - collapseID: At most 64 bytes.
+    ///   - apnsID: The notification's id; APNs assigns one if `nil`.
+    public init(
+        bundleID: String, appData: AppData, expiration: Expiration? = nil,
+        collapseID: CollapseID? = nil, apnsID: APNsID? = nil
+    ) {
+        self.bundleID = bundleID
+        self.appData = appData
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+    }
+
+    public func writePayload(to writer: inout JSONWriter) throws(ValidationError) {
+        writer.beginObject()
+        writer.key("aps")
+        writer.beginObject()
+        writer.key("content-available")
+        writer.int(1)
+        writer.endObject()
+        try writer.appData(appData)
+        writer.endObject()
+    }
+}
+
+extension BackgroundNotification where AppData == NoAppData {
+    /// A background notification with no app data: `{"aps":{"content-available":1}}`.
+    public init(bundleID: String, expiration: Expiration? = nil, collapseID: CollapseID? = nil, apnsID: APNsID? = nil) {
+        self.init(bundleID: bundleID, appData: NoAppData(), expiration: expiration, collapseID: collapseID, apnsID: apnsID)
+    }
+}
