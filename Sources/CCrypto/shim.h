@@ -42,4 +42,6 @@ static inline int ccrypto_sk_x509_num(STACK_OF(X509) *stack) { return sk_X509_nu
 static inline X509 *ccrypto_sk_x509_value(STACK_OF(X509) *stack, int index) { return sk_X509_value(stack, index); }
 static inline void ccrypto_sk_x509_pop_free(STACK_OF(X509) *stack) { sk_X509_pop_free(stack, X509_free); }
 
+static inline unsigned long ccrypto_xn_flag_rfc2253(void) { return XN_FLAG_RFC2253; }
+
 #endif

@@ -1,0 +1,70 @@
+/// Sends with certificate authentication: a TLS client certificate for your app (APNs reference §8).
+///
+/// The certificate and key are checked when the connector is made, then handed to libcurl in
+/// memory. No `authorization` header is ever sent on this connector.
+///
+/// ```swift
+/// let connector = try CertificateConnector(
+///     certificate: .file(path: "aps.pem"), privateKey: .file(path: "aps-key.pem"),
+///     passphrase: ProcessInfo.processInfo.environment["APNS_KEY_PASSPHRASE"],
+///     environment: .sandbox)
+/// let fromP12 = try CertificateConnector(pkcs12: .file(path: "aps.p12"), password: "…", environment: .sandbox)
+/// ```
+///
+/// Thread safety: `Sendable`; use one instance from any number of tasks.
+public final class CertificateConnector: Connector, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public typealias Authentication = CertificateAuthentication
+
+    public let environment: APNsEnvironment
+    /// The certificate's subject (RFC 2253), e.g. `UID=com.example.app,CN=Apple Push Services: …`.
+    public let subject: String
+
+    private let transport: CurlTransport
+
+    /// A PEM certificate (optionally followed by its chain) and its PEM private key.
+    ///
+    /// - Parameters:
+    ///   - certificate: The certificate: PEM text, bytes or a path.
+    ///   - privateKey: Its private key, PEM; encrypted keys need `passphrase`.
+    ///   - passphrase: For an encrypted key; read it from the environment or a secret store.
+    ///   - environment: Must match the certificate (development → `.sandbox`).
+    ///   - transport: Timeouts, trust and connection limits.
+    /// - Throws: ``CredentialError`` (wrong passphrase, key not matching the certificate, …).
+    public init(
+        certificate: CredentialSource, privateKey: CredentialSource, passphrase: String? = nil,
+        environment: APNsEnvironment, transport: TransportConfiguration = TransportConfiguration()
+    ) throws(CredentialError) {
+        let identity = try ClientIdentity(
+            certificatePEM: OpenSSL.load(certificate), privateKeyPEM: OpenSSL.load(privateKey), passphrase: passphrase)
+        self.environment = environment
+        subject = identity.subject
+        self.transport = try CurlTransport(configuration: transport, identity: identity)
+    }
+
+    /// A PKCS#12 bundle (`.p12` as exported from Keychain Access) and its password.
+    ///
+    /// - Throws: ``CredentialError/wrongPassphrase``, ``CredentialError/legacyPKCS12`` (with how to
+    ///   re-export) and the other ``CredentialError`` cases.
+    public init(
+        pkcs12: CredentialSource, password: String, environment: APNsEnvironment,
+        transport: TransportConfiguration = TransportConfiguration()
+    ) throws(CredentialError) {
+        let identity = try ClientIdentity(pkcs12: OpenSSL.load(pkcs12), password: password)
+        self.environment = environment
+        subject = identity.subject
+        self.transport = try CurlTransport(configuration: transport, identity: identity)
+    }
+
+    public func perform(_ request: APNsRequest) async throws -> HTTPResponse {
+        try await transport.perform(request, endpoint: environment.endpoint(for: request.service), authorization: nil)
+    }
+
+    /// Connections opened so far.
+    public var connectionsOpened: Int { transport.connectionsOpened }
+
+    public var description: String { "CertificateConnector(subject: \(subject), environment: \(environment))" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror {
+        Mirror(self, children: ["subject": subject, "environment": environment], displayStyle: .class)
+    }
+}

@@ -1,0 +1,132 @@
+@_exported import APNsCore
+
+/// Carries requests to APNs with one way of authenticating.
+///
+/// swift-apns ships ``TokenConnector`` (JWT from a `.p8` key) and ``CertificateConnector`` (TLS
+/// client certificate); `APNsTesting` adds a recording connector. `send(_:via:to:)` compiles only
+/// when the push type accepts the connector's ``Authentication`` (APNs reference §3).
+///
+/// What an implementation must do:
+/// - send `request` exactly: its method, path, headers in order and body, adding only its own
+///   authentication header (`authorization` for tokens);
+/// - return whatever HTTP response APNs gave, including rejections (non-2xx is not an error here);
+/// - throw ``TransportError`` when no response was received, and `CancellationError` when the
+///   calling task is cancelled first;
+/// - be safe to call from many tasks at once.
+public protocol Connector: Sendable {
+    /// ``TokenAuthentication`` or ``CertificateAuthentication``.
+    associatedtype Authentication: AuthenticationKind
+
+    /// Sends one request and returns the response APNs gave.
+    func perform(_ request: APNsRequest) async throws -> HTTPResponse
+}
+
+/// The way a connector authenticates, as a type, so `send` can check it at compile time.
+public protocol AuthenticationKind: Sendable {
+    static var method: AuthenticationMethod { get }
+}
+
+/// Connectors that sign each request with a JWT (`authorization: bearer …`).
+public enum TokenAuthentication: AuthenticationKind {
+    public static var method: AuthenticationMethod { .token }
+}
+
+/// Connectors that authenticate the TLS connection with a client certificate.
+public enum CertificateAuthentication: AuthenticationKind {
+    public static var method: AuthenticationMethod { .certificate }
+}
+
+/// The APNs hosts a connector talks to (APNs reference §1).
+///
+/// ```swift
+/// let live = APNsEnvironment.production
+/// let local = APNsEnvironment.custom(host: "127.0.0.1", port: 8443)   // a mock server
+/// ```
+public struct APNsEnvironment: Hashable, Sendable, CustomStringConvertible {
+    /// A host and port.
+    public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+        /// `https://host:port`, with IPv6 literals bracketed.
+        public var baseURL: String {
+            let shown = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+            return "https://\(shown):\(port)"
+        }
+        public var description: String { "\(host):\(port)" }
+    }
+
+    public var name: String
+    /// Device pushes (and broadcast sends).
+    public var device: Endpoint
+    /// Broadcast channel management.
+    public var management: Endpoint
+
+    public init(name: String, device: Endpoint, management: Endpoint) {
+        self.name = name
+        self.device = device
+        self.management = management
+    }
+
+    /// Development builds: `api.sandbox.push.apple.com:443`.
+    public static let sandbox = APNsEnvironment(
+        name: "sandbox",
+        device: Endpoint(host: "api.sandbox.push.apple.com", port: 443),
+        management: Endpoint(host: "api-manage-broadcast.sandbox.push.apple.com", port: 2195))
+
+    /// App Store and TestFlight builds: `api.push.apple.com:443`.
+    public static let production = APNsEnvironment(
+        name: "production",
+        device: Endpoint(host: "api.push.apple.com", port: 443),
+        management: Endpoint(host: "api-manage-broadcast.push.apple.com", port: 2196))
+
+    /// One host and port for everything, for a mock server in tests.
+    public static func custom(host: String, port: Int, name: String = "custom") -> APNsEnvironment {
+        let endpoint = Endpoint(host: host, port: port)
+        return APNsEnvironment(name: name, device: endpoint, management: endpoint)
+    }
+
+    /// The same environment on Apple's alternate port 2197 (for firewalls that block 443).
+    public var usingAlternatePort: APNsEnvironment {
+        var copy = self
+        copy.device.port = 2197
+        return copy
+    }
+
+    func endpoint(for service: APNsRequest.Service) -> Endpoint {
+        switch service {
+        case .device: return device
+        case .management: return management
+        }
+    }
+
+    public var description: String { "\(name) (\(device))" }
+}
+
+/// How the transport connects: timeouts, trust, connection and stream limits.
+///
+/// ```swift
+/// var transport = TransportConfiguration()
+/// transport.requestTimeout = .seconds(10)
+/// transport.trustedCertificateAuthority = .pem(mockServer.certificateAuthorityPEM)  // tests only
+/// ```
+public struct TransportConfiguration: Sendable, Hashable {
+    /// The longest one request may take, from queueing to the last byte.
+    public var requestTimeout: Duration = .seconds(30)
+    /// The longest a TCP + TLS connect may take.
+    public var connectTimeout: Duration = .seconds(10)
+    /// The only CA trusted for the server certificate, replacing the system's roots. `nil` (the
+    /// default) trusts the system's roots. Verification itself cannot be turned off.
+    public var trustedCertificateAuthority: CredentialSource?
+    /// Connections per host. One is what Apple recommends; more only when one connection's stream
+    /// limit caps throughput.
+    public var maximumConnectionsPerHost = 1
+    /// The most streams libcurl opens on one connection; the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS lowers it further.
+    public var maximumConcurrentStreams = 1000
+
+    public init() {}
+}

@@ -1,0 +1,148 @@
+import Foundation
+import Synchronization
+
+/// Sends with token authentication: a JWT signed with your `.p8` key (APNs reference §7).
+///
+/// One token per connector is shared by every request and re-minted inside Apple's window (by
+/// default every 50 minutes; never more than once per 20). Create one connector per key and keep it
+/// for the life of the process: it also owns the HTTP/2 connection.
+///
+/// ```swift
+/// let connector = try TokenConnector(
+///     teamID: "DEF123GHIJ", keyID: "ABC123DEFG",
+///     key: .file(path: "AuthKey_ABC123DEFG.p8"), environment: .production)
+/// try await send(notification, via: connector, to: device)
+/// ```
+///
+/// Thread safety: `Sendable`; use one instance from any number of tasks.
+public final class TokenConnector: Connector, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public typealias Authentication = TokenAuthentication
+
+    /// The shortest and longest token lifetimes Apple allows, in seconds.
+    public static let refreshWindow: ClosedRange<Int> = 20 * 60...60 * 60
+    /// The default: refresh after 50 minutes, leaving room for clock skew.
+    public static let defaultRefreshInterval: Duration = .seconds(50 * 60)
+
+    public let teamID: String
+    public let keyID: String
+    public let environment: APNsEnvironment
+    /// How old a token may get before it is re-minted.
+    public let refreshInterval: Duration
+
+    private let signer: ES256Signer
+    private let clock: @Sendable () -> Date
+    private let transport: CurlTransport
+    private let cache = Mutex<Token?>(nil)
+
+    /// A minted token and when it was issued.
+    struct Token: Sendable {
+        var value: String
+        var issuedAt: Int
+    }
+
+    /// - Parameters:
+    ///   - teamID: Your 10-character team id.
+    ///   - keyID: The 10-character id of the `.p8` key.
+    ///   - key: The `.p8` key: PEM text, its bytes, or its path.
+    ///   - environment: `.sandbox`, `.production` or `.custom(host:port:)`.
+    ///   - transport: Timeouts, trust and connection limits.
+    ///   - refreshInterval: Token lifetime, within 20–60 minutes.
+    ///   - clock: The time used for `iat` and refresh decisions; inject one in tests.
+    /// - Throws: ``CredentialError`` for a malformed id, an unreadable or wrong key, or an interval
+    ///   outside Apple's window. Never includes key material.
+    public init(
+        teamID: String,
+        keyID: String,
+        key: CredentialSource,
+        environment: APNsEnvironment,
+        transport: TransportConfiguration = TransportConfiguration(),
+        refreshInterval: Duration = TokenConnector.defaultRefreshInterval,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) throws(CredentialError) {
+        guard TokenConnector.isAppleID(teamID) else { throw .invalidTeamID(teamID) }
+        guard TokenConnector.isAppleID(keyID) else { throw .invalidKeyID(keyID) }
+        let seconds = Int(refreshInterval.components.seconds)
+        guard TokenConnector.refreshWindow.contains(seconds), seconds < 60 * 60 else {
+            throw .refreshIntervalOutOfRange(seconds: seconds)
+        }
+        self.teamID = teamID
+        self.keyID = keyID
+        self.environment = environment
+        self.refreshInterval = refreshInterval
+        self.clock = clock
+        signer = try ES256Signer(pem: OpenSSL.load(key))
+        self.transport = try CurlTransport(configuration: transport, identity: nil)
+        _ = try currentToken()  // fail now, not on the first send, if the key cannot sign
+    }
+
+    public func perform(_ request: APNsRequest) async throws -> HTTPResponse {
+        let token = try currentToken()
+        let endpoint = environment.endpoint(for: request.service)
+        let response = try await transport.perform(request, endpoint: endpoint, authorization: "bearer " + token.value)
+        // APNs reference §9: on ExpiredProviderToken mint a new token and retry once.
+        if response.status == 403,
+            APNsRejection(status: 403, body: response.body).reason == .expiredProviderToken,
+            let fresh = try refresh(after: token)
+        {
+            return try await transport.perform(request, endpoint: endpoint, authorization: "bearer " + fresh.value)
+        }
+        return response
+    }
+
+    /// The token to send now, minting one if there is none or it is older than `refreshInterval`.
+    func currentToken() throws(CredentialError) -> Token {
+        let now = Int(clock().timeIntervalSince1970)
+        let interval = Int(refreshInterval.components.seconds)
+        return try cache.withLock { (cached: inout Token?) throws(CredentialError) -> Token in
+            if let token = cached, now - token.issuedAt < interval, now >= token.issuedAt { return token }
+            let token = try mint(issuedAt: now)
+            cached = token
+            return token
+        }
+    }
+
+    /// After APNs called `rejected` expired: a new token, unless `rejected` is younger than 20
+    /// minutes (then the clock is wrong and a new token would only earn TooManyProviderTokenUpdates).
+    private func refresh(after rejected: Token) throws(CredentialError) -> Token? {
+        let now = Int(clock().timeIntervalSince1970)
+        return try cache.withLock { (cached: inout Token?) throws(CredentialError) -> Token? in
+            if let token = cached, token.value != rejected.value { return token }  // someone refreshed already
+            guard now - rejected.issuedAt >= TokenConnector.refreshWindow.lowerBound else { return nil }
+            let token = try mint(issuedAt: now)
+            cached = token
+            return token
+        }
+    }
+
+    private func mint(issuedAt: Int) throws(CredentialError) -> Token {
+        let header = #"{"alg":"ES256","kid":""# + keyID + #""}"#
+        let claims = #"{"iss":""# + teamID + #"","iat":"# + String(issuedAt) + "}"
+        let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        let signature = try signer.sign(Array(signingInput.utf8))
+        return Token(value: signingInput + "." + Base64URL.encode(signature), issuedAt: issuedAt)
+    }
+
+    /// Apple's team and key ids: 10 ASCII letters and digits.
+    static func isAppleID(_ id: String) -> Bool {
+        id.utf8.count == 10 && id.utf8.allSatisfy { (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }
+    }
+
+    /// Connections opened so far.
+    public var connectionsOpened: Int { transport.connectionsOpened }
+
+    public var description: String { "TokenConnector(teamID: \(teamID), keyID: \(keyID), environment: \(environment))" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror {
+        Mirror(self, children: ["teamID": teamID, "keyID": keyID, "environment": environment], displayStyle: .class)
+    }
+}
+
+/// base64url without padding (RFC 7515 §2).
+enum Base64URL {
+    static func encode(_ bytes: [UInt8]) -> String {
+        var text = Data(bytes).base64EncodedString()
+        text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        while text.hasSuffix("=") { text.removeLast() }
+        return text
+    }
+}

@@ -1,0 +1,63 @@
+/// A key, certificate or passphrase that cannot be used, found when a connector is made.
+///
+/// Messages name the problem and what to do; they never contain key bytes, certificates or
+/// passphrases.
+public enum CredentialError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A credential file could not be read.
+    case unreadableFile(path: String, reason: String)
+    /// The team id is not 10 letters and digits.
+    case invalidTeamID(String)
+    /// The key id is not 10 letters and digits.
+    case invalidKeyID(String)
+    /// The data is not a PEM private key.
+    case invalidPrivateKey(String)
+    /// The key is not an EC P-256 key, which ES256 needs.
+    case notAnES256Key(String)
+    /// The private key is encrypted and no passphrase was given.
+    case passphraseRequired
+    /// The passphrase or PKCS#12 password is wrong.
+    case wrongPassphrase
+    /// The data is not a PEM certificate.
+    case invalidCertificate(String)
+    /// The private key does not belong to the certificate.
+    case keyDoesNotMatchCertificate
+    /// The data is not a PKCS#12 bundle, or it holds no certificate and key.
+    case invalidPKCS12(String)
+    /// A PKCS#12 bundle encrypted with a legacy cipher (RC2-40) that this OpenSSL cannot read.
+    case legacyPKCS12
+    /// The token refresh interval is outside Apple's 20–60 minute window.
+    case refreshIntervalOutOfRange(seconds: Int)
+    /// Signing a token failed inside libcrypto.
+    case signingFailed(String)
+
+    public var description: String {
+        switch self {
+        case let .unreadableFile(path, reason):
+            return "Cannot read \(path): \(reason)."
+        case let .invalidTeamID(id):
+            return "The team id \"\(id)\" is not 10 letters and digits; copy it from the Membership page of your Apple developer account."
+        case let .invalidKeyID(id):
+            return "The key id \"\(id)\" is not 10 letters and digits; it is part of the .p8 file name (AuthKey_<KEYID>.p8)."
+        case let .invalidPrivateKey(detail):
+            return "The private key is not a PEM private key (\(detail)). Pass the .p8 file Apple issued, unchanged."
+        case let .notAnES256Key(detail):
+            return "The key is not an EC P-256 key (\(detail)); APNs tokens are signed with ES256. Use the .p8 key from the Keys page of your developer account."
+        case .passphraseRequired:
+            return "The private key is encrypted; pass its passphrase."
+        case .wrongPassphrase:
+            return "The passphrase or password does not decrypt the key; check it."
+        case let .invalidCertificate(detail):
+            return "The certificate is not a PEM X.509 certificate (\(detail)). Export it from Keychain Access as .pem, or convert a .cer with `openssl x509 -inform der -in aps.cer -out aps.pem`."
+        case .keyDoesNotMatchCertificate:
+            return "The private key does not belong to the certificate. Export both from the same Keychain Access entry."
+        case let .invalidPKCS12(detail):
+            return "The file is not a PKCS#12 bundle with a certificate and its key (\(detail))."
+        case .legacyPKCS12:
+            return "The .p12 uses RC2-40 encryption, which OpenSSL 3 reads only with its legacy provider, which is not installed here. Re-export it: `openssl pkcs12 -legacy -in old.p12 -nodes -out both.pem && openssl pkcs12 -export -in both.pem -out new.p12`."
+        case let .refreshIntervalOutOfRange(seconds):
+            return "A token refresh interval of \(seconds) s is outside Apple's window: refresh no more often than every 20 minutes and at least every 60 (APNs reference §7)."
+        case let .signingFailed(detail):
+            return "Signing the provider token failed: \(detail)."
+        }
+    }
+}

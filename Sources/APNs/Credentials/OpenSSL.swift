@@ -1,0 +1,76 @@
+internal import CCrypto
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Small helpers over libcrypto. Every function here is thread-safe: it uses only its own objects.
+enum OpenSSL {
+    /// The last libcrypto error as text, clearing the queue. OpenSSL's messages name algorithms
+    /// and formats, never key material.
+    static func lastError() -> String {
+        let code = ERR_peek_last_error()
+        defer { ERR_clear_error() }
+        guard code != 0 else { return "no detail from OpenSSL" }
+        var buffer = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(code, &buffer, buffer.count)
+        let bytes = buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// A read-only memory BIO over a copy of `bytes`; the caller frees it with `BIO_free`.
+    static func bio(_ bytes: [UInt8]) -> OpaquePointer? {
+        let bio = BIO_new(BIO_s_mem())
+        guard let bio else { return nil }
+        let written = bytes.withUnsafeBytes { BIO_write(bio, $0.baseAddress, Int32($0.count)) }
+        guard written == Int32(bytes.count) || bytes.isEmpty else {
+            BIO_free(bio)
+            return nil
+        }
+        return bio
+    }
+
+    /// Everything written into a memory BIO.
+    static func contents(of bio: OpaquePointer) -> [UInt8] {
+        var pointer: UnsafeMutablePointer<CChar>?
+        let length = ccrypto_bio_get_mem_data(bio, &pointer)
+        guard let pointer, length > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: length))
+    }
+
+    /// Reads a credential's bytes.
+    static func load(_ source: CredentialSource) throws(CredentialError) -> [UInt8] {
+        switch source {
+        case .pem(let text): return Array(text.utf8)
+        case .bytes(let bytes): return bytes
+        case .file(let path):
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw .unreadableFile(path: path, reason: FileManager.default.fileExists(atPath: path) ? "permission denied" : "no such file")
+            }
+            return Array(data)
+        }
+    }
+}
+
+/// Where a key or certificate comes from: PEM text, bytes (a file's contents), or a file path.
+///
+/// ```swift
+/// let key = CredentialSource.file(path: "AuthKey_ABC123DEFG.p8")
+/// let pem = CredentialSource.pem(ProcessInfo.processInfo.environment["APNS_KEY"] ?? "")
+/// ```
+public enum CredentialSource: Sendable, Hashable, CustomStringConvertible {
+    case pem(String)
+    case bytes([UInt8])
+    case file(path: String)
+
+    /// Never shows the credential itself.
+    public var description: String {
+        switch self {
+        case .pem: return "PEM text (redacted)"
+        case .bytes(let bytes): return "\(bytes.count) bytes (redacted)"
+        case .file(let path): return "file \(path)"
+        }
+    }
+}

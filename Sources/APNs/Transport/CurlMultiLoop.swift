@@ -1,0 +1,263 @@
+internal import CCurl
+import Foundation
+import Synchronization
+
+/// The thread that owns one libcurl multi handle and every easy handle on it.
+///
+/// Tasks hand it work through a locked inbox and wake it with `curl_multi_wakeup`; the thread adds
+/// easy handles, runs `curl_multi_perform`, resumes the continuations of finished transfers and
+/// sleeps in `curl_multi_poll`. No libcurl call happens anywhere else.
+///
+/// `@unchecked Sendable`: `multi`, `active` and `idle` are touched only on the loop thread (after
+/// `init`, which runs before the thread starts); shared state is in the `inbox` mutex.
+final class CurlMultiLoop: @unchecked Sendable {
+    struct Settings: Sendable {
+        var requestTimeoutMilliseconds: Int
+        var connectTimeoutMilliseconds: Int
+        var trustedCA: [UInt8]?
+        var identity: ClientIdentity?
+    }
+
+    enum Operation {
+        case add(Transfer)
+        case cancel(Transfer)
+    }
+
+    private struct Inbox {
+        var operations: [Operation] = []
+        var shutdown = false
+        var started = false
+        var connectionsOpened = 0
+    }
+
+    private let settings: Settings
+    private let inbox = Mutex(Inbox())
+    private let multi: UnsafeMutableRawPointer?
+    private var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    private var idle: [UnsafeMutableRawPointer] = []
+
+    init(settings: Settings, maximumConnectionsPerHost: Int, maximumConcurrentStreams: Int) {
+        self.settings = settings
+        multi = curl_multi_init()
+        if let multi {
+            _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+            _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, maximumConnectionsPerHost))
+            _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, maximumConcurrentStreams))
+        }
+    }
+
+    var connectionsOpened: Int { inbox.withLock { $0.connectionsOpened } }
+
+    /// Queues an operation and wakes the loop, starting its thread on first use.
+    func submit(_ operation: Operation) {
+        let (start, refused) = inbox.withLock { state -> (Bool, Bool) in
+            if state.shutdown { return (false, true) }
+            state.operations.append(operation)
+            defer { state.started = true }
+            return (!state.started, false)
+        }
+        if refused {
+            if case .add(let transfer) = operation { transfer.resume(.failure(TransportError.shutDown)) }
+            return
+        }
+        guard let multi else {
+            if case .add(let transfer) = operation {
+                transfer.resume(.failure(TransportError(code: 2, message: "curl_multi_init failed")))
+            }
+            return
+        }
+        if start {
+            let thread = Thread { [self] in run() }
+            thread.name = "swift-apns.curl"
+            thread.start()
+        } else {
+            curl_multi_wakeup(multi)
+        }
+    }
+
+    /// Stops the loop: in-flight and queued requests fail with ``TransportError/shutDown``.
+    func shutdown() {
+        let started = inbox.withLock { state -> Bool in
+            state.shutdown = true
+            return state.started
+        }
+        if started, let multi { curl_multi_wakeup(multi) } else if let multi { curl_multi_cleanup(multi) }
+    }
+
+    // MARK: Loop thread
+
+    private func run() {
+        guard let multi else { return }
+        var running: Int32 = 0
+        while true {
+            let (operations, stop) = inbox.withLock { state -> ([Operation], Bool) in
+                var taken: [Operation] = []
+                swap(&taken, &state.operations)
+                return (taken, state.shutdown)
+            }
+            for operation in operations {
+                switch operation {
+                case .add(let transfer): start(transfer, on: multi)
+                case .cancel(let transfer): cancel(transfer, on: multi)
+                }
+            }
+            if stop {
+                for operation in inbox.withLock({ $0.operations }) {
+                    if case .add(let transfer) = operation { transfer.resume(.failure(TransportError.shutDown)) }
+                }
+                for (easy, transfer) in active {
+                    curl_multi_remove_handle(multi, easy)
+                    curl_easy_cleanup(easy)
+                    transfer.resume(.failure(TransportError.shutDown))
+                }
+                active.removeAll()
+                idle.forEach { curl_easy_cleanup($0) }
+                idle.removeAll()
+                curl_multi_cleanup(multi)
+                return
+            }
+            curl_multi_perform(multi, &running)
+            collectFinished(on: multi)
+            curl_multi_poll(multi, nil, 0, 1000, nil)
+        }
+    }
+
+    private func start(_ transfer: Transfer, on multi: UnsafeMutableRawPointer) {
+        if transfer.cancelled {
+            transfer.resume(.failure(CancellationError()))
+            return
+        }
+        guard let easy = idle.popLast() ?? curl_easy_init() else {
+            transfer.resume(.failure(TransportError(code: 2, message: "curl_easy_init failed")))
+            return
+        }
+        configure(easy, for: transfer)
+        let added = curl_multi_add_handle(multi, easy)
+        guard added == CURLM_OK else {
+            recycle(easy)
+            transfer.resume(.failure(TransportError(code: Int(added.rawValue), message: String(cString: curl_multi_strerror(added)))))
+            return
+        }
+        transfer.easy = easy
+        active[easy] = transfer
+    }
+
+    private func configure(_ easy: UnsafeMutableRawPointer, for transfer: Transfer) {
+        _ = ccurl_easy_setopt_string(easy, CURLOPT_URL, transfer.url)
+        _ = ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        _ = ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        _ = ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
+        _ = ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
+        _ = ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
+        _ = ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, settings.requestTimeoutMilliseconds)
+        _ = ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeoutMilliseconds)
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, transfer.errorBuffer)
+        if let ca = settings.trustedCA {
+            ca.withUnsafeBytes { _ = ccurl_easy_setopt_blob(easy, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) }
+        }
+        if let identity = settings.identity {
+            identity.certificateChainPEM.withUnsafeBytes {
+                _ = ccurl_easy_setopt_blob(easy, CURLOPT_SSLCERT_BLOB, $0.baseAddress, $0.count)
+            }
+            identity.privateKeyPEM.withUnsafeBytes {
+                _ = ccurl_easy_setopt_blob(easy, CURLOPT_SSLKEY_BLOB, $0.baseAddress, $0.count)
+            }
+            _ = ccurl_easy_setopt_string(easy, CURLOPT_SSLCERTTYPE, "PEM")
+            _ = ccurl_easy_setopt_string(easy, CURLOPT_SSLKEYTYPE, "PEM")
+        }
+        switch transfer.method {
+        case .post:
+            _ = ccurl_easy_setopt_long(easy, CURLOPT_POST, 1)
+            _ = ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.bodyCount))
+            _ = ccurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, transfer.body.baseAddress)
+        case .get:
+            _ = ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+        default:
+            _ = ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, transfer.method.rawValue)
+            if transfer.bodyCount > 0 {
+                _ = ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.bodyCount))
+                _ = ccurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, transfer.body.baseAddress)
+            }
+        }
+        var list: UnsafeMutablePointer<curl_slist>?
+        for line in transfer.headerLines { list = curl_slist_append(list, line) }
+        transfer.headerList = list
+        _ = ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list)
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
+        _ = ccurl_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+            let length = size * count
+            guard let data, let context else { return length }
+            let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+            transfer.responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
+            return length
+        }
+        _ = ccurl_easy_setopt_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+            let length = size * count
+            guard let data, let context else { return length }
+            let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+            transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: length))
+            return length
+        }
+    }
+
+    private func cancel(_ transfer: Transfer, on multi: UnsafeMutableRawPointer) {
+        guard transfer.continuation != nil else { return }  // already finished
+        guard let easy = transfer.easy, active.removeValue(forKey: easy) != nil else {
+            transfer.cancelled = true  // not started yet: `start` resumes it
+            return
+        }
+        curl_multi_remove_handle(multi, easy)
+        recycle(easy)
+        transfer.resume(.failure(CancellationError()))
+    }
+
+    private func collectFinished(on multi: UnsafeMutableRawPointer) {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            finish(easy, code: message.pointee.data.result, on: multi)
+        }
+    }
+
+    private func finish(_ easy: UnsafeMutableRawPointer, code: CURLcode, on multi: UnsafeMutableRawPointer) {
+        curl_multi_remove_handle(multi, easy)
+        guard let transfer = active.removeValue(forKey: easy) else {
+            recycle(easy)
+            return
+        }
+        var connects = 0
+        _ = ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
+        if connects > 0 { inbox.withLock { $0.connectionsOpened += connects } }
+        let result: Result<HTTPResponse, any Error>
+        if code == CURLE_OK {
+            var status = 0
+            var version = 0
+            _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+            _ = ccurl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+            if version == Int(CURL_HTTP_VERSION_2_0) {
+                result = .success(HTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody))
+            } else {
+                result = .failure(TransportError.notHTTP2)
+            }
+        } else {
+            let detail = transfer.curlMessage
+            result = .failure(TransportError(
+                code: Int(code.rawValue), message: detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail))
+        }
+        recycle(easy)
+        transfer.easy = nil
+        transfer.resume(result)
+    }
+
+    /// Keeps a finished easy handle for the next transfer (its options reset).
+    private func recycle(_ easy: UnsafeMutableRawPointer) {
+        if idle.count < 4096 {
+            curl_easy_reset(easy)
+            idle.append(easy)
+        } else {
+            curl_easy_cleanup(easy)
+        }
+    }
+}
