@@ -35,9 +35,16 @@ final class CurlMultiLoop: @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer?
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     private var idle: [UnsafeMutableRawPointer] = []
+    /// Transfers beyond what the connections can carry wait here, in order, rather than in
+    /// libcurl's own pending queue: a transfer libcurl has attached to a connection that then
+    /// receives GOAWAY counts a retry, and libcurl gives up after five.
+    private var waiting: [Transfer] = []
+    private var waitingHead = 0
+    private let maximumInFlight: Int
 
     init(settings: Settings, maximumConnectionsPerHost: Int, maximumConcurrentStreams: Int) {
         self.settings = settings
+        maximumInFlight = max(1, maximumConnectionsPerHost) * max(1, maximumConcurrentStreams)
         multi = curl_multi_init()
         if let multi {
             _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
@@ -97,7 +104,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             }
             for operation in operations {
                 switch operation {
-                case .add(let transfer): start(transfer, on: multi)
+                case .add(let transfer): enqueue(transfer)
                 case .cancel(let transfer): cancel(transfer, on: multi)
                 }
             }
@@ -105,6 +112,8 @@ final class CurlMultiLoop: @unchecked Sendable {
                 for operation in inbox.withLock({ $0.operations }) {
                     if case .add(let transfer) = operation { transfer.resume(.failure(TransportError.shutDown)) }
                 }
+                for transfer in waiting[waitingHead...] { transfer.resume(.failure(TransportError.shutDown)) }
+                waiting.removeAll()
                 for (easy, transfer) in active {
                     curl_multi_remove_handle(multi, easy)
                     curl_easy_cleanup(easy)
@@ -116,17 +125,31 @@ final class CurlMultiLoop: @unchecked Sendable {
                 curl_multi_cleanup(multi)
                 return
             }
+            startWaiting(on: multi)
             curl_multi_perform(multi, &running)
             collectFinished(on: multi)
+            startWaiting(on: multi)
             curl_multi_poll(multi, nil, 0, 1000, nil)
         }
     }
 
-    private func start(_ transfer: Transfer, on multi: UnsafeMutableRawPointer) {
-        if transfer.cancelled {
-            transfer.resume(.failure(CancellationError()))
-            return
+    /// Moves waiting transfers into libcurl while there is room.
+    private func startWaiting(on multi: UnsafeMutableRawPointer) {
+        while active.count < maximumInFlight, waitingHead < waiting.count {
+            let transfer = waiting[waitingHead]
+            waitingHead += 1
+            if !transfer.finished { start(transfer, on: multi) }
         }
+        if waitingHead == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+        } else if waitingHead > 4096 && waitingHead * 2 > waiting.count {
+            waiting.removeFirst(waitingHead)
+            waitingHead = 0
+        }
+    }
+
+    private func start(_ transfer: Transfer, on multi: UnsafeMutableRawPointer) {
         guard let easy = idle.popLast() ?? curl_easy_init() else {
             transfer.resume(.failure(TransportError(code: 2, message: "curl_easy_init failed")))
             return
@@ -202,15 +225,29 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
     }
 
+    /// Cancels wherever the transfer is: not yet seen (its `add` is still on the way), waiting, or
+    /// in libcurl. Runs on the loop thread, like every other state change of a transfer.
     private func cancel(_ transfer: Transfer, on multi: UnsafeMutableRawPointer) {
-        guard transfer.continuation != nil else { return }  // already finished
-        guard let easy = transfer.easy, active.removeValue(forKey: easy) != nil else {
-            transfer.cancelled = true  // not started yet: `start` resumes it
+        guard !transfer.finished else { return }
+        transfer.cancelled = true
+        if let easy = transfer.easy, active.removeValue(forKey: easy) != nil {
+            curl_multi_remove_handle(multi, easy)
+            recycle(easy)
+            transfer.easy = nil
+            transfer.resume(.failure(CancellationError()))
+        } else if transfer.queued {
+            transfer.resume(.failure(CancellationError()))  // skipped when its turn comes
+        }
+        // Otherwise its `add` has not been processed yet; `enqueue` sees `cancelled`.
+    }
+
+    private func enqueue(_ transfer: Transfer) {
+        if transfer.cancelled {
+            transfer.resume(.failure(CancellationError()))
             return
         }
-        curl_multi_remove_handle(multi, easy)
-        recycle(easy)
-        transfer.resume(.failure(CancellationError()))
+        transfer.queued = true
+        waiting.append(transfer)
     }
 
     private func collectFinished(on multi: UnsafeMutableRawPointer) {
@@ -241,6 +278,16 @@ final class CurlMultiLoop: @unchecked Sendable {
             } else {
                 result = .failure(TransportError.notHTTP2)
             }
+        } else if Transfer.isUnprocessed(code: code, message: transfer.curlMessage), transfer.resubmissions < Transfer.maximumResubmissions {
+            // libcurl retried this request five times on connections that closed before the server
+            // took it (GOAWAY, refused stream) and gave up; the server never processed it, so
+            // sending it again cannot duplicate it.
+            transfer.resubmissions += 1
+            recycle(easy)
+            transfer.easy = nil
+            transfer.prepareForResubmission()
+            waiting.append(transfer)
+            return
         } else {
             let detail = transfer.curlMessage
             result = .failure(TransportError(

@@ -80,7 +80,30 @@ final class Transfer: @unchecked Sendable {
     var headerList: UnsafeMutablePointer<curl_slist>?
     var responseHeaders: [APNsRequest.Header] = []
     var responseBody: [UInt8] = []
+    /// Loop-thread state: cancellation was asked for; the `add` was processed; the continuation
+    /// was resumed.
     var cancelled = false
+    var queued = false
+    var finished = false
+    var resubmissions = 0
+
+    /// How often a request libcurl gave up on as never processed is queued again.
+    static let maximumResubmissions = 3
+
+    /// libcurl's verdict that the request was never taken by the server: it retried it on fresh
+    /// connections (refused streams, connections closed before any byte of a response) until its
+    /// own limit. See `Curl_retry_request` in libcurl.
+    static func isUnprocessed(code: CURLcode, message: String) -> Bool {
+        (code == CURLE_RECV_ERROR || code == CURLE_SEND_ERROR) && message.hasPrefix("Connection died, tried")
+    }
+
+    func prepareForResubmission() {
+        responseHeaders.removeAll()
+        responseBody.removeAll()
+        errorBuffer.update(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        if let headerList { curl_slist_free_all(headerList) }
+        headerList = nil
+    }
 
     init(url: String, method: APNsRequest.Method, headerLines: [String], body: [UInt8]) {
         self.url = url
@@ -101,7 +124,10 @@ final class Transfer: @unchecked Sendable {
         if let headerList { curl_slist_free_all(headerList) }
     }
 
+    /// Resumes the waiting task, once.
     func resume(_ result: Result<HTTPResponse, any Error>) {
+        guard !finished else { return }
+        finished = true
         continuation?.resume(with: result)
         continuation = nil
     }

@@ -1,0 +1,180 @@
+import APNsCore
+import Foundation
+import NIOCore
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+
+/// A real HTTP/2 + TLS server on loopback that behaves like APNs, for integration tests.
+///
+/// It checks what APNs checks — path, method, token or client certificate, push type, topic,
+/// priority, expiration, apns-id, collapse id, payload size and shape — and answers with Apple's
+/// status and reason, `apns-id` and `apns-unique-id`. Every request is recorded for assertions.
+///
+/// ```swift
+/// let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+/// let server = try await MockAPNsServer.start(.init(signingKeys: [key]))
+/// defer { Task { try await server.stop() } }
+/// var transport = TransportConfiguration()
+/// transport.trustedCertificateAuthority = .pem(server.certificateAuthorityPEM)
+/// let connector = try TokenConnector(teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
+///                                    environment: .custom(host: server.host, port: server.port), transport: transport)
+/// try await send(AlertNotification(bundleID: "com.example.app") { Alert("Hi") }, via: connector, to: device)
+/// #expect(server.requests.last?.bodyText == #"{"aps":{"alert":"Hi"}}"#)
+/// ```
+///
+/// Thread safety: `Sendable`; its methods may be called from any task while it runs.
+public final class MockAPNsServer: Sendable {
+    /// How the server behaves.
+    public struct Configuration: Sendable {
+        /// The address to listen on; loopback by default.
+        public var host = "127.0.0.1"
+        /// 0 picks a free port.
+        public var port = 0
+        /// Keys whose tokens verify. Tokens signed by any other key get 403 InvalidProviderToken.
+        public var signingKeys: [MockCertificateAuthority.SigningKey]
+        /// Signs the server's certificate and is trusted for client certificates; generated if nil.
+        public var certificateAuthority: MockCertificateAuthority?
+        /// More CAs (PEM) trusted for client certificates.
+        public var additionalClientCertificateAuthorities: [String] = []
+        /// Ask for a client certificate and verify it when offered (token clients offer none).
+        public var verifiesClientCertificates = true
+        /// Bundle ids the team may push to; nil accepts any.
+        public var allowedBundleIDs: Set<String>?
+        /// Ends each connection with GOAWAY after this many streams (to test reconnection).
+        public var goAwayAfterStreams: Int?
+        /// SETTINGS_MAX_CONCURRENT_STREAMS.
+        public var maximumConcurrentStreams = 1000
+        /// Event-loop threads.
+        public var threads = 1
+        /// Keep every request for ``requests``; turn off for long benchmarks.
+        public var recordsRequests = true
+        /// The server's notion of now, for token ages.
+        public var clock: @Sendable () -> Date = { Date() }
+
+        public init(signingKeys: [MockCertificateAuthority.SigningKey] = []) {
+            self.signingKeys = signingKeys
+        }
+    }
+
+    public let host: String
+    public let port: Int
+    /// The CA that signed the server certificate: trust it in the client under test.
+    public let certificateAuthority: MockCertificateAuthority
+    public var certificateAuthorityPEM: String { certificateAuthority.certificatePEM }
+
+    private let state: ServerState
+    private let group: MultiThreadedEventLoopGroup
+    private let channel: Channel
+
+    private init(host: String, port: Int, authority: MockCertificateAuthority, state: ServerState, group: MultiThreadedEventLoopGroup, channel: Channel) {
+        self.host = host
+        self.port = port
+        self.certificateAuthority = authority
+        self.state = state
+        self.group = group
+        self.channel = channel
+    }
+
+    /// Starts a server and returns once it listens.
+    public static func start(_ configuration: Configuration = Configuration()) async throws -> MockAPNsServer {
+        let authority = try configuration.certificateAuthority ?? MockCertificateAuthority()
+        let serverCertificate = try authority.issueServerCertificate()
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(serverCertificate.certificatePEM.utf8), format: .pem))],
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(serverCertificate.privateKeyPEM.utf8), format: .pem)))
+        tls.applicationProtocols = ["h2"]
+        tls.minimumTLSVersion = .tlsv12
+        tls.shutdownTimeout = .milliseconds(100)  // clients rarely answer close_notify; stop() should be quick
+        if configuration.verifiesClientCertificates {
+            tls.certificateVerification = .optionalVerification
+            var roots = [try NIOSSLCertificate(bytes: Array(authority.certificatePEM.utf8), format: .pem)]
+            for pem in configuration.additionalClientCertificateAuthorities {
+                roots += try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8))
+            }
+            tls.trustRoots = .certificates(roots)
+        }
+        let sslContext = try NIOSSLContext(configuration: tls)
+        let state = try ServerState(configuration: configuration)
+
+        var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
+        connectionConfiguration.initialSettings = [
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: configuration.maximumConcurrentStreams),
+            HTTP2Setting(parameter: .maxHeaderListSize, value: 16384),
+        ]
+        // libcurl 7.88 ends every finished stream with RST_STREAM(STREAM_CLOSED); NIO's defaults
+        // would treat a busy client as a rapid-reset attack. Finite limits, because NIO preallocates
+        // room for them.
+        connectionConfiguration.maximumConnectionGlitches = 1_000_000
+        var streamConfiguration = NIOHTTP2Handler.StreamConfiguration()
+        streamConfiguration.streamResetFrameRateLimit.maximumCount = 200_000
+        streamConfiguration.streamResetFrameRateLimit.windowLength = .seconds(1)
+        streamConfiguration.streamErrorRateLimit.maximumCount = 200_000
+        streamConfiguration.streamErrorRateLimit.windowLength = .seconds(1)
+        let connectionSettings = connectionConfiguration
+        let streamSettings = streamConfiguration
+
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: 256)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    state.connectionOpened()
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                    let connection = NIOLoopBound(ConnectionContext(channel: channel), eventLoop: channel.eventLoop)
+                    _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
+                        mode: .server, connectionConfiguration: connectionSettings, streamConfiguration: streamSettings
+                    ) { stream in
+                        stream.eventLoop.makeCompletedFuture {
+                            try stream.pipeline.syncOperations.addHandler(StreamHandler(state: state, connection: connection))
+                        }
+                    }
+                }
+            }
+        do {
+            let channel = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+            guard let port = channel.localAddress?.port else { throw MockServerError.noPort }
+            return MockAPNsServer(host: configuration.host, port: port, authority: authority, state: state, group: group, channel: channel)
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+    }
+
+    /// Stops listening, closes connections and frees the threads.
+    public func stop() async throws {
+        try? await channel.close()
+        try await group.shutdownGracefully()
+    }
+
+    /// Every request received so far (when ``Configuration/recordsRequests`` is on), in order of
+    /// completion.
+    public var requests: [RecordedRequest] { state.records }
+
+    /// Forgets the recorded requests.
+    public func clearRequests() { state.clearRecords() }
+
+    /// Streams answered so far, recorded or not.
+    public var streamCount: Int { state.streamCount }
+
+    /// TLS connections accepted so far.
+    public var connectionCount: Int { state.connectionCount }
+
+    /// Makes the server answer pushes to `deviceToken` with a rejection, as APNs would for a token
+    /// the user uninstalled (`410 Unregistered` with `timestamp`) and so on. `nil` removes it.
+    public func reject(deviceToken: String, with reason: APNsRejection.Reason?, status: Int? = nil, timestamp: Date? = nil) {
+        guard let reason else { return state.script(nil, for: deviceToken) }
+        let defaultStatus = APNsRejection.Reason.statusByReason.first(where: { $0.0 == reason })?.1 ?? 400
+        state.script(
+            .init(status: status ?? defaultStatus, reason: reason, timestamp: timestamp.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }),
+            for: deviceToken)
+    }
+}
+
+/// The mock server could not start.
+public enum MockServerError: Error, CustomStringConvertible {
+    case noPort
+    public var description: String { "The mock server's socket has no port; check the host address." }
+}

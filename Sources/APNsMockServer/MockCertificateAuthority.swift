@@ -1,0 +1,116 @@
+import Crypto
+import Foundation
+import SwiftASN1
+import X509
+
+/// A throwaway certificate authority for tests: it signs the mock server's TLS certificate and the
+/// client certificates of certificate-connector tests, and makes `.p8` signing keys. Everything it
+/// makes is generated in memory at run time and is clearly fake (`CN=swift-apns test …`).
+///
+/// ```swift
+/// let authority = try MockCertificateAuthority()
+/// let client = try authority.issueClientCertificate(bundleID: "com.example.app")
+/// let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+/// ```
+public struct MockCertificateAuthority: Sendable {
+    /// The CA certificate, PEM: give it to `TransportConfiguration.trustedCertificateAuthority`.
+    public let certificatePEM: String
+    private let certificate: Certificate
+    private let privateKey: P256.Signing.PrivateKey
+
+    /// A certificate and its private key, both PEM.
+    public struct IssuedCertificate: Sendable {
+        public let certificatePEM: String
+        /// Unencrypted PKCS#8 PEM.
+        public let privateKeyPEM: String
+    }
+
+    /// A `.p8`-style signing key and the ids the server knows it by.
+    public struct SigningKey: Sendable, Hashable {
+        public let teamID: String
+        public let keyID: String
+        /// The private key as Apple issues it: PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`).
+        public let privateKeyPEM: String
+        /// The public half, which the mock server verifies tokens with.
+        public let publicKeyPEM: String
+    }
+
+    /// Creates a new CA with a fresh P-256 key, valid from an hour ago for a year.
+    public init(name: String = "swift-apns test CA") throws {
+        privateKey = P256.Signing.PrivateKey()
+        let subject = try DistinguishedName {
+            OrganizationName("swift-apns tests")
+            CommonName(name)
+        }
+        let now = Date()
+        certificate = try Certificate(
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(),
+            publicKey: Certificate.PublicKey(privateKey.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600),
+            notValidAfter: now.addingTimeInterval(365 * 86400),
+            issuer: subject,
+            subject: subject,
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
+                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
+            },
+            issuerPrivateKey: Certificate.PrivateKey(privateKey))
+        certificatePEM = try certificate.serializeAsPEM().pemString
+    }
+
+    /// A TLS server certificate for `127.0.0.1`, `::1` and `localhost`.
+    public func issueServerCertificate() throws -> IssuedCertificate {
+        try issue(
+            commonName: "swift-apns test server",
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                try ExtendedKeyUsage([.serverAuth])
+                SubjectAlternativeNames([
+                    .dnsName("localhost"),
+                    .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
+                    .ipAddress(ASN1OctetString(contentBytes: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1])),
+                ])
+            })
+    }
+
+    /// A client certificate shaped like Apple's push certificates:
+    /// `CN=Apple Push Services: <bundleID>`.
+    public func issueClientCertificate(bundleID: String) throws -> IssuedCertificate {
+        try issue(
+            commonName: "Apple Push Services: \(bundleID)",
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                try ExtendedKeyUsage([.clientAuth])
+            })
+    }
+
+    private func issue(commonName: String, extensions: Certificate.Extensions) throws -> IssuedCertificate {
+        let key = P256.Signing.PrivateKey()
+        let now = Date()
+        let issued = try Certificate(
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(),
+            publicKey: Certificate.PublicKey(key.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600),
+            notValidAfter: now.addingTimeInterval(30 * 86400),
+            issuer: certificate.subject,
+            subject: try DistinguishedName {
+                OrganizationName("swift-apns tests")
+                CommonName(commonName)
+            },
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: extensions,
+            issuerPrivateKey: Certificate.PrivateKey(privateKey))
+        return IssuedCertificate(certificatePEM: try issued.serializeAsPEM().pemString, privateKeyPEM: key.pemRepresentation)
+    }
+
+    /// A new P-256 signing key, as Apple's `.p8` files hold, with the ids to register it under.
+    public static func makeSigningKey(teamID: String, keyID: String) -> SigningKey {
+        let key = P256.Signing.PrivateKey()
+        return SigningKey(teamID: teamID, keyID: keyID, privateKeyPEM: key.pemRepresentation, publicKeyPEM: key.publicKey.pemRepresentation)
+    }
+}

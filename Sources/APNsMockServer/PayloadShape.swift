@@ -1,0 +1,52 @@
+import APNsCore
+import Foundation
+
+/// The payload shape each push type must have (APNs reference §3–§5), checked on parsed JSON.
+enum PayloadShape {
+    /// Keys `aps` may hold in an alert (APNs reference §4).
+    static let alertKeys: Set<String> = [
+        "alert", "badge", "sound", "thread-id", "category", "content-available", "mutable-content",
+        "target-content-id", "interruption-level", "relevance-score", "filter-criteria",
+    ]
+    static let liveActivityKeys: Set<String> = [
+        "alert", "timestamp", "event", "content-state", "stale-date", "dismissal-date", "relevance-score",
+        "attributes-type", "attributes", "input-push-token", "input-push-channel",
+    ]
+
+    static func isValid(_ json: [String: Any], for pushType: PushType) -> Bool {
+        let aps = json["aps"] as? [String: Any]
+        switch pushType {
+        case .alert:
+            guard let aps, Set(aps.keys).isSubset(of: alertKeys) else { return false }
+            if let badge = aps["badge"] { guard let number = badge as? NSNumber, number.intValue >= 0 else { return false } }
+            return true
+        case .background:
+            guard let aps, aps.count == 1, (aps["content-available"] as? NSNumber)?.intValue == 1 else { return false }
+            return true
+        case .widgets, .controls:
+            guard let aps, aps.count == 1, aps["content-changed"] as? Bool == true else { return false }
+            return json.count == 1
+        case .location:
+            return aps?.isEmpty == true && json.count == 1
+        case .mdm:
+            return json.count == 1 && json["mdm"] is String
+        case .fileprovider:
+            return json["aps"] == nil && json["container-identifier"] is String && json["domain"] is String
+        case .pushtotalk:
+            return json["aps"] == nil
+        case .liveactivity:
+            guard let aps, Set(aps.keys).isSubset(of: liveActivityKeys),
+                let event = aps["event"] as? String, ["start", "update", "end"].contains(event),
+                aps["timestamp"] is NSNumber, aps["content-state"] is [String: Any]
+            else { return false }
+            if event == "start" {
+                guard aps["attributes-type"] is String, aps["attributes"] is [String: Any], aps["alert"] != nil else { return false }
+                if aps["input-push-token"] != nil && aps["input-push-channel"] != nil { return false }
+            }
+            if event != "end" && aps["dismissal-date"] != nil { return false }
+            return true
+        default:  // complication, voip: free-form JSON objects
+            return true
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import APNsCore
+
+/// One request the mock server received, exactly as it arrived, and how it answered.
+public struct RecordedRequest: Sendable, Hashable, CustomStringConvertible {
+    /// How the connection authenticated.
+    public enum Authentication: Sendable, Hashable {
+        /// A bearer token that verified, with its ids and `iat`.
+        case token(teamID: String, keyID: String, issuedAt: Int)
+        /// A TLS client certificate, with its common name.
+        case certificate(commonName: String)
+        /// Neither (or a token that did not verify).
+        case none
+    }
+
+    public let method: String
+    public let path: String
+    public let authority: String
+    /// Regular (non-pseudo) headers in the order received, names lowercase.
+    public let headers: [APNsRequest.Header]
+    public let body: [UInt8]
+    public let authentication: Authentication
+    /// The status the mock server answered with.
+    public let status: Int
+    /// The reason it gave, for rejections.
+    public let reason: String?
+    /// The apns-id it answered with.
+    public let apnsID: String?
+
+    public subscript(header name: String) -> String? {
+        headers.first(where: { $0.name == name })?.value
+    }
+
+    public var bodyText: String { String(decoding: body, as: UTF8.self) }
+
+    /// The request in `apns send --dry-run` form, then the answer.
+    public var description: String {
+        var lines = ["\(method) \(path)"]
+        lines += headers.map(\.description)
+        lines += ["", bodyText, "→ \(status)" + (reason.map { " \($0)" } ?? "")]
+        return lines.joined(separator: "\n")
+    }
+}

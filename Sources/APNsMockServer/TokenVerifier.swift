@@ -1,0 +1,64 @@
+import APNsCore
+import Crypto
+import Foundation
+
+/// Verifies provider tokens the way APNs does (APNs reference §7), with swift-crypto, a signature
+/// implementation independent of the client's OpenSSL path.
+struct TokenVerifier: Sendable {
+    struct Registered: Sendable {
+        let teamID: String
+        let key: P256.Signing.PublicKey
+    }
+
+    enum Outcome: Equatable {
+        case valid(teamID: String, keyID: String, issuedAt: Int)
+        case rejected(APNsRejection.Reason)
+    }
+
+    let keys: [String: Registered]
+
+    init(keys: [MockCertificateAuthority.SigningKey]) throws {
+        var registered: [String: Registered] = [:]
+        for key in keys {
+            registered[key.keyID] = Registered(teamID: key.teamID, key: try P256.Signing.PublicKey(pemRepresentation: key.publicKeyPEM))
+        }
+        self.keys = registered
+    }
+
+    /// Checks `authorization` (`bearer <jwt>`): format, algorithm, known key id, issuer, signature
+    /// and age against `now`.
+    func verify(authorization: String, now: Int) -> Outcome {
+        let prefix = "bearer "
+        guard authorization.lowercased().hasPrefix(prefix) else { return .rejected(.invalidProviderToken) }
+        let parts = authorization.dropFirst(prefix.count).split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3,
+            let headerBytes = TokenVerifier.base64URLDecode(parts[0]),
+            let claimsBytes = TokenVerifier.base64URLDecode(parts[1]),
+            let signatureBytes = TokenVerifier.base64URLDecode(parts[2]),
+            let header = try? JSONSerialization.jsonObject(with: headerBytes) as? [String: Any],
+            let claims = try? JSONSerialization.jsonObject(with: claimsBytes) as? [String: Any]
+        else { return .rejected(.invalidProviderToken) }
+        guard header["alg"] as? String == "ES256", let keyID = header["kid"] as? String else {
+            return .rejected(.invalidProviderToken)
+        }
+        guard let registered = keys[keyID] else { return .rejected(.invalidProviderToken) }
+        guard let issuer = claims["iss"] as? String, issuer == registered.teamID else {
+            return .rejected(.invalidProviderToken)
+        }
+        guard let issuedAt = (claims["iat"] as? NSNumber)?.intValue else { return .rejected(.invalidProviderToken) }
+        guard signatureBytes.count == 64,
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
+            registered.key.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8))
+        else { return .rejected(.invalidProviderToken) }
+        if now - issuedAt > 3600 { return .rejected(.expiredProviderToken) }
+        if issuedAt - now > 300 { return .rejected(.invalidProviderToken) }  // from the future
+        return .valid(teamID: registered.teamID, keyID: keyID, issuedAt: issuedAt)
+    }
+
+    static func base64URLDecode(_ text: Substring) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        guard !base64.contains("=") else { return nil }
+        while base64.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: base64)
+    }
+}

@@ -1,0 +1,73 @@
+import APNs
+import Foundation
+import Synchronization
+
+/// A connector for unit tests: it records every request exactly as `send` built it and answers
+/// with a scripted response, without a network or credentials.
+///
+/// It is typed by the authentication it stands in for, so the compile-time rules still hold:
+/// a ``TokenRecordingConnector`` cannot send MDM, a ``CertificateRecordingConnector`` cannot send
+/// widgets.
+///
+/// ```swift
+/// let connector = TokenRecordingConnector()
+/// try await send(AlertNotification(bundleID: "com.example.app") { Alert("Hi") }, via: connector, to: device)
+/// #expect(connector.requests[0].bodyText == #"{"aps":{"alert":"Hi"}}"#)
+/// #expect(connector.requests[0][header: "apns-topic"] == "com.example.app")
+///
+/// let failing = TokenRecordingConnector { _ in .rejected(.unregistered, timestamp: Date()) }
+/// ```
+///
+/// Thread safety: `Sendable`; requests from concurrent tasks are recorded in completion order.
+public final class RecordingConnector<Authentication: AuthenticationKind>: Connector {
+    private let respond: @Sendable (APNsRequest) -> HTTPResponse
+    private let recorded = Mutex<[APNsRequest]>([])
+
+    /// - Parameter respond: The answer to each request; by default 200 with an `apns-id` (the
+    ///   request's own, or a fixed one) and an `apns-unique-id`.
+    public init(respond: @escaping @Sendable (APNsRequest) -> HTTPResponse = { .accepted(apnsID: $0[header: "apns-id"]) }) {
+        self.respond = respond
+    }
+
+    public func perform(_ request: APNsRequest) async throws -> HTTPResponse {
+        try Task.checkCancellation()
+        recorded.withLock { $0.append(request) }
+        return respond(request)
+    }
+
+    /// Every request received, in order.
+    public var requests: [APNsRequest] { recorded.withLock { $0 } }
+
+    /// Forgets the recorded requests.
+    public func reset() { recorded.withLock { $0.removeAll() } }
+}
+
+/// Stands in for a ``TokenConnector``.
+public typealias TokenRecordingConnector = RecordingConnector<TokenAuthentication>
+/// Stands in for a ``CertificateConnector``.
+public typealias CertificateRecordingConnector = RecordingConnector<CertificateAuthentication>
+
+extension HTTPResponse {
+    /// The apns-id a scripted success reports when the request carried none.
+    public static let scriptedAPNsID = "00000000-0000-4000-8000-000000000000"
+
+    /// 200, as APNs answers an accepted push.
+    public static func accepted(apnsID: String? = nil, uniqueID: String = "00000000-0000-4000-8000-000000000001") -> HTTPResponse {
+        HTTPResponse(status: 200, headers: [
+            .init(name: "apns-id", value: apnsID ?? scriptedAPNsID),
+            .init(name: "apns-unique-id", value: uniqueID),
+        ])
+    }
+
+    /// A rejection with Apple's JSON body; the status defaults to the one Apple sends with `reason`.
+    public static func rejected(_ reason: APNsRejection.Reason, status: Int? = nil, timestamp: Date? = nil, apnsID: String? = nil) -> HTTPResponse {
+        var body = #"{"reason":""# + reason.rawValue + "\""
+        if let timestamp { body += #","timestamp":"# + String(Int64((timestamp.timeIntervalSince1970 * 1000).rounded())) }
+        body += "}"
+        let defaultStatus = APNsRejection.Reason.statusByReason.first(where: { $0.0 == reason })?.1 ?? 400
+        return HTTPResponse(
+            status: status ?? defaultStatus,
+            headers: [.init(name: "apns-id", value: apnsID ?? scriptedAPNsID)],
+            body: Array(body.utf8))
+    }
+}

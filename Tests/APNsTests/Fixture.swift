@@ -1,0 +1,55 @@
+import APNs
+import APNsMockServer
+import APNsTesting
+import Foundation
+
+/// A running mock server with a registered signing key and a client certificate, and connectors
+/// wired to it. Everything is generated at test time.
+struct Fixture {
+    static let teamID = "TEAM000001"
+    static let keyID = "KEY0000001"
+    static let bundleID = "com.example.app"
+
+    let server: MockAPNsServer
+    let signingKey: MockCertificateAuthority.SigningKey
+    let client: MockCertificateAuthority.IssuedCertificate
+    var environment: APNsEnvironment { .custom(host: server.host, port: server.port) }
+
+    var transport: TransportConfiguration {
+        var configuration = TransportConfiguration()
+        configuration.trustedCertificateAuthority = .pem(server.certificateAuthorityPEM)
+        configuration.requestTimeout = .seconds(60)
+        return configuration
+    }
+
+    static func start(_ adjust: (inout MockAPNsServer.Configuration) -> Void = { _ in }) async throws -> Fixture {
+        let key = MockCertificateAuthority.makeSigningKey(teamID: teamID, keyID: keyID)
+        let authority = try MockCertificateAuthority()
+        var configuration = MockAPNsServer.Configuration(signingKeys: [key])
+        configuration.certificateAuthority = authority
+        adjust(&configuration)
+        let server = try await MockAPNsServer.start(configuration)
+        return Fixture(server: server, signingKey: key, client: try authority.issueClientCertificate(bundleID: bundleID))
+    }
+
+    func tokenConnector(clock: @escaping @Sendable () -> Date = { Date() }, adjust: (inout TransportConfiguration) -> Void = { _ in }) throws -> TokenConnector {
+        var transport = transport
+        adjust(&transport)
+        return try TokenConnector(
+            teamID: signingKey.teamID, keyID: signingKey.keyID, key: .pem(signingKey.privateKeyPEM),
+            environment: environment, transport: transport, clock: clock)
+    }
+
+    func certificateConnector() throws -> CertificateConnector {
+        try CertificateConnector(
+            certificate: .pem(client.certificatePEM), privateKey: .pem(client.privateKeyPEM),
+            environment: environment, transport: transport)
+    }
+
+    func stop() async throws { try await server.stop() }
+}
+
+extension Device {
+    /// A fixed test device.
+    static let test = try! Device(token: "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0")
+}
