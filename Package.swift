@@ -60,7 +60,10 @@ let package = Package(
             ]
         ),
         .testTarget(name: "APNsCoreTests", dependencies: ["APNsCore"]),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsTesting", "APNsMockServer"]),
+        .testTarget(
+            name: "APNsTests",
+            dependencies: ["APNs", "APNsTesting", "APNsMockServer", .product(name: "NIOPosix", package: "swift-nio")]
+        ),
         .testTarget(
             name: "CompileTimeTests",
             dependencies: ["APNs", "APNsTesting"],

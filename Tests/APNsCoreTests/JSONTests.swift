@@ -1,0 +1,87 @@
+import APNsCore
+import Foundation
+import Testing
+
+@Suite struct JSONTests {
+    let device = try! Device(token: "abcd")
+
+    func body<A: Encodable & Sendable>(_ appData: A) throws -> String {
+        try AlertNotification(bundleID: "com.example.app", appData: appData) { Alert("x") }.request(to: device).bodyText
+    }
+
+    @Test func stringEscapingFollowsRFC8259() throws {
+        let notification = AlertNotification(bundleID: "com.example.app") { Alert("q\" b\\ n\n t\t nul\u{0} us\u{1F} / é 😀 \u{7F}") }
+        #expect(try notification.request(to: device).bodyText == "{\"aps\":{\"alert\":\"q\\\" b\\\\ n\\u000a t\\u0009 nul\\u0000 us\\u001f / é 😀 \u{7F}\"}}")
+    }
+
+    struct Mixed: Encodable, Sendable {
+        var zeta = 1
+        var alpha = 0.1
+        var whole = 3.0
+        var tiny = 1e-7
+        var huge = 1e20
+        var negativeZero = -0.0
+        var float: Float = 0.1
+        var big = UInt64.max
+        var small = Int8.min
+        var flag = true
+        var missing: String? = nil
+        var list = [1, 2]
+        var nested = ["b": 2, "a": 1]
+    }
+
+    @Test func numbersAndOrderMatchJSONEncoderDefaultsExceptKeyOrder() throws {
+        #expect(try body(Mixed()) == #"{"aps":{"alert":"x"},"zeta":1,"alpha":0.1,"whole":3,"tiny":1e-07,"huge":1e+20,"negativeZero":-0,"float":0.1,"big":18446744073709551615,"small":-128,"flag":true,"list":[1,2],"nested":{"a":1,"b":2}}"#)
+    }
+
+    struct Foundationy: Encodable, Sendable {
+        var date = Date(timeIntervalSinceReferenceDate: 1.5)
+        var data = Data([1, 2, 3])
+        var url = URL(string: "https://example.com/a?b=1")!
+        var decimal = Decimal(string: "12.50")!
+        var uuid = UUID(uuidString: "7F3C9A2B-1D4E-4F5A-8B6C-9D0E1F2A3B4C")!
+    }
+
+    @Test func foundationTypesUseJSONEncoderDefaultStrategies() throws {
+        // The same values through JSONEncoder, compared value by value (its key order is not stable).
+        let ours = try body(Foundationy())
+        #expect(ours == #"{"aps":{"alert":"x"},"date":1.5,"data":"AQID","url":"https://example.com/a?b=1","decimal":12.5,"uuid":"7F3C9A2B-1D4E-4F5A-8B6C-9D0E1F2A3B4C"}"#)
+        struct Decoded: Decodable, Equatable { var date: Double; var data: String; var url: String; var decimal: Double; var uuid: String }
+        let reference = try JSONDecoder().decode(Decoded.self, from: JSONEncoder().encode(Foundationy()))
+        #expect(try JSONDecoder().decode(Decoded.self, from: Data(ours.utf8)) == reference)
+    }
+
+    @Test func explicitNilAndNestedContainers() throws {
+        struct Custom: Encodable, Sendable {
+            enum Keys: String, CodingKey { case a, b, c }
+            func encode(to encoder: Encoder) throws {
+                var container = encoder.container(keyedBy: Keys.self)
+                try container.encodeNil(forKey: .a)
+                var list = container.nestedUnkeyedContainer(forKey: .b)
+                try list.encode("x")
+                var inner = list.nestedContainer(keyedBy: Keys.self)
+                try inner.encode(1, forKey: .c)
+                try container.encode(true, forKey: .c)
+            }
+        }
+        #expect(try body(Custom()) == #"{"aps":{"alert":"x"},"a":null,"b":["x",{"c":1}],"c":true}"#)
+    }
+
+    @Test func nonFiniteNumbersAreTypedErrors() {
+        struct Bad: Encodable, Sendable { var inner = Inner(); struct Inner: Encodable, Sendable { var value = Double.nan } }
+        #expect(throws: ValidationError.nonFiniteNumber(path: "inner.value")) { try body(Bad()) }
+        #expect(throws: ValidationError.nonFiniteNumber(path: "aps.relevance-score")) {
+            try AlertNotification(bundleID: "a") { Alert("x"); RelevanceScore(.infinity) }.request(to: device)
+        }
+    }
+
+    @Test func appDataMayNotWriteAPS() {
+        struct Sneaky: Encodable, Sendable { var aps = "nope" }
+        #expect(throws: ValidationError.reservedAppDataKey("aps")) { try body(Sneaky()) }
+    }
+
+    @Test func appDataMustBeAnObject() {
+        #expect(throws: ValidationError.appDataNotAnObject) { try body([1, 2, 3]) }
+        #expect(throws: ValidationError.appDataNotAnObject) { try body("text") }
+    }
+}

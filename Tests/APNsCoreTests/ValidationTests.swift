@@ -1,0 +1,87 @@
+import APNsCore
+import Foundation
+import Testing
+
+@Suite struct ValidationTests {
+    let device = try! Device(token: "abcd")
+
+    @Test func payloadLimitNamesTheSizeAndLimit() throws {
+        let fits = AlertNotification(bundleID: "com.example.app") { Alert(String(repeating: "a", count: 4096 - 20)) }
+        #expect(try fits.payload().count == 4096)
+        let tooBig = AlertNotification(bundleID: "com.example.app") { Alert(String(repeating: "a", count: 4096 - 19)) }
+        #expect(throws: ValidationError.payloadTooLarge(pushType: .alert, size: 4097, limit: 4096)) { try tooBig.request(to: device) }
+        let error = ValidationError.payloadTooLarge(pushType: .alert, size: 4097, limit: 4096)
+        #expect(error.description.contains("4097 bytes") && error.description.contains("at most 4096"))
+        #expect(PushType.voip.maximumPayloadSize == 5120)
+    }
+
+    @Test func collapseIDLimit() throws {
+        let ok = AlertNotification(bundleID: "a", collapseID: CollapseID(String(repeating: "é", count: 32))) { Alert("x") }
+        #expect(try ok.request(to: device)[header: "apns-collapse-id"]?.utf8.count == 64)
+        let long = AlertNotification(bundleID: "a", collapseID: CollapseID(String(repeating: "é", count: 32) + "x")) { Alert("x") }
+        #expect(throws: ValidationError.collapseIDTooLong(bytes: 65, limit: 64)) { try long.request(to: device) }
+        let injected = AlertNotification(bundleID: "a", collapseID: "a\r\nx-evil: 1") { Alert("x") }
+        #expect(throws: ValidationError.controlCharacterInHeader(header: "apns-collapse-id")) { try injected.request(to: device) }
+        #expect(throws: ValidationError.emptyCollapseID) { try AlertNotification(bundleID: "a", collapseID: "") { Alert("x") }.request(to: device) }
+    }
+
+    @Test func deviceTokens() throws {
+        #expect(try Device(token: "ABCDEF0123").token == "abcdef0123")
+        #expect(try Device(tokenBytes: [0x00, 0xFF, 0x10]).token == "00ff10")
+        #expect(throws: ValidationError.self) { try Device(token: "") }
+        #expect(throws: ValidationError.self) { try Device(token: "abc") }
+        #expect(throws: ValidationError.self) { try Device(token: "zz") }
+        do {
+            _ = try Device(token: "abcg")
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.description == "Invalid device token: character 4 is not a hex digit; pass the token as hex, as the app reported it.")
+        }
+    }
+
+    @Test func rulesTypesCannotExpress() {
+        #expect(throws: ValidationError.mutableContentWithoutAlertText) {
+            try AlertNotification(bundleID: "a") { MutableContent(); Badge(1) }.request(to: device)
+        }
+        #expect(throws: ValidationError.mutableContentWithoutAlertText) {
+            try AlertNotification(bundleID: "a") { MutableContent(); Alert { LaunchImage("x") } }.request(to: device)
+        }
+        #expect(throws: ValidationError.relevanceScoreOutOfRange(1.5)) {
+            try AlertNotification(bundleID: "a") { Alert("x"); RelevanceScore(1.5) }.request(to: device)
+        }
+        #expect(throws: ValidationError.negativeBadge(-1)) { try AlertNotification(bundleID: "a") { Badge(-1) }.request(to: device) }
+        #expect(throws: ValidationError.criticalVolumeOutOfRange(2)) {
+            try AlertNotification(bundleID: "a") { Alert("x"); Sound.critical(volume: 2) }.request(to: device)
+        }
+        #expect(throws: ValidationError.duplicateComponent("Badge")) {
+            try AlertNotification(bundleID: "a") { Badge(1); Badge(2) }.request(to: device)
+        }
+        #expect(throws: ValidationError.duplicateComponent("Title")) {
+            try AlertNotification(bundleID: "a") { Alert { Title("a"); Title(localizedKey: "b") } }.request(to: device)
+        }
+        #expect(throws: ValidationError.emptyAlert) { try AlertNotification(bundleID: "a") { Alert {} }.request(to: device) }
+        #expect(throws: ValidationError.invalidTopic("com.example app")) {
+            try AlertNotification(bundleID: "com.example app") { Alert("x") }.request(to: device)
+        }
+        #expect(throws: ValidationError.invalidTopic("")) { try BackgroundNotification(bundleID: "").request(to: device) }
+    }
+
+    @Test func apnsIDAndExpiration() throws {
+        #expect(APNsID("not-a-uuid") == nil)
+        #expect(APNsID("7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c")?.description == "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c")
+        #expect(throws: ValidationError.invalidExpiration(-5)) { try Expiration(unixSeconds: -5) }
+        #expect(Expiration.at(Date(timeIntervalSince1970: 10.99)).unixSeconds == 10)
+    }
+
+    @Test func everyPushTypeHasItsRules() {
+        #expect(PushType.allCases.map(\.rawValue) == [
+            "alert", "background", "complication", "controls", "fileprovider", "liveactivity", "location", "mdm",
+            "pushtotalk", "voip", "widgets",
+        ])
+        #expect(PushType.background.allowedPriorities == [.powerConsiderate])
+        #expect(PushType.pushtotalk.requiredExpiration == 0)
+        #expect(PushType.widgets.topic(forBundleID: "com.a") == "com.a.push-type.widgets")
+        #expect(PushType.mdm.authentication == [.certificate])
+        #expect(PushType(rawValue: "widget") == nil)
+    }
+}

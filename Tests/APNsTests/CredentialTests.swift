@@ -1,0 +1,65 @@
+import APNs
+import APNsMockServer
+import APNsTesting
+import Foundation
+import Testing
+
+@Suite struct CredentialTests {
+    let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+
+    @Test func badIdsAndKeysAreTypedErrors() throws {
+        #expect(throws: CredentialError.invalidTeamID("TEAM")) {
+            try TokenConnector(teamID: "TEAM", keyID: "KEY0000001", key: .pem(key.privateKeyPEM), environment: .sandbox)
+        }
+        #expect(throws: CredentialError.invalidKeyID("KEY-000001")) {
+            try TokenConnector(teamID: "TEAM000001", keyID: "KEY-000001", key: .pem(key.privateKeyPEM), environment: .sandbox)
+        }
+        #expect(throws: CredentialError.self) {
+            try TokenConnector(teamID: "TEAM000001", keyID: "KEY0000001", key: .pem("not a key"), environment: .sandbox)
+        }
+        #expect(throws: CredentialError.unreadableFile(path: "/nonexistent/AuthKey.p8", reason: "no such file")) {
+            try TokenConnector(teamID: "TEAM000001", keyID: "KEY0000001", key: .file(path: "/nonexistent/AuthKey.p8"), environment: .sandbox)
+        }
+        #expect(throws: CredentialError.refreshIntervalOutOfRange(seconds: 600)) {
+            try TokenConnector(teamID: "TEAM000001", keyID: "KEY0000001", key: .pem(key.privateKeyPEM), environment: .sandbox, refreshInterval: .seconds(600))
+        }
+    }
+
+    @Test func keyFromAnotherCertificateIsRejected() throws {
+        let authority = try MockCertificateAuthority()
+        let one = try authority.issueClientCertificate(bundleID: "a.b")
+        let two = try authority.issueClientCertificate(bundleID: "a.b")
+        #expect(throws: CredentialError.keyDoesNotMatchCertificate) {
+            try CertificateConnector(certificate: .pem(one.certificatePEM), privateKey: .pem(two.privateKeyPEM), environment: .sandbox)
+        }
+        #expect(throws: CredentialError.self) {
+            try CertificateConnector(certificate: .pem("garbage"), privateKey: .pem(one.privateKeyPEM), environment: .sandbox)
+        }
+    }
+
+    @Test func descriptionsRevealNoSecret() throws {
+        let connector = try TokenConnector(teamID: "TEAM000001", keyID: "KEY0000001", key: .pem(key.privateKeyPEM), environment: .sandbox)
+        let authority = try MockCertificateAuthority()
+        let client = try authority.issueClientCertificate(bundleID: "com.example.app")
+        let encrypted = try TestCredentials.encryptPrivateKey(pem: client.privateKeyPEM, passphrase: "hunter2-secret")
+        let certificateConnector = try CertificateConnector(
+            certificate: .pem(client.certificatePEM), privateKey: .pem(encrypted), passphrase: "hunter2-secret", environment: .sandbox)
+        let keyBody = key.privateKeyPEM.split(separator: "\n")[1]
+        let clientKeyBody = client.privateKeyPEM.split(separator: "\n")[1]
+        var dumped = ""
+        dump(connector, to: &dumped)
+        dump(certificateConnector, to: &dumped)
+        let texts = [
+            connector.description, connector.debugDescription, String(reflecting: connector), dumped,
+            certificateConnector.description, certificateConnector.debugDescription, CredentialSource.pem(key.privateKeyPEM).description,
+            CredentialError.wrongPassphrase.description,
+        ]
+        for text in texts {
+            #expect(!text.contains(keyBody))
+            #expect(!text.contains(clientKeyBody))
+            #expect(!text.contains("hunter2"))
+            #expect(!text.contains("PRIVATE KEY"))
+        }
+        #expect(connector.description == "TokenConnector(teamID: TEAM000001, keyID: KEY0000001, environment: sandbox (api.sandbox.push.apple.com:443))")
+    }
+}

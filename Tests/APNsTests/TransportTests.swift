@@ -1,0 +1,94 @@
+import APNs
+import APNsMockServer
+import APNsTesting
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+
+/// A TCP listener on loopback that accepts connections and never answers.
+struct SilentServer {
+    let group: MultiThreadedEventLoopGroup
+    let channel: Channel
+    var port: Int { channel.localAddress?.port ?? 0 }
+
+    static func start() async throws -> SilentServer {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let channel = try await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
+        return SilentServer(group: group, channel: channel)
+    }
+
+    func stop() async throws {
+        try await channel.close()
+        try await group.shutdownGracefully()
+    }
+}
+
+@Suite struct TransportTests {
+    let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+
+    func connector(port: Int, timeout: Duration = .seconds(60)) throws -> TokenConnector {
+        var transport = TransportConfiguration()
+        transport.requestTimeout = timeout
+        return try TokenConnector(
+            teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
+            environment: .custom(host: "127.0.0.1", port: port), transport: transport)
+    }
+
+    @Test func timeoutIsATransportError() async throws {
+        let silent = try await SilentServer.start()
+        let connector = try connector(port: silent.port, timeout: .milliseconds(500))
+        do {
+            try await send(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: .test)
+            Issue.record("expected a timeout")
+        } catch let error as TransportError {
+            #expect(error.isTimeout)
+            #expect(error.description.contains("curl 28"))
+        }
+        try await silent.stop()
+    }
+
+    @Test func cancellationEndsTheSend() async throws {
+        let silent = try await SilentServer.start()
+        let connector = try connector(port: silent.port)
+        let task = Task {
+            try await send(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: .test)
+        }
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        try await silent.stop()
+    }
+
+    @Test func untrustedServerCertificateIsRefused() async throws {
+        let fixture = try await Fixture.start()
+        // No trusted CA given: the system roots do not know the mock server's CA.
+        let connector = try TokenConnector(
+            teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM), environment: fixture.environment)
+        do {
+            try await send(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: .test)
+            Issue.record("expected TLS verification to fail")
+        } catch let error as TransportError {
+            #expect(error.code == 60)
+        }
+        #expect(fixture.server.requests.isEmpty)
+        try await fixture.stop()
+    }
+
+    @Test func nothingListening() async throws {
+        let silent = try await SilentServer.start()
+        let port = silent.port
+        try await silent.stop()
+        let connector = try connector(port: port)
+        await #expect(throws: TransportError.self) {
+            try await send(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: .test)
+        }
+    }
+
+    @Test func validationFailsBeforeAnyIO() async throws {
+        let connector = TokenRecordingConnector()
+        await #expect(throws: ValidationError.collapseIDTooLong(bytes: 65, limit: 64)) {
+            try await send(AlertNotification(bundleID: "a", collapseID: CollapseID(String(repeating: "x", count: 65))) { Alert("x") }, via: connector, to: .test)
+        }
+        #expect(connector.requests.isEmpty)
+    }
+}
