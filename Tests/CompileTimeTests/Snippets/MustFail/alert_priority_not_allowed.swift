@@ -1,0 +1,3 @@
+// expect: has no member 'critical'
+import APNs
+let notification = AlertNotification(bundleID: "com.example.app", priority: .critical) { Alert("x") }
