@@ -64,6 +64,7 @@ let package = Package(
             name: "APNsTests",
             dependencies: ["APNs", "APNsTesting", "APNsMockServer", .product(name: "NIOPosix", package: "swift-nio")]
         ),
+        .testTarget(name: "APNsCLITests", dependencies: ["APNsCLI", "APNsMockServer", "APNs"]),
         .testTarget(
             name: "CompileTimeTests",
             dependencies: ["APNs", "APNsTesting"],

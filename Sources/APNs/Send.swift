@@ -9,7 +9,7 @@
 /// print(response.apnsID)
 /// ```
 /// - Returns: APNs' acceptance: status, `apns-id`, and `apns-unique-id` when present.
-/// - Throws: ``ValidationError`` before any I/O; ``APNsRejection`` when APNs refuses;
+/// - Throws: ``APNsValidationError`` before any I/O; ``APNsRejection`` when APNs refuses;
 ///   ``TransportError`` when no response came back; `CancellationError` when the task is cancelled.
 @discardableResult
 public func send<Notification: TokenDeliverable, Via: Connector>(
@@ -27,7 +27,7 @@ public func send<Notification: TokenDeliverable, Via: Connector>(
 /// try await send(BackgroundNotification(bundleID: "com.example.app"), via: certificateConnector, to: device)
 /// ```
 /// - Returns: APNs' acceptance: status, `apns-id`, and `apns-unique-id` when present.
-/// - Throws: ``ValidationError`` before any I/O; ``APNsRejection`` when APNs refuses;
+/// - Throws: ``APNsValidationError`` before any I/O; ``APNsRejection`` when APNs refuses;
 ///   ``TransportError`` when no response came back; `CancellationError` when the task is cancelled.
 @discardableResult
 public func send<Notification: CertificateDeliverable, Via: Connector>(

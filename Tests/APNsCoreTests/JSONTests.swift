@@ -69,19 +69,35 @@ import Testing
 
     @Test func nonFiniteNumbersAreTypedErrors() {
         struct Bad: Encodable, Sendable { var inner = Inner(); struct Inner: Encodable, Sendable { var value = Double.nan } }
-        #expect(throws: ValidationError.nonFiniteNumber(path: "inner.value")) { try body(Bad()) }
-        #expect(throws: ValidationError.nonFiniteNumber(path: "aps.relevance-score")) {
+        #expect(throws: APNsValidationError.nonFiniteNumber(path: "inner.value")) { try body(Bad()) }
+        #expect(throws: APNsValidationError.nonFiniteNumber(path: "aps.relevance-score")) {
             try AlertNotification(bundleID: "a") { Alert("x"); RelevanceScore(.infinity) }.request(to: device)
         }
     }
 
     @Test func appDataMayNotWriteAPS() {
         struct Sneaky: Encodable, Sendable { var aps = "nope" }
-        #expect(throws: ValidationError.reservedAppDataKey("aps")) { try body(Sneaky()) }
+        #expect(throws: APNsValidationError.reservedAppDataKey("aps")) { try body(Sneaky()) }
     }
 
     @Test func appDataMustBeAnObject() {
-        #expect(throws: ValidationError.appDataNotAnObject) { try body([1, 2, 3]) }
-        #expect(throws: ValidationError.appDataNotAnObject) { try body("text") }
+        #expect(throws: APNsValidationError.appDataNotAnObject) { try body([1, 2, 3]) }
+        #expect(throws: APNsValidationError.appDataNotAnObject) { try body("text") }
+    }
+}
+
+@Suite struct RawJSONObjectTests {
+    @Test func keepsOrderAndDropsWhitespace() throws {
+        let data = try RawJSONObject(" { \"z\" : 1 ,\n \"a\" : \"x y\\\" }\" , \"n\": {\"k\": [1, 2]} } ")
+        let body = try AlertNotification(bundleID: "a", appData: data) { Alert("x") }.request(to: Device(token: "ab")).bodyText
+        #expect(body == #"{"aps":{"alert":"x"},"z":1,"a":"x y\" }","n":{"k":[1,2]}}"#)
+        let empty = try BackgroundNotification(bundleID: "a", appData: RawJSONObject("{}")).request(to: Device(token: "ab")).bodyText
+        #expect(empty == #"{"aps":{"content-available":1}}"#)
+    }
+
+    @Test func rejectsNonObjectsAndAPS() {
+        #expect(throws: APNsValidationError.appDataNotAnObject) { try RawJSONObject("[1]") }
+        #expect(throws: APNsValidationError.appDataNotAnObject) { try RawJSONObject("{nope") }
+        #expect(throws: APNsValidationError.reservedAppDataKey("aps")) { try RawJSONObject(#"{"aps":{}}"#) }
     }
 }

@@ -9,8 +9,8 @@ import Testing
         let fits = AlertNotification(bundleID: "com.example.app") { Alert(String(repeating: "a", count: 4096 - 20)) }
         #expect(try fits.payload().count == 4096)
         let tooBig = AlertNotification(bundleID: "com.example.app") { Alert(String(repeating: "a", count: 4096 - 19)) }
-        #expect(throws: ValidationError.payloadTooLarge(pushType: .alert, size: 4097, limit: 4096)) { try tooBig.request(to: device) }
-        let error = ValidationError.payloadTooLarge(pushType: .alert, size: 4097, limit: 4096)
+        #expect(throws: APNsValidationError.payloadTooLarge(pushType: .alert, size: 4097, limit: 4096)) { try tooBig.request(to: device) }
+        let error = APNsValidationError.payloadTooLarge(pushType: .alert, size: 4097, limit: 4096)
         #expect(error.description.contains("4097 bytes") && error.description.contains("at most 4096"))
         #expect(PushType.voip.maximumPayloadSize == 5120)
     }
@@ -19,18 +19,18 @@ import Testing
         let ok = AlertNotification(bundleID: "a", collapseID: CollapseID(String(repeating: "é", count: 32))) { Alert("x") }
         #expect(try ok.request(to: device)[header: "apns-collapse-id"]?.utf8.count == 64)
         let long = AlertNotification(bundleID: "a", collapseID: CollapseID(String(repeating: "é", count: 32) + "x")) { Alert("x") }
-        #expect(throws: ValidationError.collapseIDTooLong(bytes: 65, limit: 64)) { try long.request(to: device) }
+        #expect(throws: APNsValidationError.collapseIDTooLong(bytes: 65, limit: 64)) { try long.request(to: device) }
         let injected = AlertNotification(bundleID: "a", collapseID: "a\r\nx-evil: 1") { Alert("x") }
-        #expect(throws: ValidationError.controlCharacterInHeader(header: "apns-collapse-id")) { try injected.request(to: device) }
-        #expect(throws: ValidationError.emptyCollapseID) { try AlertNotification(bundleID: "a", collapseID: "") { Alert("x") }.request(to: device) }
+        #expect(throws: APNsValidationError.controlCharacterInHeader(header: "apns-collapse-id")) { try injected.request(to: device) }
+        #expect(throws: APNsValidationError.emptyCollapseID) { try AlertNotification(bundleID: "a", collapseID: "") { Alert("x") }.request(to: device) }
     }
 
     @Test func deviceTokens() throws {
         #expect(try Device(token: "ABCDEF0123").token == "abcdef0123")
         #expect(try Device(tokenBytes: [0x00, 0xFF, 0x10]).token == "00ff10")
-        #expect(throws: ValidationError.self) { try Device(token: "") }
-        #expect(throws: ValidationError.self) { try Device(token: "abc") }
-        #expect(throws: ValidationError.self) { try Device(token: "zz") }
+        #expect(throws: APNsValidationError.self) { try Device(token: "") }
+        #expect(throws: APNsValidationError.self) { try Device(token: "abc") }
+        #expect(throws: APNsValidationError.self) { try Device(token: "zz") }
         do {
             _ = try Device(token: "abcg")
             Issue.record("expected an error")
@@ -40,36 +40,36 @@ import Testing
     }
 
     @Test func rulesTypesCannotExpress() {
-        #expect(throws: ValidationError.mutableContentWithoutAlertText) {
+        #expect(throws: APNsValidationError.mutableContentWithoutAlertText) {
             try AlertNotification(bundleID: "a") { MutableContent(); Badge(1) }.request(to: device)
         }
-        #expect(throws: ValidationError.mutableContentWithoutAlertText) {
+        #expect(throws: APNsValidationError.mutableContentWithoutAlertText) {
             try AlertNotification(bundleID: "a") { MutableContent(); Alert { LaunchImage("x") } }.request(to: device)
         }
-        #expect(throws: ValidationError.relevanceScoreOutOfRange(1.5)) {
+        #expect(throws: APNsValidationError.relevanceScoreOutOfRange(1.5)) {
             try AlertNotification(bundleID: "a") { Alert("x"); RelevanceScore(1.5) }.request(to: device)
         }
-        #expect(throws: ValidationError.negativeBadge(-1)) { try AlertNotification(bundleID: "a") { Badge(-1) }.request(to: device) }
-        #expect(throws: ValidationError.criticalVolumeOutOfRange(2)) {
+        #expect(throws: APNsValidationError.negativeBadge(-1)) { try AlertNotification(bundleID: "a") { Badge(-1) }.request(to: device) }
+        #expect(throws: APNsValidationError.criticalVolumeOutOfRange(2)) {
             try AlertNotification(bundleID: "a") { Alert("x"); Sound.critical(volume: 2) }.request(to: device)
         }
-        #expect(throws: ValidationError.duplicateComponent("Badge")) {
+        #expect(throws: APNsValidationError.duplicateComponent("Badge")) {
             try AlertNotification(bundleID: "a") { Badge(1); Badge(2) }.request(to: device)
         }
-        #expect(throws: ValidationError.duplicateComponent("Title")) {
+        #expect(throws: APNsValidationError.duplicateComponent("Title")) {
             try AlertNotification(bundleID: "a") { Alert { Title("a"); Title(localizedKey: "b") } }.request(to: device)
         }
-        #expect(throws: ValidationError.emptyAlert) { try AlertNotification(bundleID: "a") { Alert {} }.request(to: device) }
-        #expect(throws: ValidationError.invalidTopic("com.example app")) {
+        #expect(throws: APNsValidationError.emptyAlert) { try AlertNotification(bundleID: "a") { Alert {} }.request(to: device) }
+        #expect(throws: APNsValidationError.invalidTopic("com.example app")) {
             try AlertNotification(bundleID: "com.example app") { Alert("x") }.request(to: device)
         }
-        #expect(throws: ValidationError.invalidTopic("")) { try BackgroundNotification(bundleID: "").request(to: device) }
+        #expect(throws: APNsValidationError.invalidTopic("")) { try BackgroundNotification(bundleID: "").request(to: device) }
     }
 
     @Test func apnsIDAndExpiration() throws {
         #expect(APNsID("not-a-uuid") == nil)
         #expect(APNsID("7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c")?.description == "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c")
-        #expect(throws: ValidationError.invalidExpiration(-5)) { try Expiration(unixSeconds: -5) }
+        #expect(throws: APNsValidationError.invalidExpiration(-5)) { try Expiration(unixSeconds: -5) }
         #expect(Expiration.at(Date(timeIntervalSince1970: 10.99)).unixSeconds == 10)
     }
 

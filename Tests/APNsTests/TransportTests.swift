@@ -86,7 +86,7 @@ struct SilentServer {
 
     @Test func validationFailsBeforeAnyIO() async throws {
         let connector = TokenRecordingConnector()
-        await #expect(throws: ValidationError.collapseIDTooLong(bytes: 65, limit: 64)) {
+        await #expect(throws: APNsValidationError.collapseIDTooLong(bytes: 65, limit: 64)) {
             try await send(AlertNotification(bundleID: "a", collapseID: CollapseID(String(repeating: "x", count: 65))) { Alert("x") }, via: connector, to: .test)
         }
         #expect(connector.requests.isEmpty)

@@ -2,11 +2,12 @@ extension JSONWriter {
     /// Writes the keys of `appData` into the object being written (beside `aps`), in the order its
     /// `encode(to:)` writes them, with `JSONEncoder`'s default strategies (see ``AppDataEncoder``).
     ///
-    /// - Throws: ``ValidationError/reservedAppDataKey(_:)`` if app data writes `aps`,
-    ///   ``ValidationError/appDataNotAnObject`` if it is not a keyed container,
-    ///   ``ValidationError/nonFiniteNumber(path:)`` for NaN or infinity.
-    mutating func appData<AppData: Encodable>(_ appData: AppData, reservedKeys: Set<String> = ["aps"]) throws(ValidationError) {
+    /// - Throws: ``APNsValidationError/reservedAppDataKey(_:)`` if app data writes `aps`,
+    ///   ``APNsValidationError/appDataNotAnObject`` if it is not a keyed container,
+    ///   ``APNsValidationError/nonFiniteNumber(path:)`` for NaN or infinity.
+    mutating func appData<AppData: Encodable>(_ appData: AppData, reservedKeys: Set<String> = ["aps"]) throws(APNsValidationError) {
         if AppData.self == NoAppData.self { return }
+        if let raw = appData as? RawJSONObject { return rawMembers(raw.members) }
         let node: AppDataEncoder.Node
         do {
             node = try AppDataEncoder.encode(appData)

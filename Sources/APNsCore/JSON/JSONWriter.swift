@@ -106,6 +106,13 @@ public struct JSONWriter: Sendable {
         needsComma = true
     }
 
+    /// Appends pre-validated, compact object members (`"a":1,"b":2`) at the current position.
+    mutating func rawMembersText(_ members: Substring) {
+        separate()
+        bytes.append(contentsOf: members.utf8)
+        needsComma = true
+    }
+
     // MARK: Helpers
 
     /// The JSON text of a finite double as `JSONEncoder` writes it: Swift's shortest round-trip

@@ -19,7 +19,7 @@ public struct CollapseID: Hashable, Sendable, ExpressibleByStringLiteral, Custom
 
     /// Checks the rules of APNs reference §2: 1 to 64 bytes, no control characters (they could not
     /// travel in an HTTP header).
-    public func validate() throws(ValidationError) {
+    public func validate() throws(APNsValidationError) {
         let length = value.utf8.count
         guard length > 0 else { throw .emptyCollapseID }
         guard length <= CollapseID.maximumLength else {

@@ -10,9 +10,9 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
     /// The token as lowercase hex.
     public let token: String
 
-    /// - Throws: ``ValidationError/invalidDeviceToken(_:)`` when `token` is empty, has an odd
+    /// - Throws: ``APNsValidationError/invalidDeviceToken(_:)`` when `token` is empty, has an odd
     ///   length, or contains anything but hex digits.
-    public init(token: String) throws(ValidationError) {
+    public init(token: String) throws(APNsValidationError) {
         let utf8 = token.utf8
         guard !utf8.isEmpty else { throw .invalidDeviceToken("the token is empty") }
         guard utf8.count % 2 == 0 else {
@@ -34,7 +34,7 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
 
     /// A device from the raw token bytes the app received in
     /// `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)`.
-    public init<Bytes: Collection>(tokenBytes: Bytes) throws(ValidationError) where Bytes.Element == UInt8 {
+    public init<Bytes: Collection>(tokenBytes: Bytes) throws(APNsValidationError) where Bytes.Element == UInt8 {
         guard !tokenBytes.isEmpty else { throw .invalidDeviceToken("the token is empty") }
         let digits = Array("0123456789abcdef".utf8)
         var hex = [UInt8]()

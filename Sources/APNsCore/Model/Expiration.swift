@@ -29,8 +29,8 @@ public struct Expiration: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// An expiration in UNIX seconds, for values read from elsewhere.
-    /// - Throws: ``ValidationError`` when `unixSeconds` is negative.
-    public init(unixSeconds: Int) throws(ValidationError) {
+    /// - Throws: ``APNsValidationError`` when `unixSeconds` is negative.
+    public init(unixSeconds: Int) throws(APNsValidationError) {
         guard unixSeconds >= 0 else { throw .invalidExpiration(unixSeconds) }
         self.unixSeconds = unixSeconds
     }

@@ -24,7 +24,7 @@ public protocol PushNotification: Sendable {
     /// The `apns-id` header value; `nil` lets APNs assign one.
     var apnsID: APNsID? { get }
     /// Checks the rules types cannot express, then writes the JSON body.
-    func writePayload(to writer: inout JSONWriter) throws(ValidationError)
+    func writePayload(to writer: inout JSONWriter) throws(APNsValidationError)
 }
 
 /// A push type that a token (JWT, `.p8` key) connector may send.
@@ -35,8 +35,8 @@ public protocol CertificateDeliverable: PushNotification {}
 
 extension PushNotification {
     /// The JSON body exactly as it would be sent.
-    /// - Throws: ``ValidationError`` for anything APNs would reject, including an oversize payload.
-    public func payload() throws(ValidationError) -> [UInt8] {
+    /// - Throws: ``APNsValidationError`` for anything APNs would reject, including an oversize payload.
+    public func payload() throws(APNsValidationError) -> [UInt8] {
         var writer = JSONWriter()
         try writePayload(to: &writer)
         let size = writer.bytes.count
@@ -53,8 +53,8 @@ extension PushNotification {
     /// let request = try notification.request(to: Device(token: "00fc13adff78"))
     /// print(request)   // POST /3/device/00fc13adff78, the headers, the body
     /// ```
-    /// - Throws: ``ValidationError`` before anything is sent.
-    public func request(to device: Device) throws(ValidationError) -> APNsRequest {
+    /// - Throws: ``APNsValidationError`` before anything is sent.
+    public func request(to device: Device) throws(APNsValidationError) -> APNsRequest {
         try validateTopic(topic)
         var headers: [APNsRequest.Header] = [
             .init(name: "apns-push-type", value: Self.pushType.rawValue),
@@ -73,7 +73,7 @@ extension PushNotification {
 
 /// Checks a topic the way APNs reference §3 describes bundle ids: ASCII letters, digits, `-`, `.`
 /// (and `_`, which MDM UIDs may contain), not empty.
-func validateTopic(_ topic: String) throws(ValidationError) {
+func validateTopic(_ topic: String) throws(APNsValidationError) {
     guard !topic.isEmpty, topic.utf8.allSatisfy({ byte in
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),

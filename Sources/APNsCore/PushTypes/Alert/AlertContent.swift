@@ -18,7 +18,7 @@ public struct AlertContent: Hashable, Sendable {
         self[keyPath: keyPath] = value
     }
 
-    func validate() throws(ValidationError) {
+    func validate() throws(APNsValidationError) {
         if let first = duplicates.first { throw .duplicateComponent(first) }
         if title == nil, subtitle == nil, body == nil, launchImage == nil { throw .emptyAlert }
     }

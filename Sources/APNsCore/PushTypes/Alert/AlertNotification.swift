@@ -85,7 +85,7 @@ public struct AlertNotification<AppData: Encodable & Sendable>: TokenDeliverable
         self.payload = AlertPayload(components())
     }
 
-    public func writePayload(to writer: inout JSONWriter) throws(ValidationError) {
+    public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
         try payload.validate()
         writer.beginObject()
         payload.write(to: &writer)

@@ -18,7 +18,7 @@ public struct AlertPayload: Hashable, Sendable {
     public var relevanceScore: Double?
     public var filterCriteria: String?
     /// Components given more than once; reported by validation as
-    /// ``ValidationError/duplicateComponent(_:)``.
+    /// ``APNsValidationError/duplicateComponent(_:)``.
     public internal(set) var duplicates: [String] = []
 
     public init() {}
@@ -34,7 +34,7 @@ public struct AlertPayload: Hashable, Sendable {
         self[keyPath: keyPath] = value
     }
 
-    func validate() throws(ValidationError) {
+    func validate() throws(APNsValidationError) {
         if let first = duplicates.first { throw .duplicateComponent(first) }
         if case .content(let content)? = alert { try content.validate() }
         if let badge, badge < 0 { throw .negativeBadge(badge) }

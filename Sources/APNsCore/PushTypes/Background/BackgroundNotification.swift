@@ -42,7 +42,7 @@ public struct BackgroundNotification<AppData: Encodable & Sendable>: TokenDelive
         self.apnsID = apnsID
     }
 
-    public func writePayload(to writer: inout JSONWriter) throws(ValidationError) {
+    public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
         writer.beginObject()
         writer.key("aps")
         writer.beginObject()

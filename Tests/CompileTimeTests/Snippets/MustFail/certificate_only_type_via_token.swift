@@ -8,7 +8,7 @@ struct CertificateOnly: CertificateDeliverable {
     var expiration: Expiration? { nil }
     var collapseID: CollapseID? { nil }
     var apnsID: APNsID? { nil }
-    func writePayload(to writer: inout JSONWriter) throws(ValidationError) {}
+    func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {}
 }
 func go(_ device: Device) async throws {
     try await send(CertificateOnly(), via: TokenRecordingConnector(), to: device)

@@ -32,7 +32,7 @@ public struct Sound: AlertNotificationComponent, Hashable, Sendable {
 
     public func apply(to payload: inout AlertPayload) { payload.set(\.sound, self, name: "Sound") }
 
-    func validate() throws(ValidationError) {
+    func validate() throws(APNsValidationError) {
         guard let criticalVolume else { return }
         guard criticalVolume.isFinite else { throw .nonFiniteNumber(path: "aps.sound.volume") }
         guard (0...1).contains(criticalVolume) else { throw .criticalVolumeOutOfRange(criticalVolume) }

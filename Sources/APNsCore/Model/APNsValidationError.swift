@@ -3,7 +3,7 @@
 /// Each case names the rule and the values involved; ``description`` says how to fix it. Thrown by
 /// request building (``PushNotification/request(to:)``), by ``Device/init(token:)`` and by the
 /// other validating initialisers of this module.
-public enum ValidationError: Error, Hashable, Sendable, CustomStringConvertible {
+public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The encoded payload is larger than the push type allows.
     case payloadTooLarge(pushType: PushType, size: Int, limit: Int)
     /// The collapse id is longer than 64 bytes of UTF-8.

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the system libraries swift-apns links against, when they are missing:
+# libcurl (OpenSSL flavour, for HTTP/2) and OpenSSL's libcrypto, plus pkg-config to find them.
+# Safe to run again; does nothing when everything is present.
+set -euo pipefail
+missing=()
+for package in libcurl4-openssl-dev libssl-dev pkg-config; do
+  dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "Installing ${missing[*]} …" >&2
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq "${missing[@]}" >/dev/null

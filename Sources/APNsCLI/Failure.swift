@@ -1,0 +1,47 @@
+import APNs
+import ArgumentParser
+import Foundation
+
+/// The one place where errors become a message on standard error and an exit code.
+///
+/// | exit | meaning |
+/// |---|---|
+/// | 0 | everything was accepted |
+/// | 1 | APNs rejected at least one notification |
+/// | 2 | bad input: usage, validation, unreadable files |
+/// | 3 | a credential could not be used |
+/// | 4 | transport failure: nothing came back |
+/// | 5 | anything else (the mock server failed, …) |
+enum Failure {
+    static let rejected = ExitCode(1)
+
+    /// Runs `body`, reporting any error in the one format this command uses.
+    static func reporting(_ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            let (message, code) = describe(error)
+            FileHandle.standardError.write(Data("apns: \(message)\n".utf8))
+            throw code
+        }
+    }
+
+    static func describe(_ error: any Error) -> (String, ExitCode) {
+        switch error {
+        case let error as APNsValidationError: return (error.description, ExitCode(2))
+        case let error as UsageError: return (error.message, ExitCode(2))
+        case let error as CredentialError: return (error.description, ExitCode(3))
+        case let error as APNsRejection: return (error.description, ExitCode(1))
+        case let error as TransportError: return (error.description, ExitCode(4))
+        default: return (String(describing: error), ExitCode(5))
+        }
+    }
+}
+
+/// A command line that cannot work, with what to change.
+struct UsageError: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
+}

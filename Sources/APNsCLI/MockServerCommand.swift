@@ -1,0 +1,54 @@
+import APNsMockServer
+import ArgumentParser
+import Foundation
+
+/// `apns mock-server`: the mock APNs in the foreground, for integration tests in any language.
+struct MockServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mock-server",
+        abstract: "Run the mock APNs server in the foreground (HTTP/2 + TLS on 127.0.0.1).",
+        discussion: """
+            Writes a generated CA, a .p8 signing key the server accepts and a client certificate for \
+            --bundle-id into --dir (a new temporary folder by default), prints their paths, and \
+            serves until interrupted.
+            """)
+
+    @Option(help: "Port to listen on; 0 picks a free one.") var port = 0
+    @Option(name: .customLong("client-ca"), help: "Also accept client certificates signed by this CA (PEM).") var clientCA: String?
+    @Option(name: .customLong("bundle-id"), help: "Bundle id of the generated client certificate.") var bundleID = "com.example.app"
+    @Option(help: "Folder for the generated credentials.") var dir: String?
+
+    func run() async throws {
+        try await Failure.reporting {
+            let folder = dir ?? FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-\(UUID().uuidString.prefix(8))").path
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let signingKey = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+            let authority = try MockCertificateAuthority()
+            var configuration = MockAPNsServer.Configuration(signingKeys: [signingKey])
+            configuration.certificateAuthority = authority
+            configuration.port = port
+            if let clientCA {
+                guard let pem = FileManager.default.contents(atPath: clientCA) else { throw UsageError("cannot read --client-ca \(clientCA)") }
+                configuration.additionalClientCertificateAuthorities = [String(decoding: pem, as: UTF8.self)]
+            }
+            let client = try authority.issueClientCertificate(bundleID: bundleID)
+            let files = [
+                ("ca.pem", authority.certificatePEM), ("AuthKey_\(signingKey.keyID).p8", signingKey.privateKeyPEM),
+                ("client.pem", client.certificatePEM), ("client-key.pem", client.privateKeyPEM),
+            ]
+            for (name, text) in files {
+                try Data(text.utf8).write(to: URL(fileURLWithPath: folder).appendingPathComponent(name))
+            }
+            let server = try await MockAPNsServer.start(configuration)
+            // Written unbuffered, so a test harness reading a pipe sees the lines at once.
+            let lines = [
+                "listening \(server.host):\(server.port)",
+                "ca-file \(folder)/ca.pem",
+                "key-file \(folder)/AuthKey_\(signingKey.keyID).p8 key-id \(signingKey.keyID) team-id \(signingKey.teamID)",
+                "client-cert \(folder)/client.pem client-key \(folder)/client-key.pem bundle-id \(bundleID)",
+            ]
+            FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+            while true { try await Task.sleep(for: .seconds(3600)) }
+        }
+    }
+}

@@ -1,0 +1,225 @@
+import APNs
+import ArgumentParser
+import Foundation
+
+/// `apns send`: one notification to one or more devices.
+struct SendCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "send",
+        abstract: "Send a notification to one or more device tokens.",
+        discussion: """
+            Authenticate with a token (--key-file, --key-id, --team-id) or a certificate (--cert and \
+            --key, or --p12). Secrets are read from files or environment variables and never printed.
+            With --dry-run the exact request is printed and nothing is sent.
+            """)
+
+    enum EnvironmentChoice: String, EnumerableFlag {
+        case sandbox, production
+    }
+
+    @Option(name: .customLong("key-file"), help: "The .p8 signing key (token authentication).") var keyFile: String?
+    @Option(name: .customLong("key-id"), help: "The 10-character key id.") var keyID: String?
+    @Option(name: .customLong("team-id"), help: "The 10-character team id.") var teamID: String?
+    @Option(name: .customLong("cert"), help: "PEM client certificate (certificate authentication).") var certificate: String?
+    @Option(name: .customLong("key"), help: "PEM private key of --cert.") var privateKey: String?
+    @Option(name: .customLong("passphrase-env"), help: "Environment variable holding the --key passphrase.") var passphraseEnvironment: String?
+    @Option(name: .customLong("p12"), help: "PKCS#12 bundle (certificate authentication).") var pkcs12: String?
+    @Option(name: .customLong("password-env"), help: "Environment variable holding the --p12 password.") var passwordEnvironment: String?
+
+    @Option(help: "The app's bundle id; the push type's topic suffix is added for you.") var topic: String
+    @Option(name: .customLong("token"), help: "A device token in hex (repeatable).") var tokens: [String] = []
+    @Flag(help: "APNs environment (default: sandbox).") var environment: EnvironmentChoice?
+    @Option(help: "HOST:PORT of another server, e.g. a mock APNs.") var host: String?
+    @Option(name: .customLong("ca-file"), help: "Trust only this CA (PEM) for the server certificate.") var caFile: String?
+
+    @Option(name: .customLong("push-type"), help: "alert or background.") var pushType = "alert"
+    @Option var title: String?
+    @Option var subtitle: String?
+    @Option var body: String?
+    @Option var badge: Int?
+    @Option var sound: String?
+    @Option(help: "App data: a JSON object written beside aps, in its own key order.") var data: String?
+    @Option(help: "A file whose JSON is sent as the body exactly (validated, not re-ordered).") var payload: String?
+    @Option(help: "10, 5 or 1 (alert); background is always 5.") var priority: Int?
+    @Option(help: "UNIX seconds; 0 = deliver once, never store.") var expiration: Int?
+    @Option(name: .customLong("collapse-id")) var collapseID: String?
+    @Option(name: .customLong("apns-id")) var apnsID: String?
+    @Flag(name: .customLong("dry-run"), help: "Print the exact request; send nothing.") var dryRun = false
+
+    func run() async throws {
+        try await Failure.reporting {
+            guard !tokens.isEmpty else { throw UsageError("give at least one --token") }
+            let devices = try tokens.map { token throws(APNsValidationError) in try Device(token: token) }
+            let connector = try makeConnector()
+            if let connector, let type = PushType(rawValue: pushType), !type.authentication.contains(connector.method) {
+                throw UsageError("\(pushType) cannot be sent with \(connector.method) authentication")
+            }
+            let requests = try devices.map { try request(to: $0) }
+            if dryRun {
+                let blocks = requests.map { request in
+                    let auth: [APNsRequest.Header] = connector?.method == .token ? [.init(name: "authorization", value: "bearer ")] : []
+                    return Output.request(method: request.method.rawValue, path: request.path, headers: auth + request.headers, body: request.bodyText)
+                }
+                print(blocks.joined(separator: "\n\n"))
+                return
+            }
+            guard let connector else {
+                throw UsageError("give credentials: --key-file/--key-id/--team-id, --cert/--key, or --p12/--password-env")
+            }
+            try await deliver(requests, via: connector.connector)
+        }
+    }
+
+    private func deliver(_ requests: [APNsRequest], via connector: any Connector) async throws {
+        let results = await withTaskGroup(of: (Int, Result<APNsResponse, any Error>).self) { group in
+            for (index, request) in requests.enumerated() {
+                group.addTask {
+                    do { return (index, .success(try APNsResponse(interpreting: await connector.perform(request)))) }
+                    catch { return (index, .failure(error)) }
+                }
+            }
+            var collected = [Result<APNsResponse, any Error>?](repeating: nil, count: requests.count)
+            for await (index, result) in group { collected[index] = result }
+            return collected
+        }
+        var worst: ExitCode = .success
+        for (index, result) in results.enumerated() {
+            let token = requests[index].path.split(separator: "/").last.map(String.init) ?? ""
+            switch result {
+            case .success(let response)?:
+                print("\(token) \(response.status) apns-id \(response.apnsID?.description ?? "-")")
+            case .failure(let rejection as APNsRejection)?:
+                print("\(token) \(rejection.status) \(rejection.reason) apns-id \(rejection.apnsID?.description ?? "-")")
+                if worst == .success { worst = Failure.rejected }
+            case .failure(let error)?:
+                let (message, code) = Failure.describe(error)
+                print("\(token) error \(message)")
+                worst = code
+            case nil:
+                worst = ExitCode(5)
+            }
+        }
+        if worst != .success { throw worst }
+    }
+
+    // MARK: Building the request
+
+    private func request(to device: Device) throws -> APNsRequest {
+        let appData = try RawJSONObject(data ?? "{}")
+        let identifier = try apnsID.map { text throws -> APNsID in
+            guard let id = APNsID(text) else { throw UsageError("--apns-id \(text) is not a UUID (8-4-4-4-12 hex digits)") }
+            return id
+        }
+        let expiry = try expiration.map { try Expiration(unixSeconds: $0) }
+        let collapse = collapseID.map { CollapseID($0) }
+        var request: APNsRequest
+        var limit: Int
+        switch pushType {
+        case "alert":
+            let level: AlertNotification<RawJSONObject>.Priority
+            switch priority {
+            case nil, 10?: level = .immediate
+            case 5?: level = .powerConsiderate
+            case 1?: level = .low
+            case let other?: throw UsageError("--priority \(other) is not allowed for alert: use 10, 5 or 1")
+            }
+            let usePayloadFile = payload != nil
+            let notification = AlertNotification(
+                bundleID: topic, appData: appData, priority: level, expiration: expiry, collapseID: collapse, apnsID: identifier
+            ) {
+                if !usePayloadFile {
+                    if title != nil || subtitle != nil || body != nil {
+                        Alert {
+                            if let title { Title(title) }
+                            if let subtitle { Subtitle(subtitle) }
+                            if let body { Body(body) }
+                        }
+                    }
+                    if let badge { Badge(badge) }
+                    if let sound { Sound(sound) }
+                }
+            }
+            request = try notification.request(to: device)
+            limit = PushType.alert.maximumPayloadSize
+        case "background":
+            if title != nil || subtitle != nil || body != nil || badge != nil || sound != nil {
+                throw UsageError("a background notification has no alert, badge or sound; drop --title/--subtitle/--body/--badge/--sound")
+            }
+            if let priority, priority != 5 { throw UsageError("--priority \(priority) is not allowed for background: it is always 5") }
+            request = try BackgroundNotification(bundleID: topic, appData: appData, expiration: expiry, collapseID: collapse, apnsID: identifier)
+                .request(to: device)
+            limit = PushType.background.maximumPayloadSize
+        default:
+            throw UsageError("--push-type \(pushType) is not supported by this command yet; use alert or background")
+        }
+        if let payload {
+            guard let bytes = FileManager.default.contents(atPath: payload) else { throw UsageError("cannot read --payload \(payload)") }
+            guard (try? JSONSerialization.jsonObject(with: bytes)) is [String: Any] else {
+                throw UsageError("--payload \(payload) is not a JSON object")
+            }
+            guard bytes.count <= limit else {
+                throw APNsValidationError.payloadTooLarge(pushType: PushType(rawValue: pushType) ?? .alert, size: bytes.count, limit: limit)
+            }
+            request.body = Array(bytes)
+        }
+        return request
+    }
+
+    // MARK: Credentials
+
+    struct ChosenConnector {
+        let connector: any Connector
+        let method: AuthenticationMethod
+    }
+
+    private func makeConnector() throws -> ChosenConnector? {
+        let environment = try resolveEnvironment()
+        var transport = TransportConfiguration()
+        if let caFile { transport.trustedCertificateAuthority = .file(path: caFile) }
+        let kinds = [keyFile != nil, certificate != nil, pkcs12 != nil].filter { $0 }.count
+        guard kinds <= 1 else { throw UsageError("choose one of --key-file, --cert or --p12") }
+        if let keyFile {
+            guard let keyID, let teamID else { throw UsageError("--key-file needs --key-id and --team-id") }
+            return ChosenConnector(
+                connector: try TokenConnector(teamID: teamID, keyID: keyID, key: .file(path: keyFile), environment: environment, transport: transport),
+                method: .token)
+        }
+        if let certificate {
+            guard let privateKey else { throw UsageError("--cert needs --key") }
+            let passphrase = try passphraseEnvironment.map { try secret(from: $0) }
+            return ChosenConnector(
+                connector: try CertificateConnector(
+                    certificate: .file(path: certificate), privateKey: .file(path: privateKey), passphrase: passphrase,
+                    environment: environment, transport: transport),
+                method: .certificate)
+        }
+        if let pkcs12 {
+            guard let passwordEnvironment else { throw UsageError("--p12 needs --password-env VAR") }
+            return ChosenConnector(
+                connector: try CertificateConnector(
+                    pkcs12: .file(path: pkcs12), password: try secret(from: passwordEnvironment), environment: environment, transport: transport),
+                method: .certificate)
+        }
+        return nil
+    }
+
+    private func secret(from variable: String) throws -> String {
+        guard let value = ProcessInfo.processInfo.environment[variable] else {
+            throw UsageError("the environment variable \(variable) is not set")
+        }
+        return value
+    }
+
+    private func resolveEnvironment() throws -> APNsEnvironment {
+        if let host {
+            if environment != nil { throw UsageError("give either --host or --\(environment?.rawValue ?? "sandbox"), not both") }
+            guard let colon = host.lastIndex(of: ":"), let port = Int(host[host.index(after: colon)...]), (1...65535).contains(port) else {
+                throw UsageError("--host \(host) is not HOST:PORT")
+            }
+            var name = String(host[..<colon])
+            if name.hasPrefix("[") && name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+            return .custom(host: name, port: port)
+        }
+        return environment == .production ? .production : .sandbox
+    }
+}

@@ -1,0 +1,108 @@
+import APNs
+import APNsMockServer
+import Foundation
+import Testing
+
+/// Runs the built `apns` binary, as a user would, and compares its output.
+@Suite struct CLITests {
+    static var binary: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("apns")
+    }
+
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static func apns(_ arguments: [String], environment: [String: String] = [:]) throws -> Run {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    @Test func dryRunPrintsTheExactRequest() throws {
+        let run = try Self.apns([
+            "send", "--dry-run", "--topic", "com.example.app", "--token", "00FC13AD", "--title", "Hi", "--body", "There",
+            "--badge", "2", "--priority", "5", "--expiration", "0", "--collapse-id", "c1",
+            "--apns-id", "7F3C9A2B-1D4E-4F5A-8B6C-9D0E1F2A3B4C", "--data", #"{"z": 1, "a": [true]}"#,
+        ])
+        #expect(run.status == 0)
+        #expect(run.stdout == """
+            POST /3/device/00fc13ad
+            apns-push-type: alert
+            apns-topic: com.example.app
+            apns-priority: 5
+            apns-expiration: 0
+            apns-id: 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c
+            apns-collapse-id: c1
+
+            {"aps":{"alert":{"title":"Hi","body":"There"},"badge":2},"z":1,"a":[true]}
+
+            """)
+    }
+
+    @Test func dryRunWithAPayloadFileKeepsItsBytes() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("payload-\(UUID()).json")
+        try Data(#"{"aps":{"content-available":1},"b":1,"a":2}"#.utf8).write(to: file)
+        let run = try Self.apns(["send", "--dry-run", "--push-type", "background", "--topic", "com.example.app", "--token", "ab", "--payload", file.path])
+        #expect(run.status == 0)
+        #expect(run.stdout == "POST /3/device/ab\napns-push-type: background\napns-topic: com.example.app\napns-priority: 5\n\n{\"aps\":{\"content-available\":1},\"b\":1,\"a\":2}\n")
+    }
+
+    @Test func badInputIsOneMessageAndExitCodeTwo() throws {
+        let badToken = try Self.apns(["send", "--dry-run", "--topic", "com.example.app", "--token", "xyz"])
+        #expect(badToken.status == 2)
+        #expect(badToken.stderr == "apns: Invalid device token: the token has 3 hex digits; a device token has an even number.\n")
+        let badPriority = try Self.apns(["send", "--dry-run", "--push-type", "background", "--priority", "10", "--topic", "a.b", "--token", "ab"])
+        #expect(badPriority.status == 2)
+        #expect(badPriority.stderr == "apns: --priority 10 is not allowed for background: it is always 5\n")
+        let noCredentials = try Self.apns(["send", "--topic", "a.b", "--token", "ab", "--body", "x"])
+        #expect(noCredentials.status == 2)
+        #expect(noCredentials.stderr.hasPrefix("apns: give credentials"))
+    }
+
+    @Test func sendsThroughTheMockServerAndReportsRejections() async throws {
+        let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+        let server = try await MockAPNsServer.start(.init(signingKeys: [key]))
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("apns-cli-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data(key.privateKeyPEM.utf8).write(to: folder.appendingPathComponent("AuthKey.p8"))
+        try Data(server.certificateAuthorityPEM.utf8).write(to: folder.appendingPathComponent("ca.pem"))
+        server.reject(deviceToken: "bbbb", with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000))
+        let run = try Self.apns([
+            "send", "--key-file", folder.appendingPathComponent("AuthKey.p8").path, "--key-id", key.keyID, "--team-id", key.teamID,
+            "--host", "127.0.0.1:\(server.port)", "--ca-file", folder.appendingPathComponent("ca.pem").path,
+            "--topic", "com.example.app", "--token", "aaaa", "--token", "bbbb", "--body", "Hello",
+            "--apns-id", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c",
+        ])
+        #expect(run.status == 1)
+        #expect(run.stdout == """
+            aaaa 200 apns-id 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c
+            bbbb 410 Unregistered apns-id 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c
+
+            """)
+        #expect(!run.stdout.contains("PRIVATE") && !run.stderr.contains("PRIVATE"))
+        let bodies = Set(server.requests.map(\.bodyText))
+        #expect(bodies == [#"{"aps":{"alert":{"body":"Hello"}}}"#])
+        try await server.stop()
+    }
+
+    @Test func demoSucceedsEndToEnd() throws {
+        let run = try Self.apns(["demo"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.hasSuffix("4 of 4 notifications accepted.\n"))
+        #expect(run.stdout.components(separatedBy: "-> 200 apns-id").count == 5)
+        #expect(!run.stdout.contains("eyJ"))  // no JWT is printed
+    }
+}
