@@ -31,6 +31,12 @@ public enum TestCredentials {
     /// A PKCS#12 bundle of the certificate and key, protected by `password` with OpenSSL 3's
     /// default (AES-256, PBKDF2) encryption.
     public static func pkcs12(certificatePEM: String, privateKeyPEM: String, password: String) throws -> [UInt8] {
+        try pkcs12(certificatePEM: certificatePEM, privateKeyPEM: privateKeyPEM, password: password, certificateCipher: 0, keyCipher: 0)
+    }
+
+    private static func pkcs12(
+        certificatePEM: String, privateKeyPEM: String, password: String, certificateCipher: Int32, keyCipher: Int32
+    ) throws -> [UInt8] {
         let key = try readKey(privateKeyPEM)
         defer { EVP_PKEY_free(key) }
         guard let certificateBIO = BIO_new(BIO_s_mem()) else { throw ConversionError(description: "out of memory") }
@@ -40,13 +46,25 @@ public enum TestCredentials {
             throw ConversionError(description: "not a PEM certificate")
         }
         defer { X509_free(certificate) }
-        let bundle = password.withCString { PKCS12_create($0, "swift-apns test", key, certificate, nil, 0, 0, 0, 0, 0) }
+        let bundle = password.withCString { PKCS12_create($0, "swift-apns test", key, certificate, nil, keyCipher, certificateCipher, 0, 0, 0) }
         guard let bundle else { throw ConversionError(description: "PKCS12_create failed") }
         defer { PKCS12_free(bundle) }
         guard let out = BIO_new(BIO_s_mem()) else { throw ConversionError(description: "out of memory") }
         defer { BIO_free(out) }
         guard i2d_PKCS12_bio(out, bundle) == 1 else { throw ConversionError(description: "encoding PKCS#12 failed") }
         return contents(of: out)
+    }
+
+    /// A PKCS#12 bundle encrypted the way older Keychain exports are: RC2-40 for the certificate,
+    /// 3DES for the key, SHA-1 MAC. Creating one needs OpenSSL 3's legacy provider, which this
+    /// loads into the process.
+    public static func legacyPKCS12(certificatePEM: String, privateKeyPEM: String, password: String) throws -> [UInt8] {
+        guard OSSL_PROVIDER_try_load(nil, "legacy", 1) != nil else {
+            throw ConversionError(description: "OpenSSL's legacy provider is not installed")
+        }
+        return try pkcs12(
+            certificatePEM: certificatePEM, privateKeyPEM: privateKeyPEM, password: password,
+            certificateCipher: NID_pbe_WithSHA1And40BitRC2_CBC, keyCipher: NID_pbe_WithSHA1And3_Key_TripleDES_CBC)
     }
 
     private static func readKey(_ pem: String) throws -> OpaquePointer {

@@ -55,6 +55,14 @@ import Testing
         try await fixture.stop()
     }
 
+    @Test func legacyRC2PKCS12() async throws {
+        let fixture = try await Fixture.start()
+        let p12 = try TestCredentials.legacyPKCS12(certificatePEM: fixture.client.certificatePEM, privateKeyPEM: fixture.client.privateKeyPEM, password: "old")
+        let connector = try CertificateConnector(pkcs12: .bytes(p12), password: "old", environment: fixture.environment, transport: fixture.transport)
+        try await sendBoth(via: connector, fixture: fixture)
+        try await fixture.stop()
+    }
+
     @Test func certificateFromAnotherCAFailsTheHandshake() async throws {
         let fixture = try await Fixture.start()
         let stranger = try MockCertificateAuthority().issueClientCertificate(bundleID: Fixture.bundleID)
