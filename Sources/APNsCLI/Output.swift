@@ -5,11 +5,8 @@ import APNsMockServer
 enum Output {
     /// `METHOD path`, one `name: value` line per header in the order sent, a blank line, the body.
     static func request(method: String, path: String, headers: [APNsRequest.Header], body: String) -> String {
-        var lines = ["\(method) \(path)"]
-        lines += headers.map { $0.name == "authorization" ? "authorization: bearer <JWT redacted>" : $0.description }
-        lines.append("")
-        lines.append(body)
-        return lines.joined(separator: "\n")
+        let shown = headers.map { $0.name == "authorization" ? APNsRequest.Header(name: "authorization", value: "bearer <JWT redacted>") : $0 }
+        return APNsRequest.text(method: method, path: path, headers: shown, body: body)
     }
 
     static func recorded(_ request: RecordedRequest) -> String {

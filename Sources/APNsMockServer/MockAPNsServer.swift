@@ -166,9 +166,8 @@ public final class MockAPNsServer: Sendable {
     /// the user uninstalled (`410 Unregistered` with `timestamp`) and so on. `nil` removes it.
     public func reject(deviceToken: String, with reason: APNsRejection.Reason?, status: Int? = nil, timestamp: Date? = nil) {
         guard let reason else { return state.script(nil, for: deviceToken) }
-        let defaultStatus = APNsRejection.Reason.statusByReason.first(where: { $0.0 == reason })?.1 ?? 400
         state.script(
-            .init(status: status ?? defaultStatus, reason: reason, timestamp: timestamp.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }),
+            .init(status: status ?? reason.defaultStatus, reason: reason, timestamp: timestamp.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }),
             for: deviceToken)
     }
 }

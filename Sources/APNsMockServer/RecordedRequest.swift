@@ -34,9 +34,6 @@ public struct RecordedRequest: Sendable, Hashable, CustomStringConvertible {
 
     /// The request in `apns send --dry-run` form, then the answer.
     public var description: String {
-        var lines = ["\(method) \(path)"]
-        lines += headers.map(\.description)
-        lines += ["", bodyText, "→ \(status)" + (reason.map { " \($0)" } ?? "")]
-        return lines.joined(separator: "\n")
+        APNsRequest.text(method: method, path: path, headers: headers, body: bodyText) + "\n→ \(status)" + (reason.map { " \($0)" } ?? "")
     }
 }

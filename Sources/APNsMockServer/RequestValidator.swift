@@ -24,8 +24,7 @@ struct RequestValidator {
         var apnsID: String?
 
         static func reject(_ reason: APNsRejection.Reason, _ auth: RecordedRequest.Authentication = .none, timestamp: Int64? = nil) -> Verdict {
-            let status = APNsRejection.Reason.statusByReason.first(where: { $0.0 == reason })?.1 ?? 400
-            return Verdict(status: status, reason: reason, timestamp: timestamp, authentication: auth)
+            return Verdict(status: reason.defaultStatus, reason: reason, timestamp: timestamp, authentication: auth)
         }
     }
 

@@ -64,9 +64,8 @@ extension HTTPResponse {
         var body = #"{"reason":""# + reason.rawValue + "\""
         if let timestamp { body += #","timestamp":"# + String(Int64((timestamp.timeIntervalSince1970 * 1000).rounded())) }
         body += "}"
-        let defaultStatus = APNsRejection.Reason.statusByReason.first(where: { $0.0 == reason })?.1 ?? 400
         return HTTPResponse(
-            status: status ?? defaultStatus,
+            status: status ?? reason.defaultStatus,
             headers: [.init(name: "apns-id", value: apnsID ?? scriptedAPNsID)],
             body: Array(body.utf8))
     }

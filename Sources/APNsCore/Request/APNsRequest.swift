@@ -59,10 +59,17 @@ public struct APNsRequest: Hashable, Sendable, CustomStringConvertible {
     /// `METHOD path`, one `name: value` line per header, a blank line, the body: the format of
     /// `apns send --dry-run`.
     public var description: String {
+        APNsRequest.text(method: method.rawValue, path: path, headers: headers, body: bodyText)
+    }
+
+    /// The one text form of a request, shared by ``description``, the mock server's records and
+    /// the `apns` command: `METHOD path`, one `name: value` line per header in order, a blank line,
+    /// the body.
+    public static func text(method: String, path: String, headers: [Header], body: String) -> String {
         var lines = ["\(method) \(path)"]
         lines += headers.map(\.description)
         lines.append("")
-        lines.append(bodyText)
+        lines.append(body)
         return lines.joined(separator: "\n")
     }
 }

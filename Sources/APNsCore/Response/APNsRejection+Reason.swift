@@ -14,6 +14,11 @@ extension APNsRejection {
         public init(rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
+        /// The HTTP status Apple sends with this reason; 400 for reasons it does not document.
+        public var defaultStatus: Int {
+            Reason.statusByReason.first(where: { $0.0 == self })?.1 ?? 400
+        }
+
         /// Whether Apple documents this reason.
         public var isKnown: Bool { Reason.allKnown.contains(self) }
 
