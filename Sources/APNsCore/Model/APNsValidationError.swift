@@ -38,6 +38,13 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
     case criticalVolumeOutOfRange(Double)
     /// An `Alert { }` with no component.
     case emptyAlert
+    /// A value that must be a JSON object (content-state, attributes, app data of PushKit types)
+    /// encoded as something else.
+    case notAnObject(key: String)
+    /// A date before 1970 or too far in the future to send.
+    case invalidDate(key: String)
+    /// An MDM topic that is not a push certificate UID.
+    case invalidMDMTopic(String)
 
     public var description: String {
         switch self {
@@ -75,6 +82,12 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
             return "The critical sound volume \(volume) is outside 0…1."
         case .emptyAlert:
             return "The Alert has no title, subtitle, body or other content. Add a Body, or use Alert(\"text\")."
+        case let .notAnObject(key):
+            return "\(key) must encode as a keyed container (a JSON object); wrap arrays and single values in a struct."
+        case let .invalidMDMTopic(topic):
+            return "\"\(topic)\" is not an MDM topic: use the UID of your MDM push certificate, which starts with com.apple.mgmt."
+        case let .invalidDate(key):
+            return "The date for \(key) is before 1970 or not a finite time; APNs takes UNIX seconds."
         }
     }
 }

@@ -1,0 +1,42 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+extension JSONWriter {
+    /// Writes `{"aps":{<fixed>}}` for the push types whose whole payload Apple fixes.
+    mutating func fixedAPS(_ body: (inout JSONWriter) -> Void) {
+        beginObject()
+        key("aps")
+        beginObject()
+        body(&self)
+        endObject()
+        endObject()
+    }
+
+    /// Writes `"key":<value>` where `value` must encode as a JSON object, with `JSONEncoder`'s
+    /// default strategies (content-state, attributes).
+    mutating func encodedObject<Value: Encodable>(key name: String, _ value: Value) throws(APNsValidationError) {
+        let node: AppDataEncoder.Node
+        do {
+            node = try AppDataEncoder.encode(value)
+        } catch {
+            switch error {
+            case .nonFinite(let path): throw .nonFiniteNumber(path: "aps.\(name).\(path)")
+            case .other(let message): throw .appDataEncodingFailed(message)
+            }
+        }
+        guard case .object = node else { throw .notAnObject(key: name) }
+        key(name)
+        node.write(to: &self)
+    }
+
+    /// Writes a date as integer UNIX seconds (Live Activity dates, APNs reference §5).
+    mutating func unixSeconds(key name: String, _ date: Date) throws(APNsValidationError) {
+        let seconds = date.timeIntervalSince1970
+        guard seconds.isFinite, seconds >= 0, seconds < 1e15 else { throw .invalidDate(key: name) }
+        key(name)
+        int(Int64(seconds.rounded(.down)))
+    }
+}

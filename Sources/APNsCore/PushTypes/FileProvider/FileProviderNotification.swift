@@ -1,0 +1,62 @@
+/// Tells a File Provider extension that a container changed (`apns-push-type: fileprovider`).
+///
+/// The payload has no `aps`: `{"container-identifier":…,"domain":…}`.
+///
+/// ```swift
+/// let notification = FileProviderNotification(
+///     bundleID: "com.example.files", containerIdentifier: "NSFileProviderWorkingSetContainerItemIdentifier",
+///     domain: "com.example.files.domain")
+/// try await send(notification, via: tokenConnector, to: device)
+/// ```
+///
+/// Rules (`FileProvider+Rules.swift`): topic = bundle id + `.pushkit.fileprovider`; priority 10 or 5
+/// (default 10); 4096 bytes; token connectors only; device targets.
+public struct FileProviderNotification: TokenDeliverable {
+    /// 10 (default) or 5.
+    public typealias Priority = StandardPriority
+
+    public static var pushType: PushType { .fileprovider }
+
+    public var bundleID: String
+    /// The container item identifier that changed.
+    public var containerIdentifier: String
+    /// The File Provider domain identifier.
+    public var domain: String
+    public var priority: Priority
+    public var expiration: Expiration?
+    public var collapseID: CollapseID?
+    public var apnsID: APNsID?
+
+    public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
+    public var pushPriority: PushPriority { priority.pushPriority }
+
+    /// - Parameters:
+    ///   - bundleID: The app's bundle id, without the suffix.
+    ///   - containerIdentifier: `container-identifier`.
+    ///   - domain: `domain`.
+    ///   - priority: `.immediate` (default) or `.powerConsiderate`.
+    ///   - expiration: `nil`, `.immediately`, or `.at(date)`.
+    ///   - collapseID: At most 64 bytes.
+    ///   - apnsID: The notification's id.
+    public init(
+        bundleID: String, containerIdentifier: String, domain: String, priority: Priority = .immediate,
+        expiration: Expiration? = nil, collapseID: CollapseID? = nil, apnsID: APNsID? = nil
+    ) {
+        self.bundleID = bundleID
+        self.containerIdentifier = containerIdentifier
+        self.domain = domain
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+    }
+
+    public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
+        writer.beginObject()
+        writer.key("container-identifier")
+        writer.string(containerIdentifier)
+        writer.key("domain")
+        writer.string(domain)
+        writer.endObject()
+    }
+}

@@ -1,0 +1,56 @@
+/// The alert of a Live Activity push: title and body (text or a localization key with
+/// arguments) and a sound, which sits inside the alert (APNs reference §5).
+///
+/// ```swift
+/// LiveActivityAlert(title: "Delivery update", body: "Your order is 2 stops away", sound: "chime.caf")
+/// LiveActivityAlert(title: .localized(key: "%@ is knocked down!", arguments: ["Power Panda"]),
+///                   body: .localized(key: "Use a potion to heal %@!", arguments: ["Power Panda"]),
+///                   sound: "HeroDown.mp4")
+/// ```
+public struct LiveActivityAlert: Hashable, Sendable {
+    public var title: LocalizableText
+    public var body: LocalizableText
+    public var sound: String?
+
+    public init(title: LocalizableText, body: LocalizableText, sound: String? = nil) {
+        self.title = title
+        self.body = body
+        self.sound = sound
+    }
+
+    func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("title")
+        title.writeValue(to: &writer)
+        writer.key("body")
+        body.writeValue(to: &writer)
+        if let sound {
+            writer.key("sound")
+            writer.string(sound)
+        }
+        writer.endObject()
+    }
+}
+
+extension LocalizableText: ExpressibleByStringLiteral {
+    public init(stringLiteral value: String) { self = .text(value) }
+
+    /// Text as a string; a localization as `{"loc-key":…,"loc-args":[…]}`.
+    func writeValue(to writer: inout JSONWriter) {
+        switch self {
+        case .text(let text):
+            writer.string(text)
+        case .localized(let key, let arguments):
+            writer.beginObject()
+            writer.key("loc-key")
+            writer.string(key)
+            if !arguments.isEmpty {
+                writer.key("loc-args")
+                writer.beginArray()
+                for argument in arguments { writer.string(argument) }
+                writer.endArray()
+            }
+            writer.endObject()
+        }
+    }
+}

@@ -1,0 +1,49 @@
+/// Asks the app's Location Push Service Extension for the device's location (`apns-push-type: location`).
+///
+/// The payload is fixed by Apple: `{"aps":{}}`. Needs the location-push entitlement. There is nothing to build, so there is no builder: an
+/// `Alert` or any other component does not compile here. Token connectors only (APNs reference §3).
+///
+/// ```swift
+/// let notification = LocationNotification(bundleID: "com.example.app")
+/// try await send(notification, via: tokenConnector, to: device)
+/// ```
+///
+/// Rules (`Location+Rules.swift`): topic = bundle id + `$(PushType.location.topicSuffix)`; priority 10 or 5
+/// (default 10); 4096 bytes; token connectors; device targets.
+public struct LocationNotification: TokenDeliverable {
+    /// 10 (default) or 5.
+    public typealias Priority = StandardPriority
+
+    public static var pushType: PushType { .location }
+
+    /// The app's bundle id; the topic suffix is added for you.
+    public var bundleID: String
+    public var priority: Priority
+    public var expiration: Expiration?
+    public var collapseID: CollapseID?
+    public var apnsID: APNsID?
+
+    public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
+    public var pushPriority: PushPriority { priority.pushPriority }
+
+    /// - Parameters:
+    ///   - bundleID: The app's bundle id, without the suffix.
+    ///   - priority: `.immediate` (default) or `.powerConsiderate`.
+    ///   - expiration: `nil` (Apple's storage policy), `.immediately`, or `.at(date)`.
+    ///   - collapseID: At most 64 bytes.
+    ///   - apnsID: The notification's id; APNs assigns one if `nil`.
+    public init(
+        bundleID: String, priority: Priority = .immediate, expiration: Expiration? = nil,
+        collapseID: CollapseID? = nil, apnsID: APNsID? = nil
+    ) {
+        self.bundleID = bundleID
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+    }
+
+    public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
+        writer.fixedAPS { _ in }
+    }
+}

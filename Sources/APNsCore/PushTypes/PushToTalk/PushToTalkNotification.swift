@@ -1,0 +1,45 @@
+/// Tells a Push to Talk app who is speaking (`apns-push-type: pushtotalk`).
+///
+/// The payload is your app data alone, with no `aps` (app data that writes `aps` is a validation
+/// error). Apple fixes priority 10 and expiration 0, so neither can be set.
+///
+/// ```swift
+/// struct Speaker: Encodable, Sendable { var activeSpeaker: String }
+/// let notification = PushToTalkNotification(bundleID: "com.example.radio", appData: Speaker(activeSpeaker: "Ana"))
+/// // {"activeSpeaker":"Ana"}, apns-priority: 10, apns-expiration: 0
+/// ```
+///
+/// Rules (`PushToTalk+Rules.swift`): topic = bundle id + `.voip-ptt`; priority 10 only;
+/// expiration 0 only; 4096 bytes; token or certificate connectors; device targets.
+public struct PushToTalkNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable {
+    public static var pushType: PushType { .pushtotalk }
+
+    public var bundleID: String
+    public var appData: AppData
+    public var collapseID: CollapseID?
+    public var apnsID: APNsID?
+
+    public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
+    /// Always 10.
+    public var pushPriority: PushPriority { Self.pushType.defaultPriority }
+    /// Always 0: deliver once, never store.
+    public var expiration: Expiration? { .immediately }
+
+    /// - Parameters:
+    ///   - bundleID: The app's bundle id, without the suffix.
+    ///   - appData: The payload, e.g. `activeSpeaker`.
+    ///   - collapseID: At most 64 bytes.
+    ///   - apnsID: The notification's id.
+    public init(bundleID: String, appData: AppData, collapseID: CollapseID? = nil, apnsID: APNsID? = nil) {
+        self.bundleID = bundleID
+        self.appData = appData
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+    }
+
+    public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
+        writer.beginObject()
+        try writer.appData(appData)
+        writer.endObject()
+    }
+}

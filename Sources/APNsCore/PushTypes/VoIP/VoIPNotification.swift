@@ -1,0 +1,55 @@
+/// An incoming VoIP call, delivered to PushKit (`apns-push-type: voip`).
+///
+/// The payload is your app data alone — any `Encodable & Sendable` that encodes as a keyed
+/// container — written in the order its `encode(to:)` writes it. There are no APNs components:
+/// `Alert`, `Badge` and the others do not compile here.
+///
+/// ```swift
+/// let call = VoIPNotification(bundleID: "com.example.phone", appData: Call(callerName: "Ana", uuid: callID), expiration: .immediately)
+/// // {"callerName":"Ana","uuid":"…"}
+/// ```
+///
+/// Rules (`VoIP+Rules.swift`): topic = bundle id + `$(PushType.voip.topicSuffix)`; priority 10 or 5
+/// (default 10); $(PushType.voip.maximumPayloadSize) bytes; token or certificate connectors; device targets.
+public struct VoIPNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable {
+    /// 10 (default) or 5.
+    public typealias Priority = StandardPriority
+
+    public static var pushType: PushType { .voip }
+
+    public var bundleID: String
+    /// The whole payload.
+    public var appData: AppData
+    public var priority: Priority
+    public var expiration: Expiration?
+    public var collapseID: CollapseID?
+    public var apnsID: APNsID?
+
+    public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
+    public var pushPriority: PushPriority { priority.pushPriority }
+
+    /// - Parameters:
+    ///   - bundleID: The app's bundle id, without the suffix.
+    ///   - appData: The payload.
+    ///   - priority: `.immediate` (default) or `.powerConsiderate`.
+    ///   - expiration: `nil`, `.immediately`, or `.at(date)`.
+    ///   - collapseID: At most 64 bytes.
+    ///   - apnsID: The notification's id.
+    public init(
+        bundleID: String, appData: AppData, priority: Priority = .immediate, expiration: Expiration? = nil,
+        collapseID: CollapseID? = nil, apnsID: APNsID? = nil
+    ) {
+        self.bundleID = bundleID
+        self.appData = appData
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+    }
+
+    public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
+        writer.beginObject()
+        try writer.appData(appData, reservedKeys: [])
+        writer.endObject()
+    }
+}
