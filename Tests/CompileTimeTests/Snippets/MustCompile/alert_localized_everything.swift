@@ -1,0 +1,14 @@
+import APNs
+import APNsTesting
+import Foundation
+struct State: Codable, Sendable { var step = 1; var eta = Date() }
+struct Attrs: Codable, Sendable { var name = "x" }
+struct Payload: Encodable, Sendable { var id = 1 }
+func device() throws -> Device { try Device(token: "abcd") }
+let n = AlertNotification(bundleID: "a.b") {
+    Alert {
+        Title(localizedKey: "T", arguments: ["1"])
+        Subtitle(localizedKey: "S")
+        Body(localizedKey: "B", arguments: ["2", "3"])
+    }
+}

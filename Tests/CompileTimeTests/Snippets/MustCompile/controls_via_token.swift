@@ -1,0 +1,8 @@
+import APNs
+import APNsTesting
+import Foundation
+struct State: Codable, Sendable { var step = 1; var eta = Date() }
+struct Attrs: Codable, Sendable { var name = "x" }
+struct Payload: Encodable, Sendable { var id = 1 }
+func device() throws -> Device { try Device(token: "abcd") }
+func go() async throws { try await send(ControlsNotification(bundleID: "a.b", expiration: .immediately), via: TokenRecordingConnector(), to: device()) }

@@ -1,0 +1,10 @@
+import APNs
+import APNsTesting
+import Foundation
+struct State: Codable, Sendable { var step = 1; var eta = Date() }
+struct Attrs: Codable, Sendable { var name = "x" }
+struct Payload: Encodable, Sendable { var id = 1 }
+func device() throws -> Device { try Device(token: "abcd") }
+func make() throws -> AlertNotification<RawJSONObject> {
+    AlertNotification(bundleID: "a.b", appData: try RawJSONObject(#"{"a":1}"#)) { Alert("x") }
+}

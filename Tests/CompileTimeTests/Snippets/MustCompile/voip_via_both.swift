@@ -1,0 +1,12 @@
+import APNs
+import APNsTesting
+import Foundation
+struct State: Codable, Sendable { var step = 1; var eta = Date() }
+struct Attrs: Codable, Sendable { var name = "x" }
+struct Payload: Encodable, Sendable { var id = 1 }
+func device() throws -> Device { try Device(token: "abcd") }
+func go() async throws {
+    let n = VoIPNotification(bundleID: "a.b", appData: Payload(), expiration: .immediately)
+    try await send(n, via: TokenRecordingConnector(), to: device())
+    try await send(n, via: CertificateRecordingConnector(), to: device())
+}

@@ -1,0 +1,10 @@
+// expect: requires that 'FileProviderNotification' conform to 'CertificateDeliverable'
+import Foundation
+import APNs
+import APNsTesting
+struct State: Encodable, Sendable { var step = 1 }
+struct Attrs: Encodable, Sendable { var name = "x" }
+struct Data1: Encodable, Sendable { var id = 1 }
+let device = try! Device(token: "abcd")
+let now = Date()
+func go() async throws { try await send(FileProviderNotification(bundleID: "a.b", containerIdentifier: "c", domain: "d"), via: CertificateRecordingConnector(), to: device) }

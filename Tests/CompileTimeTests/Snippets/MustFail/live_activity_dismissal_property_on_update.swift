@@ -1,0 +1,11 @@
+// expect: property 'dismissalDate' requires the types 'LiveActivityEvent.Update' and 'LiveActivityEvent.End' be equivalent
+import Foundation
+import APNs
+import APNsTesting
+struct State: Encodable, Sendable { var step = 1 }
+struct Attrs: Encodable, Sendable { var name = "x" }
+struct Data1: Encodable, Sendable { var id = 1 }
+let device = try! Device(token: "abcd")
+let now = Date()
+var n = LiveActivityNotification(bundleID: "a.b", update: State(), timestamp: now)
+func f() { n.dismissalDate = now }

@@ -1,0 +1,10 @@
+// expect: extra argument 'expiration' in call
+import Foundation
+import APNs
+import APNsTesting
+struct State: Encodable, Sendable { var step = 1 }
+struct Attrs: Encodable, Sendable { var name = "x" }
+struct Data1: Encodable, Sendable { var id = 1 }
+let device = try! Device(token: "abcd")
+let now = Date()
+let n = PushToTalkNotification(bundleID: "a.b", appData: Data1(), expiration: .at(now))

@@ -1,0 +1,11 @@
+// expect: cannot assign to property: 'expiration' is a get-only property
+import Foundation
+import APNs
+import APNsTesting
+struct State: Encodable, Sendable { var step = 1 }
+struct Attrs: Encodable, Sendable { var name = "x" }
+struct Data1: Encodable, Sendable { var id = 1 }
+let device = try! Device(token: "abcd")
+let now = Date()
+var n = PushToTalkNotification(bundleID: "a.b", appData: Data1())
+func f() { n.expiration = .at(now) }
