@@ -8,7 +8,13 @@ import Foundation
 /// it accepts, and prints every exact request and response.
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Send every supported push type to a local mock APNs with each connector, printing requests and responses.")
+        abstract: "Send all eleven push types to a local mock APNs through the connectors each accepts, printing every request and response.")
+
+    /// Counts sends and failures across the demo's steps.
+    final class Tally {
+        var total = 0
+        var failures = 0
+    }
 
     struct Game: Encodable, Sendable {
         var gameID: String
@@ -52,8 +58,21 @@ struct Demo: AsyncParsableCommand {
             }
             let background = BackgroundNotification(bundleID: bundleID, appData: Sync(acme1: "bar", acme2: 42))
 
-            var failures = 0
+            struct Speaker: Encodable, Sendable { var activeSpeaker: String }
+            struct Call: Encodable, Sendable { var callerName: String; var callID: String }
+            struct Forecast: Encodable, Sendable { var high: Int; var low: Int }
+            struct Delivery: Encodable, Sendable { var stopsAway: Int; var eta: Date }
+            struct Order: Encodable, Sendable { var orderNumber: String }
+            let mdmTopic = "com.apple.mgmt.External.18a16429-886b-41f1-a5e5-f8f8a3b9e5e5"
+            let mdmIdentity = try authority.issueClientCertificate(bundleID: mdmTopic)
+            let mdm = try CertificateConnector(
+                certificate: .pem(mdmIdentity.certificatePEM), privateKey: .pem(mdmIdentity.privateKeyPEM),
+                environment: environment, transport: transport)
+            let now = Date(timeIntervalSince1970: (Date().timeIntervalSince1970).rounded(.down))
+
+            let tally = Tally()
             func show(_ title: String, _ operation: () async throws -> APNsResponse) async {
+                tally.total += 1
                 print("== \(title)")
                 let before = server.requests.count
                 do {
@@ -61,20 +80,60 @@ struct Demo: AsyncParsableCommand {
                     if let recorded = server.requests.dropFirst(before).first { print(Output.recorded(recorded)) }
                     print("-> \(response)\n")
                 } catch {
-                    failures += 1
+                    tally.failures += 1
                     if let recorded = server.requests.dropFirst(before).first { print(Output.recorded(recorded)) }
                     print("-> FAILED: \(Failure.describe(error).0)\n")
                 }
             }
             await show("alert via token connector") { try await send(alert, via: token, to: device) }
-            await show("background via token connector") { try await send(background, via: token, to: device) }
             await show("alert via certificate connector") { try await send(alert, via: certificate, to: device) }
+            await show("background via token connector") { try await send(background, via: token, to: device) }
             await show("background via certificate connector") { try await send(background, via: certificate, to: device) }
+            await show("widgets via token connector (token only)") {
+                try await send(WidgetNotification(bundleID: bundleID), via: token, to: device)
+            }
+            await show("controls via token connector (token only)") {
+                try await send(ControlsNotification(bundleID: bundleID), via: token, to: device)
+            }
+            await show("location via token connector (token only)") {
+                try await send(LocationNotification(bundleID: bundleID), via: token, to: device)
+            }
+            await show("fileprovider via token connector (token only)") {
+                try await send(FileProviderNotification(bundleID: bundleID, containerIdentifier: "NSFileProviderWorkingSetContainerItemIdentifier", domain: "\(bundleID).files"), via: token, to: device)
+            }
+            await show("mdm via certificate connector (certificate only; topic = certificate UID)") {
+                try await send(MDMNotification(topic: mdmTopic, pushMagic: "040ac7bf-391a-4a36-a8ab-47bd380afd33"), via: mdm, to: device)
+            }
+            await show("pushtotalk via token connector (priority 10, expiration 0, fixed)") {
+                try await send(PushToTalkNotification(bundleID: bundleID, appData: Speaker(activeSpeaker: "Bob")), via: token, to: device)
+            }
+            await show("voip via certificate connector") {
+                try await send(VoIPNotification(bundleID: bundleID, appData: Call(callerName: "Bob", callID: "c-1"), expiration: .immediately), via: certificate, to: device)
+            }
+            await show("complication via token connector") {
+                try await send(ComplicationNotification(bundleID: bundleID, appData: Forecast(high: 21, low: 12), priority: .powerConsiderate), via: token, to: device)
+            }
+            await show("liveactivity start via token connector") {
+                try await send(LiveActivityNotification(
+                    bundleID: bundleID, start: Delivery(stopsAway: 5, eta: now.addingTimeInterval(1800)),
+                    attributesType: "DeliveryAttributes", attributes: Order(orderNumber: "42"),
+                    alert: LiveActivityAlert(title: "Order 42", body: "On its way", sound: "chime.caf"),
+                    timestamp: now, pushInput: .token), via: token, to: device)
+            }
+            await show("liveactivity update via certificate connector") {
+                try await send(LiveActivityNotification(
+                    bundleID: bundleID, update: Delivery(stopsAway: 2, eta: now.addingTimeInterval(600)), timestamp: now,
+                    staleDate: now.addingTimeInterval(900)), via: certificate, to: device)
+            }
+            await show("liveactivity end via token connector") {
+                try await send(LiveActivityNotification(
+                    bundleID: bundleID, end: Delivery(stopsAway: 0, eta: now), timestamp: now,
+                    dismissalDate: now.addingTimeInterval(3600)), via: token, to: device)
+            }
 
             try await server.stop()
-            let total = 4
-            print("\(total - failures) of \(total) notifications accepted.")
-            if failures > 0 { throw ExitCode(1) }
+            print("\(tally.total - tally.failures) of \(tally.total) notifications accepted.")
+            if tally.failures > 0 { throw ExitCode(1) }
         }
     }
 }

@@ -32,7 +32,7 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "HOST:PORT of another server, e.g. a mock APNs.") var host: String?
     @Option(name: .customLong("ca-file"), help: "Trust only this CA (PEM) for the server certificate.") var caFile: String?
 
-    @Option(name: .customLong("push-type"), help: "alert or background.") var pushType = "alert"
+    @Option(name: .customLong("push-type"), help: "alert, background, complication, controls, fileprovider, liveactivity, location, mdm, pushtotalk, voip or widgets.") var pushType = "alert"
     @Option var title: String?
     @Option var subtitle: String?
     @Option var body: String?
@@ -45,6 +45,20 @@ struct SendCommand: AsyncParsableCommand {
     @Option(name: .customLong("collapse-id")) var collapseID: String?
     @Option(name: .customLong("apns-id")) var apnsID: String?
     @Flag(name: .customLong("dry-run"), help: "Print the exact request; send nothing.") var dryRun = false
+
+    @Option(name: .customLong("push-magic"), help: "mdm: the device's PushMagic (--topic is the MDM certificate UID).") var pushMagic: String?
+    @Option(name: .customLong("container-identifier"), help: "fileprovider: the container identifier.") var containerIdentifier: String?
+    @Option(help: "fileprovider: the domain.") var domain: String?
+    @Option(help: "liveactivity: start, update or end.") var event: String?
+    @Option(name: .customLong("content-state"), help: "liveactivity: the content state as a JSON object.") var contentState: String?
+    @Option(help: "liveactivity start: the attributes as a JSON object.") var attributes: String?
+    @Option(name: .customLong("attributes-type"), help: "liveactivity start: the ActivityAttributes type name.") var attributesType: String?
+    @Option(help: "liveactivity: UNIX seconds of the content state (default: now).") var timestamp: Int?
+    @Option(name: .customLong("stale-date"), help: "liveactivity: UNIX seconds.") var staleDate: Int?
+    @Option(name: .customLong("dismissal-date"), help: "liveactivity end: UNIX seconds.") var dismissalDate: Int?
+    @Option(name: .customLong("relevance-score"), help: "liveactivity: relevance score.") var relevanceScore: Double?
+    @Flag(name: .customLong("input-push-token"), help: "liveactivity start: ask for a per-activity push token.") var inputPushToken = false
+    @Option(name: .customLong("input-push-channel"), help: "liveactivity start: subscribe to this broadcast channel id.") var inputPushChannel: String?
 
     func run() async throws {
         try await Failure.reporting {
@@ -105,6 +119,30 @@ struct SendCommand: AsyncParsableCommand {
     // MARK: Building the request
 
     private func request(to device: Device) throws -> APNsRequest {
+        guard let type = PushType(rawValue: pushType) else {
+            throw UsageError("--push-type \(pushType) is not an APNs push type; use one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        let hasAlertFlags = title != nil || subtitle != nil || body != nil || badge != nil || sound != nil
+        if hasAlertFlags && ![PushType.alert, .liveactivity].contains(type) {
+            throw UsageError("\(pushType) has no alert, badge or sound; drop --title/--subtitle/--body/--badge/--sound")
+        }
+        var request = try buildRequest(type, to: device, template: payload != nil)
+        if let payload {
+            guard let bytes = FileManager.default.contents(atPath: payload) else { throw UsageError("cannot read --payload \(payload)") }
+            guard (try? JSONSerialization.jsonObject(with: bytes)) is [String: Any] else {
+                throw UsageError("--payload \(payload) is not a JSON object")
+            }
+            guard bytes.count <= type.maximumPayloadSize else {
+                throw APNsValidationError.payloadTooLarge(pushType: type, size: bytes.count, limit: type.maximumPayloadSize)
+            }
+            request.body = Array(bytes)
+        }
+        return request
+    }
+
+    /// The request for `type`, built by the push type's own struct so its rules apply. With
+    /// `template`, the body is a placeholder that `--payload` replaces.
+    private func buildRequest(_ type: PushType, to device: Device, template: Bool) throws -> APNsRequest {
         let appData = try RawJSONObject(data ?? "{}")
         let identifier = try apnsID.map { text throws -> APNsID in
             guard let id = APNsID(text) else { throw UsageError("--apns-id \(text) is not a UUID (8-4-4-4-12 hex digits)") }
@@ -112,10 +150,15 @@ struct SendCommand: AsyncParsableCommand {
         }
         let expiry = try expiration.map { try Expiration(unixSeconds: $0) }
         let collapse = collapseID.map { CollapseID($0) }
-        var request: APNsRequest
-        var limit: Int
-        switch pushType {
-        case "alert":
+        func standard() throws -> StandardPriority {
+            switch priority {
+            case nil, 10?: return .immediate
+            case 5?: return .powerConsiderate
+            case let other?: throw UsageError("--priority \(other) is not allowed for \(type): use 10 or 5")
+            }
+        }
+        switch type {
+        case .alert:
             let level: AlertNotification<RawJSONObject>.Priority
             switch priority {
             case nil, 10?: level = .immediate
@@ -123,11 +166,10 @@ struct SendCommand: AsyncParsableCommand {
             case 1?: level = .low
             case let other?: throw UsageError("--priority \(other) is not allowed for alert: use 10, 5 or 1")
             }
-            let usePayloadFile = payload != nil
-            let notification = AlertNotification(
+            return try AlertNotification(
                 bundleID: topic, appData: appData, priority: level, expiration: expiry, collapseID: collapse, apnsID: identifier
             ) {
-                if !usePayloadFile {
+                if !template {
                     if title != nil || subtitle != nil || body != nil {
                         Alert {
                             if let title { Title(title) }
@@ -138,31 +180,93 @@ struct SendCommand: AsyncParsableCommand {
                     if let badge { Badge(badge) }
                     if let sound { Sound(sound) }
                 }
-            }
-            request = try notification.request(to: device)
-            limit = PushType.alert.maximumPayloadSize
-        case "background":
-            if title != nil || subtitle != nil || body != nil || badge != nil || sound != nil {
-                throw UsageError("a background notification has no alert, badge or sound; drop --title/--subtitle/--body/--badge/--sound")
-            }
+            }.request(to: device)
+        case .background:
             if let priority, priority != 5 { throw UsageError("--priority \(priority) is not allowed for background: it is always 5") }
-            request = try BackgroundNotification(bundleID: topic, appData: appData, expiration: expiry, collapseID: collapse, apnsID: identifier)
+            return try BackgroundNotification(bundleID: topic, appData: appData, expiration: expiry, collapseID: collapse, apnsID: identifier)
                 .request(to: device)
-            limit = PushType.background.maximumPayloadSize
+        case .widgets:
+            return try WidgetNotification(bundleID: topic, priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier).request(to: device)
+        case .controls:
+            return try ControlsNotification(bundleID: topic, priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier).request(to: device)
+        case .location:
+            return try LocationNotification(bundleID: topic, priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier).request(to: device)
+        case .fileprovider:
+            guard template || (containerIdentifier != nil && domain != nil) else {
+                throw UsageError("fileprovider needs --container-identifier and --domain (or --payload)")
+            }
+            return try FileProviderNotification(
+                bundleID: topic, containerIdentifier: containerIdentifier ?? "", domain: domain ?? "", priority: standard(),
+                expiration: expiry, collapseID: collapse, apnsID: identifier
+            ).request(to: device)
+        case .mdm:
+            guard template || pushMagic != nil else { throw UsageError("mdm needs --push-magic (or --payload)") }
+            return try MDMNotification(
+                topic: topic, pushMagic: pushMagic ?? "", priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier
+            ).request(to: device)
+        case .pushtotalk:
+            if let priority, priority != 10 { throw UsageError("--priority \(priority) is not allowed for pushtotalk: it is always 10") }
+            if let expiration, expiration != 0 { throw UsageError("--expiration \(expiration) is not allowed for pushtotalk: it is always 0") }
+            return try PushToTalkNotification(bundleID: topic, appData: appData, collapseID: collapse, apnsID: identifier).request(to: device)
+        case .voip:
+            return try VoIPNotification(
+                bundleID: topic, appData: appData, priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier
+            ).request(to: device)
+        case .complication:
+            return try ComplicationNotification(
+                bundleID: topic, appData: appData, priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier
+            ).request(to: device)
+        default:  // liveactivity
+            return try liveActivityRequest(to: device, template: template, priority: standard(), expiry: expiry, collapse: collapse, identifier: identifier)
+        }
+    }
+
+    private func liveActivityRequest(
+        to device: Device, template: Bool, priority: StandardPriority, expiry: Expiration?, collapse: CollapseID?, identifier: APNsID?
+    ) throws -> APNsRequest {
+        guard template || contentState != nil else { throw UsageError("liveactivity needs --content-state JSON (or --payload)") }
+        let state = try RawJSONObject(contentState ?? "{}")
+        let time = Date(timeIntervalSince1970: TimeInterval(timestamp ?? Int(Date().timeIntervalSince1970)))
+        let stale = staleDate.map { Date(timeIntervalSince1970: TimeInterval($0)) }
+        var alert: LiveActivityAlert?
+        if title != nil || body != nil {
+            alert = LiveActivityAlert(title: .text(title ?? ""), body: .text(body ?? ""), sound: sound)
+        }
+        if subtitle != nil || badge != nil { throw UsageError("a Live Activity alert has a title, body and sound only") }
+        if template || event == "update" {
+            if dismissalDate != nil || attributes != nil || inputPushToken || inputPushChannel != nil {
+                throw UsageError("--dismissal-date, --attributes and --input-push-* belong to other events")
+            }
+            return try LiveActivityNotification(
+                bundleID: topic, update: state, timestamp: time, alert: alert, staleDate: stale, relevanceScore: relevanceScore,
+                priority: priority, expiration: expiry, collapseID: collapse, apnsID: identifier
+            ).request(to: device)
+        }
+        switch event {
+        case "end":
+            if attributes != nil || inputPushToken || inputPushChannel != nil {
+                throw UsageError("--attributes and --input-push-* belong to start")
+            }
+            return try LiveActivityNotification(
+                bundleID: topic, end: state, timestamp: time, dismissalDate: dismissalDate.map { Date(timeIntervalSince1970: TimeInterval($0)) },
+                alert: alert, staleDate: stale, relevanceScore: relevanceScore, priority: priority, expiration: expiry,
+                collapseID: collapse, apnsID: identifier
+            ).request(to: device)
+        case "start":
+            guard let attributes, let attributesType, let alert else {
+                throw UsageError("a Live Activity start needs --attributes, --attributes-type and an alert (--title and --body)")
+            }
+            if dismissalDate != nil { throw UsageError("--dismissal-date belongs to end") }
+            if inputPushToken && inputPushChannel != nil { throw UsageError("give --input-push-token or --input-push-channel, not both") }
+            let input: LiveActivityPushInput? = inputPushToken ? .token : inputPushChannel.map { .channel(id: $0) }
+            return try LiveActivityNotification(
+                bundleID: topic, start: state, attributesType: attributesType, attributes: try RawJSONObject(attributes), alert: alert,
+                timestamp: time, pushInput: input, staleDate: stale, relevanceScore: relevanceScore, priority: priority,
+                expiration: expiry, collapseID: collapse, apnsID: identifier
+            ).request(to: device)
         default:
-            throw UsageError("--push-type \(pushType) is not supported by this command yet; use alert or background")
+            throw UsageError("liveactivity needs --event start, update or end")
         }
-        if let payload {
-            guard let bytes = FileManager.default.contents(atPath: payload) else { throw UsageError("cannot read --payload \(payload)") }
-            guard (try? JSONSerialization.jsonObject(with: bytes)) is [String: Any] else {
-                throw UsageError("--payload \(payload) is not a JSON object")
-            }
-            guard bytes.count <= limit else {
-                throw APNsValidationError.payloadTooLarge(pushType: PushType(rawValue: pushType) ?? .alert, size: bytes.count, limit: limit)
-            }
-            request.body = Array(bytes)
-        }
-        return request
     }
 
     // MARK: Credentials

@@ -98,11 +98,54 @@ import Testing
         try await server.stop()
     }
 
+    @Test func dryRunForEveryPushType() throws {
+        func dryRun(_ extra: [String]) throws -> String {
+            let run = try Self.apns(["send", "--dry-run", "--topic", "com.example.app", "--token", "ab"] + extra)
+            #expect(run.status == 0, "\(extra): \(run.stderr)")
+            return run.stdout
+        }
+        #expect(try dryRun(["--push-type", "liveactivity", "--event", "start", "--content-state", #"{"health": 1}"#,
+                            "--attributes", #"{"hero":"Panda"}"#, "--attributes-type", "HeroAttributes", "--title", "Go",
+                            "--body", "Now", "--timestamp", "1685952000", "--input-push-token"]) == """
+            POST /3/device/ab
+            apns-push-type: liveactivity
+            apns-topic: com.example.app.push-type.liveactivity
+            apns-priority: 10
+
+            {"aps":{"alert":{"title":"Go","body":"Now"},"content-state":{"health":1},"timestamp":1685952000,"event":"start","attributes-type":"HeroAttributes","attributes":{"hero":"Panda"},"input-push-token":1}}
+
+            """)
+        #expect(try dryRun(["--push-type", "liveactivity", "--event", "end", "--content-state", "{}", "--timestamp", "10", "--dismissal-date", "20"])
+            .hasSuffix(#"{"aps":{"content-state":{},"timestamp":10,"event":"end","dismissal-date":20}}"# + "\n"))
+        #expect(try dryRun(["--push-type", "widgets", "--priority", "5"]).contains("apns-topic: com.example.app.push-type.widgets\napns-priority: 5\n\n{\"aps\":{\"content-changed\":true}}"))
+        #expect(try dryRun(["--push-type", "controls"]).hasSuffix("{\"aps\":{\"content-changed\":true}}\n"))
+        #expect(try dryRun(["--push-type", "location"]).hasSuffix("{\"aps\":{}}\n"))
+        #expect(try dryRun(["--push-type", "fileprovider", "--container-identifier", "c", "--domain", "d"]).hasSuffix(#"{"container-identifier":"c","domain":"d"}"# + "\n"))
+        #expect(try dryRun(["--push-type", "pushtotalk", "--data", #"{"activeSpeaker":"Ana"}"#]).contains("apns-priority: 10\napns-expiration: 0\n"))
+        #expect(try dryRun(["--push-type", "voip", "--data", #"{"caller":"Ana"}"#]).hasSuffix(#"{"caller":"Ana"}"# + "\n"))
+        #expect(try dryRun(["--push-type", "complication", "--data", #"{"high":21}"#]).contains("apns-topic: com.example.app.complication\n"))
+        let mdm = try Self.apns(["send", "--dry-run", "--push-type", "mdm", "--topic", "com.apple.mgmt.External.x", "--push-magic", "m-1", "--token", "ab"])
+        #expect(mdm.stdout.hasSuffix("apns-topic: com.apple.mgmt.External.x\napns-priority: 10\n\n{\"mdm\":\"m-1\"}\n"))
+    }
+
+    @Test func typeRulesAreUsageErrors() throws {
+        let low = try Self.apns(["send", "--dry-run", "--push-type", "widgets", "--priority", "1", "--topic", "a.b", "--token", "ab"])
+        #expect(low.status == 2)
+        #expect(low.stderr == "apns: --priority 1 is not allowed for widgets: use 10 or 5\n")
+        let start = try Self.apns(["send", "--dry-run", "--push-type", "liveactivity", "--event", "start", "--content-state", "{}", "--topic", "a.b", "--token", "ab"])
+        #expect(start.stderr == "apns: a Live Activity start needs --attributes, --attributes-type and an alert (--title and --body)\n")
+        let badge = try Self.apns(["send", "--dry-run", "--push-type", "voip", "--badge", "1", "--topic", "a.b", "--token", "ab"])
+        #expect(badge.status == 2)
+        let unknown = try Self.apns(["send", "--dry-run", "--push-type", "widget", "--topic", "a.b", "--token", "ab"])
+        #expect(unknown.stderr.hasPrefix("apns: --push-type widget is not an APNs push type"))
+    }
+
     @Test func demoSucceedsEndToEnd() throws {
         let run = try Self.apns(["demo"])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stdout.hasSuffix("4 of 4 notifications accepted.\n"))
-        #expect(run.stdout.components(separatedBy: "-> 200 apns-id").count == 5)
+        #expect(run.stdout.hasSuffix("15 of 15 notifications accepted.\n"))
+        #expect(run.stdout.components(separatedBy: "-> 200 apns-id").count == 16)
+        for type in PushType.allCases { #expect(run.stdout.contains("apns-push-type: \(type.rawValue)\n")) }
         #expect(!run.stdout.contains("eyJ"))  // no JWT is printed
     }
 }

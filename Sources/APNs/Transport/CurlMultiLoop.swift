@@ -32,6 +32,8 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     private let settings: Settings
     private let inbox = Mutex(Inbox())
+    /// Signalled when the loop thread has cleaned up and is about to exit.
+    private let stopped = DispatchSemaphore(value: 0)
     private let multi: UnsafeMutableRawPointer?
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     private var idle: [UnsafeMutableRawPointer] = []
@@ -75,7 +77,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
         if start {
             let thread = Thread { [self] in run() }
-            thread.name = "swift-apns.curl"
+            thread.name = CurlMultiLoop.threadName
             thread.start()
         } else {
             curl_multi_wakeup(multi)
@@ -83,13 +85,27 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     /// Stops the loop: in-flight and queued requests fail with ``TransportError/shutDown``.
+    ///
+    /// Waits (up to five seconds) for the loop thread to release libcurl and OpenSSL state, so a
+    /// process that exits right after releasing its connectors does not tear OpenSSL down under a
+    /// thread still using it. Never waits when called on the loop thread itself.
     func shutdown() {
         let started = inbox.withLock { state -> Bool in
             state.shutdown = true
             return state.started
         }
-        if started, let multi { curl_multi_wakeup(multi) } else if let multi { curl_multi_cleanup(multi) }
+        guard let multi else { return }
+        guard started else {
+            curl_multi_cleanup(multi)
+            return
+        }
+        curl_multi_wakeup(multi)
+        if Thread.current.name != CurlMultiLoop.threadName {
+            _ = stopped.wait(timeout: .now() + 5)
+        }
     }
+
+    static let threadName = "swift-apns.curl"
 
     // MARK: Loop thread
 
@@ -123,6 +139,7 @@ final class CurlMultiLoop: @unchecked Sendable {
                 idle.forEach { curl_easy_cleanup($0) }
                 idle.removeAll()
                 curl_multi_cleanup(multi)
+                stopped.signal()
                 return
             }
             startWaiting(on: multi)

@@ -18,6 +18,11 @@ extension JSONWriter {
     /// Writes `"key":<value>` where `value` must encode as a JSON object, with `JSONEncoder`'s
     /// default strategies (content-state, attributes).
     mutating func encodedObject<Value: Encodable>(key name: String, _ value: Value) throws(APNsValidationError) {
+        if let raw = value as? RawJSONObject {
+            key(name)
+            rawValueText(Substring(raw.compactText))
+            return
+        }
         let node: AppDataEncoder.Node
         do {
             node = try AppDataEncoder.encode(value)

@@ -113,6 +113,13 @@ public struct JSONWriter: Sendable {
         needsComma = true
     }
 
+    /// Appends one pre-validated, compact JSON value at the current position.
+    mutating func rawValueText(_ value: Substring) {
+        separate()
+        bytes.append(contentsOf: value.utf8)
+        needsComma = true
+    }
+
     // MARK: Helpers
 
     /// The JSON text of a finite double as `JSONEncoder` writes it: Swift's shortest round-trip
