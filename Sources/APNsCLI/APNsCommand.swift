@@ -6,6 +6,6 @@ struct APNsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apns",
         abstract: "Send Apple push notifications over HTTP/2, or run a local mock APNs server.",
-        subcommands: [Demo.self, SendCommand.self, MockServerCommand.self]
+        subcommands: [Demo.self, SendCommand.self, ChannelsCommand.self, MockServerCommand.self]
     )
 }

@@ -71,7 +71,7 @@ struct Demo: AsyncParsableCommand {
             let now = Date(timeIntervalSince1970: (Date().timeIntervalSince1970).rounded(.down))
 
             let tally = Tally()
-            func show(_ title: String, _ operation: () async throws -> APNsResponse) async {
+            func show(_ title: String, _ operation: () async throws -> any CustomStringConvertible) async {
                 tally.total += 1
                 print("== \(title)")
                 let before = server.requests.count
@@ -131,8 +131,35 @@ struct Demo: AsyncParsableCommand {
                     dismissalDate: now.addingTimeInterval(3600)), via: token, to: device)
             }
 
+            // Broadcast channels (iOS 18): create one, broadcast an update and an end, list, delete.
+            let channels = ChannelManager(token)
+            var channel: BroadcastChannel?
+            await show("channels create (management host)") {
+                let created = try await channels.create(bundleID: bundleID, storagePolicy: .noMessageStored)
+                channel = created
+                return "201 apns-channel-id \(created.id)"
+            }
+            if let channel {
+                await show("liveactivity update broadcast to the channel") {
+                    try await send(LiveActivityNotification(
+                        bundleID: bundleID, update: Delivery(stopsAway: 1, eta: now.addingTimeInterval(300)), timestamp: now),
+                        via: token, to: channel)
+                }
+                await show("liveactivity end broadcast to the channel") {
+                    try await send(LiveActivityNotification(
+                        bundleID: bundleID, end: Delivery(stopsAway: 0, eta: now), timestamp: now), via: certificate, to: channel)
+                }
+                await show("channels list") {
+                    "200 channels \(try await channels.list(bundleID: bundleID).map(\.id))"
+                }
+                await show("channels delete") {
+                    try await channels.delete(channel)
+                    return "204 deleted \(channel.id)"
+                }
+            }
+
             try await server.stop()
-            print("\(tally.total - tally.failures) of \(tally.total) notifications accepted.")
+            print("\(tally.total - tally.failures) of \(tally.total) steps succeeded.")
             if tally.failures > 0 { throw ExitCode(1) }
         }
     }

@@ -17,6 +17,8 @@ struct MockServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("client-ca"), help: "Also accept client certificates signed by this CA (PEM).") var clientCA: String?
     @Option(name: .customLong("bundle-id"), help: "Bundle id of the generated client certificate.") var bundleID = "com.example.app"
     @Option(help: "Folder for the generated credentials.") var dir: String?
+    @Flag(name: .customLong("allow-frequent-token-updates"), help: "Accept a new token for the key at any time (for clients that start a process per push).")
+    var allowFrequentTokenUpdates = false
 
     func run() async throws {
         try await Failure.reporting {
@@ -27,6 +29,7 @@ struct MockServerCommand: AsyncParsableCommand {
             var configuration = MockAPNsServer.Configuration(signingKeys: [signingKey])
             configuration.certificateAuthority = authority
             configuration.port = port
+            if allowFrequentTokenUpdates { configuration.minimumTokenUpdateInterval = nil }
             if let clientCA {
                 guard let pem = FileManager.default.contents(atPath: clientCA) else { throw UsageError("cannot read --client-ca \(clientCA)") }
                 configuration.additionalClientCertificateAuthorities = [String(decoding: pem, as: UTF8.self)]

@@ -13,24 +13,11 @@ struct SendCommand: AsyncParsableCommand {
             With --dry-run the exact request is printed and nothing is sent.
             """)
 
-    enum EnvironmentChoice: String, EnumerableFlag {
-        case sandbox, production
-    }
-
-    @Option(name: .customLong("key-file"), help: "The .p8 signing key (token authentication).") var keyFile: String?
-    @Option(name: .customLong("key-id"), help: "The 10-character key id.") var keyID: String?
-    @Option(name: .customLong("team-id"), help: "The 10-character team id.") var teamID: String?
-    @Option(name: .customLong("cert"), help: "PEM client certificate (certificate authentication).") var certificate: String?
-    @Option(name: .customLong("key"), help: "PEM private key of --cert.") var privateKey: String?
-    @Option(name: .customLong("passphrase-env"), help: "Environment variable holding the --key passphrase.") var passphraseEnvironment: String?
-    @Option(name: .customLong("p12"), help: "PKCS#12 bundle (certificate authentication).") var pkcs12: String?
-    @Option(name: .customLong("password-env"), help: "Environment variable holding the --p12 password.") var passwordEnvironment: String?
+    @OptionGroup var connection: ConnectionOptions
 
     @Option(help: "The app's bundle id; the push type's topic suffix is added for you.") var topic: String
     @Option(name: .customLong("token"), help: "A device token in hex (repeatable).") var tokens: [String] = []
-    @Flag(help: "APNs environment (default: sandbox).") var environment: EnvironmentChoice?
-    @Option(help: "HOST:PORT of another server, e.g. a mock APNs.") var host: String?
-    @Option(name: .customLong("ca-file"), help: "Trust only this CA (PEM) for the server certificate.") var caFile: String?
+    @Option(help: "Broadcast to this Live Activity channel id instead of devices (update and end only).") var channel: String?
 
     @Option(name: .customLong("push-type"), help: "alert, background, complication, controls, fileprovider, liveactivity, location, mdm, pushtotalk, voip or widgets.") var pushType = "alert"
     @Option var title: String?
@@ -62,13 +49,17 @@ struct SendCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await Failure.reporting {
-            guard !tokens.isEmpty else { throw UsageError("give at least one --token") }
-            let devices = try tokens.map { token throws(APNsValidationError) in try Device(token: token) }
-            let connector = try makeConnector()
+            guard tokens.isEmpty != (channel == nil) else { throw UsageError("give --token (repeatable) or --channel, not both") }
+            let connector = try connection.makeConnector()
             if let connector, let type = PushType(rawValue: pushType), !type.authentication.contains(connector.method) {
                 throw UsageError("\(pushType) cannot be sent with \(connector.method) authentication")
             }
-            let requests = try devices.map { try request(to: $0) }
+            let requests: [APNsRequest]
+            if let channel {
+                requests = [try broadcastRequest(to: BroadcastChannel(id: channel, bundleID: topic))]
+            } else {
+                requests = try tokens.map { try request(to: Device(token: $0)) }
+            }
             if dryRun {
                 let blocks = requests.map { request in
                     let auth: [APNsRequest.Header] = connector?.method == .token ? [.init(name: "authorization", value: "bearer ")] : []
@@ -98,8 +89,10 @@ struct SendCommand: AsyncParsableCommand {
         }
         var worst: ExitCode = .success
         for (index, result) in results.enumerated() {
-            let token = requests[index].path.split(separator: "/").last.map(String.init) ?? ""
+            let token = channel ?? requests[index].path.split(separator: "/").last.map(String.init) ?? ""
             switch result {
+            case .success(let response)? where channel != nil:
+                print("\(token) \(response.status) apns-request-id \(response.requestID ?? "-") apns-unique-id \(response.uniqueID ?? "-")")
             case .success(let response)?:
                 print("\(token) \(response.status) apns-id \(response.apnsID?.description ?? "-")")
             case .failure(let rejection as APNsRejection)?:
@@ -221,6 +214,40 @@ struct SendCommand: AsyncParsableCommand {
         }
     }
 
+    /// A Live Activity update or end to a broadcast channel (APNs reference §6).
+    private func broadcastRequest(to channel: BroadcastChannel) throws -> APNsRequest {
+        guard pushType == PushType.liveactivity.rawValue, event == "update" || event == "end" else {
+            throw UsageError("--channel takes --push-type liveactivity with --event update or end")
+        }
+        guard let contentState else { throw UsageError("liveactivity needs --content-state JSON") }
+        if subtitle != nil || badge != nil || collapseID != nil || attributes != nil || inputPushToken || inputPushChannel != nil {
+            throw UsageError("a broadcast has no --subtitle, --badge, --collapse-id, --attributes or --input-push-*")
+        }
+        let state = try RawJSONObject(contentState)
+        let time = Date(timeIntervalSince1970: TimeInterval(timestamp ?? Int(Date().timeIntervalSince1970)))
+        let stale = staleDate.map { Date(timeIntervalSince1970: TimeInterval($0)) }
+        let alert = (title != nil || body != nil) ? LiveActivityAlert(title: .text(title ?? ""), body: .text(body ?? ""), sound: sound) : nil
+        let level: StandardPriority
+        switch priority {
+        case nil, 10?: level = .immediate
+        case 5?: level = .powerConsiderate
+        case let other?: throw UsageError("--priority \(other) is not allowed for liveactivity: use 10 or 5")
+        }
+        let expiry = try expiration.map { try Expiration(unixSeconds: $0) }
+        let identifier = apnsID.flatMap(APNsID.init)
+        if event == "end" {
+            return try LiveActivityNotification(
+                bundleID: topic, end: state, timestamp: time, dismissalDate: dismissalDate.map { Date(timeIntervalSince1970: TimeInterval($0)) },
+                alert: alert, staleDate: stale, relevanceScore: relevanceScore, priority: level, expiration: expiry, apnsID: identifier
+            ).request(to: channel)
+        }
+        if dismissalDate != nil { throw UsageError("--dismissal-date belongs to end") }
+        return try LiveActivityNotification(
+            bundleID: topic, update: state, timestamp: time, alert: alert, staleDate: stale, relevanceScore: relevanceScore,
+            priority: level, expiration: expiry, apnsID: identifier
+        ).request(to: channel)
+    }
+
     private func liveActivityRequest(
         to device: Device, template: Bool, priority: StandardPriority, expiry: Expiration?, collapse: CollapseID?, identifier: APNsID?
     ) throws -> APNsRequest {
@@ -269,61 +296,4 @@ struct SendCommand: AsyncParsableCommand {
         }
     }
 
-    // MARK: Credentials
-
-    struct ChosenConnector {
-        let connector: any Connector
-        let method: AuthenticationMethod
-    }
-
-    private func makeConnector() throws -> ChosenConnector? {
-        let environment = try resolveEnvironment()
-        var transport = TransportConfiguration()
-        if let caFile { transport.trustedCertificateAuthority = .file(path: caFile) }
-        let kinds = [keyFile != nil, certificate != nil, pkcs12 != nil].filter { $0 }.count
-        guard kinds <= 1 else { throw UsageError("choose one of --key-file, --cert or --p12") }
-        if let keyFile {
-            guard let keyID, let teamID else { throw UsageError("--key-file needs --key-id and --team-id") }
-            return ChosenConnector(
-                connector: try TokenConnector(teamID: teamID, keyID: keyID, key: .file(path: keyFile), environment: environment, transport: transport),
-                method: .token)
-        }
-        if let certificate {
-            guard let privateKey else { throw UsageError("--cert needs --key") }
-            let passphrase = try passphraseEnvironment.map { try secret(from: $0) }
-            return ChosenConnector(
-                connector: try CertificateConnector(
-                    certificate: .file(path: certificate), privateKey: .file(path: privateKey), passphrase: passphrase,
-                    environment: environment, transport: transport),
-                method: .certificate)
-        }
-        if let pkcs12 {
-            guard let passwordEnvironment else { throw UsageError("--p12 needs --password-env VAR") }
-            return ChosenConnector(
-                connector: try CertificateConnector(
-                    pkcs12: .file(path: pkcs12), password: try secret(from: passwordEnvironment), environment: environment, transport: transport),
-                method: .certificate)
-        }
-        return nil
-    }
-
-    private func secret(from variable: String) throws -> String {
-        guard let value = ProcessInfo.processInfo.environment[variable] else {
-            throw UsageError("the environment variable \(variable) is not set")
-        }
-        return value
-    }
-
-    private func resolveEnvironment() throws -> APNsEnvironment {
-        if let host {
-            if environment != nil { throw UsageError("give either --host or --\(environment?.rawValue ?? "sandbox"), not both") }
-            guard let colon = host.lastIndex(of: ":"), let port = Int(host[host.index(after: colon)...]), (1...65535).contains(port) else {
-                throw UsageError("--host \(host) is not HOST:PORT")
-            }
-            var name = String(host[..<colon])
-            if name.hasPrefix("[") && name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
-            return .custom(host: name, port: port)
-        }
-        return environment == .production ? .production : .sandbox
-    }
 }

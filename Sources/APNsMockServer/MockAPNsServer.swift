@@ -7,7 +7,8 @@ import NIOSSL
 
 /// A real HTTP/2 + TLS server on loopback that behaves like APNs, for integration tests.
 ///
-/// It checks what APNs checks — path, method, token or client certificate, push type, topic,
+/// It serves device pushes, broadcasts to Live Activity channels and channel management (with
+/// channels kept per bundle id for the server's lifetime), and checks what APNs checks — path, method, token or client certificate, push type, topic,
 /// priority, expiration, apns-id, collapse id, payload size and shape — and answers with Apple's
 /// status and reason, `apns-id` and `apns-unique-id`. Every request is recorded for assertions.
 ///
@@ -43,6 +44,12 @@ public final class MockAPNsServer: Sendable {
         public var allowedBundleIDs: Set<String>?
         /// Ends each connection with GOAWAY after this many streams (to test reconnection).
         public var goAwayAfterStreams: Int?
+        /// A key whose token changes sooner than this after the previous one gets 429
+        /// TooManyProviderTokenUpdates, as with APNs (20 minutes). `nil` turns the check off, for
+        /// tests that run many short-lived processes, each minting its own token.
+        public var minimumTokenUpdateInterval: Duration? = .seconds(20 * 60)
+        /// Broadcast channels one app may have (APNs: 10,000); more get CannotCreateChannelConfig.
+        public var maximumChannelsPerApp = 10_000
         /// SETTINGS_MAX_CONCURRENT_STREAMS.
         public var maximumConcurrentStreams = 1000
         /// Event-loop threads.

@@ -13,7 +13,8 @@ enum PayloadShape {
         "attributes-type", "attributes", "input-push-token", "input-push-channel",
     ]
 
-    static func isValid(_ json: [String: Any], for pushType: PushType) -> Bool {
+    /// `broadcast`: the payload goes to a channel, where only update and end are allowed.
+    static func isValid(_ json: [String: Any], for pushType: PushType, broadcast: Bool = false) -> Bool {
         let aps = json["aps"] as? [String: Any]
         switch pushType {
         case .alert:
@@ -39,6 +40,7 @@ enum PayloadShape {
                 let event = aps["event"] as? String, ["start", "update", "end"].contains(event),
                 aps["timestamp"] is NSNumber, aps["content-state"] is [String: Any]
             else { return false }
+            if broadcast && event == "start" { return false }
             if event == "start" {
                 guard aps["attributes-type"] is String, aps["attributes"] is [String: Any], aps["alert"] != nil else { return false }
                 if aps["input-push-token"] != nil && aps["input-push-channel"] != nil { return false }

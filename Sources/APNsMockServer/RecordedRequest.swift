@@ -23,8 +23,11 @@ public struct RecordedRequest: Sendable, Hashable, CustomStringConvertible {
     public let status: Int
     /// The reason it gave, for rejections.
     public let reason: String?
+    /// The headers it answered with (`apns-id`, `apns-unique-id`, `apns-request-id`, `apns-channel-id`).
+    public let responseHeaders: [APNsRequest.Header]
+
     /// The apns-id it answered with.
-    public let apnsID: String?
+    public var apnsID: String? { responseHeaders.first(where: { $0.name == "apns-id" })?.value }
 
     public subscript(header name: String) -> String? {
         headers.first(where: { $0.name == name })?.value

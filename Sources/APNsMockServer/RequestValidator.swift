@@ -14,6 +14,8 @@ struct RequestValidator {
         var body: [UInt8]
         /// The common name of a verified client certificate, if the connection presented one.
         var clientCertificateName: String?
+
+        func header(_ name: String) -> String? { headers.first(where: { $0.name == name })?.value }
     }
 
     struct Verdict {
@@ -21,22 +23,73 @@ struct RequestValidator {
         var reason: APNsRejection.Reason?
         var timestamp: Int64?
         var authentication: RecordedRequest.Authentication
-        var apnsID: String?
+        /// Response headers besides `:status` (and the JSON content type of a rejection).
+        var headers: [(String, String)] = []
+        /// A success body (channel reads and lists).
+        var body: String?
 
         static func reject(_ reason: APNsRejection.Reason, _ auth: RecordedRequest.Authentication = .none, timestamp: Int64? = nil) -> Verdict {
-            return Verdict(status: reason.defaultStatus, reason: reason, timestamp: timestamp, authentication: auth)
+            Verdict(status: reason.defaultStatus, reason: reason, timestamp: timestamp, authentication: auth)
         }
     }
 
-    /// The apns-* headers APNs reads; each may appear once.
+    /// The headers APNs reads; each may appear once.
     static let singleHeaders: Set<String> = [
         "authorization", "apns-push-type", "apns-topic", "apns-priority", "apns-expiration", "apns-id", "apns-collapse-id",
+        "apns-channel-id", "apns-request-id",
     ]
 
     let state: ServerState
 
     func evaluate(_ request: Incoming) -> Verdict {
-        // Path and method.
+        var seen = Set<String>()
+        for header in request.headers where RequestValidator.singleHeaders.contains(header.name) {
+            guard seen.insert(header.name).inserted else { return .reject(.duplicateHeaders) }
+        }
+        if request.path.hasPrefix("/4/broadcasts/apps/") { return evaluateBroadcast(request) }
+        if request.path.hasPrefix("/1/apps/") { return evaluateManagement(request) }
+        var verdict = evaluateDevice(request)
+        // APNs echoes the apns-id (or assigns one) on every device answer.
+        if !verdict.headers.contains(where: { $0.0 == "apns-id" }), let id = request.header("apns-id") {
+            verdict.headers.insert(("apns-id", id), at: 0)
+        }
+        return verdict
+    }
+
+    // MARK: Authentication
+
+    /// A client certificate on the connection, or a bearer token that verifies.
+    private enum Authenticated {
+        case success(RecordedRequest.Authentication)
+        case failure(APNsRejection.Reason)
+    }
+
+    private func authenticate(_ request: Incoming) -> Authenticated {
+        if let commonName = request.clientCertificateName { return .success(.certificate(commonName: commonName)) }
+        guard let authorization = request.header("authorization") else { return .failure(.missingProviderToken) }
+        switch state.verifyToken(authorization) {
+        case .valid(let teamID, let keyID, let issuedAt): return .success(.token(teamID: teamID, keyID: keyID, issuedAt: issuedAt))
+        case .rejected(let reason): return .failure(reason)
+        }
+    }
+
+    /// Whether the connection may act for `bundleID`: the certificate's bundle, or the team's
+    /// allowed bundle ids.
+    private func authorize(
+        _ authentication: RecordedRequest.Authentication, bundleID: String, mismatch: APNsRejection.Reason, checkAllowedBundles: Bool = true
+    ) -> APNsRejection.Reason? {
+        if case .certificate(let commonName) = authentication, let certified = RequestValidator.bundleID(fromCommonName: commonName),
+            certified != bundleID
+        {
+            return mismatch
+        }
+        if checkAllowedBundles, let allowed = state.configuration.allowedBundleIDs, !allowed.contains(bundleID) { return .topicDisallowed }
+        return nil
+    }
+
+    // MARK: Device pushes (APNs reference §2–§5)
+
+    private func evaluateDevice(_ request: Incoming) -> Verdict {
         let devicePrefix = "/3/device/"
         guard request.path.hasPrefix("/3/device") else { return .reject(.badPath) }
         guard request.method == "POST" else { return .reject(.methodNotAllowed) }
@@ -44,29 +97,13 @@ struct RequestValidator {
         guard !token.isEmpty else { return .reject(.missingDeviceToken) }
         guard token.utf8.count % 2 == 0, token.utf8.allSatisfy({ $0.isHexDigit }) else { return .reject(.badDeviceToken) }
 
-        // Duplicate headers.
-        var seen = Set<String>()
-        for header in request.headers where RequestValidator.singleHeaders.contains(header.name) {
-            guard seen.insert(header.name).inserted else { return .reject(.duplicateHeaders) }
-        }
-        func header(_ name: String) -> String? { request.headers.first(where: { $0.name == name })?.value }
-
-        // Authentication: a client certificate on the connection, or a bearer token.
-        var authentication = RecordedRequest.Authentication.none
-        if let commonName = request.clientCertificateName {
-            authentication = .certificate(commonName: commonName)
-        } else {
-            guard let authorization = header("authorization") else { return .reject(.missingProviderToken) }
-            switch state.verifyToken(authorization) {
-            case .valid(let teamID, let keyID, let issuedAt):
-                authentication = .token(teamID: teamID, keyID: keyID, issuedAt: issuedAt)
-            case .rejected(let reason):
-                return .reject(reason)
-            }
+        let authentication: RecordedRequest.Authentication
+        switch authenticate(request) {
+        case .success(let value): authentication = value
+        case .failure(let reason): return .reject(reason)
         }
 
-        // Push type and the rules that follow from it.
-        guard let pushTypeName = header("apns-push-type") else { return .reject(.invalidPushType, authentication) }
+        guard let pushTypeName = request.header("apns-push-type") else { return .reject(.invalidPushType, authentication) }
         guard let pushType = PushType(rawValue: pushTypeName) else { return .reject(.invalidPushType, authentication) }
         switch authentication {
         case .certificate where !pushType.authentication.contains(.certificate):
@@ -76,8 +113,7 @@ struct RequestValidator {
         default: break
         }
 
-        // Topic.
-        guard let topic = header("apns-topic"), !topic.isEmpty else { return .reject(.missingTopic, authentication) }
+        guard let topic = request.header("apns-topic"), !topic.isEmpty else { return .reject(.missingTopic, authentication) }
         let bundleID: String
         if let suffix = pushType.topicSuffix {
             guard topic.hasSuffix(suffix), topic.count > suffix.count else { return .reject(.badTopic, authentication) }
@@ -89,57 +125,156 @@ struct RequestValidator {
             guard topic.hasPrefix("com.apple.mgmt.") else { return .reject(.badTopic, authentication) }
             bundleID = topic
         }
-        if case .certificate(let commonName) = authentication, let certified = RequestValidator.bundleID(fromCommonName: commonName),
-            certified != bundleID
-        {
-            return .reject(.topicDisallowed, authentication)
-        }
-        if let allowed = state.configuration.allowedBundleIDs, !allowed.contains(bundleID), pushType != .mdm {
-            return .reject(.topicDisallowed, authentication)
+        // MDM topics are certificate UIDs, not the team's bundle ids.
+        if let reason = authorize(authentication, bundleID: bundleID, mismatch: .topicDisallowed, checkAllowedBundles: pushType != .mdm) {
+            return .reject(reason, authentication)
         }
 
-        // Priority and expiration.
-        if let value = header("apns-priority") {
-            guard let priority = PushPriority(headerValue: value), pushType.allowedPriorities.contains(priority) else {
-                return .reject(.badPriority, authentication)
-            }
-        } else if !pushType.allowedPriorities.contains(.immediate) {
-            return .reject(.badPriority, authentication)  // omitted means 10
-        }
-        if let value = header("apns-expiration") {
+        if let reason = checkPriority(request.header("apns-priority"), for: pushType) { return .reject(reason, authentication) }
+        if let value = request.header("apns-expiration") {
             guard let seconds = Int(value), seconds >= 0 else { return .reject(.badExpirationDate, authentication) }
             if let required = pushType.requiredExpiration, seconds != required { return .reject(.badExpirationDate, authentication) }
         } else if pushType.requiredExpiration != nil {
             return .reject(.badExpirationDate, authentication)
         }
 
-        // apns-id and collapse id.
         var apnsID = UUID().uuidString.lowercased()
-        if let value = header("apns-id") {
+        if let value = request.header("apns-id") {
             guard RequestValidator.isCanonicalUUID(value) else { return .reject(.badMessageId, authentication) }
             apnsID = value
         }
-        if let value = header("apns-collapse-id") {
+        if let value = request.header("apns-collapse-id") {
             guard !value.isEmpty, value.utf8.count <= 64 else { return .reject(.badCollapseId, authentication) }
         }
 
-        // Payload.
-        guard !request.body.isEmpty else { return .reject(.payloadEmpty, authentication) }
-        guard request.body.count <= pushType.maximumPayloadSize else { return .reject(.payloadTooLarge, authentication) }
-        guard let json = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any] else {
-            return .reject(.badRequestPayload, authentication)
-        }
-        guard PayloadShape.isValid(json, for: pushType) else { return .reject(.badRequestPayload, authentication) }
+        if let reason = checkPayload(request.body, for: pushType, limit: pushType.maximumPayloadSize) { return .reject(reason, authentication) }
 
-        // Scripted answers for this device token.
         if let scripted = state.scriptedRejection(for: token) {
             var verdict = Verdict.reject(scripted.reason, authentication, timestamp: scripted.timestamp)
             verdict.status = scripted.status
-            verdict.apnsID = apnsID
+            verdict.headers = [("apns-id", apnsID)]
             return verdict
         }
-        return Verdict(status: 200, reason: nil, timestamp: nil, authentication: authentication, apnsID: apnsID)
+        return Verdict(
+            status: 200, authentication: authentication,
+            headers: [("apns-id", apnsID), ("apns-unique-id", UUID().uuidString.lowercased())])
     }
+
+    private func checkPriority(_ value: String?, for pushType: PushType) -> APNsRejection.Reason? {
+        if let value {
+            guard let priority = PushPriority(headerValue: value), pushType.allowedPriorities.contains(priority) else { return .badPriority }
+        } else if !pushType.allowedPriorities.contains(.immediate) {
+            return .badPriority  // omitted means 10
+        }
+        return nil
+    }
+
+    private func checkPayload(_ body: [UInt8], for pushType: PushType, limit: Int, broadcast: Bool = false) -> APNsRejection.Reason? {
+        guard !body.isEmpty else { return .payloadEmpty }
+        guard body.count <= limit else { return .payloadTooLarge }
+        guard let json = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return .badRequestPayload }
+        guard PayloadShape.isValid(json, for: pushType, broadcast: broadcast) else { return .badRequestPayload }
+        return nil
+    }
+
+    // MARK: Broadcasts (APNs reference §6)
+
+    private func evaluateBroadcast(_ request: Incoming) -> Verdict {
+        guard request.method == "POST" else { return .reject(.methodNotAllowed) }
+        let bundleID = String(request.path.dropFirst("/4/broadcasts/apps/".count))
+        guard !bundleID.isEmpty, !bundleID.contains("/") else { return .reject(.badPath) }
+        let authentication: RecordedRequest.Authentication
+        switch authenticate(request) {
+        case .success(let value): authentication = value
+        case .failure(let reason): return .reject(reason)
+        }
+        if let reason = authorize(authentication, bundleID: bundleID, mismatch: .topicMismatch) { return .reject(reason, authentication) }
+        guard let channelID = request.header("apns-channel-id") else { return .reject(.missingChannelId, authentication) }
+        guard BroadcastChannel.isBase64(channelID) else { return .reject(.badChannelId, authentication) }
+        guard let policy = state.channelPolicy(bundleID: bundleID, id: channelID) else { return .reject(.channelNotRegistered, authentication) }
+        guard let pushTypeName = request.header("apns-push-type") else { return .reject(.missingPushType, authentication) }
+        guard pushTypeName == PushType.liveactivity.rawValue else { return .reject(.invalidPushType, authentication) }
+        if let reason = checkPriority(request.header("apns-priority"), for: .liveactivity) { return .reject(reason, authentication) }
+        guard let expiration = request.header("apns-expiration").flatMap(Int.init), expiration >= 0 else {
+            return .reject(.badExpirationDate, authentication)
+        }
+        if policy == .noMessageStored && expiration != 0 { return .reject(.badExpirationDate, authentication) }
+        if request.header("apns-collapse-id") != nil { return .reject(.badCollapseId, authentication) }
+        var requestID = UUID().uuidString.lowercased()
+        if let value = request.header("apns-request-id") {
+            guard RequestValidator.isCanonicalUUID(value) else { return .reject(.badRequestParams, authentication) }
+            requestID = value
+        }
+        if let reason = checkPayload(request.body, for: .liveactivity, limit: broadcastMaximumPayloadSize, broadcast: true) {
+            var verdict = Verdict.reject(reason, authentication)
+            verdict.headers = [("apns-request-id", requestID)]
+            return verdict
+        }
+        return Verdict(
+            status: 200, authentication: authentication,
+            headers: [("apns-request-id", requestID), ("apns-unique-id", UUID().uuidString.lowercased())])
+    }
+
+    // MARK: Channel management (APNs reference §6)
+
+    private func evaluateManagement(_ request: Incoming) -> Verdict {
+        let parts = request.path.split(separator: "/", omittingEmptySubsequences: false)
+        // "", "1", "apps", <bundle>, "channels" | "all-channels"
+        guard parts.count == 5, !parts[3].isEmpty, parts[4] == "channels" || parts[4] == "all-channels" else { return .reject(.badPath) }
+        let bundleID = String(parts[3])
+        let authentication: RecordedRequest.Authentication
+        switch authenticate(request) {
+        case .success(let value): authentication = value
+        case .failure(let reason): return .reject(reason)
+        }
+        if let reason = authorize(authentication, bundleID: bundleID, mismatch: .topicMismatch) { return .reject(reason, authentication) }
+        var requestID = UUID().uuidString.lowercased()
+        if let value = request.header("apns-request-id") {
+            guard RequestValidator.isCanonicalUUID(value) else { return .reject(.badRequestParams, authentication) }
+            requestID = value
+        }
+        var verdict = manage(request, bundleID: bundleID, all: parts[4] == "all-channels", authentication: authentication)
+        verdict.headers.insert(("apns-request-id", requestID), at: 0)
+        return verdict
+    }
+
+    private func manage(_ request: Incoming, bundleID: String, all: Bool, authentication: RecordedRequest.Authentication) -> Verdict {
+        if all {
+            guard request.method == "GET" else { return .reject(.methodNotAllowed, authentication) }
+            let ids = state.channelIDs(bundleID: bundleID)
+            let list = ids.map { "\"\($0)\"" }.joined(separator: ",")
+            return Verdict(status: 200, authentication: authentication, body: #"{"channels":["# + list + "]}")
+        }
+        switch request.method {
+        case "POST":
+            struct Body: Decodable {
+                var policy: Int
+                var pushType: String
+                enum CodingKeys: String, CodingKey { case policy = "message-storage-policy", pushType = "push-type" }
+            }
+            guard let body = try? JSONDecoder().decode(Body.self, from: Data(request.body)) else { return .reject(.badRequestPayload, authentication) }
+            guard let policy = MessageStoragePolicy(rawValue: body.policy), body.pushType == "LiveActivity" else {
+                return .reject(.badRequestParams, authentication)
+            }
+            guard let id = state.createChannel(bundleID: bundleID, policy: policy) else { return .reject(.cannotCreateChannelConfig, authentication) }
+            return Verdict(status: 201, authentication: authentication, headers: [("apns-channel-id", id)])
+        case "GET", "DELETE":
+            guard let id = request.header("apns-channel-id") else { return .reject(.missingChannelId, authentication) }
+            guard BroadcastChannel.isBase64(id) else { return .reject(.badChannelId, authentication) }
+            guard let policy = state.channelPolicy(bundleID: bundleID, id: id) else { return .reject(.channelNotRegistered, authentication) }
+            if request.method == "DELETE" {
+                state.deleteChannel(bundleID: bundleID, id: id)
+                return Verdict(status: 204, authentication: authentication)
+            }
+            return Verdict(
+                status: 200, authentication: authentication,
+                body: #"{"message-storage-policy":"# + String(policy.rawValue) + #","push-type":"LiveActivity"}"#)
+        default:
+            return .reject(.methodNotAllowed, authentication)
+        }
+    }
+
+    // MARK: Helpers
 
     /// `Apple Push Services: com.example.app` → `com.example.app`.
     static func bundleID(fromCommonName name: String) -> String? {

@@ -18,6 +18,8 @@ final class ServerState: Sendable {
         var lastIssuedAt: [String: Int] = [:]
         /// Tokens whose signature already verified, so each distinct token is checked once.
         var verified: [String: (teamID: String, keyID: String, issuedAt: Int)] = [:]
+        /// Broadcast channels per bundle id, in creation order.
+        var channels: [String: [(id: String, policy: MessageStoragePolicy)]] = [:]
         var streams = 0
         var connections = 0
     }
@@ -50,7 +52,11 @@ final class ServerState: Sendable {
         guard case .valid(_, let keyID, let issuedAt) = outcome else { return outcome }
         return mutable.withLock { state in
             if let last = state.lastIssuedAt[keyID], issuedAt != last {
-                if issuedAt > last && issuedAt - last < 20 * 60 { return .rejected(.tooManyProviderTokenUpdates) }
+                if let interval = configuration.minimumTokenUpdateInterval, issuedAt > last,
+                    issuedAt - last < Int(interval.components.seconds)
+                {
+                    return .rejected(.tooManyProviderTokenUpdates)
+                }
                 if issuedAt < last { return outcome }  // an older token still within its hour
             }
             state.lastIssuedAt[keyID] = issuedAt
@@ -71,6 +77,30 @@ final class ServerState: Sendable {
             state.streams += 1
             if configuration.recordsRequests { state.records.append(request) }
         }
+    }
+
+    /// Creates a channel, or returns nil at the configured limit (APNs: 10,000 per app).
+    func createChannel(bundleID: String, policy: MessageStoragePolicy) -> String? {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255) }
+        let id = Data(bytes).base64EncodedString()
+        return mutable.withLock { state in
+            guard state.channels[bundleID, default: []].count < configuration.maximumChannelsPerApp else { return nil }
+            state.channels[bundleID, default: []].append((id, policy))
+            return id
+        }
+    }
+
+    func channelPolicy(bundleID: String, id: String) -> MessageStoragePolicy? {
+        mutable.withLock { $0.channels[bundleID]?.first(where: { $0.id == id })?.policy }
+    }
+
+    func channelIDs(bundleID: String) -> [String] {
+        mutable.withLock { $0.channels[bundleID]?.map(\.id) ?? [] }
+    }
+
+    func deleteChannel(bundleID: String, id: String) {
+        mutable.withLock { $0.channels[bundleID]?.removeAll(where: { $0.id == id }) }
     }
 
     func connectionOpened() { mutable.withLock { $0.connections += 1 } }

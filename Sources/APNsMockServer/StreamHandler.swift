@@ -118,9 +118,7 @@ final class StreamHandler: ChannelInboundHandler {
         let verdict = RequestValidator(state: state).evaluate(incoming)
 
         var responseHeaders = HPACKHeaders([(":status", String(verdict.status))])
-        if let apnsID = verdict.apnsID ?? incoming.headers.first(where: { $0.name == "apns-id" })?.value {
-            responseHeaders.add(name: "apns-id", value: apnsID)
-        }
+        for (name, value) in verdict.headers { responseHeaders.add(name: name, value: value) }
         var responseBody: ByteBuffer?
         if let reason = verdict.reason {
             var json = #"{"reason":""# + reason.rawValue + "\""
@@ -128,8 +126,9 @@ final class StreamHandler: ChannelInboundHandler {
             json += "}"
             responseHeaders.add(name: "content-type", value: "application/json")
             responseBody = context.channel.allocator.buffer(string: json)
-        } else {
-            responseHeaders.add(name: "apns-unique-id", value: UUID().uuidString.lowercased())
+        } else if let body = verdict.body {
+            responseHeaders.add(name: "content-type", value: "application/json")
+            responseBody = context.channel.allocator.buffer(string: body)
         }
         context.write(wrapOutboundOut(.headers(.init(headers: responseHeaders, endStream: responseBody == nil))), promise: nil)
         if let responseBody {
@@ -140,7 +139,7 @@ final class StreamHandler: ChannelInboundHandler {
         state.record(RecordedRequest(
             method: incoming.method, path: incoming.path, authority: head.first(name: ":authority") ?? "",
             headers: headers, body: body, authentication: verdict.authentication, status: verdict.status,
-            reason: verdict.reason?.rawValue, apnsID: verdict.apnsID))
+            reason: verdict.reason?.rawValue, responseHeaders: verdict.headers.map { APNsRequest.Header(name: $0.0, value: $0.1) }))
         if counted { connection.value.streamFinished() }
     }
 }

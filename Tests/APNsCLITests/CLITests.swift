@@ -140,11 +140,52 @@ import Testing
         #expect(unknown.stderr.hasPrefix("apns: --push-type widget is not an APNs push type"))
     }
 
+    @Test func channelsAndBroadcastThroughTheMockServer() async throws {
+        let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+        var configuration = MockAPNsServer.Configuration(signingKeys: [key])
+        configuration.minimumTokenUpdateInterval = nil  // every process mints its own token
+        let server = try await MockAPNsServer.start(configuration)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("apns-cli-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data(key.privateKeyPEM.utf8).write(to: folder.appendingPathComponent("AuthKey.p8"))
+        try Data(server.certificateAuthorityPEM.utf8).write(to: folder.appendingPathComponent("ca.pem"))
+        let connection = [
+            "--key-file", folder.appendingPathComponent("AuthKey.p8").path, "--key-id", key.keyID, "--team-id", key.teamID,
+            "--host", "127.0.0.1:\(server.port)", "--ca-file", folder.appendingPathComponent("ca.pem").path,
+        ]
+        let created = try Self.apns(["channels", "create", "--bundle-id", "com.example.app", "--policy", "no-message-stored"] + connection)
+        #expect(created.status == 0, "\(created.stderr)")
+        let id = created.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(BroadcastChannel.isBase64(id))
+        let read = try Self.apns(["channels", "read", "--bundle-id", "com.example.app", "--channel", id] + connection)
+        #expect(read.stdout == "message-storage-policy 0 push-type LiveActivity\n")
+        let sent = try Self.apns([
+            "send", "--channel", id, "--topic", "com.example.app", "--push-type", "liveactivity", "--event", "update",
+            "--content-state", #"{"score":1}"#, "--timestamp", "1700000000",
+        ] + connection)
+        #expect(sent.status == 0, "\(sent.stderr)")
+        #expect(sent.stdout.hasPrefix("\(id) 200 apns-request-id "))
+        #expect(server.requests.last?.bodyText == #"{"aps":{"content-state":{"score":1},"timestamp":1700000000,"event":"update"}}"#)
+        let start = try Self.apns([
+            "send", "--channel", id, "--topic", "com.example.app", "--push-type", "liveactivity", "--event", "start",
+            "--content-state", "{}",
+        ] + connection)
+        #expect(start.status == 2)
+        #expect(start.stderr == "apns: --channel takes --push-type liveactivity with --event update or end\n")
+        #expect(try Self.apns(["channels", "list", "--bundle-id", "com.example.app"] + connection).stdout == id + "\n")
+        #expect(try Self.apns(["channels", "delete", "--bundle-id", "com.example.app", "--channel", id] + connection).status == 0)
+        let missing = try Self.apns(["channels", "read", "--bundle-id", "com.example.app", "--channel", id] + connection)
+        #expect(missing.status == 1)
+        #expect(missing.stderr.hasPrefix("apns: APNs rejected the request: 400 ChannelNotRegistered"))
+        try await server.stop()
+    }
+
     @Test func demoSucceedsEndToEnd() throws {
         let run = try Self.apns(["demo"])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stdout.hasSuffix("15 of 15 notifications accepted.\n"))
+        #expect(run.stdout.hasSuffix("20 of 20 steps succeeded.\n"))
         #expect(run.stdout.components(separatedBy: "-> 200 apns-id").count == 16)
+        #expect(run.stdout.contains("POST /4/broadcasts/apps/com.example.poker\napns-channel-id: "))
         for type in PushType.allCases { #expect(run.stdout.contains("apns-push-type: \(type.rawValue)\n")) }
         #expect(!run.stdout.contains("eyJ"))  // no JWT is printed
     }

@@ -60,14 +60,18 @@ public struct APNsEnvironment: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var name: String
-    /// Device pushes (and broadcast sends).
+    /// Device pushes.
     public var device: Endpoint
+    /// Broadcast sends (`/4/broadcasts/…`). Apple's samples also show `api-broadcast[.sandbox]…`;
+    /// the default is the device host (APNs reference §1).
+    public var broadcast: Endpoint
     /// Broadcast channel management.
     public var management: Endpoint
 
-    public init(name: String, device: Endpoint, management: Endpoint) {
+    public init(name: String, device: Endpoint, broadcast: Endpoint? = nil, management: Endpoint) {
         self.name = name
         self.device = device
+        self.broadcast = broadcast ?? device
         self.management = management
     }
 
@@ -93,12 +97,14 @@ public struct APNsEnvironment: Hashable, Sendable, CustomStringConvertible {
     public var usingAlternatePort: APNsEnvironment {
         var copy = self
         copy.device.port = 2197
+        copy.broadcast.port = 2197
         return copy
     }
 
     func endpoint(for service: APNsRequest.Service) -> Endpoint {
         switch service {
         case .device: return device
+        case .broadcast: return broadcast
         case .management: return management
         }
     }

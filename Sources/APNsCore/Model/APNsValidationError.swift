@@ -45,6 +45,12 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
     case invalidDate(key: String)
     /// An MDM topic that is not a push certificate UID.
     case invalidMDMTopic(String)
+    /// A broadcast channel id that is not base64.
+    case invalidChannelID(String)
+    /// A collapse id on a broadcast, which channels do not support.
+    case collapseIDOnBroadcast
+    /// A non-zero expiration for a channel that stores no message.
+    case expirationOnUnstoredChannel(Int)
 
     public var description: String {
         switch self {
@@ -86,6 +92,12 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
             return "\(key) must encode as a keyed container (a JSON object); wrap arrays and single values in a struct."
         case let .invalidMDMTopic(topic):
             return "\"\(topic)\" is not an MDM topic: use the UID of your MDM push certificate, which starts with com.apple.mgmt."
+        case let .invalidChannelID(id):
+            return "\"\(id)\" is not a broadcast channel id: use the base64 id APNs returned when the channel was created."
+        case .collapseIDOnBroadcast:
+            return "Broadcasts have no collapse id (APNs reference §6); remove it."
+        case let .expirationOnUnstoredChannel(seconds):
+            return "The channel stores no message, so APNs rejects expiration \(seconds) (BadExpirationDate). Use Expiration.immediately, or create the channel with .mostRecentMessageStored."
         case let .invalidDate(key):
             return "The date for \(key) is before 1970 or not a finite time; APNs takes UNIX seconds."
         }

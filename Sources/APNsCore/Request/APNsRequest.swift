@@ -16,8 +16,10 @@ public struct APNsRequest: Hashable, Sendable, CustomStringConvertible {
 
     /// Which APNs host serves the request (APNs reference §1).
     public enum Service: Hashable, Sendable {
-        /// Device pushes and broadcast sends: `api[.sandbox].push.apple.com`.
+        /// Device pushes: `api[.sandbox].push.apple.com`.
         case device
+        /// Broadcast sends; the device host unless the environment names another.
+        case broadcast
         /// Channel management: `api-manage-broadcast[.sandbox].push.apple.com`.
         case management
     }

@@ -1,0 +1,87 @@
+import APNs
+import ArgumentParser
+import Foundation
+
+/// The options that choose credentials and server, shared by every command that talks to APNs.
+struct ConnectionOptions: ParsableArguments {
+    enum EnvironmentChoice: String, EnumerableFlag {
+        case sandbox, production
+    }
+
+    @Option(name: .customLong("key-file"), help: "The .p8 signing key (token authentication).") var keyFile: String?
+    @Option(name: .customLong("key-id"), help: "The 10-character key id.") var keyID: String?
+    @Option(name: .customLong("team-id"), help: "The 10-character team id.") var teamID: String?
+    @Option(name: .customLong("cert"), help: "PEM client certificate (certificate authentication).") var certificate: String?
+    @Option(name: .customLong("key"), help: "PEM private key of --cert.") var privateKey: String?
+    @Option(name: .customLong("passphrase-env"), help: "Environment variable holding the --key passphrase.") var passphraseEnvironment: String?
+    @Option(name: .customLong("p12"), help: "PKCS#12 bundle (certificate authentication).") var pkcs12: String?
+    @Option(name: .customLong("password-env"), help: "Environment variable holding the --p12 password.") var passwordEnvironment: String?
+    @Flag(help: "APNs environment (default: sandbox).") var environment: EnvironmentChoice?
+    @Option(help: "HOST:PORT of another server, e.g. a mock APNs (used for every APNs host).") var host: String?
+    @Option(name: .customLong("ca-file"), help: "Trust only this CA (PEM) for the server certificate.") var caFile: String?
+
+    struct ChosenConnector {
+        let connector: any Connector
+        let method: AuthenticationMethod
+    }
+
+    /// The connector the options describe, or nil when no credentials were given.
+    func makeConnector() throws -> ChosenConnector? {
+        let environment = try resolveEnvironment()
+        var transport = TransportConfiguration()
+        if let caFile { transport.trustedCertificateAuthority = .file(path: caFile) }
+        let kinds = [keyFile != nil, certificate != nil, pkcs12 != nil].filter { $0 }.count
+        guard kinds <= 1 else { throw UsageError("choose one of --key-file, --cert or --p12") }
+        if let keyFile {
+            guard let keyID, let teamID else { throw UsageError("--key-file needs --key-id and --team-id") }
+            return ChosenConnector(
+                connector: try TokenConnector(teamID: teamID, keyID: keyID, key: .file(path: keyFile), environment: environment, transport: transport),
+                method: .token)
+        }
+        if let certificate {
+            guard let privateKey else { throw UsageError("--cert needs --key") }
+            let passphrase = try passphraseEnvironment.map { try secret(from: $0) }
+            return ChosenConnector(
+                connector: try CertificateConnector(
+                    certificate: .file(path: certificate), privateKey: .file(path: privateKey), passphrase: passphrase,
+                    environment: environment, transport: transport),
+                method: .certificate)
+        }
+        if let pkcs12 {
+            guard let passwordEnvironment else { throw UsageError("--p12 needs --password-env VAR") }
+            return ChosenConnector(
+                connector: try CertificateConnector(
+                    pkcs12: .file(path: pkcs12), password: try secret(from: passwordEnvironment), environment: environment, transport: transport),
+                method: .certificate)
+        }
+        return nil
+    }
+
+    /// The connector, or a usage error naming the options to give.
+    func requireConnector() throws -> any Connector {
+        guard let chosen = try makeConnector() else {
+            throw UsageError("give credentials: --key-file/--key-id/--team-id, --cert/--key, or --p12/--password-env")
+        }
+        return chosen.connector
+    }
+
+    private func secret(from variable: String) throws -> String {
+        guard let value = ProcessInfo.processInfo.environment[variable] else {
+            throw UsageError("the environment variable \(variable) is not set")
+        }
+        return value
+    }
+
+    private func resolveEnvironment() throws -> APNsEnvironment {
+        if let host {
+            if environment != nil { throw UsageError("give either --host or --\(environment?.rawValue ?? "sandbox"), not both") }
+            guard let colon = host.lastIndex(of: ":"), let port = Int(host[host.index(after: colon)...]), (1...65535).contains(port) else {
+                throw UsageError("--host \(host) is not HOST:PORT")
+            }
+            var name = String(host[..<colon])
+            if name.hasPrefix("[") && name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+            return .custom(host: name, port: port)
+        }
+        return environment == .production ? .production : .sandbox
+    }
+}

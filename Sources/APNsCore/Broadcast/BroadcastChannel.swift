@@ -1,0 +1,106 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A Live Activity broadcast channel (iOS 18): one push updates every activity subscribed to it
+/// (APNs reference §6).
+///
+/// Only Live Activity update and end notifications can be sent to a channel; anything else does not
+/// compile. Make one from channel management (`ChannelManager.create`) or from an id you stored:
+///
+/// ```swift
+/// let channel = try BroadcastChannel(id: "dHN0LXNyY2gtY2hubA==", bundleID: "com.example.game",
+///                                    storagePolicy: .noMessageStored)
+/// try await send(LiveActivityNotification(bundleID: "com.example.game", update: state, timestamp: .now),
+///                via: connector, to: channel)
+/// ```
+public struct BroadcastChannel: Hashable, Sendable, CustomStringConvertible {
+    /// The channel id APNs assigned, base64.
+    public let id: String
+    /// The app's bundle id (without any suffix).
+    public let bundleID: String
+    /// The channel's storage policy, when known; a `.noMessageStored` channel refuses a non-zero
+    /// expiration before any I/O.
+    public var storagePolicy: MessageStoragePolicy?
+
+    /// - Throws: ``APNsValidationError/invalidChannelID(_:)`` unless `id` is base64.
+    public init(id: String, bundleID: String, storagePolicy: MessageStoragePolicy? = nil) throws(APNsValidationError) {
+        guard BroadcastChannel.isBase64(id) else { throw .invalidChannelID(id) }
+        self.id = id
+        self.bundleID = bundleID
+        self.storagePolicy = storagePolicy
+    }
+
+    /// Standard base64 with padding, as APNs issues channel ids.
+    public static func isBase64(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count % 4 == 0 && Data(base64Encoded: text) != nil
+    }
+
+    public var description: String { "\(bundleID) channel \(id)" }
+}
+
+/// Whether APNs keeps the most recent message of a channel for devices that were offline
+/// (`message-storage-policy`, APNs reference §6).
+public enum MessageStoragePolicy: Int, Hashable, Sendable, CaseIterable {
+    /// 0: nothing is stored; pushes must have expiration 0.
+    case noMessageStored = 0
+    /// 1: the most recent message is kept (up to 8 hours).
+    case mostRecentMessageStored = 1
+}
+
+/// A Live Activity event that may go to a broadcast channel: update and end (never start).
+public protocol BroadcastableLiveActivityEvent: LiveActivityEventKind {}
+extension LiveActivityEvent.Update: BroadcastableLiveActivityEvent {}
+extension LiveActivityEvent.End: BroadcastableLiveActivityEvent {}
+
+/// A notification that may be sent to a ``BroadcastChannel``: Live Activity update and end.
+public protocol BroadcastDeliverable: PushNotification {}
+
+extension LiveActivityNotification: BroadcastDeliverable where Event: BroadcastableLiveActivityEvent {}
+
+extension LiveActivityPushInput {
+    /// Subscribes a started activity to `channel` (`input-push-channel`).
+    public static func channel(_ channel: BroadcastChannel) -> LiveActivityPushInput {
+        .channel(id: channel.id)
+    }
+}
+
+/// The largest broadcast payload APNs accepts (APNs reference §6).
+public let broadcastMaximumPayloadSize = 5120
+
+extension BroadcastDeliverable {
+    /// The exact request that broadcasts this notification to `channel`:
+    /// `POST /4/broadcasts/apps/<bundle-id>` with `apns-channel-id`, `apns-push-type`,
+    /// `apns-priority` and `apns-expiration` always present, `apns-request-id` when the
+    /// notification has an apns-id, and no topic or collapse id (APNs reference §6).
+    ///
+    /// An unset expiration is sent as 0 (deliver now, store nothing), which every channel accepts.
+    ///
+    /// - Throws: ``APNsValidationError`` before any I/O: a collapse id (channels have none), a
+    ///   non-zero expiration on a `.noMessageStored` channel, a payload over 5120 bytes.
+    public func request(to channel: BroadcastChannel) throws(APNsValidationError) -> APNsRequest {
+        try validateTopic(channel.bundleID)
+        guard collapseID == nil else { throw .collapseIDOnBroadcast }
+        let expirationSeconds = expiration?.unixSeconds ?? 0
+        if channel.storagePolicy == .noMessageStored, expirationSeconds != 0 {
+            throw .expirationOnUnstoredChannel(expirationSeconds)
+        }
+        var writer = JSONWriter()
+        try writePayload(to: &writer)
+        guard writer.bytes.count <= broadcastMaximumPayloadSize else {
+            throw .payloadTooLarge(pushType: Self.pushType, size: writer.bytes.count, limit: broadcastMaximumPayloadSize)
+        }
+        var headers: [APNsRequest.Header] = [
+            .init(name: "apns-channel-id", value: channel.id),
+            .init(name: "apns-push-type", value: Self.pushType.rawValue),
+            .init(name: "apns-priority", value: pushPriority.description),
+            .init(name: "apns-expiration", value: String(expirationSeconds)),
+        ]
+        if let apnsID { headers.append(.init(name: "apns-request-id", value: apnsID.description)) }
+        return APNsRequest(
+            method: .post, service: .broadcast, path: "/4/broadcasts/apps/" + channel.bundleID, headers: headers,
+            body: writer.bytes)
+    }
+}

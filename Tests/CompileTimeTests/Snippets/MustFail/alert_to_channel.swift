@@ -1,0 +1,9 @@
+// expect: requires that 'AlertNotification<NoAppData>' conform to 'BroadcastDeliverable'
+import APNs
+import APNsTesting
+import Foundation
+struct State: Encodable, Sendable { var step = 1 }
+struct Attrs: Encodable, Sendable { var name = "x" }
+func go(_ channel: BroadcastChannel) async throws {
+    try await send(AlertNotification(bundleID: "a.b") { Alert("x") }, via: TokenRecordingConnector(), to: channel)
+}
