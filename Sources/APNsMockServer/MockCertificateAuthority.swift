@@ -33,6 +33,14 @@ public struct MockCertificateAuthority: Sendable {
         public let privateKeyPEM: String
         /// The public half, which the mock server verifies tokens with.
         public let publicKeyPEM: String
+
+        /// A key made elsewhere; the server needs only `publicKeyPEM` to verify tokens.
+        public init(teamID: String, keyID: String, privateKeyPEM: String, publicKeyPEM: String) {
+            self.teamID = teamID
+            self.keyID = keyID
+            self.privateKeyPEM = privateKeyPEM
+            self.publicKeyPEM = publicKeyPEM
+        }
     }
 
     /// Creates a new CA with a fresh P-256 key, valid from an hour ago for a year.

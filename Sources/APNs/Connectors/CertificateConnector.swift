@@ -59,6 +59,9 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
         try await transport.perform(request, endpoint: environment.endpoint(for: request.service), authorization: nil)
     }
 
+    /// The transport's capacity: `maximumConcurrentStreams × maximumConnectionsPerHost`.
+    public var concurrencyLimit: Int { transport.capacity }
+
     /// Connections opened so far.
     public var connectionsOpened: Int { transport.connectionsOpened }
 

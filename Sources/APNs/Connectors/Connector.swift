@@ -19,6 +19,12 @@ public protocol Connector: Sendable {
 
     /// Sends one request and returns the response APNs gave.
     func perform(_ request: APNsRequest) async throws -> HTTPResponse
+
+    /// How many requests the connector carries at once; bulk sends keep this many in flight by
+    /// default. swift-apns' connectors report their transport's capacity
+    /// (`maximumConcurrentStreams × maximumConnectionsPerHost`); libcurl lowers it on the wire to
+    /// the server's SETTINGS_MAX_CONCURRENT_STREAMS and queues the rest.
+    var concurrencyLimit: Int { get }
 }
 
 /// The way a connector authenticates, as a type, so `send` can check it at compile time.

@@ -89,6 +89,12 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
         return response
     }
 
+    /// The current provider token (the JWT, without `bearer `), for handing to another HTTP/2
+    /// client such as a load generator. It is a credential for up to an hour: never log it.
+    public func bearerToken() throws(CredentialError) -> String {
+        try currentToken().value
+    }
+
     /// The token to send now, minting one if there is none or it is older than `refreshInterval`.
     func currentToken() throws(CredentialError) -> Token {
         let now = Int(clock().timeIntervalSince1970)
@@ -126,6 +132,9 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     static func isAppleID(_ id: String) -> Bool {
         id.utf8.count == 10 && id.utf8.allSatisfy { (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }
     }
+
+    /// The transport's capacity: `maximumConcurrentStreams × maximumConnectionsPerHost`.
+    public var concurrencyLimit: Int { transport.capacity }
 
     /// Connections opened so far.
     public var connectionsOpened: Int { transport.connectionsOpened }

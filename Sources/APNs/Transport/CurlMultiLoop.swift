@@ -42,7 +42,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// receives GOAWAY counts a retry, and libcurl gives up after five.
     private var waiting: [Transfer] = []
     private var waitingHead = 0
-    private let maximumInFlight: Int
+    let maximumInFlight: Int
 
     init(settings: Settings, maximumConnectionsPerHost: Int, maximumConcurrentStreams: Int) {
         self.settings = settings

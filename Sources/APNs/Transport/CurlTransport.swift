@@ -29,6 +29,9 @@ final class CurlTransport: Sendable {
 
     deinit { loop.shutdown() }
 
+    /// Requests the transport hands to libcurl at once; more wait in its queue.
+    var capacity: Int { loop.maximumInFlight }
+
     /// Connections libcurl has opened so far (`CURLINFO_NUM_CONNECTS`, summed over requests).
     var connectionsOpened: Int { loop.connectionsOpened }
 

@@ -1,4 +1,4 @@
-// expect: cannot convert value of type 'APNsID' to expected argument type 'Device'
+// expect: requires that 'APNsID' conform to 'Sequence'
 import APNs
 import APNsTesting
 func go() async throws {

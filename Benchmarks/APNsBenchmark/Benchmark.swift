@@ -1,0 +1,78 @@
+import APNs
+import APNsMockServer
+import ArgumentParser
+import Foundation
+
+/// Measures swift-apns against the project's mock server running in a separate process, against
+/// h2load (when installed) on the same server, and its serialiser against JSONEncoder, then prints
+/// one table. Ratios are taken within one run, because machines here are noisy.
+///
+///     swift run -c release APNsBenchmark
+@main
+struct Benchmark: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "APNsBenchmark", abstract: "swift-apns throughput, CPU, memory and serialisation.")
+
+    @Option(help: "Alert notifications for the throughput run.") var count = 100_000
+    @Option(help: "Streams in flight on the one connection.") var streams = 100
+    @Option(name: .customLong("memory-count"), help: "Sends for the memory run (RSS is read after 100k and at the end).") var memoryCount = 1_000_000
+    @Option(name: .customLong("server-threads"), help: "Event-loop threads of the mock server.") var serverThreads = 2
+    @Option(name: .customLong("serialization-iterations")) var serializationIterations = 200_000
+    @Flag(name: .customLong("skip-h2load")) var skipH2load = false
+    @Flag(name: .customLong("serve"), help: .hidden) var serve = false
+    @Option(name: .customLong("key-file"), help: .hidden) var keyFile: String?
+
+    func run() async throws {
+        if serve { return try await MockServerProcess.serve(keyFile: keyFile, threads: serverThreads) }
+
+        let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+        let server = try MockServerProcess.launch(key: key, threads: serverThreads)
+        defer { server.stop() }
+        var rows: [(String, String)] = []
+        print("mock server: separate process, \(serverThreads) event-loop threads, no recording, port \(server.port)")
+
+        // 1. swift-apns through libcurl, one connection.
+        var transport = TransportConfiguration()
+        transport.trustedCertificateAuthority = .file(path: server.caPath)
+        transport.maximumConcurrentStreams = streams
+        transport.requestTimeout = .seconds(120)
+        let connector = try TokenConnector(
+            teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
+            environment: .custom(host: "127.0.0.1", port: server.port), transport: transport)
+        let notification = Workload.notification()
+        let ours = try await Workload.run(notification, via: connector, devices: count, inFlight: streams)
+        rows.append(("swift-apns pushes/s (\(count), 1 connection, \(streams) streams)", Format.rate(ours.rate)))
+        rows.append(("swift-apns client CPU s per 100k (user+sys)", Format.seconds(ours.cpuPer100k)))
+        rows.append(("swift-apns peak RSS", Format.megabytes(ours.peakRSS)))
+        rows.append(("swift-apns connections opened (CURLINFO_NUM_CONNECTS)", "\(connector.connectionsOpened)"))
+        rows.append(("swift-apns outcomes / devices", "\(ours.outcomes) / \(count)"))
+
+        // 2. h2load on the same server with an equivalent request.
+        if !skipH2load, let h2load = H2Load.find() {
+            let reference = try H2Load.run(
+                h2load, port: server.port, count: count, streams: streams, token: try connector.bearerToken(),
+                request: try notification.request(to: Workload.device(0)))
+            rows.append(("h2load pushes/s (same server, 1 connection, \(streams) streams)", Format.rate(reference.rate)))
+            rows.append(("h2load CPU s per 100k (user+sys)", Format.seconds(reference.cpuPer100k)))
+            rows.append(("ratio swift-apns / h2load, pushes/s (target >= 0.6)", Format.ratio(ours.rate / reference.rate)))
+            rows.append(("ratio swift-apns / h2load, CPU per push (target <= 2)", Format.ratio(ours.cpuPer100k / reference.cpuPer100k)))
+        } else {
+            rows.append(("h2load", skipH2load ? "skipped" : "not installed (apt-get install nghttp2-client)"))
+        }
+
+        // 3. Serialisation.
+        let serialization = Serialization.measure(iterations: serializationIterations)
+        rows.append(("serialise alert + app data, swift-apns ns/op", String(format: "%.0f", serialization.ours)))
+        rows.append(("serialise alert + app data, JSONEncoder(.sortedKeys) ns/op", String(format: "%.0f", serialization.jsonEncoder)))
+        rows.append(("ratio JSONEncoder / swift-apns (target >= 5)", Format.ratio(serialization.jsonEncoder / serialization.ours)))
+
+        // 4. Memory: peak RSS after 100k and after memoryCount sends, in one bulk send.
+        let memory = try await Workload.memory(notification, via: connector, devices: memoryCount, checkpoint: min(100_000, memoryCount), inFlight: streams)
+        rows.append(("peak RSS after \(min(100_000, memoryCount)) sends", Format.megabytes(memory.atCheckpoint)))
+        rows.append(("peak RSS after \(memoryCount) sends (target: within 5 MB)", Format.megabytes(memory.atEnd)))
+        rows.append(("memory run outcomes / devices", "\(memory.outcomes) / \(memoryCount)"))
+
+        print(Format.table(rows))
+        let lost = ours.outcomes != count || memory.outcomes != memoryCount
+        if lost { throw ExitCode(1) }
+    }
+}

@@ -1,0 +1,102 @@
+import APNs
+import APNsMockServer
+import Foundation
+
+/// The mock server in its own process: this executable re-run with `--serve`.
+struct MockServerProcess {
+    let process: Process
+    let port: Int
+    let caPath: String
+
+    static func launch(key: MockCertificateAuthority.SigningKey, threads: Int) throws -> MockServerProcess {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("apns-bench-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let keyFile = folder.appendingPathComponent("key.json")
+        try JSONEncoder().encode([key.teamID, key.keyID, key.privateKeyPEM, key.publicKeyPEM]).write(to: keyFile)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        process.arguments = ["--serve", "--key-file", keyFile.path, "--server-threads", String(threads)]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        // First line: "port <n> ca <path>".
+        var line = Data()
+        while true {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty || byte == Data("\n".utf8) { break }
+            line.append(byte)
+        }
+        let parts = String(decoding: line, as: UTF8.self).split(separator: " ")
+        guard parts.count == 4, let port = Int(parts[1]) else {
+            process.terminate()
+            throw BenchmarkError("the mock server process did not start: \(String(decoding: line, as: UTF8.self))")
+        }
+        return MockServerProcess(process: process, port: port, caPath: String(parts[3]))
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    /// The child: a fast mock server (no recording, several threads) until terminated.
+    static func serve(keyFile: String?, threads: Int) async throws {
+        guard let keyFile, let data = FileManager.default.contents(atPath: keyFile),
+            let fields = try? JSONDecoder().decode([String].self, from: data), fields.count == 4
+        else { throw BenchmarkError("--serve needs --key-file") }
+        let key = MockCertificateAuthority.SigningKey(teamID: fields[0], keyID: fields[1], privateKeyPEM: fields[2], publicKeyPEM: fields[3])
+        var configuration = MockAPNsServer.Configuration(signingKeys: [key])
+        configuration.recordsRequests = false
+        configuration.threads = threads
+        configuration.minimumTokenUpdateInterval = nil
+        let server = try await MockAPNsServer.start(configuration)
+        let caPath = URL(fileURLWithPath: keyFile).deletingLastPathComponent().appendingPathComponent("ca.pem").path
+        try Data(server.certificateAuthorityPEM.utf8).write(to: URL(fileURLWithPath: caPath))
+        FileHandle.standardOutput.write(Data("port \(server.port) ca \(caPath)\n".utf8))
+        while true { try await Task.sleep(for: .seconds(3600)) }
+    }
+}
+
+/// nghttp2's load generator, for the reference figures.
+enum H2Load {
+    static func find() -> String? {
+        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
+            let path = "\(directory)/h2load"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }
+
+    static func run(_ h2load: String, port: Int, count: Int, streams: Int, token: String, request: APNsRequest) throws -> Workload.Result {
+        let body = FileManager.default.temporaryDirectory.appendingPathComponent("apns-bench-body-\(UUID().uuidString.prefix(8)).json")
+        try Data(request.body).write(to: body)
+        var arguments = ["-n", String(count), "-c", "1", "-t", "1", "-m", String(streams), "-d", body.path, "-H", "authorization: bearer \(token)"]
+        for header in request.headers { arguments += ["-H", "\(header.name): \(header.value)"] }
+        arguments.append("https://127.0.0.1:\(port)\(request.path)")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: h2load)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        let cpuBefore = Usage.cpuSeconds(RUSAGE_CHILDREN.rawValue)
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let cpu = Usage.cpuSeconds(RUSAGE_CHILDREN.rawValue) - cpuBefore
+        // "finished in 2.03s, 49261.08 req/s, 7.1MB/s" and "requests: 100000 total, … 100000 succeeded, …"
+        guard let finished = text.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }),
+            let rateField = finished.split(separator: ",").dropFirst().first,
+            let rate = Double(rateField.trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "")
+        else { throw BenchmarkError("could not read h2load's output:\n\(text)") }
+        let succeeded = text.split(separator: "\n").first(where: { $0.hasPrefix("requests:") })
+            .flatMap { line in line.split(separator: ",").first(where: { $0.contains("succeeded") }) }
+            .flatMap { Int($0.trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") } ?? 0
+        if succeeded != count { print("warning: h2load: \(succeeded) of \(count) requests succeeded") }
+        return Workload.Result(rate: rate, cpuPer100k: cpu / Double(count) * 100_000, peakRSS: 0, outcomes: succeeded)
+    }
+}
+
+struct BenchmarkError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

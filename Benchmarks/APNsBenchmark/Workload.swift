@@ -1,0 +1,119 @@
+import APNs
+import Foundation
+
+/// The notification, devices and measurements of the swift-apns runs.
+enum Workload {
+    struct Game: Encodable, Sendable {
+        var gameID: String
+        var round: Int
+    }
+
+    /// A ~200-byte alert with app data.
+    static func notification() -> AlertNotification<Game> {
+        AlertNotification(bundleID: "com.example.app", appData: Game(gameID: "12345678", round: 3)) {
+            Alert {
+                Title("Game Request")
+                Subtitle("Five Card Draw")
+                Body("Bob wants to play poker with you and two friends tonight")
+            }
+            Badge(1)
+            Sound.default
+            Category("GAME_INVITATION")
+        }
+    }
+
+    /// Device `index`: a 32-byte token.
+    static func device(_ index: Int) -> Device {
+        var bytes = [UInt8](repeating: 0xA5, count: 32)
+        withUnsafeBytes(of: UInt64(index).bigEndian) { bytes.replaceSubrange(24..<32, with: $0) }
+        return (try? Device(tokenBytes: bytes)) ?? (try! Device(token: "00"))
+    }
+
+    /// Devices made on demand, so a million of them cost no memory up front.
+    struct Devices: Sequence, Sendable {
+        let count: Int
+        func makeIterator() -> AnyIterator<Device> {
+            var index = 0
+            return AnyIterator {
+                guard index < count else { return nil }
+                defer { index += 1 }
+                return Workload.device(index)
+            }
+        }
+    }
+
+    struct Result {
+        var rate: Double
+        var cpuPer100k: Double
+        var peakRSS: Int
+        var outcomes: Int
+    }
+
+    static func run(_ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, inFlight: Int) async throws -> Result {
+        // Warm up: connect and settle the token.
+        for await _ in try send(notification, via: connector, to: Devices(count: min(1000, devices)), maximumInFlight: inFlight) {}
+        let cpuBefore = Usage.cpuSeconds()
+        let start = ContinuousClock.now
+        var outcomes = 0
+        var failures = 0
+        for await outcome in try send(notification, via: connector, to: Devices(count: devices), maximumInFlight: inFlight) {
+            outcomes += 1
+            if !outcome.isAccepted { failures += 1 }
+        }
+        let elapsed = (ContinuousClock.now - start).seconds
+        let cpu = Usage.cpuSeconds() - cpuBefore
+        if failures > 0 { print("warning: \(failures) sends were not accepted") }
+        return Result(rate: Double(devices) / elapsed, cpuPer100k: cpu / Double(devices) * 100_000, peakRSS: Usage.peakRSS(), outcomes: outcomes)
+    }
+
+    static func memory(_ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, checkpoint: Int, inFlight: Int) async throws -> (atCheckpoint: Int, atEnd: Int, outcomes: Int) {
+        var outcomes = 0
+        var atCheckpoint = 0
+        for await _ in try send(notification, via: connector, to: Devices(count: devices), maximumInFlight: inFlight) {
+            outcomes += 1
+            if outcomes == checkpoint { atCheckpoint = Usage.peakRSS() }
+        }
+        return (atCheckpoint, Usage.peakRSS(), outcomes)
+    }
+}
+
+enum Usage {
+    /// User + system CPU seconds of this process.
+    static func cpuSeconds(_ who: Int32 = RUSAGE_SELF.rawValue) -> Double {
+        var usage = rusage()
+        getrusage(who, &usage)
+        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+    }
+
+    /// Peak resident set size of this process, in bytes.
+    static func peakRSS() -> Int {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return usage.ru_maxrss * 1024
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
+enum Format {
+    static func rate(_ value: Double) -> String { String(format: "%.0f", value) }
+    static func seconds(_ value: Double) -> String { String(format: "%.2f", value) }
+    static func ratio(_ value: Double) -> String { String(format: "%.2f", value) }
+    static func megabytes(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_048_576) }
+
+    static func table(_ rows: [(String, String)]) -> String {
+        let width = rows.map(\.0.count).max() ?? 10
+        var lines = ["| " + "measure".padding(toLength: width, withPad: " ", startingAt: 0) + " | value |",
+                     "|" + String(repeating: "-", count: width + 2) + "|-------|"]
+        for (name, value) in rows {
+            lines.append("| " + name.padding(toLength: width, withPad: " ", startingAt: 0) + " | \(value) |")
+        }
+        return lines.joined(separator: "\n")
+    }
+}

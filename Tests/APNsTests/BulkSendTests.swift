@@ -1,0 +1,125 @@
+import APNs
+import APNsMockServer
+import APNsTesting
+import Foundation
+import Synchronization
+import Testing
+
+@Suite struct BulkSendTests {
+    static func devices(_ count: Int) -> [Device] {
+        (0..<count).map { index in
+            var bytes = [UInt8](repeating: 0, count: 32)
+            withUnsafeBytes(of: UInt32(index).bigEndian) { bytes.replaceSubrange(28..<32, with: $0) }
+            return try! Device(tokenBytes: bytes)
+        }
+    }
+
+    @Test func everyDeviceGetsExactlyOneOutcomeThroughRejectionsAndGoAway() async throws {
+        let fixture = try await Fixture.start { $0.goAwayAfterStreams = 250 }
+        let connector = try fixture.tokenConnector()
+        let devices = Self.devices(3000)
+        let rejected = Set(devices.enumerated().filter { $0.offset % 7 == 3 }.map(\.element.token))
+        for token in rejected { fixture.server.reject(deviceToken: token, with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000)) }
+
+        var outcomes: [String: BulkOutcome] = [:]
+        var duplicates = 0
+        for await outcome in try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("Sale!") }, via: connector, to: devices) {
+            if outcomes.updateValue(outcome, forKey: outcome.device.token) != nil { duplicates += 1 }
+        }
+        #expect(duplicates == 0)
+        #expect(outcomes.count == devices.count)
+        let unregistered = outcomes.values.filter { $0.rejection?.reason == .unregistered }
+        #expect(Set(unregistered.map(\.device.token)) == rejected)
+        #expect(unregistered.allSatisfy { $0.rejection?.timestamp == Date(timeIntervalSince1970: 1_700_000_000) })
+        #expect(outcomes.values.filter(\.isAccepted).count == devices.count - rejected.count)
+        // The server processed each device exactly once, across several connections.
+        let paths = Dictionary(grouping: fixture.server.requests.map(\.path), by: { $0 })
+        #expect(paths.count == devices.count)
+        #expect(paths.values.allSatisfy { $0.count == 1 })
+        #expect(fixture.server.connectionCount >= 3000 / 250)
+        try await fixture.stop()
+    }
+
+    @Test func cancellingTheConsumerStopsTheSend() async throws {
+        let fixture = try await Fixture.start()
+        let connector = try fixture.tokenConnector()
+        let devices = Self.devices(5000)
+        let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
+        let consumer = Task {
+            var received = 0
+            for await _ in try send(notification, via: connector, to: devices, maximumInFlight: 20) {
+                received += 1
+                if received == 100 { withUnsafeCurrentTask { $0?.cancel() } }
+            }
+            return received
+        }
+        let received = try await consumer.value
+        #expect(received >= 100 && received < 200)
+        // No new requests start after cancellation: at most what was in flight (20) and buffered (20).
+        #expect(fixture.server.streamCount <= received + 40)
+        try await fixture.stop()
+    }
+
+    @Test func droppingTheIteratorStopsTheSend() async throws {
+        let connector = TokenRecordingConnector()
+        let devices = Self.devices(10_000)
+        var received = 0
+        for await outcome in try send(BackgroundNotification(bundleID: "com.example.app"), via: connector, to: devices, maximumInFlight: 10) {
+            #expect(outcome.isAccepted)
+            received += 1
+            if received == 50 { break }
+        }
+        #expect(received == 50)
+        #expect(connector.requests.count < 200)
+    }
+
+    @Test func backPressureBoundsTheWorkAheadOfTheConsumer() async throws {
+        let connector = TokenRecordingConnector()
+        let results = try send(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: Self.devices(1000), maximumInFlight: 8)
+        var iterator = results.makeAsyncIterator()
+        _ = await iterator.next()
+        // The consumer read one outcome and stopped; the producer can get at most in-flight (8)
+        // plus the buffer (8) ahead of it, however long we wait. Yield generously to let it run.
+        for _ in 0..<200 { await Task.yield() }
+        #expect(connector.requests.count <= 1 + 8 + 8 + 1)
+        var rest = 1
+        while await iterator.next() != nil { rest += 1 }
+        #expect(rest == 1000)
+        #expect(connector.requests.count == 1000)
+    }
+
+    @Test func payloadIsSerialisedOnceAndValidatedUpFront() async throws {
+        let connector = CertificateRecordingConnector()
+        let devices = Self.devices(3)
+        var count = 0
+        for await _ in try send(AlertNotification(bundleID: "com.example.app") { Alert("x"); Badge(1) }, via: connector, to: devices) { count += 1 }
+        #expect(count == 3)
+        #expect(Set(connector.requests.map(\.bodyText)) == [#"{"aps":{"alert":"x","badge":1}}"#])
+        #expect(Set(connector.requests.map(\.path)) == Set(devices.map(\.path)))
+        #expect(throws: APNsValidationError.negativeBadge(-1)) {
+            try send(AlertNotification(bundleID: "com.example.app") { Badge(-1) }, via: connector, to: devices)
+        }
+    }
+
+    @Test func poolOpensTheConfiguredConnections() async throws {
+        let fixture = try await Fixture.start {
+            $0.maximumConcurrentStreams = 10
+            $0.minimumTokenUpdateInterval = nil  // two connectors for one key, possibly a second apart
+        }
+        let pooled = try fixture.tokenConnector(adjust: { $0.maximumConnectionsPerHost = 2; $0.maximumConcurrentStreams = 10 })
+        #expect(pooled.concurrencyLimit == 20)
+        var accepted = 0
+        for await outcome in try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: pooled, to: Self.devices(400)) {
+            if outcome.isAccepted { accepted += 1 }
+        }
+        #expect(accepted == 400)
+        #expect(pooled.connectionsOpened == 2)
+        #expect(fixture.server.connectionCount == 2)
+
+        let single = try fixture.tokenConnector(adjust: { $0.maximumConcurrentStreams = 10 })
+        for await _ in try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("y") }, via: single, to: Self.devices(400)) {}
+        #expect(single.connectionsOpened == 1)
+        #expect(fixture.server.connectionCount == 3)
+        try await fixture.stop()
+    }
+}
