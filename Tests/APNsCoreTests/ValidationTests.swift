@@ -85,3 +85,15 @@ import Testing
         #expect(PushType(rawValue: "widget") == nil)
     }
 }
+
+@Suite struct APNsIDParsingTests {
+    @Test func parsesCanonicalFormsOnly() {
+        let id = APNsID("7F3C9A2B-1D4E-4F5A-8B6C-9D0E1F2A3B4C")
+        #expect(id?.uuid == UUID(uuidString: "7F3C9A2B-1D4E-4F5A-8B6C-9D0E1F2A3B4C"))
+        #expect(APNsID("7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c") == id)
+        for bad in ["", "7f3c9a2b1d4e4f5a8b6c9d0e1f2a3b4c", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4g",
+                    "7f3c9a2b_1d4e-4f5a-8b6c-9d0e1f2a3b4c", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4cc"] {
+            #expect(APNsID(bad) == nil, "\(bad)")
+        }
+    }
+}

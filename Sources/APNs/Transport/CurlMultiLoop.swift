@@ -28,6 +28,10 @@ final class CurlMultiLoop: @unchecked Sendable {
         var shutdown = false
         var started = false
         var connectionsOpened = 0
+        /// The loop is (about to be) asleep in `curl_multi_poll`: a submit must wake it.
+        var sleeping = false
+        /// A wake-up was already sent since the loop went to sleep.
+        var wakePending = false
     }
 
     private let settings: Settings
@@ -37,6 +41,8 @@ final class CurlMultiLoop: @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer?
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     private var idle: [UnsafeMutableRawPointer] = []
+    /// `CURLOPT_ERRORBUFFER` of each easy handle, allocated with it.
+    private var errorBuffers: [UnsafeMutableRawPointer: UnsafeMutablePointer<CChar>] = [:]
     /// Transfers beyond what the connections can carry wait here, in order, rather than in
     /// libcurl's own pending queue: a transfer libcurl has attached to a connection that then
     /// receives GOAWAY counts a retry, and libcurl gives up after five.
@@ -59,11 +65,15 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     /// Queues an operation and wakes the loop, starting its thread on first use.
     func submit(_ operation: Operation) {
-        let (start, refused) = inbox.withLock { state -> (Bool, Bool) in
-            if state.shutdown { return (false, true) }
+        let (start, refused, wake) = inbox.withLock { state -> (Bool, Bool, Bool) in
+            if state.shutdown { return (false, true, false) }
             state.operations.append(operation)
+            // Only a sleeping loop needs the wake-up syscall; an awake one drains the inbox before
+            // it sleeps again.
+            let wake = state.sleeping && !state.wakePending
+            if wake { state.wakePending = true }
             defer { state.started = true }
-            return (!state.started, false)
+            return (!state.started, false, wake)
         }
         if refused {
             if case .add(let transfer) = operation { transfer.resume(.failure(TransportError.shutDown)) }
@@ -79,7 +89,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             let thread = Thread { [self] in run() }
             thread.name = CurlMultiLoop.threadName
             thread.start()
-        } else {
+        } else if wake {
             curl_multi_wakeup(multi)
         }
     }
@@ -114,6 +124,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         var running: Int32 = 0
         while true {
             let (operations, stop) = inbox.withLock { state -> ([Operation], Bool) in
+                state.sleeping = false
+                state.wakePending = false
                 var taken: [Operation] = []
                 swap(&taken, &state.operations)
                 return (taken, state.shutdown)
@@ -138,6 +150,8 @@ final class CurlMultiLoop: @unchecked Sendable {
                 active.removeAll()
                 idle.forEach { curl_easy_cleanup($0) }
                 idle.removeAll()
+                errorBuffers.values.forEach { $0.deallocate() }
+                errorBuffers.removeAll()
                 curl_multi_cleanup(multi)
                 stopped.signal()
                 return
@@ -146,7 +160,12 @@ final class CurlMultiLoop: @unchecked Sendable {
             curl_multi_perform(multi, &running)
             collectFinished(on: multi)
             startWaiting(on: multi)
-            curl_multi_poll(multi, nil, 0, 1000, nil)
+            let idle = inbox.withLock { state -> Bool in
+                guard state.operations.isEmpty, !state.shutdown else { return false }
+                state.sleeping = true
+                return true
+            }
+            if idle { curl_multi_poll(multi, nil, 0, 1000, nil) }
         }
     }
 
@@ -167,7 +186,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     private func start(_ transfer: Transfer, on multi: UnsafeMutableRawPointer) {
-        guard let easy = idle.popLast() ?? curl_easy_init() else {
+        guard let easy = idle.popLast() ?? makeEasy() else {
             transfer.resume(.failure(TransportError(code: 2, message: "curl_easy_init failed")))
             return
         }
@@ -182,8 +201,14 @@ final class CurlMultiLoop: @unchecked Sendable {
         active[easy] = transfer
     }
 
-    private func configure(_ easy: UnsafeMutableRawPointer, for transfer: Transfer) {
-        _ = ccurl_easy_setopt_string(easy, CURLOPT_URL, transfer.url)
+    /// A new easy handle with everything that is the same for every transfer set once: TLS,
+    /// timeouts, HTTP/2, callbacks, its error buffer.
+    private func makeEasy() -> UnsafeMutableRawPointer? {
+        guard let easy = curl_easy_init() else { return nil }
+        let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        errorBuffers[easy] = errorBuffer
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         _ = ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         _ = ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         _ = ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
@@ -191,7 +216,6 @@ final class CurlMultiLoop: @unchecked Sendable {
         _ = ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
         _ = ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, settings.requestTimeoutMilliseconds)
         _ = ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeoutMilliseconds)
-        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, transfer.errorBuffer)
         if let ca = settings.trustedCA {
             ca.withUnsafeBytes { _ = ccurl_easy_setopt_blob(easy, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) }
         }
@@ -205,27 +229,6 @@ final class CurlMultiLoop: @unchecked Sendable {
             _ = ccurl_easy_setopt_string(easy, CURLOPT_SSLCERTTYPE, "PEM")
             _ = ccurl_easy_setopt_string(easy, CURLOPT_SSLKEYTYPE, "PEM")
         }
-        switch transfer.method {
-        case .post:
-            _ = ccurl_easy_setopt_long(easy, CURLOPT_POST, 1)
-            _ = ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.bodyCount))
-            _ = ccurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, transfer.body.baseAddress)
-        case .get:
-            _ = ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
-        default:
-            _ = ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, transfer.method.rawValue)
-            if transfer.bodyCount > 0 {
-                _ = ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.bodyCount))
-                _ = ccurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, transfer.body.baseAddress)
-            }
-        }
-        var list: UnsafeMutablePointer<curl_slist>?
-        for line in transfer.headerLines { list = curl_slist_append(list, line) }
-        transfer.headerList = list
-        _ = ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list)
-        let context = Unmanaged.passUnretained(transfer).toOpaque()
-        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
-        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
         _ = ccurl_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
             let length = size * count
             guard let data, let context else { return length }
@@ -240,10 +243,39 @@ final class CurlMultiLoop: @unchecked Sendable {
             transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: length))
             return length
         }
+        return easy
     }
 
-    /// Cancels wherever the transfer is: not yet seen (its `add` is still on the way), waiting, or
-    /// in libcurl. Runs on the loop thread, like every other state change of a transfer.
+    /// Sets what differs per transfer. Every such option is set each time, so nothing carries
+    /// over from the handle's previous transfer.
+    private func configure(_ easy: UnsafeMutableRawPointer, for transfer: Transfer) {
+        errorBuffers[easy]?.pointee = 0
+        _ = ccurl_easy_setopt_string(easy, CURLOPT_URL, transfer.url)
+        switch transfer.method {
+        case .post:
+            _ = ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, nil)
+            _ = ccurl_easy_setopt_long(easy, CURLOPT_POST, 1)
+            _ = ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.bodyCount))
+            _ = ccurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, transfer.body.baseAddress)
+        case .get:
+            _ = ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, nil)
+            _ = ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+        default:
+            if transfer.bodyCount > 0 {
+                _ = ccurl_easy_setopt_long(easy, CURLOPT_POST, 1)
+                _ = ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.bodyCount))
+                _ = ccurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, transfer.body.baseAddress)
+            } else {
+                _ = ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+            }
+            _ = ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, transfer.method.rawValue)
+        }
+        _ = ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, transfer.headerList.list)
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
+    }
+
     private func cancel(_ transfer: Transfer, on multi: UnsafeMutableRawPointer) {
         guard !transfer.finished else { return }
         transfer.cancelled = true
@@ -295,7 +327,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             } else {
                 result = .failure(TransportError.notHTTP2)
             }
-        } else if Transfer.isUnprocessed(code: code, message: transfer.curlMessage), transfer.resubmissions < Transfer.maximumResubmissions {
+        } else if Transfer.isUnprocessed(code: code, message: errorMessage(of: easy)), transfer.resubmissions < Transfer.maximumResubmissions {
             // libcurl retried this request five times on connections that closed before the server
             // took it (GOAWAY, refused stream) and gave up; the server never processed it, so
             // sending it again cannot duplicate it.
@@ -306,7 +338,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             waiting.append(transfer)
             return
         } else {
-            let detail = transfer.curlMessage
+            let detail = errorMessage(of: easy)
             result = .failure(TransportError(
                 code: Int(code.rawValue), message: detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail))
         }
@@ -315,13 +347,18 @@ final class CurlMultiLoop: @unchecked Sendable {
         transfer.resume(result)
     }
 
-    /// Keeps a finished easy handle for the next transfer (its options reset).
+    /// libcurl's detail for the last failure of `easy`.
+    private func errorMessage(of easy: UnsafeMutableRawPointer) -> String {
+        errorBuffers[easy].map { String(cString: $0) } ?? ""
+    }
+
+    /// Keeps a finished easy handle, still configured, for the next transfer.
     private func recycle(_ easy: UnsafeMutableRawPointer) {
         if idle.count < 4096 {
-            curl_easy_reset(easy)
             idle.append(easy)
         } else {
             curl_easy_cleanup(easy)
+            errorBuffers.removeValue(forKey: easy)?.deallocate()
         }
     }
 }

@@ -13,6 +13,14 @@ private let curlGlobalInit: Int = Int(curl_global_init(Int(CURL_GLOBAL_ALL)).raw
 /// fails what was still in flight with ``TransportError/shutDown``.
 final class CurlTransport: Sendable {
     private let loop: CurlMultiLoop
+    /// The header list of the last request: consecutive requests with the same headers (a bulk
+    /// send, one notification to many devices) share one `curl_slist`.
+    private let lastHeaders = Mutex<(key: HeaderKey, list: HeaderList)?>(nil)
+
+    private struct HeaderKey: Equatable {
+        var authorization: String?
+        var headers: [APNsRequest.Header]
+    }
 
     init(configuration: TransportConfiguration, identity: ClientIdentity?) throws(CredentialError) {
         _ = curlGlobalInit
@@ -37,16 +45,14 @@ final class CurlTransport: Sendable {
 
     /// Sends `request` to `endpoint`, adding `authorization` when given.
     func perform(_ request: APNsRequest, endpoint: APNsEnvironment.Endpoint, authorization: String?) async throws -> HTTPResponse {
-        var lines: [String] = []
-        lines.reserveCapacity(request.headers.count + 4)
-        if let authorization { lines.append("authorization: " + authorization) }
-        for header in request.headers { lines.append(header.name + ": " + header.value) }
-        // Remove what libcurl would add on its own, so the request is exactly the value's.
-        lines.append("Accept:")
-        lines.append("Content-Type:")
-        lines.append("Expect:")
-        let transfer = Transfer(
-            url: endpoint.baseURL + request.path, method: request.method, headerLines: lines, body: request.body)
+        let key = HeaderKey(authorization: authorization, headers: request.headers)
+        let headerList = lastHeaders.withLock { last -> HeaderList in
+            if let last, last.key == key { return last.list }
+            let list = HeaderList(authorization: authorization, headers: request.headers)
+            last = (key, list)
+            return list
+        }
+        let transfer = Transfer(url: endpoint.baseURL + request.path, method: request.method, headerList: headerList, body: request.body)
         try Task.checkCancellation()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -66,6 +72,26 @@ extension Duration {
     }
 }
 
+/// A `curl_slist` of request headers, freed with the last transfer that uses it.
+///
+/// `@unchecked Sendable`: the list is built in `init` and never modified; libcurl only reads it.
+final class HeaderList: @unchecked Sendable {
+    let list: UnsafeMutablePointer<curl_slist>?
+
+    init(authorization: String?, headers: [APNsRequest.Header]) {
+        var list: UnsafeMutablePointer<curl_slist>?
+        if let authorization { list = curl_slist_append(list, "authorization: " + authorization) }
+        for header in headers { list = curl_slist_append(list, header.name + ": " + header.value) }
+        // Remove what libcurl would add on its own, so the request is exactly the value's.
+        for removal in ["Accept:", "Content-Type:", "Expect:"] { list = curl_slist_append(list, removal) }
+        self.list = list
+    }
+
+    deinit {
+        if let list { curl_slist_free_all(list) }
+    }
+}
+
 /// One request in flight.
 ///
 /// `@unchecked Sendable`: the submitting task sets `continuation` before handing the transfer to
@@ -73,14 +99,13 @@ extension Duration {
 final class Transfer: @unchecked Sendable {
     let url: String
     let method: APNsRequest.Method
-    let headerLines: [String]
+    /// Shared by every transfer with the same headers.
+    let headerList: HeaderList
     /// The body, at a fixed address for `CURLOPT_POSTFIELDS`.
     let body: UnsafeMutableRawBufferPointer
-    let errorBuffer: UnsafeMutablePointer<CChar>
 
     var continuation: CheckedContinuation<HTTPResponse, any Error>?
     var easy: UnsafeMutableRawPointer?
-    var headerList: UnsafeMutablePointer<curl_slist>?
     var responseHeaders: [APNsRequest.Header] = []
     var responseBody: [UInt8] = []
     /// Loop-thread state: cancellation was asked for; the `add` was processed; the continuation
@@ -103,28 +128,21 @@ final class Transfer: @unchecked Sendable {
     func prepareForResubmission() {
         responseHeaders.removeAll()
         responseBody.removeAll()
-        errorBuffer.update(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        if let headerList { curl_slist_free_all(headerList) }
-        headerList = nil
     }
 
-    init(url: String, method: APNsRequest.Method, headerLines: [String], body: [UInt8]) {
+    init(url: String, method: APNsRequest.Method, headerList: HeaderList, body: [UInt8]) {
         self.url = url
         self.method = method
-        self.headerLines = headerLines
+        self.headerList = headerList
         self.body = UnsafeMutableRawBufferPointer.allocate(byteCount: max(body.count, 1), alignment: 1)
         self.body.copyBytes(from: body)
         self.bodyCount = body.count
-        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
-        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
     }
 
     let bodyCount: Int
 
     deinit {
         body.deallocate()
-        errorBuffer.deallocate()
-        if let headerList { curl_slist_free_all(headerList) }
     }
 
     /// Resumes the waiting task, once.
@@ -143,7 +161,10 @@ final class Transfer: @unchecked Sendable {
             responseHeaders.removeAll()
             return
         }
-        let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
+        // HTTP/2 header names arrive in lowercase; lowercase only when a server sent otherwise.
+        let rawName = line[..<colon]
+        let name = rawName.contains(where: { (65...90).contains($0) })
+            ? String(decoding: rawName, as: UTF8.self).lowercased() : String(decoding: rawName, as: UTF8.self)
         var start = colon + 1
         var end = line.count
         while start < end, line[start] == UInt8(ascii: " ") || line[start] == UInt8(ascii: "\t") { start += 1 }
@@ -151,7 +172,4 @@ final class Transfer: @unchecked Sendable {
         responseHeaders.append(.init(name: name, value: String(decoding: line[start..<end], as: UTF8.self)))
     }
 
-    var curlMessage: String {
-        String(cString: errorBuffer)
-    }
 }

@@ -20,8 +20,47 @@ public struct APNsID: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses the 8-4-4-4-12 hex form, in either case; `nil` for anything else.
     public init?(_ string: String) {
-        guard string.utf8.count == 36, let uuid = UUID(uuidString: string) else { return nil }
-        self.uuid = uuid
+        // Parsed by hand: every APNs response carries one, and Foundation's parser goes through sscanf.
+        var bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let parsed: Bool = withUnsafeMutableBytes(of: &bytes) { out in
+            var utf8 = string.utf8
+            let result: Bool? = utf8.withContiguousStorageIfAvailable { text in APNsID.parse(text, into: out) }
+            if let result { return result }
+            var copy = string
+            copy.makeContiguousUTF8()
+            utf8 = copy.utf8
+            return utf8.withContiguousStorageIfAvailable { text in APNsID.parse(text, into: out) } ?? false
+        }
+        guard parsed else { return nil }
+        uuid = UUID(uuid: bytes)
+    }
+
+    private static func parse(_ text: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard text.count == 36 else { return false }
+        var byteIndex = 0
+        var index = 0
+        while index < 36 {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard text[index] == UInt8(ascii: "-") else { return false }
+                index += 1
+                continue
+            }
+            guard let high = hexValue(text[index]), let low = hexValue(text[index + 1]) else { return false }
+            out[byteIndex] = high << 4 | low
+            byteIndex += 1
+            index += 2
+        }
+        return byteIndex == 16
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
     }
 
     /// The header value: lowercase, 8-4-4-4-12.
