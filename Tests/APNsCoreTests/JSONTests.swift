@@ -101,3 +101,57 @@ import Testing
         #expect(throws: APNsValidationError.reservedAppDataKey("aps")) { try RawJSONObject(#"{"aps":{}}"#) }
     }
 }
+
+/// The streaming fast path and the tree encoder must write the same bytes; unusual container use
+/// falls back to the tree.
+@Suite struct StreamingEncoderTests {
+    let device = try! Device(token: "ab")
+
+    struct Inner: Encodable, Sendable { var a = 1; var list = [1.5, 2]; var flag: Bool? = nil; var when = Date(timeIntervalSinceReferenceDate: 2) }
+    struct Outer: Encodable, Sendable {
+        var name = "x\"y"
+        var inner = Inner()
+        var inners = [Inner(), Inner()]
+        var data = Data([255])
+        var url = URL(string: "https://a.b/c")!
+        var big = UInt64.max
+        var small = Int8(-3)
+        var float: Float = 0.25
+        var optional: String? = "present"
+        var empty = NoAppData()
+    }
+
+    @Test func sameBytesAsTheTreeEncoder() throws {
+        let body = try AlertNotification(bundleID: "a", appData: Outer()) { Alert("x") }.request(to: device).bodyText
+        let inner = #"{"a":1,"list":[1.5,2],"when":2}"#
+        #expect(body == #"{"aps":{"alert":"x"},"name":"x\"y","inner":"# + inner + #","inners":["# + inner + "," + inner + #"],"data":"/w==","url":"https://a.b/c","big":18446744073709551615,"small":-3,"float":0.25,"optional":"present","empty":{}}"#)
+    }
+
+    struct TwiceKeyed: Encodable, Sendable {
+        enum Keys: String, CodingKey { case a, b }
+        func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(1, forKey: .a)
+            try container.encode(2, forKey: .b)
+            try container.encode(3, forKey: .a)  // last write wins, first place kept
+        }
+    }
+
+    struct SuperUser: Encodable, Sendable {
+        enum Keys: String, CodingKey { case own }
+        func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode("mine", forKey: .own)
+            try NoAppData().encode(to: container.superEncoder())
+        }
+    }
+
+    @Test func unusualContainerUseFallsBackToTheTree() throws {
+        #expect(try AlertNotification(bundleID: "a", appData: TwiceKeyed()) { Alert("x") }.request(to: device).bodyText == #"{"aps":{"alert":"x"},"a":3,"b":2}"#)
+        #expect(try AlertNotification(bundleID: "a", appData: SuperUser()) { Alert("x") }.request(to: device).bodyText == #"{"aps":{"alert":"x"},"own":"mine","super":{}}"#)
+        struct WithDictionary: Encodable, Sendable { var first = 1; var map = ["z": 1, "a": 2] }
+        #expect(try AlertNotification(bundleID: "a", appData: WithDictionary()) { Alert("x") }.request(to: device).bodyText == #"{"aps":{"alert":"x"},"first":1,"map":{"a":2,"z":1}}"#)
+        struct Deep: Encodable, Sendable { var inner = Inner(); var bad = Double.infinity }
+        #expect(throws: APNsValidationError.nonFiniteNumber(path: "bad")) { try AlertNotification(bundleID: "a", appData: Deep()) { Alert("x") }.request(to: device) }
+    }
+}

@@ -16,7 +16,40 @@ import Foundation
 struct AppDataEncoder {
     enum Failure: Error {
         case nonFinite(path: String)
+        case reserved(String)
         case other(String)
+    }
+
+    /// Encodes `value`, an object, straight into `writer`'s current object as `"key":value` members.
+    /// Returns the root keys written, or nil (writing nothing) when `value` is not an object.
+    static func writeMembers<T: Encodable>(of value: T, into writer: inout JSONWriter, reservedKeys: Set<String>) throws(Failure) -> Bool {
+        let encoder = TreeEncoder(codingPath: [])
+        do {
+            try encoder.wrapTopLevel(value)
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw .other(String(describing: error))
+        }
+        var slot = encoder.slot
+        while case .encoder(let inner)? = slot { slot = inner.slot }
+        if case .value(.object(let entries))? = slot {  // a value that encoded nothing
+            if let reserved = entries.first(where: { reservedKeys.contains($0.key) }) { throw .reserved(reserved.key) }
+            for entry in entries {
+                writer.key(entry.key)
+                entry.value.write(to: &writer)
+            }
+            return true
+        }
+        guard case .object(let box)? = slot ?? .object(ObjectBox()) else { return false }
+        if let reserved = box.keys.first(where: { reservedKeys.contains($0) }) { throw .reserved(reserved) }
+        let order = box.sortKeys
+            ? box.keys.indices.sorted { box.keys[$0].utf8.lexicographicallyPrecedes(box.keys[$1].utf8) } : Array(box.keys.indices)
+        for index in order {
+            writer.key(box.keys[index])
+            box.values[index].write(to: &writer)
+        }
+        return true
     }
 
     /// Encodes `value` and returns its tree.
@@ -77,7 +110,7 @@ struct AppDataEncoder {
 }
 
 /// Marks `Dictionary` so the encoder can sort its keys.
-private protocol UnorderedDictionaryMarker {}
+protocol UnorderedDictionaryMarker {}
 extension Dictionary: UnorderedDictionaryMarker {}
 
 // MARK: - The tree being built
@@ -95,10 +128,38 @@ private enum Slot {
         case .value(let node): return node
         case .array(let box): return .array(box.items.map { $0.resolve() })
         case .object(let box):
-            var entries = box.keys.map { key in (key: key, value: box.values[key]?.resolve() ?? .null) }
+            var entries = zip(box.keys, box.values).map { (key: $0.0, value: $0.1.resolve()) }
             if box.sortKeys { entries.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) } }
             return .object(entries)
         case .encoder(let encoder): return encoder.resolve()
+        }
+    }
+
+    /// Writes the value without building a ``AppDataEncoder/Node`` tree first.
+    func write(to writer: inout JSONWriter) {
+        switch self {
+        case .value(let node): node.write(to: &writer)
+        case .array(let box):
+            writer.beginArray()
+            for item in box.items { item.write(to: &writer) }
+            writer.endArray()
+        case .object(let box):
+            writer.beginObject()
+            if box.sortKeys {
+                let order = box.keys.indices.sorted { box.keys[$0].utf8.lexicographicallyPrecedes(box.keys[$1].utf8) }
+                for index in order {
+                    writer.key(box.keys[index])
+                    box.values[index].write(to: &writer)
+                }
+            } else {
+                for index in box.keys.indices {
+                    writer.key(box.keys[index])
+                    box.values[index].write(to: &writer)
+                }
+            }
+            writer.endObject()
+        case .encoder(let encoder):
+            if let slot = encoder.slot { slot.write(to: &writer) } else { writer.beginObject(); writer.endObject() }
         }
     }
 }
@@ -107,13 +168,20 @@ private final class ArrayBox {
     var items: [Slot] = []
 }
 
+/// An object's entries in insertion order. A key written twice keeps its first place and its last
+/// value, as with `JSONEncoder`. Objects are small, so a linear search beats hashing.
 private final class ObjectBox {
     var keys: [String] = []
-    var values: [String: Slot] = [:]
+    var values: [Slot] = []
     var sortKeys = false
 
     func set(_ slot: Slot, for key: String) {
-        if values.updateValue(slot, forKey: key) == nil { keys.append(key) }
+        if let index = keys.firstIndex(of: key) {
+            values[index] = slot
+        } else {
+            keys.append(key)
+            values.append(slot)
+        }
     }
 }
 
@@ -181,32 +249,27 @@ private final class TreeEncoder: Encoder {
     // MARK: Values
 
     func wrap<T: Encodable>(_ value: T, at path: [CodingKey]) throws -> Slot {
-        switch value {
-        case let date as Date:
+        // Exact type checks (a metadata comparison) rather than `as?` casts, which are costly and
+        // would run for every nested value.
+        if T.self == String.self, let string = value as? String { return .value(.string(string)) }
+        if T.self == Int.self, let int = value as? Int { return .value(.number(String(int))) }
+        if T.self == Double.self, let double = value as? Double { return .value(try number(double, at: path)) }
+        if T.self == Bool.self, let bool = value as? Bool { return .value(.bool(bool)) }
+        if T.self == Date.self, let date = value as? Date {
             return .value(try number(date.timeIntervalSinceReferenceDate, at: path))
-        case let data as Data:
-            return .value(.string(data.base64EncodedString()))
-        case let url as URL:
-            return .value(.string(url.absoluteString))
-        case let decimal as Decimal:
+        }
+        if T.self == Data.self, let data = value as? Data { return .value(.string(data.base64EncodedString())) }
+        if T.self == URL.self, let url = value as? URL { return .value(.string(url.absoluteString)) }
+        if T.self == Decimal.self, let decimal = value as? Decimal {
             guard decimal.isFinite else { throw AppDataEncoder.Failure.nonFinite(path: pathDescription(path)) }
             return .value(.number(decimal.description))
-        case let string as String:
-            return .value(.string(string))
-        case let double as Double:
-            return .value(try number(double, at: path))
-        case let int as Int:
-            return .value(.number(String(int)))
-        case let bool as Bool:
-            return .value(.bool(bool))
-        default:
-            let nested = TreeEncoder(codingPath: path)
-            try value.encode(to: nested)
-            if value is UnorderedDictionaryMarker, case .object(let box) = nested.slot {
-                box.sortKeys = true
-            }
-            return nested.slot ?? .value(.object([]))
         }
+        let nested = TreeEncoder(codingPath: path)
+        try value.encode(to: nested)
+        if T.self is UnorderedDictionaryMarker.Type, case .object(let box) = nested.slot {
+            box.sortKeys = true
+        }
+        return nested.slot ?? .value(.object([]))
     }
 
     func number(_ value: Double, at path: [CodingKey]) throws -> AppDataEncoder.Node {

@@ -1,27 +1,34 @@
 extension JSONWriter {
+    /// The root key app data may not write beside `aps`.
+    static let apsReserved: Set<String> = ["aps"]
+
     /// Writes the keys of `appData` into the object being written (beside `aps`), in the order its
     /// `encode(to:)` writes them, with `JSONEncoder`'s default strategies (see ``AppDataEncoder``).
     ///
     /// - Throws: ``APNsValidationError/reservedAppDataKey(_:)`` if app data writes `aps`,
     ///   ``APNsValidationError/appDataNotAnObject`` if it is not a keyed container,
     ///   ``APNsValidationError/nonFiniteNumber(path:)`` for NaN or infinity.
-    mutating func appData<AppData: Encodable>(_ appData: AppData, reservedKeys: Set<String> = ["aps"]) throws(APNsValidationError) {
+    mutating func appData<AppData: Encodable>(_ appData: AppData, reservedKeys: Set<String> = JSONWriter.apsReserved) throws(APNsValidationError) {
         if AppData.self == NoAppData.self { return }
         if let raw = appData as? RawJSONObject { return rawMembers(raw.members) }
-        let node: AppDataEncoder.Node
+        // Fast path first; on anything unusual, start over with the tree encoder.
+        let mark = checkpoint()
         do {
-            node = try AppDataEncoder.encode(appData)
+            try StreamingEncoder.writeMembers(of: appData, into: &self, reservedKeys: reservedKeys)
+            return
+        } catch {
+            rewind(to: mark)
+        }
+        let isObject: Bool
+        do {
+            isObject = try AppDataEncoder.writeMembers(of: appData, into: &self, reservedKeys: reservedKeys)
         } catch {
             switch error {
             case .nonFinite(let path): throw .nonFiniteNumber(path: path)
+            case .reserved(let key): throw .reservedAppDataKey(key)
             case .other(let message): throw .appDataEncodingFailed(message)
             }
         }
-        guard case .object(let entries) = node else { throw .appDataNotAnObject }
-        for entry in entries {
-            if reservedKeys.contains(entry.key) { throw .reservedAppDataKey(entry.key) }
-            key(entry.key)
-            entry.value.write(to: &self)
-        }
+        guard isObject else { throw .appDataNotAnObject }
     }
 }

@@ -29,6 +29,7 @@ extension JSONWriter {
         } catch {
             switch error {
             case .nonFinite(let path): throw .nonFiniteNumber(path: "aps.\(name).\(path)")
+            case .reserved(let key): throw .reservedAppDataKey(key)
             case .other(let message): throw .appDataEncodingFailed(message)
             }
         }

@@ -70,8 +70,34 @@ public struct JSONWriter: Sendable {
 
     public mutating func int<I: BinaryInteger>(_ value: I) {
         separate()
-        appendASCII(String(value))
+        if let small = Int64(exactly: value) {
+            appendDigits(small)
+        } else {
+            appendASCII(String(value))
+        }
         needsComma = true
+    }
+
+    /// Writes a 64-bit integer's decimal digits without allocating a String.
+    private mutating func appendDigits(_ value: Int64) {
+        if value == 0 {
+            bytes.append(UInt8(ascii: "0"))
+            return
+        }
+        var magnitude = value.magnitude
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            while magnitude > 0 {
+                buffer[19 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            }
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...]))
+        }
     }
 
     /// Writes a finite double in its shortest round-trip form (`0.5`, `1e-07`, `3` for 3.0).
@@ -118,6 +144,19 @@ public struct JSONWriter: Sendable {
         separate()
         bytes.append(contentsOf: value.utf8)
         needsComma = true
+    }
+
+    /// Where the writer is, to go back to if a streaming encode has to start over.
+    struct Checkpoint {
+        fileprivate let count: Int
+        fileprivate let needsComma: Bool
+    }
+
+    func checkpoint() -> Checkpoint { Checkpoint(count: bytes.count, needsComma: needsComma) }
+
+    mutating func rewind(to checkpoint: Checkpoint) {
+        bytes.removeSubrange(checkpoint.count...)
+        needsComma = checkpoint.needsComma
     }
 
     // MARK: Helpers
