@@ -38,12 +38,21 @@ private final class StreamState {
     var writer: JSONWriter
     let reservedKeys: Set<String>
     var open: [Int] = []
+    /// The keys written so far in every open keyed container, each container's from its start index.
+    var keys: [String] = []
     var nextID = 0
     var failed = false
 
     init(writer: JSONWriter, reservedKeys: Set<String>) {
         self.writer = writer
         self.reservedKeys = reservedKeys
+        open.reserveCapacity(8)
+        keys.reserveCapacity(16)
+    }
+
+    /// Whether `name` is reserved at the top level; most calls reserve one key, compared directly.
+    func isReserved(_ name: String) -> Bool {
+        reservedKeys.count == 1 ? reservedKeys.first == name : reservedKeys.contains(name)
     }
 
     func push() -> Int {
@@ -106,10 +115,14 @@ private final class StreamEncoder: Encoder {
         id = state.push()
     }
 
+    /// Where this encoder's keyed container's keys start in `state.keys`.
+    var keysStart = 0
+
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
         open(.object)
+        keysStart = state.keys.count
         if !topLevel { state.writer.beginObject() }  // the top level's members go into the outer object
-        return KeyedEncodingContainer(StreamKeyed<Key>(state: state, id: id, topLevel: topLevel))
+        return KeyedEncodingContainer(StreamKeyed<Key>(state: state, id: id, topLevel: topLevel, keysStart: keysStart))
     }
 
     func unkeyedContainer() -> UnkeyedEncodingContainer {
@@ -134,6 +147,7 @@ private final class StreamEncoder: Encoder {
         case .object:
             try state.check(id)
             state.open.removeLast()
+            state.keys.removeSubrange(keysStart...)
             state.writer.endObject()
         case .array:
             try state.check(id)
@@ -150,23 +164,24 @@ private struct StreamKeyed<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let state: StreamState
     let id: Int
     let topLevel: Bool
-    var keys: [String] = []
+    let keysStart: Int
     var codingPath: [CodingKey] { [] }
 
-    init(state: StreamState, id: Int, topLevel: Bool) {
+    init(state: StreamState, id: Int, topLevel: Bool, keysStart: Int = 0) {
         self.state = state
         self.id = id
         self.topLevel = topLevel
+        self.keysStart = keysStart
     }
 
     private mutating func key(_ key: Key) throws {
         try state.check(id)
         let name = key.stringValue
-        if keys.contains(name) || (topLevel && state.reservedKeys.contains(name)) {
+        if state.keys[keysStart...].contains(name) || (topLevel && state.isReserved(name)) {
             state.failed = true
             throw StreamingEncoder.GiveUp()
         }
-        keys.append(name)
+        state.keys.append(name)
         state.writer.key(name)
     }
 
