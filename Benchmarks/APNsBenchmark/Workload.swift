@@ -86,8 +86,16 @@ enum Usage {
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
     }
 
-    /// Peak resident set size of this process, in bytes.
+    /// Peak resident set size of this process, in bytes: `VmHWM` from /proc/self/status.
+    /// (`getrusage`'s `ru_maxrss` survives `execve`, so under `swift run` it would report the
+    /// driver's peak instead of the benchmark's.)
     static func peakRSS() -> Int {
+        if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        {
+            return kilobytes * 1024
+        }
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return usage.ru_maxrss * 1024

@@ -180,6 +180,43 @@ import Testing
         try await server.stop()
     }
 
+    @Test func mockServerCommandServesWhatItPrints() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-cmd-\(UUID())")
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = ["mock-server", "--port", "0", "--dir", folder.path, "--allow-frequent-token-updates"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        // Four lines: listening, ca-file, key-file (with ids), client-cert.
+        var text = ""
+        while text.split(separator: "\n").count < 4 {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        let lines = text.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        try #require(lines.count == 4)
+        #expect(lines[0][0] == "listening" && lines[0][1].hasPrefix("127.0.0.1:"))
+        #expect(lines[1] == ["ca-file", folder.appendingPathComponent("ca.pem").path])
+        #expect(lines[2][0] == "key-file" && lines[2][2...] == ["key-id", "KEY0000001", "team-id", "TEAM000001"])
+        let sent = try Self.apns([
+            "send", "--key-file", lines[2][1], "--key-id", "KEY0000001", "--team-id", "TEAM000001",
+            "--host", lines[0][1], "--ca-file", lines[1][1], "--topic", "com.example.app", "--token", "abcd", "--body", "Hi",
+        ])
+        #expect(sent.status == 0, "\(sent.stderr)")
+        #expect(sent.stdout.hasPrefix("abcd 200 apns-id "))
+        let viaCertificate = try Self.apns([
+            "send", "--cert", lines[3][1], "--key", lines[3][3], "--host", lines[0][1], "--ca-file", lines[1][1],
+            "--topic", "com.example.app", "--token", "abcd", "--push-type", "background",
+        ])
+        #expect(viaCertificate.status == 0, "\(viaCertificate.stderr)")
+    }
+
     @Test func demoSucceedsEndToEnd() throws {
         let run = try Self.apns(["demo"])
         #expect(run.status == 0, "\(run.stderr)")
