@@ -43,4 +43,28 @@ import Testing
         print("connections:", fixture.server.connectionCount, "client connects:", connector.connectionsOpened)
         try await fixture.stop()
     }
+
+    /// GOAWAY every 50 streams while 1,000 requests are in flight: most requests are refused again
+    /// and again, past libcurl's own five retries. Each must still be sent exactly once.
+    @Test func harshGoAwayLosesNothing() async throws {
+        let fixture = try await Fixture.start { $0.goAwayAfterStreams = 50 }
+        let connector = try fixture.tokenConnector()
+        let count = 2_000
+        let failures = await withTaskGroup(of: Bool.self) { group in
+            for index in 0..<count {
+                group.addTask {
+                    let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("n\(index)") }
+                    return (try? await send(notification, via: connector, to: .test)) == nil
+                }
+            }
+            var failed = 0
+            for await failure in group where failure { failed += 1 }
+            return failed
+        }
+        #expect(failures == 0)
+        let bodies = Dictionary(grouping: fixture.server.requests.map(\.bodyText), by: { $0 })
+        #expect(bodies.count == count)
+        #expect(bodies.values.allSatisfy { $0.count == 1 })
+        try await fixture.stop()
+    }
 }

@@ -327,10 +327,12 @@ final class CurlMultiLoop: @unchecked Sendable {
             } else {
                 result = .failure(TransportError.notHTTP2)
             }
-        } else if Transfer.isUnprocessed(code: code, message: errorMessage(of: easy)), transfer.resubmissions < Transfer.maximumResubmissions {
+        } else if Transfer.isUnprocessed(code: code, message: errorMessage(of: easy)),
+            ContinuousClock.now < transfer.deadline, transfer.resubmissions < Transfer.maximumResubmissions
+        {
             // libcurl retried this request five times on connections that closed before the server
             // took it (GOAWAY, refused stream) and gave up; the server never processed it, so
-            // sending it again cannot duplicate it.
+            // sending it again cannot duplicate it. It goes on until its request timeout.
             transfer.resubmissions += 1
             recycle(easy)
             transfer.easy = nil

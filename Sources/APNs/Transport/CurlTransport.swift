@@ -13,6 +13,7 @@ private let curlGlobalInit: Int = Int(curl_global_init(Int(CURL_GLOBAL_ALL)).raw
 /// fails what was still in flight with ``TransportError/shutDown``.
 final class CurlTransport: Sendable {
     private let loop: CurlMultiLoop
+    private let requestTimeout: Duration
     /// The header list of the last request: consecutive requests with the same headers (a bulk
     /// send, one notification to many devices) share one `curl_slist`.
     private let lastHeaders = Mutex<(key: HeaderKey, list: HeaderList)?>(nil)
@@ -24,6 +25,7 @@ final class CurlTransport: Sendable {
 
     init(configuration: TransportConfiguration, identity: ClientIdentity?) throws(CredentialError) {
         _ = curlGlobalInit
+        requestTimeout = configuration.requestTimeout
         var trustedCA: [UInt8]?
         if let source = configuration.trustedCertificateAuthority { trustedCA = try OpenSSL.load(source) }
         loop = CurlMultiLoop(
@@ -52,7 +54,9 @@ final class CurlTransport: Sendable {
             last = (key, list)
             return list
         }
-        let transfer = Transfer(url: endpoint.baseURL + request.path, method: request.method, headerList: headerList, body: request.body)
+        let transfer = Transfer(
+            url: endpoint.baseURL + request.path, method: request.method, headerList: headerList, body: request.body,
+            deadline: .now + requestTimeout)
         try Task.checkCancellation()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -114,9 +118,11 @@ final class Transfer: @unchecked Sendable {
     var queued = false
     var finished = false
     var resubmissions = 0
+    /// Until when a request that was never processed may be queued again: its request timeout.
+    let deadline: ContinuousClock.Instant
 
-    /// How often a request libcurl gave up on as never processed is queued again.
-    static let maximumResubmissions = 3
+    /// A guard against pathological loops; the deadline is what normally ends resubmission.
+    static let maximumResubmissions = 100
 
     /// libcurl's verdict that the request was never taken by the server: it retried it on fresh
     /// connections (refused streams, connections closed before any byte of a response) until its
@@ -130,7 +136,8 @@ final class Transfer: @unchecked Sendable {
         responseBody.removeAll()
     }
 
-    init(url: String, method: APNsRequest.Method, headerList: HeaderList, body: [UInt8]) {
+    init(url: String, method: APNsRequest.Method, headerList: HeaderList, body: [UInt8], deadline: ContinuousClock.Instant) {
+        self.deadline = deadline
         self.url = url
         self.method = method
         self.headerList = headerList
