@@ -155,3 +155,44 @@ import Testing
         #expect(throws: APNsValidationError.nonFiniteNumber(path: "bad")) { try AlertNotification(bundleID: "a", appData: Deep()) { Alert("x") }.request(to: device) }
     }
 }
+
+@Suite struct JSONWriterTests {
+    func text(_ writer: JSONWriter) -> String { String(decoding: writer.bytes, as: UTF8.self) }
+
+    @Test func growsPastItsInitialCapacity() {
+        var writer = JSONWriter(capacity: 0)
+        let long = String(repeating: "é\"x", count: 5_000)
+        writer.beginObject()
+        for index in 0..<300 { writer.key("k\(index)"); writer.int(index) }
+        writer.key("long")
+        writer.string(long)
+        writer.endObject()
+        let expected = "{" + (0..<300).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
+            + ",\"long\":\"" + String(repeating: "é\\\"x", count: 5_000) + "\"}"
+        #expect(text(writer) == expected)
+        #expect(writer.count == expected.utf8.count)
+    }
+
+    @Test func copiesAreIndependent() {
+        var original = JSONWriter(capacity: 4)
+        original.beginObject()
+        var copy = original
+        copy.key("copy")
+        copy.int(1)
+        copy.endObject()
+        original.key("original")
+        original.bool(false)
+        original.endObject()
+        #expect(text(original) == #"{"original":false}"#)
+        #expect(text(copy) == #"{"copy":1}"#)
+    }
+
+    @Test func integerExtremes() {
+        var writer = JSONWriter()
+        writer.beginArray()
+        for value in [Int64.min, Int64.max, 0, -1, 10, -1_000_000] { writer.int(value) }
+        writer.int(UInt64.max)
+        writer.endArray()
+        #expect(text(writer) == "[-9223372036854775808,9223372036854775807,0,-1,10,-1000000,18446744073709551615]")
+    }
+}

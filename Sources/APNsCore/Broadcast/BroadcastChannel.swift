@@ -89,8 +89,8 @@ extension BroadcastDeliverable {
         }
         var writer = JSONWriter()
         try writePayload(to: &writer)
-        guard writer.bytes.count <= broadcastMaximumPayloadSize else {
-            throw .payloadTooLarge(pushType: Self.pushType, size: writer.bytes.count, limit: broadcastMaximumPayloadSize)
+        guard writer.count <= broadcastMaximumPayloadSize else {
+            throw .payloadTooLarge(pushType: Self.pushType, size: writer.count, limit: broadcastMaximumPayloadSize)
         }
         var headers: [APNsRequest.Header] = [
             .init(name: "apns-channel-id", value: channel.id),

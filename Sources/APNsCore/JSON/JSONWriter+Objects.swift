@@ -8,7 +8,7 @@ extension JSONWriter {
     /// Writes `{"aps":{<fixed>}}` for the push types whose whole payload Apple fixes.
     mutating func fixedAPS(_ body: (inout JSONWriter) -> Void) {
         beginObject()
-        key("aps")
+        literalKey("aps")
         beginObject()
         body(&self)
         endObject()

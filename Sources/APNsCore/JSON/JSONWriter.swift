@@ -16,39 +16,66 @@ import Foundation
 /// Commas are placed automatically: every value and every key starts with a comma when something
 /// was written before it at the same level.
 ///
+/// Storage: one growable buffer, copied on write like `Array`, but each write checks room once and
+/// then stores its bytes directly (a string is one check and one copy, not one per byte).
+///
 /// Thread safety: a value type; use each instance from one task at a time.
 public struct JSONWriter: Sendable {
-    /// The bytes written so far.
-    public private(set) var bytes: [UInt8]
+    /// The buffer behind a writer. Copies of a writer share it until one of them writes.
+    ///
+    /// `@unchecked Sendable`: it is only written through a writer that holds the sole reference
+    /// (`isKnownUniquelyReferenced`), so a shared buffer is never mutated.
+    private final class Storage: @unchecked Sendable {
+        let base: UnsafeMutablePointer<UInt8>
+        let capacity: Int
+
+        init(capacity: Int) {
+            self.capacity = Swift.max(capacity, 16)
+            base = .allocate(capacity: self.capacity)
+        }
+
+        deinit { base.deallocate() }
+    }
+
+    private var storage: Storage
+    /// How many bytes are written.
+    public private(set) var count = 0
     private var needsComma = false
 
     /// Creates a writer with room for `capacity` bytes before it grows.
     public init(capacity: Int = 512) {
-        bytes = []
-        bytes.reserveCapacity(capacity)
+        storage = Storage(capacity: capacity)
+    }
+
+    /// The bytes written so far.
+    public var bytes: [UInt8] {
+        Array(UnsafeBufferPointer(start: storage.base, count: count))
     }
 
     // MARK: Structure
 
     public mutating func beginObject() {
-        separate()
-        bytes.append(UInt8(ascii: "{"))
+        let out = reserve(2)
+        var at = 0
+        if needsComma { out[0] = UInt8(ascii: ","); at = 1 }
+        out[at] = UInt8(ascii: "{")
+        count += at + 1
         needsComma = false
     }
 
     public mutating func endObject() {
-        bytes.append(UInt8(ascii: "}"))
+        put(UInt8(ascii: "}"))
         needsComma = true
     }
 
     public mutating func beginArray() {
         separate()
-        bytes.append(UInt8(ascii: "["))
+        put(UInt8(ascii: "["))
         needsComma = false
     }
 
     public mutating func endArray() {
-        bytes.append(UInt8(ascii: "]"))
+        put(UInt8(ascii: "]"))
         needsComma = true
     }
 
@@ -56,7 +83,25 @@ public struct JSONWriter: Sendable {
     public mutating func key(_ key: String) {
         separate()
         appendQuoted(key)
-        bytes.append(UInt8(ascii: ":"))
+        put(UInt8(ascii: ":"))
+        needsComma = false
+    }
+
+    /// Writes `"key":` for a key known when the library was compiled (`"aps"`, `"badge"`, …):
+    /// ASCII that needs no escaping, so it is copied without being scanned.
+    mutating func literalKey(_ key: StaticString) {
+        let length = key.utf8CodeUnitCount
+        assert(UnsafeBufferPointer(start: key.utf8Start, count: length).allSatisfy {
+            $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\")
+        }, "literal keys are plain ASCII")
+        let out = reserve(length + 4)
+        var at = 0
+        if needsComma { out[0] = UInt8(ascii: ","); at = 1 }
+        out[at] = UInt8(ascii: "\"")
+        (out + at + 1).update(from: key.utf8Start, count: length)
+        out[at + 1 + length] = UInt8(ascii: "\"")
+        out[at + 2 + length] = UInt8(ascii: ":")
+        count += at + 3 + length
         needsComma = false
     }
 
@@ -80,24 +125,29 @@ public struct JSONWriter: Sendable {
 
     /// Writes a 64-bit integer's decimal digits without allocating a String.
     private mutating func appendDigits(_ value: Int64) {
+        // At most 20 characters: a sign and 19 digits.
+        let out = reserve(20)
         if value == 0 {
-            bytes.append(UInt8(ascii: "0"))
+            out[0] = UInt8(ascii: "0")
+            count += 1
             return
         }
         var magnitude = value.magnitude
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            while magnitude > 0 {
-                buffer[19 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                count += 1
-            }
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...]))
+        var digits = 0
+        var probe = magnitude
+        while probe > 0 {
+            digits += 1
+            probe /= 10
         }
+        let sign = value < 0 ? 1 : 0
+        if sign == 1 { out[0] = UInt8(ascii: "-") }
+        var index = sign + digits - 1
+        while magnitude > 0 {
+            out[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+            magnitude /= 10
+            index -= 1
+        }
+        count += sign + digits
     }
 
     /// Writes a finite double in its shortest round-trip form (`0.5`, `1e-07`, `3` for 3.0).
@@ -135,14 +185,16 @@ public struct JSONWriter: Sendable {
     /// Appends pre-validated, compact object members (`"a":1,"b":2`) at the current position.
     mutating func rawMembersText(_ members: Substring) {
         separate()
-        bytes.append(contentsOf: members.utf8)
+        var members = members
+        members.withUTF8 { put($0) }
         needsComma = true
     }
 
     /// Appends one pre-validated, compact JSON value at the current position.
     mutating func rawValueText(_ value: Substring) {
         separate()
-        bytes.append(contentsOf: value.utf8)
+        var value = value
+        value.withUTF8 { put($0) }
         needsComma = true
     }
 
@@ -152,10 +204,10 @@ public struct JSONWriter: Sendable {
         fileprivate let needsComma: Bool
     }
 
-    func checkpoint() -> Checkpoint { Checkpoint(count: bytes.count, needsComma: needsComma) }
+    func checkpoint() -> Checkpoint { Checkpoint(count: count, needsComma: needsComma) }
 
     mutating func rewind(to checkpoint: Checkpoint) {
-        bytes.removeSubrange(checkpoint.count...)
+        count = Swift.min(count, checkpoint.count)
         needsComma = checkpoint.needsComma
     }
 
@@ -175,57 +227,101 @@ public struct JSONWriter: Sendable {
         return text
     }
 
+    /// Room for `extra` more bytes, at the end of a buffer only this writer holds: the one
+    /// uniqueness and capacity check of a write.
+    @inline(__always)
+    private mutating func reserve(_ extra: Int) -> UnsafeMutablePointer<UInt8> {
+        if _slowPath(!isKnownUniquelyReferenced(&storage) || count + extra > storage.capacity) {
+            grow(toHold: count + extra)
+        }
+        return storage.base + count
+    }
+
+    private mutating func grow(toHold needed: Int) {
+        let larger = Storage(capacity: Swift.max(needed, storage.capacity * 2))
+        larger.base.update(from: storage.base, count: count)
+        storage = larger
+    }
+
+    @inline(__always)
+    private mutating func put(_ byte: UInt8) {
+        reserve(1).pointee = byte
+        count += 1
+    }
+
+    @inline(__always)
+    private mutating func put(_ buffer: UnsafeBufferPointer<UInt8>) {
+        guard let source = buffer.baseAddress, !buffer.isEmpty else { return }
+        reserve(buffer.count).update(from: source, count: buffer.count)
+        count += buffer.count
+    }
+
     @inline(__always)
     private mutating func separate() {
-        if needsComma { bytes.append(UInt8(ascii: ",")) }
+        if needsComma { put(UInt8(ascii: ",")) }
     }
 
     private mutating func appendASCII(_ text: String) {
-        bytes.append(contentsOf: text.utf8)
+        var text = text
+        text.withUTF8 { put($0) }
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+    private static let hexDigits: StaticString = "0123456789abcdef"
 
     private mutating func appendQuoted(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
-        var utf8 = text.utf8
-        // Fast path: most strings need no escaping at all.
-        let handled: Bool? = utf8.withContiguousStorageIfAvailable { buffer in
-            var start = 0
-            for index in 0..<buffer.count {
+        var text = text
+        // Native Swift strings are contiguous UTF-8: `withUTF8` lends them without copying.
+        text.withUTF8 { buffer in
+            let length = buffer.count
+            var index = 0
+            while index < length {
                 let byte = buffer[index]
-                if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") { continue }
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start..<index]))
-                appendEscaped(byte)
-                start = index + 1
+                if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { break }
+                index += 1
             }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start..<buffer.count]))
-            return true
-        }
-        if handled == nil {
-            var copy = text
-            copy.makeContiguousUTF8()
-            utf8 = copy.utf8
-            for byte in utf8 {
-                if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
-                    bytes.append(byte)
-                } else {
+            if index == length, let source = buffer.baseAddress {
+                // Nothing to escape, the usual case: one reservation, one copy.
+                let out = reserve(length + 2)
+                out[0] = UInt8(ascii: "\"")
+                (out + 1).update(from: source, count: length)
+                out[length + 1] = UInt8(ascii: "\"")
+                count += length + 2
+                return
+            }
+            put(UInt8(ascii: "\""))
+            var start = 0
+            while index < length {
+                let byte = buffer[index]
+                if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                    put(UnsafeBufferPointer(rebasing: buffer[start..<index]))
                     appendEscaped(byte)
+                    start = index + 1
                 }
+                index += 1
             }
+            put(UnsafeBufferPointer(rebasing: buffer[start..<length]))
+            put(UInt8(ascii: "\""))
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 
     private mutating func appendEscaped(_ byte: UInt8) {
         switch byte {
-        case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-        case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+        case UInt8(ascii: "\""):
+            put(UInt8(ascii: "\\"))
+            put(UInt8(ascii: "\""))
+        case UInt8(ascii: "\\"):
+            put(UInt8(ascii: "\\"))
+            put(UInt8(ascii: "\\"))
         default:
-            bytes.append(contentsOf: [
-                UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                JSONWriter.hexDigits[Int(byte >> 4)], JSONWriter.hexDigits[Int(byte & 0x0F)],
-            ])
+            let out = reserve(6)
+            let hex = JSONWriter.hexDigits.utf8Start
+            out[0] = UInt8(ascii: "\\")
+            out[1] = UInt8(ascii: "u")
+            out[2] = UInt8(ascii: "0")
+            out[3] = UInt8(ascii: "0")
+            out[4] = hex[Int(byte >> 4)]
+            out[5] = hex[Int(byte & 0x0F)]
+            count += 6
         }
     }
 }

@@ -20,63 +20,81 @@ enum StreamingEncoder {
     static func writeMembers<T: Encodable>(of value: T, into writer: inout JSONWriter, reservedKeys: Set<String>) throws(GiveUp) {
         // Move the writer in (no copy of its bytes) and always back out, so a caller that gives
         // up can rewind it.
-        var taken = JSONWriter(capacity: 0)
-        swap(&taken, &writer)
-        let state = StreamState(writer: taken, reservedKeys: reservedKeys)
-        defer { swap(&state.writer, &writer) }
+        let state = StreamState.make(reservedKeys: reservedKeys)
+        swap(&state.core.pointee.writer, &writer)
+        defer { swap(&state.core.pointee.writer, &writer) }
         let encoder = StreamEncoder(state: state, topLevel: true)
         do {
             try value.encode(to: encoder)
         } catch {
             throw GiveUp()
         }
-        guard !state.failed, encoder.opened == .object || encoder.opened == .none else { throw GiveUp() }
+        guard !state.core.pointee.failed, encoder.opened == .object || encoder.opened == .none else { throw GiveUp() }
     }
 }
 
-private final class StreamState {
-    var writer: JSONWriter
-    let reservedKeys: Set<String>
-    var open: [Int] = []
-    /// The keys written so far in every open keyed container, each container's from its start index.
-    var keys: [String] = []
-    var nextID = 0
-    var failed = false
+/// The state of one streaming encode, shared by its encoders and containers.
+///
+/// The mutable part is the buffer's header, reached through a pointer: without the dynamic
+/// exclusivity checks that stored `var`s of a class get, in the same allocation as the object, and
+/// alive as long as any encoder or container of the encode is (a value that keeps its container
+/// past `encode(to:)` writes into an emptied writer, harmlessly).
+private final class StreamState: ManagedBuffer<StreamState.Core, UInt8> {
+    struct Core {
+        var writer = JSONWriter(capacity: 0)
+        /// The container that may be written to now: the one opened last and not yet closed.
+        var innermost = 0
+        /// The keys written so far in every open keyed container, each container's from its start index.
+        var keys: [String] = []
+        var nextID = 0
+        var failed = false
+        var reservedKeys: Set<String>
+    }
 
-    init(writer: JSONWriter, reservedKeys: Set<String>) {
-        self.writer = writer
-        self.reservedKeys = reservedKeys
-        open.reserveCapacity(8)
-        keys.reserveCapacity(16)
+    static func make(reservedKeys: Set<String>) -> StreamState {
+        unsafeDowncast(create(minimumCapacity: 0) { _ in Core(reservedKeys: reservedKeys) }, to: StreamState.self)
+    }
+
+    /// The header; its address is fixed for the object's lifetime.
+    @inline(__always) var core: UnsafeMutablePointer<Core> {
+        withUnsafeMutablePointerToHeader { $0 }
+    }
+
+    @inline(__always) var failed: Bool {
+        get { core.pointee.failed }
+        set { core.pointee.failed = newValue }
     }
 
     /// Whether `name` is reserved at the top level; most calls reserve one key, compared directly.
     func isReserved(_ name: String) -> Bool {
-        reservedKeys.count == 1 ? reservedKeys.first == name : reservedKeys.contains(name)
+        let reserved = core.pointee.reservedKeys
+        return reserved.count == 1 ? reserved.first == name : reserved.contains(name)
     }
 
-    func push() -> Int {
-        nextID += 1
-        open.append(nextID)
-        return nextID
+    /// Opens a container inside the innermost one; returns its id and the id to restore on close.
+    func push() -> (id: Int, parent: Int) {
+        core.pointee.nextID += 1
+        let parent = core.pointee.innermost
+        core.pointee.innermost = core.pointee.nextID
+        return (core.pointee.nextID, parent)
     }
 
     /// `id` must be the innermost open container.
-    func check(_ id: Int) throws {
-        guard !failed, open.last == id else {
-            failed = true
+    @inline(__always) func check(_ id: Int) throws {
+        guard !core.pointee.failed, core.pointee.innermost == id else {
+            core.pointee.failed = true
             throw StreamingEncoder.GiveUp()
         }
     }
 
     func write<T: Encodable>(_ value: T) throws {
-        if T.self == String.self, let string = value as? String { return writer.string(string) }
-        if T.self == Int.self, let int = value as? Int { return writer.int(int) }
+        if T.self == String.self, let string = value as? String { return core.pointee.writer.string(string) }
+        if T.self == Int.self, let int = value as? Int { return core.pointee.writer.int(int) }
         if T.self == Double.self, let double = value as? Double { return try number(double) }
-        if T.self == Bool.self, let bool = value as? Bool { return writer.bool(bool) }
+        if T.self == Bool.self, let bool = value as? Bool { return core.pointee.writer.bool(bool) }
         if T.self == Date.self, let date = value as? Date { return try number(date.timeIntervalSinceReferenceDate) }
-        if T.self == Data.self, let data = value as? Data { return writer.string(data.base64EncodedString()) }
-        if T.self == URL.self, let url = value as? URL { return writer.string(url.absoluteString) }
+        if T.self == Data.self, let data = value as? Data { return core.pointee.writer.string(data.base64EncodedString()) }
+        if T.self == URL.self, let url = value as? URL { return core.pointee.writer.string(url.absoluteString) }
         if T.self == Decimal.self || T.self is UnorderedDictionaryMarker.Type { throw StreamingEncoder.GiveUp() }
         let child = StreamEncoder(state: self, topLevel: false)
         try value.encode(to: child)
@@ -85,12 +103,12 @@ private final class StreamState {
 
     func number(_ value: Double) throws {
         guard value.isFinite else { throw StreamingEncoder.GiveUp() }
-        writer.double(value)
+        core.pointee.writer.double(value)
     }
 
     func number(_ value: Float) throws {
         guard value.isFinite else { throw StreamingEncoder.GiveUp() }
-        writer.numberLiteral(JSONWriter.format(value))
+        core.pointee.writer.numberLiteral(JSONWriter.format(value))
     }
 }
 
@@ -101,6 +119,8 @@ private final class StreamEncoder: Encoder {
     let topLevel: Bool
     var opened = Opened.none
     var id = 0
+    /// The container that was innermost before this encoder opened its own.
+    var parent = 0
     var codingPath: [CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
@@ -112,23 +132,23 @@ private final class StreamEncoder: Encoder {
     private func open(_ kind: Opened) {
         if opened != .none { state.failed = true }
         opened = kind
-        id = state.push()
+        (id, parent) = state.push()
     }
 
-    /// Where this encoder's keyed container's keys start in `state.keys`.
+    /// Where this encoder's keyed container's keys start in `state.core.pointee.keys`.
     var keysStart = 0
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
         open(.object)
-        keysStart = state.keys.count
-        if !topLevel { state.writer.beginObject() }  // the top level's members go into the outer object
+        keysStart = state.core.pointee.keys.count
+        if !topLevel { state.core.pointee.writer.beginObject() }  // the top level's members go into the outer object
         return KeyedEncodingContainer(StreamKeyed<Key>(state: state, id: id, topLevel: topLevel, keysStart: keysStart))
     }
 
     func unkeyedContainer() -> UnkeyedEncodingContainer {
         open(.array)
         if topLevel { state.failed = true }  // not an object
-        state.writer.beginArray()
+        state.core.pointee.writer.beginArray()
         return StreamUnkeyed(state: state, id: id)
     }
 
@@ -142,20 +162,20 @@ private final class StreamEncoder: Encoder {
     func close() throws {
         switch opened {
         case .none:
-            state.writer.beginObject()  // encoded nothing: an empty object, as JSONEncoder writes
-            state.writer.endObject()
+            state.core.pointee.writer.beginObject()  // encoded nothing: an empty object, as JSONEncoder writes
+            state.core.pointee.writer.endObject()
         case .object:
             try state.check(id)
-            state.open.removeLast()
-            state.keys.removeSubrange(keysStart...)
-            state.writer.endObject()
+            state.core.pointee.innermost = parent
+            state.core.pointee.keys.removeSubrange(keysStart...)
+            state.core.pointee.writer.endObject()
         case .array:
             try state.check(id)
-            state.open.removeLast()
-            state.writer.endArray()
+            state.core.pointee.innermost = parent
+            state.core.pointee.writer.endArray()
         case .single:
             try state.check(id)
-            state.open.removeLast()
+            state.core.pointee.innermost = parent
         }
     }
 }
@@ -177,29 +197,29 @@ private struct StreamKeyed<Key: CodingKey>: KeyedEncodingContainerProtocol {
     private mutating func key(_ key: Key) throws {
         try state.check(id)
         let name = key.stringValue
-        if state.keys[keysStart...].contains(name) || (topLevel && state.isReserved(name)) {
+        if state.core.pointee.keys[keysStart...].contains(name) || (topLevel && state.isReserved(name)) {
             state.failed = true
             throw StreamingEncoder.GiveUp()
         }
-        state.keys.append(name)
-        state.writer.key(name)
+        state.core.pointee.keys.append(name)
+        state.core.pointee.writer.key(name)
     }
 
-    mutating func encodeNil(forKey key: Key) throws { try self.key(key); state.writer.null() }
-    mutating func encode(_ value: Bool, forKey key: Key) throws { try self.key(key); state.writer.bool(value) }
-    mutating func encode(_ value: String, forKey key: Key) throws { try self.key(key); state.writer.string(value) }
+    mutating func encodeNil(forKey key: Key) throws { try self.key(key); state.core.pointee.writer.null() }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.bool(value) }
+    mutating func encode(_ value: String, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.string(value) }
     mutating func encode(_ value: Double, forKey key: Key) throws { try self.key(key); try state.number(value) }
     mutating func encode(_ value: Float, forKey key: Key) throws { try self.key(key); try state.number(value) }
-    mutating func encode(_ value: Int, forKey key: Key) throws { try self.key(key); state.writer.int(value) }
-    mutating func encode(_ value: Int8, forKey key: Key) throws { try self.key(key); state.writer.int(value) }
-    mutating func encode(_ value: Int16, forKey key: Key) throws { try self.key(key); state.writer.int(value) }
-    mutating func encode(_ value: Int32, forKey key: Key) throws { try self.key(key); state.writer.int(value) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { try self.key(key); state.writer.int(value) }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { try self.key(key); state.writer.int(value) }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws { try self.key(key); state.writer.int(value) }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws { try self.key(key); state.writer.int(value) }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws { try self.key(key); state.writer.int(value) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { try self.key(key); state.writer.int(value) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws { try self.key(key); try state.write(value) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
@@ -234,21 +254,21 @@ private struct StreamUnkeyed: UnkeyedEncodingContainer {
         count += 1
     }
 
-    mutating func encodeNil() throws { try next(); state.writer.null() }
-    mutating func encode(_ value: Bool) throws { try next(); state.writer.bool(value) }
-    mutating func encode(_ value: String) throws { try next(); state.writer.string(value) }
+    mutating func encodeNil() throws { try next(); state.core.pointee.writer.null() }
+    mutating func encode(_ value: Bool) throws { try next(); state.core.pointee.writer.bool(value) }
+    mutating func encode(_ value: String) throws { try next(); state.core.pointee.writer.string(value) }
     mutating func encode(_ value: Double) throws { try next(); try state.number(value) }
     mutating func encode(_ value: Float) throws { try next(); try state.number(value) }
-    mutating func encode(_ value: Int) throws { try next(); state.writer.int(value) }
-    mutating func encode(_ value: Int8) throws { try next(); state.writer.int(value) }
-    mutating func encode(_ value: Int16) throws { try next(); state.writer.int(value) }
-    mutating func encode(_ value: Int32) throws { try next(); state.writer.int(value) }
-    mutating func encode(_ value: Int64) throws { try next(); state.writer.int(value) }
-    mutating func encode(_ value: UInt) throws { try next(); state.writer.int(value) }
-    mutating func encode(_ value: UInt8) throws { try next(); state.writer.int(value) }
-    mutating func encode(_ value: UInt16) throws { try next(); state.writer.int(value) }
-    mutating func encode(_ value: UInt32) throws { try next(); state.writer.int(value) }
-    mutating func encode(_ value: UInt64) throws { try next(); state.writer.int(value) }
+    mutating func encode(_ value: Int) throws { try next(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: Int8) throws { try next(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: Int16) throws { try next(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: Int32) throws { try next(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: Int64) throws { try next(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: UInt) throws { try next(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: UInt8) throws { try next(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: UInt16) throws { try next(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: UInt32) throws { try next(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: UInt64) throws { try next(); state.core.pointee.writer.int(value) }
     mutating func encode<T: Encodable>(_ value: T) throws { try next(); try state.write(value) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
@@ -282,20 +302,20 @@ private struct StreamSingle: SingleValueEncodingContainer {
         written = true
     }
 
-    mutating func encodeNil() throws { try once(); state.writer.null() }
-    mutating func encode(_ value: Bool) throws { try once(); state.writer.bool(value) }
-    mutating func encode(_ value: String) throws { try once(); state.writer.string(value) }
+    mutating func encodeNil() throws { try once(); state.core.pointee.writer.null() }
+    mutating func encode(_ value: Bool) throws { try once(); state.core.pointee.writer.bool(value) }
+    mutating func encode(_ value: String) throws { try once(); state.core.pointee.writer.string(value) }
     mutating func encode(_ value: Double) throws { try once(); try state.number(value) }
     mutating func encode(_ value: Float) throws { try once(); try state.number(value) }
-    mutating func encode(_ value: Int) throws { try once(); state.writer.int(value) }
-    mutating func encode(_ value: Int8) throws { try once(); state.writer.int(value) }
-    mutating func encode(_ value: Int16) throws { try once(); state.writer.int(value) }
-    mutating func encode(_ value: Int32) throws { try once(); state.writer.int(value) }
-    mutating func encode(_ value: Int64) throws { try once(); state.writer.int(value) }
-    mutating func encode(_ value: UInt) throws { try once(); state.writer.int(value) }
-    mutating func encode(_ value: UInt8) throws { try once(); state.writer.int(value) }
-    mutating func encode(_ value: UInt16) throws { try once(); state.writer.int(value) }
-    mutating func encode(_ value: UInt32) throws { try once(); state.writer.int(value) }
-    mutating func encode(_ value: UInt64) throws { try once(); state.writer.int(value) }
+    mutating func encode(_ value: Int) throws { try once(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: Int8) throws { try once(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: Int16) throws { try once(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: Int32) throws { try once(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: Int64) throws { try once(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: UInt) throws { try once(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: UInt8) throws { try once(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: UInt16) throws { try once(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: UInt32) throws { try once(); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: UInt64) throws { try once(); state.core.pointee.writer.int(value) }
     mutating func encode<T: Encodable>(_ value: T) throws { try once(); try state.write(value) }
 }

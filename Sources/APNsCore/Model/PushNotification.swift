@@ -39,7 +39,7 @@ extension PushNotification {
     public func payload() throws(APNsValidationError) -> [UInt8] {
         var writer = JSONWriter()
         try writePayload(to: &writer)
-        let size = writer.bytes.count
+        let size = writer.count
         let limit = Self.pushType.maximumPayloadSize
         guard size <= limit else { throw .payloadTooLarge(pushType: Self.pushType, size: size, limit: limit) }
         return writer.bytes

@@ -27,10 +27,10 @@ public struct AlertContent: Hashable, Sendable {
     /// localization keys with their arguments.
     func write(to writer: inout JSONWriter) {
         writer.beginObject()
-        if case .text(let text)? = title { writer.key("title"); writer.string(text) }
-        if case .text(let text)? = subtitle { writer.key("subtitle"); writer.string(text) }
-        if case .text(let text)? = body { writer.key("body"); writer.string(text) }
-        if let launchImage { writer.key("launch-image"); writer.string(launchImage) }
+        if case .text(let text)? = title { writer.literalKey("title"); writer.string(text) }
+        if case .text(let text)? = subtitle { writer.literalKey("subtitle"); writer.string(text) }
+        if case .text(let text)? = body { writer.literalKey("body"); writer.string(text) }
+        if let launchImage { writer.literalKey("launch-image"); writer.string(launchImage) }
         title?.writeLocalized(keyName: "title-loc-key", argumentsName: "title-loc-args", to: &writer)
         subtitle?.writeLocalized(keyName: "subtitle-loc-key", argumentsName: "subtitle-loc-args", to: &writer)
         body?.writeLocalized(keyName: "loc-key", argumentsName: "loc-args", to: &writer)
@@ -43,12 +43,12 @@ public enum LocalizableText: Hashable, Sendable {
     case text(String)
     case localized(key: String, arguments: [String])
 
-    func writeLocalized(keyName: String, argumentsName: String, to writer: inout JSONWriter) {
+    func writeLocalized(keyName: StaticString, argumentsName: StaticString, to writer: inout JSONWriter) {
         guard case .localized(let key, let arguments) = self else { return }
-        writer.key(keyName)
+        writer.literalKey(keyName)
         writer.string(key)
         guard !arguments.isEmpty else { return }
-        writer.key(argumentsName)
+        writer.literalKey(argumentsName)
         writer.beginArray()
         for argument in arguments { writer.string(argument) }
         writer.endArray()

@@ -54,26 +54,26 @@ public struct AlertPayload: Hashable, Sendable {
 
     /// Writes `"aps":{…}` in the canonical order.
     func write(to writer: inout JSONWriter) {
-        writer.key("aps")
+        writer.literalKey("aps")
         writer.beginObject()
         switch alert {
         case .text(let text)?:
-            writer.key("alert")
+            writer.literalKey("alert")
             writer.string(text)
         case .content(let content)?:
-            writer.key("alert")
+            writer.literalKey("alert")
             content.write(to: &writer)
         case nil: break
         }
-        if let badge { writer.key("badge"); writer.int(badge) }
-        if let sound { writer.key("sound"); sound.write(to: &writer) }
-        if let threadID { writer.key("thread-id"); writer.string(threadID) }
-        if let category { writer.key("category"); writer.string(category) }
-        if mutableContent { writer.key("mutable-content"); writer.int(1) }
-        if let targetContentID { writer.key("target-content-id"); writer.string(targetContentID) }
-        if let interruptionLevel { writer.key("interruption-level"); writer.string(interruptionLevel.rawValue) }
-        if let relevanceScore { writer.key("relevance-score"); writer.double(relevanceScore) }
-        if let filterCriteria { writer.key("filter-criteria"); writer.string(filterCriteria) }
+        if let badge { writer.literalKey("badge"); writer.int(badge) }
+        if let sound { writer.literalKey("sound"); sound.write(to: &writer) }
+        if let threadID { writer.literalKey("thread-id"); writer.string(threadID) }
+        if let category { writer.literalKey("category"); writer.string(category) }
+        if mutableContent { writer.literalKey("mutable-content"); writer.int(1) }
+        if let targetContentID { writer.literalKey("target-content-id"); writer.string(targetContentID) }
+        if let interruptionLevel { writer.literalKey("interruption-level"); writer.string(interruptionLevel.rawValue) }
+        if let relevanceScore { writer.literalKey("relevance-score"); writer.double(relevanceScore) }
+        if let filterCriteria { writer.literalKey("filter-criteria"); writer.string(filterCriteria) }
         writer.endObject()
     }
 }

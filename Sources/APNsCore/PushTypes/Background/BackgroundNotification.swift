@@ -44,9 +44,9 @@ public struct BackgroundNotification<AppData: Encodable & Sendable>: TokenDelive
 
     public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
         writer.beginObject()
-        writer.key("aps")
+        writer.literalKey("aps")
         writer.beginObject()
-        writer.key("content-available")
+        writer.literalKey("content-available")
         writer.int(1)
         writer.endObject()
         try writer.appData(appData)

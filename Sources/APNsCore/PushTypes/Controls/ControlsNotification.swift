@@ -44,6 +44,6 @@ public struct ControlsNotification: TokenDeliverable {
     }
 
     public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
-        writer.fixedAPS { $0.key("content-changed"); $0.bool(true) }
+        writer.fixedAPS { $0.literalKey("content-changed"); $0.bool(true) }
     }
 }

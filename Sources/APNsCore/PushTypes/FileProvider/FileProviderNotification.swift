@@ -53,9 +53,9 @@ public struct FileProviderNotification: TokenDeliverable {
 
     public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
         writer.beginObject()
-        writer.key("container-identifier")
+        writer.literalKey("container-identifier")
         writer.string(containerIdentifier)
-        writer.key("domain")
+        writer.literalKey("domain")
         writer.string(domain)
         writer.endObject()
     }

@@ -20,12 +20,12 @@ public struct LiveActivityAlert: Hashable, Sendable {
 
     func write(to writer: inout JSONWriter) {
         writer.beginObject()
-        writer.key("title")
+        writer.literalKey("title")
         title.writeValue(to: &writer)
-        writer.key("body")
+        writer.literalKey("body")
         body.writeValue(to: &writer)
         if let sound {
-            writer.key("sound")
+            writer.literalKey("sound")
             writer.string(sound)
         }
         writer.endObject()
@@ -42,10 +42,10 @@ extension LocalizableText: ExpressibleByStringLiteral {
             writer.string(text)
         case .localized(let key, let arguments):
             writer.beginObject()
-            writer.key("loc-key")
+            writer.literalKey("loc-key")
             writer.string(key)
             if !arguments.isEmpty {
-                writer.key("loc-args")
+                writer.literalKey("loc-args")
                 writer.beginArray()
                 for argument in arguments { writer.string(argument) }
                 writer.endArray()

@@ -74,34 +74,34 @@ public struct LiveActivityNotification<
 
     public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
         writer.beginObject()
-        writer.key("aps")
+        writer.literalKey("aps")
         writer.beginObject()
         if let alert {
-            writer.key("alert")
+            writer.literalKey("alert")
             alert.write(to: &writer)
         }
         if let relevanceScore {
             guard relevanceScore.isFinite else { throw .nonFiniteNumber(path: "aps.relevance-score") }
-            writer.key("relevance-score")
+            writer.literalKey("relevance-score")
             writer.double(relevanceScore)
         }
         if let staleDate { try writer.unixSeconds(key: "stale-date", staleDate) }
         try writer.encodedObject(key: "content-state", contentState)
         try writer.unixSeconds(key: "timestamp", timestamp)
-        writer.key("event")
+        writer.literalKey("event")
         writer.string(Event.name)
         if let endDismissalDate { try writer.unixSeconds(key: "dismissal-date", endDismissalDate) }
         if let startAttributes {
-            writer.key("attributes-type")
+            writer.literalKey("attributes-type")
             writer.string(startAttributes.type)
             try writer.encodedObject(key: "attributes", startAttributes.value)
         }
         switch startPushInput {
         case .token?:
-            writer.key("input-push-token")
+            writer.literalKey("input-push-token")
             writer.int(1)
         case .channel(let id)?:
-            writer.key("input-push-channel")
+            writer.literalKey("input-push-channel")
             writer.string(id)
         case nil:
             break

@@ -51,7 +51,7 @@ public struct MDMNotification: CertificateDeliverable {
     public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
         guard topic.hasPrefix("com.apple.mgmt.") else { throw .invalidMDMTopic(topic) }
         writer.beginObject()
-        writer.key("mdm")
+        writer.literalKey("mdm")
         writer.string(pushMagic)
         writer.endObject()
     }

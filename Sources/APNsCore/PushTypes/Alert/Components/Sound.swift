@@ -41,9 +41,9 @@ public struct Sound: AlertNotificationComponent, Hashable, Sendable {
     func write(to writer: inout JSONWriter) {
         guard let criticalVolume else { return writer.string(name) }
         writer.beginObject()
-        writer.key("critical"); writer.int(1)
-        writer.key("name"); writer.string(name)
-        writer.key("volume"); writer.double(criticalVolume)
+        writer.literalKey("critical"); writer.int(1)
+        writer.literalKey("name"); writer.string(name)
+        writer.literalKey("volume"); writer.double(criticalVolume)
         writer.endObject()
     }
 }
