@@ -62,10 +62,16 @@ let package = Package(
         .executableTarget(
             name: "APNsBenchmark",
             dependencies: [
-                "APNs", "APNsMockServer",
+                "APNs", "APNsMockServer", "CLibcurlReference",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/APNsBenchmark"
+        ),
+        // The same requests through a minimal libcurl loop in C: the floor of any libcurl client.
+        .target(
+            name: "CLibcurlReference",
+            path: "Benchmarks/CLibcurlReference",
+            linkerSettings: [.linkedLibrary("curl")]
         ),
         .testTarget(name: "APNsCoreTests", dependencies: ["APNsCore"]),
         .testTarget(

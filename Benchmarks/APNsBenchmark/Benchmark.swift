@@ -14,6 +14,7 @@ struct Benchmark: AsyncParsableCommand {
 
     @Option(help: "Alert notifications for the throughput run.") var count = 100_000
     @Option(help: "Streams in flight on the one connection.") var streams = 100
+    @Option(help: "Alternating rounds the throughput runs are split into.") var rounds = 4
     @Option(name: .customLong("memory-count"), help: "Sends for the memory run (RSS is read after 100k and at the end).") var memoryCount = 1_000_000
     @Option(name: .customLong("server-threads"), help: "Event-loop threads of the mock server.") var serverThreads = 2
     @Option(name: .customLong("serialization-iterations")) var serializationIterations = 200_000
@@ -30,7 +31,8 @@ struct Benchmark: AsyncParsableCommand {
         var rows: [(String, String)] = []
         print("mock server: separate process, \(serverThreads) event-loop threads, no recording, port \(server.port)")
 
-        // 1. swift-apns through libcurl, one connection.
+        // 1–3. swift-apns, libcurl alone and h2load on the same server, in alternating rounds so
+        // that noise from the rest of the machine hits all three alike.
         var transport = TransportConfiguration()
         transport.trustedCertificateAuthority = .file(path: server.caPath)
         transport.maximumConcurrentStreams = streams
@@ -39,40 +41,52 @@ struct Benchmark: AsyncParsableCommand {
             teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
             environment: .custom(host: "127.0.0.1", port: server.port), transport: transport)
         let notification = Workload.notification()
-        let ours = try await Workload.run(notification, via: connector, devices: count, inFlight: streams)
+        let request = try notification.request(to: Workload.device(0))
+        let token = try connector.bearerToken()
+        let h2load = skipH2load ? nil : H2Load.find()
+        try await Workload.warmUp(notification, via: connector, inFlight: streams)
+        var ours = Workload.Result()
+        var floor = Workload.Result()
+        var reference = Workload.Result()
+        let rounds = max(1, min(self.rounds, count / 100))
+        for round in 0..<rounds {
+            let share = count / rounds + (round < count % rounds ? 1 : 0)
+            ours.add(try await Workload.run(notification, via: connector, devices: share, inFlight: streams))
+            floor.add(try LibcurlReference.run(port: server.port, caPath: server.caPath, count: share, streams: streams, token: token, request: request))
+            if let h2load { reference.add(try H2Load.run(h2load, port: server.port, count: share, streams: streams, token: token, request: request)) }
+        }
         rows.append(("swift-apns pushes/s (\(count), 1 connection, \(streams) streams)", Format.rate(ours.rate)))
         rows.append(("swift-apns client CPU s per 100k (user+sys)", Format.seconds(ours.cpuPer100k)))
-        rows.append(("swift-apns peak RSS", Format.megabytes(ours.peakRSS)))
+        rows.append(("swift-apns peak RSS", Format.megabytes(Usage.peakRSS())))
         rows.append(("swift-apns connections opened (CURLINFO_NUM_CONNECTS)", "\(connector.connectionsOpened)"))
         rows.append(("swift-apns outcomes / devices", "\(ours.outcomes) / \(count)"))
-
-        // 2. h2load on the same server with an equivalent request.
-        if !skipH2load, let h2load = H2Load.find() {
-            let reference = try H2Load.run(
-                h2load, port: server.port, count: count, streams: streams, token: try connector.bearerToken(),
-                request: try notification.request(to: Workload.device(0)))
+        rows.append(("libcurl alone (C multi loop, same requests) pushes/s", Format.rate(floor.rate)))
+        rows.append(("libcurl alone CPU s per 100k (user+sys)", Format.seconds(floor.cpuPer100k)))
+        rows.append(("ratio swift-apns / libcurl alone, CPU per push", Format.ratio(ours.cpuPer100k / floor.cpuPer100k)))
+        if h2load != nil {
             rows.append(("h2load pushes/s (same server, 1 connection, \(streams) streams)", Format.rate(reference.rate)))
             rows.append(("h2load CPU s per 100k (user+sys)", Format.seconds(reference.cpuPer100k)))
             rows.append(("ratio swift-apns / h2load, pushes/s (target >= 0.6)", Format.ratio(ours.rate / reference.rate)))
             rows.append(("ratio swift-apns / h2load, CPU per push (target <= 2)", Format.ratio(ours.cpuPer100k / reference.cpuPer100k)))
+            rows.append(("ratio libcurl alone / h2load, CPU per push (floor of the above)", Format.ratio(floor.cpuPer100k / reference.cpuPer100k)))
         } else {
             rows.append(("h2load", skipH2load ? "skipped" : "not installed (apt-get install nghttp2-client)"))
         }
 
-        // 3. Serialisation.
+        // 4. Serialisation.
         let serialization = Serialization.measure(iterations: serializationIterations)
         rows.append(("serialise alert + app data, swift-apns ns/op (median of 20 rounds)", String(format: "%.0f", serialization.ours)))
         rows.append(("serialise alert + app data, JSONEncoder(.sortedKeys) ns/op", String(format: "%.0f", serialization.jsonEncoder)))
         rows.append(("ratio JSONEncoder / swift-apns (target >= 5)", Format.ratio(serialization.ratio)))
 
-        // 4. Memory: peak RSS after 100k and after memoryCount sends, in one bulk send.
+        // 5. Memory: peak RSS after 100k and after memoryCount sends, in one bulk send.
         let memory = try await Workload.memory(notification, via: connector, devices: memoryCount, checkpoint: min(100_000, memoryCount), inFlight: streams)
         rows.append(("peak RSS after \(min(100_000, memoryCount)) sends", Format.megabytes(memory.atCheckpoint)))
         rows.append(("peak RSS after \(memoryCount) sends (target: within 5 MB)", Format.megabytes(memory.atEnd)))
         rows.append(("memory run outcomes / devices", "\(memory.outcomes) / \(memoryCount)"))
 
         print(Format.table(rows))
-        let lost = ours.outcomes != count || memory.outcomes != memoryCount
+        let lost = ours.outcomes != count || floor.outcomes != count || memory.outcomes != memoryCount
         if lost { throw ExitCode(1) }
     }
 }

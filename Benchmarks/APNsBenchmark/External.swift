@@ -1,5 +1,6 @@
 import APNs
 import APNsMockServer
+import CLibcurlReference
 import Foundation
 
 /// The mock server in its own process: this executable re-run with `--serve`.
@@ -92,11 +93,34 @@ enum H2Load {
             .flatMap { line in line.split(separator: ",").first(where: { $0.contains("succeeded") }) }
             .flatMap { Int($0.trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") } ?? 0
         if succeeded != count { print("warning: h2load: \(succeeded) of \(count) requests succeeded") }
-        return Workload.Result(rate: rate, cpuPer100k: cpu / Double(count) * 100_000, peakRSS: 0, outcomes: succeeded)
+        return Workload.Result(pushes: count, seconds: Double(count) / rate, cpuSeconds: cpu, outcomes: succeeded)
     }
 }
 
 struct BenchmarkError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// The same requests through a minimal libcurl multi loop written in C (`CLibcurlReference`), in
+/// this process: what libcurl itself costs, below which no libcurl-based client can go.
+enum LibcurlReference {
+    static func run(port: Int, caPath: String, count: Int, streams: Int, token: String, request: APNsRequest) throws -> Workload.Result {
+        let headers = ["authorization: bearer \(token)"] + request.headers.map { "\($0.name): \($0.value)" }
+        var cHeaders = headers.map { strdup($0) }
+        defer { cHeaders.forEach { free($0) } }
+        var result = libcurl_reference_result()
+        let body = request.body.map { CChar(bitPattern: $0) }
+        let status = cHeaders.withUnsafeMutableBufferPointer { pointers in
+            pointers.withMemoryRebound(to: UnsafePointer<CChar>?.self) { headerPointers in
+                libcurl_reference_run(
+                    "https://127.0.0.1:\(port)", caPath, headerPointers.baseAddress, Int32(headers.count), body, body.count,
+                    count, 100, streams, &result)
+            }
+        }
+        guard status == 0 else { throw BenchmarkError("the libcurl reference could not start") }
+        if result.failed > 0 { print("warning: libcurl reference: \(result.failed) requests failed") }
+        return Workload.Result(
+            pushes: count, seconds: result.seconds, cpuSeconds: result.cpu_seconds, outcomes: result.succeeded - min(100, result.succeeded))
+    }
 }

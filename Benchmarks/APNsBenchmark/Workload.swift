@@ -32,9 +32,12 @@ enum Workload {
     /// Devices made on demand, so a million of them cost no memory up front.
     struct Devices: Sequence, Sendable {
         let count: Int
-        func makeIterator() -> AnyIterator<Device> {
+        func makeIterator() -> Iterator { Iterator(count: count) }
+
+        struct Iterator: IteratorProtocol {
+            let count: Int
             var index = 0
-            return AnyIterator {
+            mutating func next() -> Device? {
                 guard index < count else { return nil }
                 defer { index += 1 }
                 return Workload.device(index)
@@ -42,16 +45,30 @@ enum Workload {
         }
     }
 
+    /// Pushes, seconds and CPU seconds, summed over rounds.
     struct Result {
-        var rate: Double
-        var cpuPer100k: Double
-        var peakRSS: Int
-        var outcomes: Int
+        var pushes = 0
+        var seconds = 0.0
+        var cpuSeconds = 0.0
+        var outcomes = 0
+
+        var rate: Double { seconds > 0 ? Double(pushes) / seconds : 0 }
+        var cpuPer100k: Double { pushes > 0 ? cpuSeconds / Double(pushes) * 100_000 : 0 }
+
+        mutating func add(_ other: Result) {
+            pushes += other.pushes
+            seconds += other.seconds
+            cpuSeconds += other.cpuSeconds
+            outcomes += other.outcomes
+        }
+    }
+
+    /// Connects and settles the token before anything is measured.
+    static func warmUp(_ notification: AlertNotification<Game>, via connector: TokenConnector, inFlight: Int) async throws {
+        for await _ in try send(notification, via: connector, to: Devices(count: 1000), maximumInFlight: inFlight) {}
     }
 
     static func run(_ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, inFlight: Int) async throws -> Result {
-        // Warm up: connect and settle the token.
-        for await _ in try send(notification, via: connector, to: Devices(count: min(1000, devices)), maximumInFlight: inFlight) {}
         let cpuBefore = Usage.cpuSeconds()
         let start = ContinuousClock.now
         var outcomes = 0
@@ -63,7 +80,7 @@ enum Workload {
         let elapsed = (ContinuousClock.now - start).seconds
         let cpu = Usage.cpuSeconds() - cpuBefore
         if failures > 0 { print("warning: \(failures) sends were not accepted") }
-        return Result(rate: Double(devices) / elapsed, cpuPer100k: cpu / Double(devices) * 100_000, peakRSS: Usage.peakRSS(), outcomes: outcomes)
+        return Result(pushes: devices, seconds: elapsed, cpuSeconds: cpu, outcomes: outcomes)
     }
 
     static func memory(_ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, checkpoint: Int, inFlight: Int) async throws -> (atCheckpoint: Int, atEnd: Int, outcomes: Int) {

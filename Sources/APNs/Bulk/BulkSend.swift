@@ -51,70 +51,122 @@ public func send<Notification: CertificateDeliverable, Via: Connector, Devices: 
 
 /// The outcomes of a bulk send, one per device, in the order responses arrive.
 ///
-/// Iterate it once. Sending starts when iteration starts and follows the consumer's pace.
+/// Iterate it once. Sending starts when iteration starts and follows the consumer's pace: at most
+/// `maximumInFlight` requests are started and not yet read.
 public struct BulkSendResults: AsyncSequence, Sendable {
     public typealias Element = BulkOutcome
 
-    private let start: @Sendable (BoundedBuffer<BulkOutcome>) -> Task<Void, Never>
-    private let bufferCapacity: Int
+    /// A device and what the connector returned for it, before interpretation.
+    typealias Raw = (device: Device, result: Result<HTTPResponse, any Error>)
+
+    private let start: @Sendable (BulkChannel<Raw>) -> Task<Void, Never>
+    private let limit: Int
 
     init<Notification: PushNotification, Via: Connector, Devices: Sequence & Sendable>(
         notification: Notification, connector: Via, devices: Devices, maximumInFlight: Int?
     ) throws(APNsValidationError) where Devices.Element == Device {
         // Validate and serialise once; each device only changes the path.
         let template = try notification.request(to: Device(tokenBytes: [0]))
-        let limit = Swift.max(1, maximumInFlight ?? connector.concurrencyLimit)
-        bufferCapacity = limit
-        start = { buffer in
+        limit = Swift.max(1, maximumInFlight ?? connector.concurrencyLimit)
+        start = { channel in
             Task {
-                await withTaskGroup(of: BulkOutcome.self) { group in
-                    var inFlight = 0
-                    for device in devices {
-                        if Task.isCancelled { break }
-                        if inFlight >= limit, let outcome = await group.next() {
-                            inFlight -= 1
-                            guard await buffer.send(outcome) else { break }
-                        }
-                        var request = template
-                        request.path = device.path
-                        group.addTask {
-                            do {
-                                return BulkOutcome(device: device, result: .success(try await deliver(request, via: connector)))
-                            } catch {
-                                return BulkOutcome(device: device, result: .failure(error))
-                            }
-                        }
-                        inFlight += 1
-                    }
-                    while let outcome = await group.next() {
-                        guard await buffer.send(outcome) else { group.cancelAll(); continue }
-                    }
+                if let direct = connector as? any BatchSubmitting {
+                    await BulkSendResults.produce(template, devices: devices, into: channel, via: direct)
+                } else {
+                    await BulkSendResults.produce(template, devices: devices, into: channel, via: connector)
                 }
-                await buffer.finish()
+                channel.finish()
+            }
+        }
+    }
+
+    /// The most devices started with one call to the connector.
+    static let batchSize = 64
+
+    /// swift-apns' own connectors: each batch of devices is handed to the transport at once, and
+    /// results come back on its thread straight into the channel — no task per device.
+    private static func produce<Devices: Sequence>(
+        _ template: APNsRequest, devices: Devices, into channel: BulkChannel<Raw>, via connector: any BatchSubmitting
+    ) async where Devices.Element == Device {
+        let owner = ObjectIdentifier(channel)
+        channel.onClose { connector.cancelAll(ownedBy: owner) }
+        let deliver: @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void = { device, result in
+            if let device { channel.deliver((device, result)) }
+        }
+        var iterator = devices.makeIterator()
+        var batch: [Device] = []
+        batch.reserveCapacity(batchSize)
+        while !Task.isCancelled {
+            let permits = await channel.take(upTo: batchSize)
+            guard permits > 0 else { return }
+            batch.removeAll(keepingCapacity: true)
+            while batch.count < permits, let device = iterator.next() { batch.append(device) }
+            channel.giveBack(permits - batch.count)
+            guard !batch.isEmpty else { return }
+            connector.submit(template, to: batch, owner: owner, completion: deliver)
+            if batch.count < permits { return }
+        }
+    }
+
+    /// Any other connector (a recording connector, your own): one child task per device.
+    private static func produce<Devices: Sequence, Via: Connector>(
+        _ template: APNsRequest, devices: Devices, into channel: BulkChannel<Raw>, via connector: Via
+    ) async where Devices.Element == Device {
+        var iterator = devices.makeIterator()
+        await withDiscardingTaskGroup { group in
+            while !Task.isCancelled {
+                let permits = await channel.take(upTo: batchSize)
+                guard permits > 0 else { return group.cancelAll() }
+                var started = 0
+                while started < permits, let device = iterator.next() {
+                    var request = template
+                    request.path = device.path
+                    group.addTask {
+                        do {
+                            channel.deliver((device, .success(try await connector.perform(request))))
+                        } catch {
+                            channel.deliver((device, .failure(error)))
+                        }
+                    }
+                    started += 1
+                }
+                channel.giveBack(permits - started)
+                if started < permits { return }
             }
         }
     }
 
     public func makeAsyncIterator() -> Iterator {
-        let buffer = BoundedBuffer<BulkOutcome>(capacity: bufferCapacity)
-        return Iterator(buffer: buffer, task: start(buffer))
+        let channel = BulkChannel<Raw>(limit: limit)
+        return Iterator(channel: channel, task: start(channel))
     }
 
     /// Reads outcomes; when the iterator is released, the bulk send is cancelled.
     public struct Iterator: AsyncIteratorProtocol {
-        let buffer: BoundedBuffer<BulkOutcome>
+        let channel: BulkChannel<Raw>
         let producer: Producer
 
-        init(buffer: BoundedBuffer<BulkOutcome>, task: Task<Void, Never>) {
-            self.buffer = buffer
-            producer = Producer(task: task, buffer: buffer)
+        init(channel: BulkChannel<Raw>, task: Task<Void, Never>) {
+            self.channel = channel
+            producer = Producer(task: task, channel: channel)
         }
 
         public mutating func next() async -> BulkOutcome? {
-            await withTaskCancellationHandler {
-                await buffer.receive()
+            let raw = await withTaskCancellationHandler {
+                await channel.receive()
             } onCancel: { [producer] in
                 producer.cancel()
+            }
+            guard let (device, result) = raw else { return nil }
+            switch result {
+            case .success(let response):
+                do {
+                    return BulkOutcome(device: device, result: .success(try APNsResponse(interpreting: response)))
+                } catch {
+                    return BulkOutcome(device: device, result: .failure(error))
+                }
+            case .failure(let error):
+                return BulkOutcome(device: device, result: .failure(error))
             }
         }
     }
@@ -122,17 +174,30 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     /// Cancels the sending task when the last iterator copy goes away.
     final class Producer: Sendable {
         let task: Task<Void, Never>
-        let buffer: BoundedBuffer<BulkOutcome>
-        init(task: Task<Void, Never>, buffer: BoundedBuffer<BulkOutcome>) {
+        let channel: BulkChannel<Raw>
+        init(task: Task<Void, Never>, channel: BulkChannel<Raw>) {
             self.task = task
-            self.buffer = buffer
+            self.channel = channel
         }
         func cancel() {
             task.cancel()
-            buffer.close()
+            channel.close()
         }
         deinit { cancel() }
     }
+}
+
+/// Connectors whose transport starts many requests without a task each: swift-apns' own. Bulk
+/// sends use it when the connector has it, and tasks otherwise.
+protocol BatchSubmitting: Sendable {
+    /// Starts `template` once per device (each to the device's path); `completion` gets exactly
+    /// one call per device, on the transport's thread.
+    func submit(
+        _ template: APNsRequest, to devices: [Device], owner: ObjectIdentifier,
+        completion: @escaping @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void)
+
+    /// Cancels what `submit` started with `owner` and has not finished.
+    func cancelAll(ownedBy owner: ObjectIdentifier)
 }
 
 extension Connector {

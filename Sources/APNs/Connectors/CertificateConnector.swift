@@ -71,3 +71,18 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
         Mirror(self, children: ["subject": subject, "environment": environment], displayStyle: .class)
     }
 }
+
+extension CertificateConnector: BatchSubmitting {
+    func submit(
+        _ template: APNsRequest, to devices: [Device], owner: ObjectIdentifier,
+        completion: @escaping @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void
+    ) {
+        transport.submit(
+            template, to: devices, endpoint: environment.endpoint(for: template.service), authorization: nil, owner: owner,
+            completion: completion)
+    }
+
+    func cancelAll(ownedBy owner: ObjectIdentifier) {
+        transport.cancelAll(ownedBy: owner)
+    }
+}

@@ -59,7 +59,7 @@ public struct APNsEnvironment: Hashable, Sendable, CustomStringConvertible {
         }
         /// `https://host:port`, with IPv6 literals bracketed.
         public var baseURL: String {
-            let shown = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+            let shown = host.utf8.contains(UInt8(ascii: ":")) && !host.hasPrefix("[") ? "[\(host)]" : host
             return "https://\(shown):\(port)"
         }
         public var description: String { "\(host):\(port)" }

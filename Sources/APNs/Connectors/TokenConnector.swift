@@ -80,13 +80,15 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
         let endpoint = environment.endpoint(for: request.service)
         let response = try await transport.perform(request, endpoint: endpoint, authorization: "bearer " + token.value)
         // APNs reference §9: on ExpiredProviderToken mint a new token and retry once.
-        if response.status == 403,
-            APNsRejection(status: 403, body: response.body).reason == .expiredProviderToken,
-            let fresh = try refresh(after: token)
-        {
+        if TokenConnector.isExpiredToken(response), let fresh = try refresh(after: token) {
             return try await transport.perform(request, endpoint: endpoint, authorization: "bearer " + fresh.value)
         }
         return response
+    }
+
+    /// APNs' answer to a token it considers expired (APNs reference §9).
+    static func isExpiredToken(_ response: HTTPResponse) -> Bool {
+        response.status == 403 && APNsRejection(status: 403, body: response.body).reason == .expiredProviderToken
     }
 
     /// The current provider token (the JWT, without `bearer `), for handing to another HTTP/2
@@ -153,5 +155,38 @@ enum Base64URL {
         text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
         while text.hasSuffix("=") { text.removeLast() }
         return text
+    }
+}
+
+extension TokenConnector: BatchSubmitting {
+    func submit(
+        _ template: APNsRequest, to devices: [Device], owner: ObjectIdentifier,
+        completion: @escaping @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void
+    ) {
+        let token: Token
+        do {
+            token = try currentToken()
+        } catch {
+            for device in devices { completion(device, .failure(error)) }
+            return
+        }
+        let endpoint = environment.endpoint(for: template.service)
+        transport.submit(template, to: devices, endpoint: endpoint, authorization: "bearer " + token.value, owner: owner) {
+            [self] device, result in
+            // As in `perform`: on ExpiredProviderToken, one retry with a fresh token.
+            if case .success(let response) = result, TokenConnector.isExpiredToken(response), let device,
+                let fresh = try? refresh(after: token)
+            {
+                transport.submit(
+                    template, to: [device], endpoint: endpoint, authorization: "bearer " + fresh.value, owner: owner,
+                    completion: completion)
+                return
+            }
+            completion(device, result)
+        }
+    }
+
+    func cancelAll(ownedBy owner: ObjectIdentifier) {
+        transport.cancelAll(ownedBy: owner)
     }
 }

@@ -21,6 +21,8 @@ final class CurlMultiLoop: @unchecked Sendable {
     enum Operation {
         case add(Transfer)
         case cancel(Transfer)
+        /// Cancels every transfer of one bulk send (``Transfer/owner``), in flight or queued.
+        case cancelOwned(ObjectIdentifier)
     }
 
     private struct Inbox {
@@ -65,9 +67,22 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     /// Queues an operation and wakes the loop, starting its thread on first use.
     func submit(_ operation: Operation) {
+        switch operation {
+        case .add(let transfer): submit(batch: [transfer])
+        case .cancel, .cancelOwned: post([operation], refused: [])
+        }
+    }
+
+    /// Queues transfers with one lock and at most one wake-up.
+    func submit(batch transfers: [Transfer]) {
+        post(transfers.map(Operation.add), refused: transfers)
+    }
+
+    /// `refused` are the transfers among `operations`, failed at once if the loop has shut down.
+    private func post(_ operations: [Operation], refused transfers: [Transfer]) {
         let (start, refused, wake) = inbox.withLock { state -> (Bool, Bool, Bool) in
             if state.shutdown { return (false, true, false) }
-            state.operations.append(operation)
+            state.operations.append(contentsOf: operations)
             // Only a sleeping loop needs the wake-up syscall; an awake one drains the inbox before
             // it sleeps again.
             let wake = state.sleeping && !state.wakePending
@@ -76,13 +91,11 @@ final class CurlMultiLoop: @unchecked Sendable {
             return (!state.started, false, wake)
         }
         if refused {
-            if case .add(let transfer) = operation { transfer.resume(.failure(TransportError.shutDown)) }
+            for transfer in transfers { transfer.resume(.failure(TransportError.shutDown)) }
             return
         }
         guard let multi else {
-            if case .add(let transfer) = operation {
-                transfer.resume(.failure(TransportError(code: 2, message: "curl_multi_init failed")))
-            }
+            for transfer in transfers { transfer.resume(.failure(TransportError(code: 2, message: "curl_multi_init failed"))) }
             return
         }
         if start {
@@ -134,6 +147,7 @@ final class CurlMultiLoop: @unchecked Sendable {
                 switch operation {
                 case .add(let transfer): enqueue(transfer)
                 case .cancel(let transfer): cancel(transfer, on: multi)
+                case .cancelOwned(let owner): cancelAll(ownedBy: owner, on: multi)
                 }
             }
             if stop {
@@ -255,16 +269,16 @@ final class CurlMultiLoop: @unchecked Sendable {
         case .post:
             _ = ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, nil)
             _ = ccurl_easy_setopt_long(easy, CURLOPT_POST, 1)
-            _ = ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.bodyCount))
-            _ = ccurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, transfer.body.baseAddress)
+            _ = ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.body.count))
+            _ = ccurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, transfer.body.bytes.baseAddress)
         case .get:
             _ = ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, nil)
             _ = ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
         default:
-            if transfer.bodyCount > 0 {
+            if transfer.body.count > 0 {
                 _ = ccurl_easy_setopt_long(easy, CURLOPT_POST, 1)
-                _ = ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.bodyCount))
-                _ = ccurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, transfer.body.baseAddress)
+                _ = ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.body.count))
+                _ = ccurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, transfer.body.bytes.baseAddress)
             } else {
                 _ = ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
             }
@@ -288,6 +302,11 @@ final class CurlMultiLoop: @unchecked Sendable {
             transfer.resume(.failure(CancellationError()))  // skipped when its turn comes
         }
         // Otherwise its `add` has not been processed yet; `enqueue` sees `cancelled`.
+    }
+
+    private func cancelAll(ownedBy owner: ObjectIdentifier, on multi: UnsafeMutableRawPointer) {
+        for transfer in active.values where transfer.owner == owner { cancel(transfer, on: multi) }
+        for transfer in waiting[waitingHead...] where transfer.owner == owner { cancel(transfer, on: multi) }
     }
 
     private func enqueue(_ transfer: Transfer) {

@@ -47,24 +47,60 @@ final class CurlTransport: Sendable {
 
     /// Sends `request` to `endpoint`, adding `authorization` when given.
     func perform(_ request: APNsRequest, endpoint: APNsEnvironment.Endpoint, authorization: String?) async throws -> HTTPResponse {
-        let key = HeaderKey(authorization: authorization, headers: request.headers)
-        let headerList = lastHeaders.withLock { last -> HeaderList in
-            if let last, last.key == key { return last.list }
-            let list = HeaderList(authorization: authorization, headers: request.headers)
-            last = (key, list)
-            return list
-        }
         let transfer = Transfer(
-            url: endpoint.baseURL + request.path, method: request.method, headerList: headerList, body: request.body,
-            deadline: .now + requestTimeout)
+            url: endpoint.baseURL + request.path, method: request.method,
+            headerList: headerList(authorization: authorization, headers: request.headers),
+            body: RequestBody(request.body), deadline: .now + requestTimeout, device: nil, owner: nil)
         try Task.checkCancellation()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                transfer.continuation = continuation
+                transfer.completion = .task(continuation)
                 loop.submit(.add(transfer))
             }
         } onCancel: {
             loop.submit(.cancel(transfer))
+        }
+    }
+
+    /// Starts `template` once per device, each to the device's path, with no task per request:
+    /// `completion` is called on the transport's thread with each device's result, and must return
+    /// quickly. The batch shares one header list and one copy of the body. Every device gets
+    /// exactly one call, including when the transfer fails, times out or is cancelled with
+    /// ``cancelAll(ownedBy:)``.
+    func submit(
+        _ template: APNsRequest, to devices: [Device], endpoint: APNsEnvironment.Endpoint, authorization: String?,
+        owner: ObjectIdentifier, completion: @escaping @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void
+    ) {
+        guard !devices.isEmpty else { return }
+        let headers = headerList(authorization: authorization, headers: template.headers)
+        let body = RequestBody(template.body)
+        let deadline = ContinuousClock.now + requestTimeout
+        let base = endpoint.baseURL
+        var transfers: [Transfer] = []
+        transfers.reserveCapacity(devices.count)
+        for device in devices {
+            let transfer = Transfer(
+                url: base + device.path, method: template.method, headerList: headers, body: body,
+                deadline: deadline, device: device, owner: owner)
+            transfer.completion = .callback(completion)
+            transfers.append(transfer)
+        }
+        loop.submit(batch: transfers)
+    }
+
+    /// Cancels every transfer started by ``submit(_:to:endpoint:authorization:owner:completion:)``
+    /// with `owner`: in flight or queued, each completes with `CancellationError`.
+    func cancelAll(ownedBy owner: ObjectIdentifier) {
+        loop.submit(.cancelOwned(owner))
+    }
+
+    /// The shared list when the headers are those of the last request, else a new one.
+    private func headerList(authorization: String?, headers: [APNsRequest.Header]) -> HeaderList {
+        lastHeaders.withLock { last -> HeaderList in
+            if let last, last.key.authorization == authorization, last.key.headers == headers { return last.list }
+            let list = HeaderList(authorization: authorization, headers: headers)
+            last = (HeaderKey(authorization: authorization, headers: headers), list)
+            return list
         }
     }
 }
@@ -96,24 +132,48 @@ final class HeaderList: @unchecked Sendable {
     }
 }
 
+/// A request body at a fixed address for `CURLOPT_POSTFIELDS`, shared by every transfer of a bulk
+/// send. `@unchecked Sendable`: written in `init`, only read afterwards.
+final class RequestBody: @unchecked Sendable {
+    let bytes: UnsafeMutableRawBufferPointer
+    let count: Int
+
+    init(_ body: [UInt8]) {
+        bytes = .allocate(byteCount: max(body.count, 1), alignment: 1)
+        bytes.copyBytes(from: body)
+        count = body.count
+    }
+
+    deinit { bytes.deallocate() }
+}
+
 /// One request in flight.
 ///
-/// `@unchecked Sendable`: the submitting task sets `continuation` before handing the transfer to
+/// `@unchecked Sendable`: the submitting side sets `completion` before handing the transfer to
 /// the loop (the inbox lock publishes it); from then on only the loop thread touches it.
 final class Transfer: @unchecked Sendable {
+    /// Who hears the result: a suspended task, or a function called on the loop thread.
+    enum Completion {
+        case task(CheckedContinuation<HTTPResponse, any Error>)
+        case callback(@Sendable (Device?, Result<HTTPResponse, any Error>) -> Void)
+    }
+
     let url: String
     let method: APNsRequest.Method
     /// Shared by every transfer with the same headers.
     let headerList: HeaderList
-    /// The body, at a fixed address for `CURLOPT_POSTFIELDS`.
-    let body: UnsafeMutableRawBufferPointer
+    let body: RequestBody
+    /// The device of a bulk transfer, handed back to its callback.
+    let device: Device?
+    /// The bulk send it belongs to, for ``CurlMultiLoop/Operation/cancelOwned(_:)``.
+    let owner: ObjectIdentifier?
 
-    var continuation: CheckedContinuation<HTTPResponse, any Error>?
+    var completion: Completion?
     var easy: UnsafeMutableRawPointer?
     var responseHeaders: [APNsRequest.Header] = []
     var responseBody: [UInt8] = []
-    /// Loop-thread state: cancellation was asked for; the `add` was processed; the continuation
-    /// was resumed.
+    /// Loop-thread state: cancellation was asked for; the `add` was processed; the result was
+    /// delivered.
     var cancelled = false
     var queued = false
     var finished = false
@@ -136,38 +196,40 @@ final class Transfer: @unchecked Sendable {
         responseBody.removeAll()
     }
 
-    init(url: String, method: APNsRequest.Method, headerList: HeaderList, body: [UInt8], deadline: ContinuousClock.Instant) {
-        self.deadline = deadline
+    init(
+        url: String, method: APNsRequest.Method, headerList: HeaderList, body: RequestBody,
+        deadline: ContinuousClock.Instant, device: Device?, owner: ObjectIdentifier?
+    ) {
         self.url = url
         self.method = method
         self.headerList = headerList
-        self.body = UnsafeMutableRawBufferPointer.allocate(byteCount: max(body.count, 1), alignment: 1)
-        self.body.copyBytes(from: body)
-        self.bodyCount = body.count
+        self.body = body
+        self.deadline = deadline
+        self.device = device
+        self.owner = owner
     }
 
-    let bodyCount: Int
-
-    deinit {
-        body.deallocate()
-    }
-
-    /// Resumes the waiting task, once.
+    /// Delivers the result, once.
     func resume(_ result: Result<HTTPResponse, any Error>) {
         guard !finished else { return }
         finished = true
-        continuation?.resume(with: result)
-        continuation = nil
+        switch completion {
+        case .task(let continuation)?: continuation.resume(with: result)
+        case .callback(let deliver)?: deliver(device, result)
+        case nil: break
+        }
+        completion = nil
     }
 
     /// One raw header line from libcurl: a status line starts a new response (libcurl may retry a
     /// refused stream on a new connection), anything else is `name: value`.
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
+        // The status line ("HTTP/2 200"), which has no colon, starts a new response.
         if line.starts(with: "HTTP/".utf8) {
             responseHeaders.removeAll()
             return
         }
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
         // HTTP/2 header names arrive in lowercase; lowercase only when a server sent otherwise.
         let rawName = line[..<colon]
         let name = rawName.contains(where: { (65...90).contains($0) })
@@ -175,7 +237,9 @@ final class Transfer: @unchecked Sendable {
         var start = colon + 1
         var end = line.count
         while start < end, line[start] == UInt8(ascii: " ") || line[start] == UInt8(ascii: "\t") { start += 1 }
-        while end > start, [UInt8(ascii: "\r"), UInt8(ascii: "\n"), UInt8(ascii: " ")].contains(line[end - 1]) { end -= 1 }
+        while end > start, line[end - 1] == UInt8(ascii: "\r") || line[end - 1] == UInt8(ascii: "\n") || line[end - 1] == UInt8(ascii: " ") {
+            end -= 1
+        }
         responseHeaders.append(.init(name: name, value: String(decoding: line[start..<end], as: UTF8.self)))
     }
 

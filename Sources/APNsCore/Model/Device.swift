@@ -18,32 +18,44 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
         guard utf8.count % 2 == 0 else {
             throw .invalidDeviceToken("the token has \(utf8.count) hex digits; a device token has an even number")
         }
-        var lower = [UInt8]()
-        lower.reserveCapacity(utf8.count)
-        for (offset, byte) in utf8.enumerated() {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): lower.append(byte)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): lower.append(byte + 32)
-            default:
-                throw .invalidDeviceToken(
-                    "character \(offset + 1) is not a hex digit; pass the token as hex, as the app reported it")
-            }
+        // Validate first, then write the lowercase copy straight into the string's storage.
+        for (offset, byte) in utf8.enumerated() where Device.hexValue(byte) == nil {
+            throw .invalidDeviceToken(
+                "character \(offset + 1) is not a hex digit; pass the token as hex, as the app reported it")
         }
-        self.token = String(decoding: lower, as: UTF8.self)
+        self.token = String(unsafeUninitializedCapacity: utf8.count) { buffer in
+            for (index, byte) in utf8.enumerated() {
+                buffer[index] = (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte) ? byte + 32 : byte
+            }
+            return utf8.count
+        }
+    }
+
+    /// The value of one hex digit, or nil.
+    @inline(__always)
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
     }
 
     /// A device from the raw token bytes the app received in
     /// `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)`.
     public init<Bytes: Collection>(tokenBytes: Bytes) throws(APNsValidationError) where Bytes.Element == UInt8 {
         guard !tokenBytes.isEmpty else { throw .invalidDeviceToken("the token is empty") }
-        let digits = Array("0123456789abcdef".utf8)
-        var hex = [UInt8]()
-        hex.reserveCapacity(tokenBytes.count * 2)
-        for byte in tokenBytes {
-            hex.append(digits[Int(byte >> 4)])
-            hex.append(digits[Int(byte & 0x0F)])
+        let digits: StaticString = "0123456789abcdef"
+        self.token = String(unsafeUninitializedCapacity: tokenBytes.count * 2) { buffer in
+            var index = 0
+            for byte in tokenBytes where index + 1 < buffer.count {
+                buffer[index] = digits.utf8Start[Int(byte >> 4)]
+                buffer[index + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                index += 2
+            }
+            return index
         }
-        self.token = String(decoding: hex, as: UTF8.self)
     }
 
     /// The request path for this device (APNs reference §2).

@@ -1,0 +1,114 @@
+#include "libcurl_reference.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static size_t discard(char *data, size_t size, size_t count, void *context) {
+    (void)data;
+    (void)context;
+    return size * count;
+}
+
+static double cpu_seconds(void) {
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return (double)usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6 + (double)usage.ru_stime.tv_sec +
+           usage.ru_stime.tv_usec / 1e6;
+}
+
+static double now_seconds(void) {
+    struct timespec time;
+    clock_gettime(CLOCK_MONOTONIC, &time);
+    return (double)time.tv_sec + time.tv_nsec / 1e9;
+}
+
+static void device_url(char *out, size_t size, const char *base_url, long index) {
+    static const char digits[] = "0123456789abcdef";
+    unsigned char token[32];
+    memset(token, 0xA5, sizeof token);
+    for (int byte = 0; byte < 8; byte++) token[31 - byte] = (unsigned char)((unsigned long)index >> (8 * byte));
+    char hex[65];
+    for (int byte = 0; byte < 32; byte++) {
+        hex[2 * byte] = digits[token[byte] >> 4];
+        hex[2 * byte + 1] = digits[token[byte] & 0x0F];
+    }
+    hex[64] = 0;
+    snprintf(out, size, "%s/3/device/%s", base_url, hex);
+}
+
+int libcurl_reference_run(const char *base_url, const char *ca_path, const char *const *headers, int header_count,
+                          const char *body, long body_length, long count, long warmup, long streams,
+                          libcurl_reference_result *result) {
+    memset(result, 0, sizeof *result);
+    CURLM *multi = curl_multi_init();
+    if (!multi) return -1;
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
+    curl_multi_setopt(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, streams);
+    struct curl_slist *list = NULL;
+    for (int index = 0; index < header_count; index++) list = curl_slist_append(list, headers[index]);
+    list = curl_slist_append(list, "Accept:");
+    list = curl_slist_append(list, "Content-Type:");
+    list = curl_slist_append(list, "Expect:");
+
+    long total = count + warmup, started = 0, done = 0;
+    double cpu_start = cpu_seconds(), wall_start = now_seconds();
+    char url[512];
+    CURL **handles = calloc((size_t)streams, sizeof(CURL *));
+    if (!handles) return -1;
+    for (long index = 0; index < streams && index < total; index++) {
+        CURL *easy = curl_easy_init();
+        handles[index] = easy;
+        curl_easy_setopt(easy, CURLOPT_CAINFO, ca_path);
+        curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+        curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
+        curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(easy, CURLOPT_HTTPHEADER, list);
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_length);
+        curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
+        device_url(url, sizeof url, base_url, started);
+        curl_easy_setopt(easy, CURLOPT_URL, url);
+        curl_multi_add_handle(multi, easy);
+        started++;
+    }
+    int running = 0;
+    while (done < total) {
+        curl_multi_perform(multi, &running);
+        CURLMsg *message;
+        int left;
+        while ((message = curl_multi_info_read(multi, &left))) {
+            if (message->msg != CURLMSG_DONE) continue;
+            CURL *easy = message->easy_handle;
+            long status = 0, connects = 0;
+            curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+            curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &connects);
+            result->connects += connects;
+            if (message->data.result == CURLE_OK && status == 200) result->succeeded++; else result->failed++;
+            done++;
+            if (done == warmup) {
+                cpu_start = cpu_seconds();
+                wall_start = now_seconds();
+            }
+            curl_multi_remove_handle(multi, easy);
+            if (started < total) {
+                device_url(url, sizeof url, base_url, started);
+                curl_easy_setopt(easy, CURLOPT_URL, url);
+                curl_multi_add_handle(multi, easy);
+                started++;
+            }
+        }
+        if (done < total) curl_multi_poll(multi, NULL, 0, 1000, NULL);
+    }
+    result->cpu_seconds = cpu_seconds() - cpu_start;
+    result->seconds = now_seconds() - wall_start;
+    for (long index = 0; index < streams && index < total; index++) curl_easy_cleanup(handles[index]);
+    free(handles);
+    curl_slist_free_all(list);
+    curl_multi_cleanup(multi);
+    return 0;
+}

@@ -1,0 +1,223 @@
+import Synchronization
+
+/// The hand-over between a bulk send's producer (which starts requests), the transport (which
+/// delivers their results, on its own thread) and the consumer (which iterates the outcomes).
+///
+/// Back-pressure is one count: a permit is taken for each request started and given back when the
+/// consumer reads that request's outcome. With `limit` permits, requests in flight plus outcomes
+/// not yet read never exceed `limit`, so memory is bounded whatever the number of devices, and
+/// `deliver` never has to wait (it runs on the transport's thread).
+///
+/// The producer waits only when every permit is taken, and is woken once `wakeBatch` permits are
+/// free again rather than once per outcome read, so a bulk send costs the producer a wake-up per
+/// batch, not per device.
+///
+/// Thread safety: `Sendable`; all state is behind one mutex, and each side keeps at most one
+/// suspended continuation.
+final class BulkChannel<Element: Sendable>: Sendable {
+    private struct State {
+        var items: [Element] = []
+        var head = 0
+        /// Permits taken: requests started whose outcome has not been read.
+        var taken = 0
+        /// Requests started whose result has not been delivered.
+        var outstanding = 0
+        var producerDone = false
+        var closed = false
+        var waitingReceiver: CheckedContinuation<Element?, Never>?
+        var waitingProducer: CheckedContinuation<Int, Never>?
+        var wanted = 0
+        var onClose: (@Sendable () -> Void)?
+
+        mutating func popFirst() -> Element? {
+            guard head < items.count else { return nil }
+            let item = items[head]
+            head += 1
+            if head == items.count {
+                items.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 1024 && head * 2 > items.count {
+                items.removeFirst(head)
+                head = 0
+            }
+            return item
+        }
+
+        /// Permits for a waiting producer, once enough are free; takes them.
+        mutating func grantToWaitingProducer(limit: Int, wakeBatch: Int) -> (CheckedContinuation<Int, Never>, Int)? {
+            guard let producer = waitingProducer else { return nil }
+            let free = limit - taken
+            guard free >= Swift.min(wakeBatch, wanted) else { return nil }
+            let granted = Swift.min(free, wanted)
+            taken += granted
+            outstanding += granted
+            waitingProducer = nil
+            return (producer, granted)
+        }
+
+        var isDrained: Bool { producerDone && outstanding == 0 && head == items.count }
+
+        mutating func takeReceiver() -> CheckedContinuation<Element?, Never>? {
+            defer { waitingReceiver = nil }
+            return waitingReceiver
+        }
+    }
+
+    private enum ReceiveAction {
+        case item(Element, (CheckedContinuation<Int, Never>, Int)?)
+        case end
+        case wait
+    }
+
+    let limit: Int
+    private let wakeBatch: Int
+    private let state = Mutex(State())
+
+    init(limit: Int) {
+        self.limit = Swift.max(1, limit)
+        wakeBatch = Swift.max(1, Swift.min(64, self.limit / 4))
+    }
+
+    /// Called (once) when the consumer goes away, to cancel what is in flight.
+    func onClose(_ action: @escaping @Sendable () -> Void) {
+        let closedAlready = state.withLock { state -> Bool in
+            if state.closed { return true }
+            state.onClose = action
+            return false
+        }
+        if closedAlready { action() }
+    }
+
+    // MARK: Producer
+
+    /// Takes between 1 and `wanted` permits, waiting while none is free; each permit is one
+    /// request the producer must start (or give back with ``giveBack(_:)``). Returns 0 once the
+    /// consumer has gone.
+    func take(upTo wanted: Int) async -> Int {
+        let wanted = Swift.max(1, wanted)
+        let granted = state.withLock { state -> Int? in
+            if state.closed { return 0 }
+            let free = limit - state.taken
+            guard free > 0 else { return nil }
+            let granted = Swift.min(free, wanted)
+            state.taken += granted
+            state.outstanding += granted
+            return granted
+        }
+        if let granted { return granted }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+            let now = state.withLock { state -> Int? in
+                if state.closed { return 0 }
+                let free = limit - state.taken
+                if free > 0 {
+                    let granted = Swift.min(free, wanted)
+                    state.taken += granted
+                    state.outstanding += granted
+                    return granted
+                }
+                state.wanted = wanted
+                state.waitingProducer = continuation
+                return nil
+            }
+            if let now { continuation.resume(returning: now) }
+        }
+    }
+
+    /// Returns permits the producer took but did not use (it ran out of devices).
+    func giveBack(_ count: Int) {
+        guard count > 0 else { return }
+        let receiver = state.withLock { state -> CheckedContinuation<Element?, Never>? in
+            state.taken -= count
+            state.outstanding -= count
+            return state.isDrained ? state.takeReceiver() : nil
+        }
+        receiver?.resume(returning: nil)
+    }
+
+    /// The producer has started everything it will start.
+    func finish() {
+        let receiver = state.withLock { state -> CheckedContinuation<Element?, Never>? in
+            state.producerDone = true
+            return state.isDrained ? state.takeReceiver() : nil
+        }
+        receiver?.resume(returning: nil)
+    }
+
+    // MARK: Transport
+
+    /// The result of one started request. Never waits; dropped once the consumer has gone.
+    func deliver(_ element: Element) {
+        let action = state.withLock { state -> (CheckedContinuation<Element?, Never>, (CheckedContinuation<Int, Never>, Int)?)? in
+            state.outstanding -= 1
+            if state.closed { return nil }
+            if let receiver = state.waitingReceiver {
+                // Handed straight to the waiting consumer: read, so its permit is free again.
+                state.waitingReceiver = nil
+                state.taken -= 1
+                return (receiver, state.grantToWaitingProducer(limit: limit, wakeBatch: wakeBatch))
+            }
+            state.items.append(element)
+            return nil
+        }
+        if let (receiver, producer) = action {
+            receiver.resume(returning: element)
+            if let (continuation, granted) = producer { continuation.resume(returning: granted) }
+        }
+    }
+
+    // MARK: Consumer
+
+    /// The next outcome, or nil once everything started was read (or the channel was closed).
+    func receive() async -> Element? {
+        func attempt(_ state: inout State, continuation: CheckedContinuation<Element?, Never>?) -> ReceiveAction {
+            if let item = state.popFirst() {
+                state.taken -= 1
+                return .item(item, state.grantToWaitingProducer(limit: limit, wakeBatch: wakeBatch))
+            }
+            if state.closed || state.isDrained { return .end }
+            if let continuation { state.waitingReceiver = continuation }
+            return .wait
+        }
+        switch state.withLock({ attempt(&$0, continuation: nil) }) {
+        case .item(let item, let producer):
+            if let (continuation, granted) = producer { continuation.resume(returning: granted) }
+            return item
+        case .end:
+            return nil
+        case .wait:
+            return await withCheckedContinuation { (continuation: CheckedContinuation<Element?, Never>) in
+                switch state.withLock({ attempt(&$0, continuation: continuation) }) {
+                case .item(let item, let producer):
+                    continuation.resume(returning: item)
+                    if let (waiting, granted) = producer { waiting.resume(returning: granted) }
+                case .end:
+                    continuation.resume(returning: nil)
+                case .wait:
+                    break
+                }
+            }
+        }
+    }
+
+    /// The consumer has gone: the producer stops, what is in flight is cancelled, later results
+    /// are dropped.
+    func close() {
+        let (producer, receiver, action) = state.withLock { state in
+            guard !state.closed else {
+                return (nil as CheckedContinuation<Int, Never>?, nil as CheckedContinuation<Element?, Never>?, nil as (@Sendable () -> Void)?)
+            }
+            state.closed = true
+            state.items.removeAll()
+            state.head = 0
+            defer {
+                state.waitingProducer = nil
+                state.waitingReceiver = nil
+                state.onClose = nil
+            }
+            return (state.waitingProducer, state.waitingReceiver, state.onClose)
+        }
+        producer?.resume(returning: 0)
+        receiver?.resume(returning: nil)
+        action?()
+    }
+}
