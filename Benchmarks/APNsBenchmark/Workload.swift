@@ -103,6 +103,15 @@ enum Usage {
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
     }
 
+    /// Starts peak RSS over from the current RSS (Linux: "5" into /proc/self/clear_refs), so a
+    /// later ``peakRSS()`` covers only what came after. Returns false where that is not possible.
+    @discardableResult
+    static func resetPeakRSS() -> Bool {
+        guard let handle = FileHandle(forWritingAtPath: "/proc/self/clear_refs") else { return false }
+        defer { try? handle.close() }
+        return (try? handle.write(contentsOf: Data("5".utf8))) != nil
+    }
+
     /// Peak resident set size of this process, in bytes: `VmHWM` from /proc/self/status.
     /// (`getrusage`'s `ru_maxrss` survives `execve`, so under `swift run` it would report the
     /// driver's peak instead of the benchmark's.)

@@ -103,6 +103,53 @@ final class TestClock: Sendable {
         try await fixture.stop()
     }
 
+    @Test func expiredTokenIsReplacedAndRetriedOnceForSingleAndBulkSends() async throws {
+        let serverClock = TestClock()
+        let clientClock = TestClock()
+        let fixture = try await Fixture.start { configuration in configuration.clock = serverClock.function }
+        let connector = try fixture.tokenConnector(clock: clientClock.function)
+        let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
+        try await send(notification, via: connector, to: .test)
+        // 25 minutes on the client (the token is kept), 61 on the server (it has expired there).
+        clientClock.advance(by: 25 * 60)
+        serverClock.advance(by: 61 * 60)
+        let first = try await send(notification, via: connector, to: .test)
+        #expect(first.status == 200)
+        let devices = BulkSendTests.devices(40)
+        var accepted = 0
+        for await outcome in try send(notification, via: connector, to: devices) where outcome.isAccepted { accepted += 1 }
+        #expect(accepted == 40)
+        let tokens = fixture.server.requests.compactMap { $0[header: "authorization"] }
+        let original = tokens[0]
+        // The rejected single send and its retry, then the bulk send: all on the fresh token.
+        #expect(tokens.count == 1 + 2 + 40)
+        #expect(tokens[1] == original)
+        #expect(tokens[2...].allSatisfy { $0 != original })
+        try await fixture.stop()
+    }
+
+    @Test func expiredTokenInTheMiddleOfABulkSendIsRetriedPerDevice() async throws {
+        let serverClock = TestClock()
+        let clientClock = TestClock()
+        let fixture = try await Fixture.start { configuration in configuration.clock = serverClock.function }
+        let connector = try fixture.tokenConnector(clock: clientClock.function)
+        let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
+        try await send(notification, via: connector, to: .test)
+        clientClock.advance(by: 25 * 60)
+        serverClock.advance(by: 61 * 60)
+        var outcomes: [String: Bool] = [:]
+        for await outcome in try send(notification, via: connector, to: BulkSendTests.devices(300), maximumInFlight: 50) {
+            outcomes[outcome.device.token] = outcome.isAccepted
+        }
+        #expect(outcomes.count == 300)
+        #expect(outcomes.values.allSatisfy { $0 })
+        // Each device was sent at most twice: once with the expired token, once with the fresh one.
+        let paths = Dictionary(grouping: fixture.server.requests.dropFirst().map(\.path), by: { $0 })
+        #expect(paths.count == 300)
+        #expect(paths.values.allSatisfy { $0.count <= 2 })
+        try await fixture.stop()
+    }
+
     @Test func unknownKeyIsRejected() async throws {
         let fixture = try await Fixture.start()
         let stranger = MockCertificateAuthority.makeSigningKey(teamID: Fixture.teamID, keyID: "KEY0000009")

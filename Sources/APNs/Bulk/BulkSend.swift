@@ -19,9 +19,11 @@ public struct BulkOutcome: Sendable {
 /// Sends one notification to many devices through a token connector, multiplexed on the
 /// connector's connection, and yields one ``BulkOutcome`` per device as responses arrive.
 ///
-/// The payload is serialised once; at most `maximumInFlight` requests are outstanding (by default
-/// what the connector's connections carry at once); and the sequence has back-pressure: when the
-/// consumer stops reading, sending pauses, so memory stays flat for any number of devices.
+/// The payload is serialised once; requests in flight plus outcomes not yet read never exceed
+/// `maximumInFlight` (by default what the connector's connections carry at once), so the sequence
+/// has back-pressure: when the consumer stops reading, sending pauses, and memory stays flat for
+/// any number of devices. swift-apns' connectors start each batch of devices without a task per
+/// device; other connectors get a child task per device.
 /// Cancelling the iterating task, or dropping the iterator, stops the bulk send: requests in flight
 /// are cancelled, devices not yet started are not sent to, and the sequence ends.
 ///
