@@ -103,16 +103,22 @@ final class TestClock: Sendable {
         try await fixture.stop()
     }
 
-    @Test func expiredTokenIsReplacedAndRetriedOnceForSingleAndBulkSends() async throws {
+    /// A connector whose token was sent once, then clocks that make the server call it expired:
+    /// 25 minutes later on the client (so the token is kept), 61 on the server.
+    func expiredTokenSetUp() async throws -> (Fixture, TokenConnector, AlertNotification<NoAppData>) {
         let serverClock = TestClock()
         let clientClock = TestClock()
         let fixture = try await Fixture.start { configuration in configuration.clock = serverClock.function }
         let connector = try fixture.tokenConnector(clock: clientClock.function)
         let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
         try await send(notification, via: connector, to: .test)
-        // 25 minutes on the client (the token is kept), 61 on the server (it has expired there).
         clientClock.advance(by: 25 * 60)
         serverClock.advance(by: 61 * 60)
+        return (fixture, connector, notification)
+    }
+
+    @Test func expiredTokenIsReplacedAndRetriedOnceForSingleAndBulkSends() async throws {
+        let (fixture, connector, notification) = try await expiredTokenSetUp()
         let first = try await send(notification, via: connector, to: .test)
         #expect(first.status == 200)
         let devices = BulkSendTests.devices(40)
@@ -129,14 +135,7 @@ final class TestClock: Sendable {
     }
 
     @Test func expiredTokenInTheMiddleOfABulkSendIsRetriedPerDevice() async throws {
-        let serverClock = TestClock()
-        let clientClock = TestClock()
-        let fixture = try await Fixture.start { configuration in configuration.clock = serverClock.function }
-        let connector = try fixture.tokenConnector(clock: clientClock.function)
-        let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
-        try await send(notification, via: connector, to: .test)
-        clientClock.advance(by: 25 * 60)
-        serverClock.advance(by: 61 * 60)
+        let (fixture, connector, notification) = try await expiredTokenSetUp()
         var outcomes: [String: Bool] = [:]
         for await outcome in try send(notification, via: connector, to: BulkSendTests.devices(300), maximumInFlight: 50) {
             outcomes[outcome.device.token] = outcome.isAccepted

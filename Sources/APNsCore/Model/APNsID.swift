@@ -46,7 +46,7 @@ public struct APNsID: Hashable, Sendable, CustomStringConvertible {
                 index += 1
                 continue
             }
-            guard let high = hexValue(text[index]), let low = hexValue(text[index + 1]) else { return false }
+            guard let high = Hex.value(text[index]), let low = Hex.value(text[index + 1]) else { return false }
             out[byteIndex] = high << 4 | low
             byteIndex += 1
             index += 2
@@ -54,14 +54,6 @@ public struct APNsID: Hashable, Sendable, CustomStringConvertible {
         return byteIndex == 16
     }
 
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
 
     /// The header value: lowercase, 8-4-4-4-12.
     public var description: String { uuid.uuidString.lowercased() }

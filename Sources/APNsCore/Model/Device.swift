@@ -19,7 +19,7 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
             throw .invalidDeviceToken("the token has \(utf8.count) hex digits; a device token has an even number")
         }
         // Validate first, then write the lowercase copy straight into the string's storage.
-        for (offset, byte) in utf8.enumerated() where Device.hexValue(byte) == nil {
+        for (offset, byte) in utf8.enumerated() where Hex.value(byte) == nil {
             throw .invalidDeviceToken(
                 "character \(offset + 1) is not a hex digit; pass the token as hex, as the app reported it")
         }
@@ -31,22 +31,12 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// The value of one hex digit, or nil.
-    @inline(__always)
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
 
     /// A device from the raw token bytes the app received in
     /// `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)`.
     public init<Bytes: Collection>(tokenBytes: Bytes) throws(APNsValidationError) where Bytes.Element == UInt8 {
         guard !tokenBytes.isEmpty else { throw .invalidDeviceToken("the token is empty") }
-        let digits: StaticString = "0123456789abcdef"
+        let digits = Hex.digits
         self.token = String(unsafeUninitializedCapacity: tokenBytes.count * 2) { buffer in
             var index = 0
             for byte in tokenBytes where index + 1 < buffer.count {
