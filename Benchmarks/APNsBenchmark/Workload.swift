@@ -65,7 +65,7 @@ enum Workload {
 
     /// Connects and settles the token before anything is measured.
     static func warmUp(_ notification: AlertNotification<Game>, via connector: TokenConnector, inFlight: Int) async throws {
-        for await _ in try send(notification, via: connector, to: Devices(count: 1000), maximumInFlight: inFlight) {}
+        for try await _ in try send(notification, via: connector, to: Devices(count: 1000), maximumInFlight: inFlight) {}
     }
 
     static func run(_ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, inFlight: Int) async throws -> Result {
@@ -73,7 +73,7 @@ enum Workload {
         let start = ContinuousClock.now
         var outcomes = 0
         var failures = 0
-        for await outcome in try send(notification, via: connector, to: Devices(count: devices), maximumInFlight: inFlight) {
+        for try await outcome in try send(notification, via: connector, to: Devices(count: devices), maximumInFlight: inFlight) {
             outcomes += 1
             if !outcome.isAccepted { failures += 1 }
         }
@@ -86,7 +86,7 @@ enum Workload {
     static func memory(_ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, checkpoint: Int, inFlight: Int) async throws -> (atCheckpoint: Int, atEnd: Int, outcomes: Int) {
         var outcomes = 0
         var atCheckpoint = 0
-        for await _ in try send(notification, via: connector, to: Devices(count: devices), maximumInFlight: inFlight) {
+        for try await _ in try send(notification, via: connector, to: Devices(count: devices), maximumInFlight: inFlight) {
             outcomes += 1
             if outcomes == checkpoint { atCheckpoint = Usage.peakRSS() }
         }

@@ -12,13 +12,13 @@ import Foundation
 /// print(response.requestID, response.uniqueID)
 /// ```
 /// - Returns: APNs' acceptance, with `apns-request-id` and `apns-unique-id`.
-/// - Throws: ``APNsValidationError`` before any I/O (collapse id, expiration on a no-storage
-///   channel, over 5120 bytes); ``APNsRejection``; ``TransportError``; `CancellationError`.
+/// - Throws: ``APNsError``: validation before any I/O (collapse id, expiration on a no-storage
+///   channel, over 5120 bytes), rejection, transport failure.
 @discardableResult
 public func send<Notification: BroadcastDeliverable & TokenDeliverable, Via: Connector>(
-    _ notification: Notification, via connector: Via, to channel: BroadcastChannel
-) async throws -> APNsResponse where Via.Authentication == TokenAuthentication {
-    try await deliver(notification.request(to: channel), via: connector)
+    _ notification: Notification, via connector: Via, to channel: BroadcastChannel, timeout: Duration? = nil
+) async throws(APNsError) -> APNsResponse where Via.Authentication == TokenAuthentication {
+    try await deliver(via: connector, timeout: timeout) { () throws(APNsValidationError) in try notification.request(to: channel) }
 }
 
 /// Broadcasts a Live Activity update or end to every subscriber of a channel, through a
@@ -29,12 +29,12 @@ public func send<Notification: BroadcastDeliverable & TokenDeliverable, Via: Con
 ///                via: certificateConnector, to: channel)
 /// ```
 /// - Returns: APNs' acceptance, with `apns-request-id` and `apns-unique-id`.
-/// - Throws: ``APNsValidationError``, ``APNsRejection``, ``TransportError``, `CancellationError`.
+/// - Throws: ``APNsError``.
 @discardableResult
 public func send<Notification: BroadcastDeliverable & CertificateDeliverable, Via: Connector>(
-    _ notification: Notification, via connector: Via, to channel: BroadcastChannel
-) async throws -> APNsResponse where Via.Authentication == CertificateAuthentication {
-    try await deliver(notification.request(to: channel), via: connector)
+    _ notification: Notification, via connector: Via, to channel: BroadcastChannel, timeout: Duration? = nil
+) async throws(APNsError) -> APNsResponse where Via.Authentication == CertificateAuthentication {
+    try await deliver(via: connector, timeout: timeout) { () throws(APNsValidationError) in try notification.request(to: channel) }
 }
 
 /// Creates, reads, deletes and lists an app's broadcast channels on the management host of the
@@ -81,10 +81,10 @@ public struct ChannelManager<Via: Connector>: Sendable {
         return try ChannelRequest.channelIDs(fromListBody: response.body).map { try BroadcastChannel(id: $0, bundleID: bundleID) }
     }
 
-    /// Sends `request`; a non-2xx answer throws its ``APNsRejection``.
-    private func perform(_ request: APNsRequest) async throws -> HTTPResponse {
-        let response = try await connector.perform(request)
-        _ = try APNsResponse(interpreting: response)
+    /// Sends `request`; a non-2xx answer throws its rejection, every failure as an ``APNsError``.
+    private func perform(_ request: APNsRequest) async throws(APNsError) -> HTTPResponse {
+        let response = try await APNs.perform(request, via: connector, deadline: nil)
+        do { _ = try APNsResponse(interpreting: response) } catch { throw .rejected(error) }
         return response
     }
 }

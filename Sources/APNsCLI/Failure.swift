@@ -30,6 +30,14 @@ enum Failure {
 
     static func describe(_ error: any Error) -> (String, ExitCode) {
         switch error {
+        case let error as APNsError:
+            switch error {
+            case .validation(let error): return describe(error)
+            case .credential(let error): return describe(error)
+            case .rejected(let error): return describe(error)
+            case .transport(let error): return describe(error)
+            case .bulkResultsAlreadyIterated: return (error.description, ExitCode(5))
+            }
         case let error as APNsValidationError: return (error.description, ExitCode(2))
         case let error as UsageError: return (error.message, ExitCode(2))
         case let error as CredentialError: return (error.description, ExitCode(3))

@@ -96,7 +96,7 @@ struct SendCommand: AsyncParsableCommand {
             case .success(let response)?:
                 print("\(token) \(response.status) apns-id \(response.apnsID?.description ?? "-")")
             case .failure(let rejection as APNsRejection)?:
-                print("\(token) \(rejection.status) \(rejection.reason) apns-id \(rejection.apnsID?.description ?? "-")")
+                print("\(token) \(rejection.status) \(rejection.reason?.rawValue ?? "-") apns-id \(rejection.apnsID?.description ?? "-")")
                 if worst == .success { worst = Failure.rejected }
             case .failure(let error)?:
                 let (message, code) = Failure.describe(error)

@@ -128,9 +128,9 @@ public final class MockAPNsServer: Sendable {
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    state.connectionOpened()
+                    let fault = state.connectionOpened()
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
-                    let connection = NIOLoopBound(ConnectionContext(channel: channel), eventLoop: channel.eventLoop)
+                    let connection = NIOLoopBound(ConnectionContext(channel: channel, fault: fault), eventLoop: channel.eventLoop)
                     _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
                         mode: .server, connectionConfiguration: connectionSettings, streamConfiguration: streamSettings
                     ) { stream in
@@ -168,6 +168,25 @@ public final class MockAPNsServer: Sendable {
 
     /// TLS connections accepted so far.
     public var connectionCount: Int { state.connectionCount }
+
+    /// Makes the server misbehave: connections opened from now on get `fault` (the first
+    /// `connections` of them, or all when nil), for the first `requests` requests that reach a
+    /// fault (or all when nil). `nil` heals the server for new connections.
+    ///
+    /// ```swift
+    /// server.inject(.resetAfterProcessing(requests: 20), connections: 1)   // one connection dies
+    /// server.inject(.respond(status: 503, retryAfter: 2, body: "<html>"), requests: 100)
+    /// ```
+    public func inject(_ fault: Fault?, connections: Int? = nil, requests: Int? = nil) {
+        state.inject(fault, connections: connections, requests: requests)
+    }
+
+    /// How many times a request with this apns-id was processed (accepted for delivery): 0 for one
+    /// never seen, refused or rejected; more than 1 is a duplicate.
+    public func processedCount(apnsID: String) -> Int { state.processedCount(apnsID: apnsID) }
+
+    /// Every processed apns-id with its count.
+    public var processedCounts: [String: Int] { state.processed }
 
     /// Makes the server answer pushes to `deviceToken` with a rejection, as APNs would for a token
     /// the user uninstalled (`410 Unregistered` with `timestamp`) and so on. `nil` removes it.

@@ -22,6 +22,13 @@ final class ServerState: Sendable {
         var channels: [String: [(id: String, policy: MessageStoragePolicy)]] = [:]
         var streams = 0
         var connections = 0
+        /// Requests processed (accepted for delivery), by apns-id.
+        var processed: [String: Int] = [:]
+        var fault: MockAPNsServer.Fault?
+        /// The fault applies to connections opened while this is above zero (nil: all of them).
+        var faultyConnectionsLeft: Int?
+        /// The fault requests answered so far, for ``MockAPNsServer/inject(_:connections:requests:)``.
+        var faultyRequestsLeft: Int?
     }
 
     let configuration: MockAPNsServer.Configuration
@@ -103,7 +110,46 @@ final class ServerState: Sendable {
         mutable.withLock { $0.channels[bundleID]?.removeAll(where: { $0.id == id }) }
     }
 
-    func connectionOpened() { mutable.withLock { $0.connections += 1 } }
+    /// Counts a connection and returns the fault it gets, if any.
+    func connectionOpened() -> MockAPNsServer.Fault? {
+        mutable.withLock { state in
+            state.connections += 1
+            guard let fault = state.fault else { return nil }
+            if let left = state.faultyConnectionsLeft {
+                guard left > 0 else { return nil }
+                state.faultyConnectionsLeft = left - 1
+            }
+            return fault
+        }
+    }
+
+    func inject(_ fault: MockAPNsServer.Fault?, connections: Int?, requests: Int?) {
+        mutable.withLock { state in
+            state.fault = fault
+            state.faultyConnectionsLeft = connections
+            state.faultyRequestsLeft = requests
+        }
+    }
+
+    /// Whether the next request on a faulty connection still gets the fault (a request budget set
+    /// with `inject(_:connections:requests:)` runs down).
+    func takeFaultyRequest() -> Bool {
+        mutable.withLock { state in
+            guard state.fault != nil else { return false }
+            guard let left = state.faultyRequestsLeft else { return true }
+            guard left > 0 else { return false }
+            state.faultyRequestsLeft = left - 1
+            return true
+        }
+    }
+
+    func markProcessed(apnsID: String?) {
+        guard let apnsID else { return }
+        mutable.withLock { $0.processed[apnsID, default: 0] += 1 }
+    }
+
+    func processedCount(apnsID: String) -> Int { mutable.withLock { $0.processed[apnsID] ?? 0 } }
+    var processed: [String: Int] { mutable.withLock { $0.processed } }
 
     var records: [RecordedRequest] { mutable.withLock { $0.records } }
     var streamCount: Int { mutable.withLock { $0.streams } }

@@ -9,13 +9,30 @@ import X509
 /// Per-connection state, used only on the connection's event loop.
 final class ConnectionContext {
     let channel: Channel
+    /// How this connection misbehaves, if at all (fixed when it opens).
+    let fault: MockAPNsServer.Fault?
+    /// Requests processed and deliberately left unanswered.
+    var processedUnanswered = 0
     /// The verified client certificate's common name: nil until looked up, then `.some(nil)` for none.
     var clientCommonName: String??
     var acceptedStreams = 0
     var goAwayLastStreamID: HTTP2StreamID?
     var openStreams = 0
 
-    init(channel: Channel) { self.channel = channel }
+    init(channel: Channel, fault: MockAPNsServer.Fault?) {
+        self.channel = channel
+        self.fault = fault
+    }
+
+    /// Ends the connection abruptly: with `reset`, SO_LINGER 0 so the kernel sends RST.
+    func drop(reset: Bool) {
+        let channel = channel
+        if reset, let socket = channel as? any SocketOptionProvider {
+            socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
+        } else {
+            channel.close(promise: nil)
+        }
+    }
 
     func commonName() -> String? {
         if let cached = clientCommonName { return cached }
@@ -57,6 +74,7 @@ final class StreamHandler: ChannelInboundHandler {
     private var body: [UInt8] = []
     private var counted = false
     private var answered = false
+    private var streamID = HTTP2StreamID.rootStream
 
     init(state: ServerState, connection: NIOLoopBound<ConnectionContext>) {
         self.state = state
@@ -92,6 +110,7 @@ final class StreamHandler: ChannelInboundHandler {
     private func begin(context: ChannelHandlerContext) {
         let connection = connection.value
         let streamID = (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)) ?? .rootStream
+        self.streamID = streamID
         if let last = connection.goAwayLastStreamID, streamID > last {
             answered = true
             context.writeAndFlush(wrapOutboundOut(.rstStream(.refusedStream)), promise: nil)
@@ -105,11 +124,83 @@ final class StreamHandler: ChannelInboundHandler {
             let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: streamID, errorCode: .noError, opaqueData: nil))
             connection.channel.writeAndFlush(frame, promise: nil)
         }
+        if case .goAway(let after, let code, let debugData, let lowerBy)? = connection.fault, connection.goAwayLastStreamID == nil,
+            connection.acceptedStreams == after, state.takeFaultyRequest()
+        {
+            // Client streams are odd: `lowerBy` streams below is 2 × lowerBy in ids.
+            let last = HTTP2StreamID(max(0, Int(Int32(streamID)) - 2 * lowerBy))
+            connection.goAwayLastStreamID = last
+            let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(
+                lastStreamID: last, errorCode: HTTP2ErrorCode(networkCode: Int(code)),
+                opaqueData: context.channel.allocator.buffer(string: debugData)))
+            connection.channel.writeAndFlush(frame, promise: nil)
+        }
+    }
+
+    /// Misbehaves as the connection's fault says; returns true when the request is dealt with.
+    private func applyFault(context: ChannelHandlerContext, apnsID: String?) -> Bool {
+        let connection = connection.value
+        if let last = connection.goAwayLastStreamID, streamID > last {
+            // Above the GOAWAY's last-stream-id: refused, never processed. The client knows.
+            if counted { connection.streamFinished() }
+            return true
+        }
+        guard let fault = connection.fault else { return false }
+        if case .goAway = fault { return false }
+        // A connection that never answers stays that way (as a dead peer or middlebox does), even
+        // after the server is healed for new connections.
+        if case .neverAnswer = fault {} else { guard state.takeFaultyRequest() else { return false } }
+        switch fault {
+        case .resetAfterProcessing(let limit), .closeAfterProcessing(let limit):
+            state.markProcessed(apnsID: apnsID)
+            connection.processedUnanswered += 1
+            if connection.processedUnanswered == limit {
+                if case .resetAfterProcessing = fault { connection.drop(reset: true) } else { connection.drop(reset: false) }
+            }
+        case .neverAnswer:
+            state.markProcessed(apnsID: apnsID)
+        case .delay(let delay):
+            let (seconds, attoseconds) = delay.components
+            let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+            let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+            let context = NIOLoopBound(context, eventLoop: context.eventLoop)
+            context.value.eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) {
+                handler.value.answer(context: context.value)
+            }
+        case .resetStreams(let code):
+            context.writeAndFlush(wrapOutboundOut(.rstStream(HTTP2ErrorCode(networkCode: Int(code)))), promise: nil)
+            if counted { connection.streamFinished() }
+        case .resetStreamsAfterProcessing(let code):
+            state.markProcessed(apnsID: apnsID)
+            context.writeAndFlush(wrapOutboundOut(.rstStream(HTTP2ErrorCode(networkCode: Int(code)))), promise: nil)
+            if counted { connection.streamFinished() }
+        case .respond(let status, let retryAfter, let body):
+            var headers = HPACKHeaders([(":status", String(status))])
+            if let retryAfter { headers.add(name: "retry-after", value: String(retryAfter)) }
+            if let apnsID { headers.add(name: "apns-id", value: apnsID) }
+            context.write(wrapOutboundOut(.headers(.init(headers: headers, endStream: body.isEmpty))), promise: nil)
+            if !body.isEmpty {
+                let buffer = context.channel.allocator.buffer(string: body)
+                context.write(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
+            }
+            context.flush()
+            if counted { connection.streamFinished() }
+        case .goAway:
+            return false
+        }
+        return true
     }
 
     private func respond(context: ChannelHandlerContext) {
         guard !answered, let head else { return }
         answered = true
+        if applyFault(context: context, apnsID: head.first(name: "apns-id")) { return }
+        answer(context: context)
+    }
+
+    /// Validates the request and answers as APNs would.
+    private func answer(context: ChannelHandlerContext) {
+        guard let head else { return }
         var headers: [APNsRequest.Header] = []
         for (name, value, _) in head where !name.hasPrefix(":") { headers.append(.init(name: name, value: value)) }
         let incoming = RequestValidator.Incoming(
@@ -136,6 +227,7 @@ final class StreamHandler: ChannelInboundHandler {
         }
         context.flush()
 
+        if verdict.status == 200 { state.markProcessed(apnsID: verdict.headers.first(where: { $0.0 == "apns-id" })?.1) }
         state.record(RecordedRequest(
             method: incoming.method, path: incoming.path, authority: head.first(name: ":authority") ?? "",
             headers: headers, body: body, authentication: verdict.authentication, status: verdict.status,

@@ -33,6 +33,19 @@ static inline CURLcode ccurl_easy_setopt_blob(CURL *easy, CURLoption option, con
 static inline CURLcode ccurl_easy_setopt_callback(CURL *easy, CURLoption option, ccurl_data_callback callback) {
     return curl_easy_setopt(easy, option, callback);
 }
+/// `CURLOPT_PREREQFUNCTION` (libcurl 7.80): called when a request is about to be sent on a connection.
+static inline CURLcode ccurl_easy_setopt_prereq(CURL *easy, curl_prereq_callback callback) {
+    return curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, callback);
+}
+static inline CURLcode ccurl_easy_setopt_opensocket(CURL *easy, curl_opensocket_callback callback) {
+    return curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, callback);
+}
+static inline CURLcode ccurl_easy_setopt_closesocket(CURL *easy, curl_closesocket_callback callback) {
+    return curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, callback);
+}
+static inline CURLcode ccurl_easy_getinfo_socket(CURL *easy, CURLINFO info, curl_socket_t *value) {
+    return curl_easy_getinfo(easy, info, value);
+}
 static inline CURLcode ccurl_easy_getinfo_long(CURL *easy, CURLINFO info, long *value) {
     return curl_easy_getinfo(easy, info, value);
 }

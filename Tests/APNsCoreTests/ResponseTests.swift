@@ -12,8 +12,14 @@ import Testing
     }
 
     @Test func unregisteredWithMillisecondTimestamp() {
-        let raw = HTTPResponse(status: 410, headers: [], body: Array(#"{"reason":"Unregistered","timestamp":1700000000123}"#.utf8))
-        #expect(throws: APNsRejection(status: 410, reason: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000.123))) {
+        let body = #"{"reason":"Unregistered","timestamp":1700000000123}"#
+        let raw = HTTPResponse(status: 410, headers: [
+            .init(name: "apns-id", value: "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c"), .init(name: "apns-unique-id", value: "u-9"),
+        ], body: Array(body.utf8))
+        #expect(throws: APNsRejection(
+            status: 410, reason: .unregistered, apnsID: APNsID("7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c"), uniqueID: "u-9",
+            timestamp: Date(timeIntervalSince1970: 1_700_000_000.123), body: Array(body.utf8))
+        ) {
             try APNsResponse(interpreting: raw)
         }
     }
@@ -22,19 +28,43 @@ import Testing
         for (reason, status) in APNsRejection.Reason.statusByReason {
             let rejection = APNsRejection(status: status, body: Array(#"{"reason":"\#(reason.rawValue)"}"#.utf8))
             #expect(rejection.reason == reason)
-            #expect(rejection.reason.isKnown)
+            #expect(rejection.reason?.isKnown == true)
         }
         #expect(APNsRejection.Reason.allKnown.count == 41)
         let novel = APNsRejection(status: 400, body: Array(#"{"reason":"BrandNewReason"}"#.utf8))
-        #expect(novel.reason.rawValue == "BrandNewReason")
-        #expect(!novel.reason.isKnown)
-        #expect(APNsRejection(status: 502, body: Array("<html>".utf8)).reason.rawValue == "HTTP 502: <html>")
+        #expect(novel.reason?.rawValue == "BrandNewReason")
+        #expect(novel.reason?.isKnown == false)
+    }
+
+    /// A proxy's HTML page or an empty 5xx is not APNs' JSON: no reason is invented, the body is
+    /// kept, and the advice comes from the status.
+    @Test func bodiesThatAreNotAPNsJSON() {
+        let html = APNsRejection(HTTPResponse(status: 502, headers: [], body: Array("<html>bad gateway</html>".utf8)))
+        #expect(html.reason == nil)
+        #expect(html.body == Array("<html>bad gateway</html>".utf8))
+        #expect(html.retry == .withBackoff)
+        #expect(html.description == "APNs rejected the request: 502 with a body that is not APNs' JSON (24 bytes). A server-side failure: retry with back-off.")
+        let empty = APNsRejection(HTTPResponse(status: 503, headers: [.init(name: "retry-after", value: "7")]))
+        #expect(empty.reason == nil)
+        #expect(empty.retryAfter == .seconds(7))
+        #expect(empty.retry == .withBackoff)
+        #expect(empty.description == "APNs rejected the request: 503 with no reason, retry after 7 s. A server-side failure: retry with back-off.")
+        let throttled = APNsRejection(HTTPResponse(status: 429, headers: [.init(name: "retry-after", value: "bogus")]))
+        #expect(throttled.retry == .later)
+        #expect(throttled.retryAfter == nil)
+        let notFound = APNsRejection(HTTPResponse(status: 404, headers: [], body: Array("nope".utf8)))
+        #expect(notFound.retry == .never)
+        #expect(APNsRejection(status: 500, body: Array(#"{"reason":"#.utf8)).reason == nil)
     }
 
     @Test func retryAdvice() {
         #expect(APNsRejection.Reason.badDeviceToken.retry == .never)
+        #expect(APNsRejection.Reason.badDeviceToken.advice.contains("environment"))
+        #expect(APNsRejection.Reason.deviceTokenNotForTopic.advice.contains("configuration mistake"))
         #expect(APNsRejection.Reason.tooManyRequests.retry == .later)
+        #expect(APNsRejection.Reason.tooManyProviderTokenUpdates.retry == .later)
         #expect(APNsRejection.Reason.expiredProviderToken.retry == .afterRefreshingToken)
         #expect(APNsRejection.Reason.serviceUnavailable.retry == .withBackoff)
+        #expect(APNsRejection.Reason.unregistered.retry == .never)
     }
 }

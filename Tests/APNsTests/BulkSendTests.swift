@@ -36,7 +36,7 @@ import Testing
 
         var outcomes: [String: BulkOutcome] = [:]
         var duplicates = 0
-        for await outcome in try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("Sale!") }, via: connector, to: devices) {
+        for try await outcome in try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("Sale!") }, via: connector, to: devices) {
             if outcomes.updateValue(outcome, forKey: outcome.device.token) != nil { duplicates += 1 }
         }
         #expect(duplicates == 0)
@@ -60,7 +60,7 @@ import Testing
         let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
         let consumer = Task {
             var received = 0
-            for await _ in try send(notification, via: connector, to: devices, maximumInFlight: 20) {
+            for try await _ in try send(notification, via: connector, to: devices, maximumInFlight: 20) {
                 received += 1
                 if received == 100 { withUnsafeCurrentTask { $0?.cancel() } }
             }
@@ -78,7 +78,7 @@ import Testing
         let connector = TokenRecordingConnector()
         let devices = Self.devices(10_000)
         var received = 0
-        for await outcome in try send(BackgroundNotification(bundleID: "com.example.app"), via: connector, to: devices, maximumInFlight: 10) {
+        for try await outcome in try send(BackgroundNotification(bundleID: "com.example.app"), via: connector, to: devices, maximumInFlight: 10) {
             #expect(outcome.isAccepted)
             received += 1
             if received == 50 { break }
@@ -91,13 +91,13 @@ import Testing
         let connector = TokenRecordingConnector()
         let results = try send(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: Self.devices(1000), maximumInFlight: 8)
         var iterator = results.makeAsyncIterator()
-        _ = await iterator.next()
+        _ = try await iterator.next()
         // The consumer read one outcome and stopped; requests in flight plus outcomes not read stay
         // within the limit (8), however long we wait. Yield generously to let the producer run.
         for _ in 0..<200 { await Task.yield() }
         #expect(connector.requests.count <= 1 + 8)
         var rest = 1
-        while await iterator.next() != nil { rest += 1 }
+        while try await iterator.next() != nil { rest += 1 }
         #expect(rest == 1000)
         #expect(connector.requests.count == 1000)
     }
@@ -107,12 +107,12 @@ import Testing
         let connector = try fixture.tokenConnector()
         let results = try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: Self.devices(500), maximumInFlight: 16)
         var iterator = results.makeAsyncIterator()
-        #expect(await iterator.next()?.isAccepted == true)
+        #expect(try await iterator.next()?.isAccepted == true)
         try await Task.sleep(for: .milliseconds(300))
         // One read: at most 16 more were started, answered or not.
         #expect(fixture.server.streamCount <= 1 + 16)
         var rest = 1
-        while let outcome = await iterator.next() {
+        while let outcome = try await iterator.next() {
             #expect(outcome.isAccepted)
             rest += 1
         }
@@ -125,7 +125,7 @@ import Testing
         let fixture = try await Fixture.start()
         let connector = try fixture.certificateConnector()
         var received = 0
-        for await outcome in try send(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: Self.devices(20_000), maximumInFlight: 50) {
+        for try await outcome in try send(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: Self.devices(20_000), maximumInFlight: 50) {
             #expect(outcome.isAccepted)
             received += 1
             if received == 300 { break }
@@ -144,11 +144,11 @@ import Testing
         let connector = CertificateRecordingConnector()
         let devices = Self.devices(3)
         var count = 0
-        for await _ in try send(AlertNotification(bundleID: "com.example.app") { Alert("x"); Badge(1) }, via: connector, to: devices) { count += 1 }
+        for try await _ in try send(AlertNotification(bundleID: "com.example.app") { Alert("x"); Badge(1) }, via: connector, to: devices) { count += 1 }
         #expect(count == 3)
         #expect(Set(connector.requests.map(\.bodyText)) == [#"{"aps":{"alert":"x","badge":1}}"#])
         #expect(Set(connector.requests.map(\.path)) == Set(devices.map(\.path)))
-        #expect(throws: APNsValidationError.negativeBadge(-1)) {
+        #expect(throws: APNsError.validation(.negativeBadge(-1))) {
             try send(AlertNotification(bundleID: "com.example.app") { Badge(-1) }, via: connector, to: devices)
         }
     }
@@ -161,7 +161,7 @@ import Testing
         let pooled = try fixture.tokenConnector(adjust: { $0.maximumConnectionsPerHost = 2; $0.maximumConcurrentStreams = 10 })
         #expect(pooled.concurrencyLimit == 20)
         var accepted = 0
-        for await outcome in try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: pooled, to: Self.devices(400)) {
+        for try await outcome in try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: pooled, to: Self.devices(400)) {
             if outcome.isAccepted { accepted += 1 }
         }
         #expect(accepted == 400)
@@ -169,7 +169,7 @@ import Testing
         #expect(fixture.server.connectionCount == 2)
 
         let single = try fixture.tokenConnector(adjust: { $0.maximumConcurrentStreams = 10 })
-        for await _ in try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("y") }, via: single, to: Self.devices(400)) {}
+        for try await _ in try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("y") }, via: single, to: Self.devices(400)) {}
         #expect(single.connectionsOpened == 1)
         #expect(fixture.server.connectionCount == 3)
         try await fixture.stop()

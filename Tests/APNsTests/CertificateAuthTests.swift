@@ -35,10 +35,10 @@ import Testing
             certificate: .pem(fixture.client.certificatePEM), privateKey: .pem(encrypted), passphrase: "correct horse",
             environment: fixture.environment, transport: fixture.transport)
         try await sendBoth(via: connector, fixture: fixture)
-        #expect(throws: CredentialError.wrongPassphrase) {
+        #expect(throws: APNsError.credential(.wrongPassphrase)) {
             try CertificateConnector(certificate: .pem(fixture.client.certificatePEM), privateKey: .pem(encrypted), passphrase: "wrong", environment: fixture.environment)
         }
-        #expect(throws: CredentialError.passphraseRequired) {
+        #expect(throws: APNsError.credential(.passphraseRequired)) {
             try CertificateConnector(certificate: .pem(fixture.client.certificatePEM), privateKey: .pem(encrypted), environment: fixture.environment)
         }
         try await fixture.stop()
@@ -49,7 +49,7 @@ import Testing
         let p12 = try TestCredentials.pkcs12(certificatePEM: fixture.client.certificatePEM, privateKeyPEM: fixture.client.privateKeyPEM, password: "p12-pass")
         let connector = try CertificateConnector(pkcs12: .bytes(p12), password: "p12-pass", environment: fixture.environment, transport: fixture.transport)
         try await sendBoth(via: connector, fixture: fixture)
-        #expect(throws: CredentialError.wrongPassphrase) {
+        #expect(throws: APNsError.credential(.wrongPassphrase)) {
             try CertificateConnector(pkcs12: .bytes(p12), password: "nope", environment: fixture.environment)
         }
         try await fixture.stop()
@@ -69,9 +69,12 @@ import Testing
         let connector = try CertificateConnector(
             certificate: .pem(stranger.certificatePEM), privateKey: .pem(stranger.privateKeyPEM),
             environment: fixture.environment, transport: fixture.transport)
-        await #expect(throws: TransportError.self) {
+        let error = await #expect(throws: APNsError.self) {
             try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
         }
+        // With TLS 1.3 the client may finish its side of the handshake and write the request before
+        // the server's alert arrives; what it may conclude depends on that timing.
+        #expect(error.flatMap(transportFailure) != nil)
         #expect(fixture.server.requests.isEmpty)
         try await fixture.stop()
     }
@@ -79,7 +82,7 @@ import Testing
     @Test func topicMustMatchTheCertificate() async throws {
         let fixture = try await Fixture.start()
         let connector = try fixture.certificateConnector()
-        await #expect(throws: APNsRejection(status: 400, reason: .topicDisallowed)) {
+        await expectRejection(.topicDisallowed, status: 400) {
             try await send(AlertNotification(bundleID: "com.other.app") { Alert("x") }, via: connector, to: .test)
         }
         try await fixture.stop()

@@ -8,19 +8,19 @@ import Testing
     let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
 
     @Test func badIdsAndKeysAreTypedErrors() throws {
-        #expect(throws: CredentialError.invalidTeamID("TEAM")) {
+        #expect(throws: APNsError.credential(.invalidTeamID("TEAM"))) {
             try TokenConnector(teamID: "TEAM", keyID: "KEY0000001", key: .pem(key.privateKeyPEM), environment: .sandbox)
         }
-        #expect(throws: CredentialError.invalidKeyID("KEY-000001")) {
+        #expect(throws: APNsError.credential(.invalidKeyID("KEY-000001"))) {
             try TokenConnector(teamID: "TEAM000001", keyID: "KEY-000001", key: .pem(key.privateKeyPEM), environment: .sandbox)
         }
-        #expect(throws: CredentialError.self) {
+        #expect(throws: APNsError.self) {
             try TokenConnector(teamID: "TEAM000001", keyID: "KEY0000001", key: .pem("not a key"), environment: .sandbox)
         }
-        #expect(throws: CredentialError.unreadableFile(path: "/nonexistent/AuthKey.p8", reason: "no such file")) {
+        #expect(throws: APNsError.credential(.unreadableFile(path: "/nonexistent/AuthKey.p8", reason: "no such file"))) {
             try TokenConnector(teamID: "TEAM000001", keyID: "KEY0000001", key: .file(path: "/nonexistent/AuthKey.p8"), environment: .sandbox)
         }
-        #expect(throws: CredentialError.refreshIntervalOutOfRange(seconds: 600)) {
+        #expect(throws: APNsError.credential(.refreshIntervalOutOfRange(seconds: 600))) {
             try TokenConnector(teamID: "TEAM000001", keyID: "KEY0000001", key: .pem(key.privateKeyPEM), environment: .sandbox, refreshInterval: .seconds(600))
         }
     }
@@ -29,10 +29,10 @@ import Testing
         let authority = try MockCertificateAuthority()
         let one = try authority.issueClientCertificate(bundleID: "a.b")
         let two = try authority.issueClientCertificate(bundleID: "a.b")
-        #expect(throws: CredentialError.keyDoesNotMatchCertificate) {
+        #expect(throws: APNsError.credential(.keyDoesNotMatchCertificate)) {
             try CertificateConnector(certificate: .pem(one.certificatePEM), privateKey: .pem(two.privateKeyPEM), environment: .sandbox)
         }
-        #expect(throws: CredentialError.self) {
+        #expect(throws: APNsError.self) {
             try CertificateConnector(certificate: .pem("garbage"), privateKey: .pem(one.privateKeyPEM), environment: .sandbox)
         }
     }

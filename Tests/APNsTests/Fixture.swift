@@ -2,6 +2,7 @@ import APNs
 import APNsMockServer
 import APNsTesting
 import Foundation
+import Testing
 
 /// A running mock server with a registered signing key and a client certificate, and connectors
 /// wired to it. Everything is generated at test time.
@@ -52,4 +53,30 @@ struct Fixture {
 extension Device {
     /// A fixed test device.
     static let test = try! Device(token: "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0")
+}
+
+/// Expects `body` to fail with APNs' rejection `reason` (and `status`).
+func expectRejection(
+    _ reason: APNsRejection.Reason, status: Int, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> Void
+) async {
+    do {
+        try await body()
+        Issue.record("expected a \(status) \(reason) rejection", sourceLocation: sourceLocation)
+    } catch let error as APNsError {
+        guard case .rejected(let rejection) = error else {
+            Issue.record("expected a \(status) \(reason) rejection, got \(error)", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(rejection.status == status, sourceLocation: sourceLocation)
+        #expect(rejection.reason == reason, sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected an APNsError, got \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+/// The transport failure `error` carries, if any.
+func transportFailure(_ error: any Error) -> TransportError? {
+    if case .transport(let failure)? = error as? APNsError { return failure }
+    return nil
 }

@@ -48,7 +48,7 @@ import Testing
         let connector = try fixture.tokenConnector()
         let response = try await connector.perform(raw(example.headers, body: example.body, path: example.path))
         #expect(response.status == example.status)
-        #expect(APNsRejection(status: response.status, body: response.body).reason.rawValue == example.reason)
+        #expect(APNsRejection(status: response.status, body: response.body).reason?.rawValue == example.reason)
         try await fixture.stop()
     }
 
@@ -74,9 +74,14 @@ import Testing
         do {
             try await send(AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)
             Issue.record("expected a rejection")
-        } catch let rejection as APNsRejection {
-            #expect(rejection == APNsRejection(status: 410, reason: .unregistered, apnsID: id, timestamp: when))
-            #expect(rejection.reason.retry == .never)
+        } catch {
+            guard case .rejected(let rejection) = error else { throw error }
+            #expect(rejection.status == 410)
+            #expect(rejection.reason == .unregistered)
+            #expect(rejection.apnsID == id)
+            #expect(rejection.timestamp == when)
+            #expect(rejection.bodyText == #"{"reason":"Unregistered","timestamp":1700000000500}"#)
+            #expect(rejection.retry == .never)
         }
         fixture.server.reject(deviceToken: Device.test.token, with: nil)
         try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)

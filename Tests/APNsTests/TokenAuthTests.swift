@@ -78,7 +78,7 @@ final class TestClock: Sendable {
         clock.advance(by: 60)
         // A second connector for the same key mints a new token a minute later.
         let second = try fixture.tokenConnector(clock: clock.function)
-        await #expect(throws: APNsRejection(status: 429, reason: .tooManyProviderTokenUpdates)) {
+        await expectRejection(.tooManyProviderTokenUpdates, status: 429) {
             try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: second, to: .test)
         }
         try await fixture.stop()
@@ -93,7 +93,8 @@ final class TestClock: Sendable {
         do {
             try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
             Issue.record("expected a rejection")
-        } catch let rejection as APNsRejection {
+        } catch {
+            guard case .rejected(let rejection) = error else { throw error }
             #expect(rejection.status == 403)
             #expect(rejection.reason == .expiredProviderToken)
             #expect(rejection.description.contains("check the server's clock"))
@@ -123,7 +124,7 @@ final class TestClock: Sendable {
         #expect(first.status == 200)
         let devices = BulkSendTests.devices(40)
         var accepted = 0
-        for await outcome in try send(notification, via: connector, to: devices) where outcome.isAccepted { accepted += 1 }
+        for try await outcome in try send(notification, via: connector, to: devices) where outcome.isAccepted { accepted += 1 }
         #expect(accepted == 40)
         let tokens = fixture.server.requests.compactMap { $0[header: "authorization"] }
         let original = tokens[0]
@@ -137,7 +138,7 @@ final class TestClock: Sendable {
     @Test func expiredTokenInTheMiddleOfABulkSendIsRetriedPerDevice() async throws {
         let (fixture, connector, notification) = try await expiredTokenSetUp()
         var outcomes: [String: Bool] = [:]
-        for await outcome in try send(notification, via: connector, to: BulkSendTests.devices(300), maximumInFlight: 50) {
+        for try await outcome in try send(notification, via: connector, to: BulkSendTests.devices(300), maximumInFlight: 50) {
             outcomes[outcome.device.token] = outcome.isAccepted
         }
         #expect(outcomes.count == 300)
@@ -155,7 +156,7 @@ final class TestClock: Sendable {
         let connector = try TokenConnector(
             teamID: stranger.teamID, keyID: stranger.keyID, key: .pem(stranger.privateKeyPEM),
             environment: fixture.environment, transport: fixture.transport)
-        await #expect(throws: APNsRejection(status: 403, reason: .invalidProviderToken)) {
+        await expectRejection(.invalidProviderToken, status: 403) {
             try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
         }
         try await fixture.stop()

@@ -28,8 +28,7 @@ struct SilentServer {
     let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
 
     func connector(port: Int, timeout: Duration = .seconds(60)) throws -> TokenConnector {
-        var transport = TransportConfiguration()
-        transport.requestTimeout = timeout
+        let transport = TransportConfiguration(requestTimeout: timeout)
         return try TokenConnector(
             teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
             environment: .custom(host: "127.0.0.1", port: port), transport: transport)
@@ -41,9 +40,13 @@ struct SilentServer {
         do {
             try await send(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: .test)
             Issue.record("expected a timeout")
-        } catch let error as TransportError {
+        } catch .transport(let error) {
             #expect(error.isTimeout)
-            #expect(error.description.contains("curl 28"))
+            // The TCP connection was accepted but TLS never completed: nothing was written.
+            #expect(error.delivery == .notSent)
+            #expect(error.description.contains("(timeout, curl 28)"))
+        } catch {
+            Issue.record("expected a transport failure, got \(error)")
         }
         try await silent.stop()
     }
@@ -55,7 +58,7 @@ struct SilentServer {
             try await send(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: .test)
         }
         task.cancel()
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await #expect(throws: APNsError.transport(TransportError(kind: .cancelled, delivery: .notSent, message: "the send was cancelled"))) { try await task.value }
         try await silent.stop()
     }
 
@@ -67,8 +70,12 @@ struct SilentServer {
         do {
             try await send(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: .test)
             Issue.record("expected TLS verification to fail")
-        } catch let error as TransportError {
-            #expect(error.code == 60)
+        } catch .transport(let error) {
+            #expect(error.curlCode == 60)
+            #expect(error.kind == .tls)
+            #expect(error.delivery == .notSent)
+        } catch {
+            Issue.record("expected a transport failure, got \(error)")
         }
         #expect(fixture.server.requests.isEmpty)
         try await fixture.stop()
@@ -79,14 +86,17 @@ struct SilentServer {
         let port = silent.port
         try await silent.stop()
         let connector = try connector(port: port)
-        await #expect(throws: TransportError.self) {
+        let error = await #expect(throws: APNsError.self) {
             try await send(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: .test)
         }
+        #expect(error.flatMap(transportFailure)?.kind == .connect)
+        #expect(error.flatMap(transportFailure)?.delivery == .notSent)
+        #expect(error?.retryAdvice == .safe)
     }
 
     @Test func validationFailsBeforeAnyIO() async throws {
         let connector = TokenRecordingConnector()
-        await #expect(throws: APNsValidationError.collapseIDTooLong(bytes: 65, limit: 64)) {
+        await #expect(throws: APNsError.validation(.collapseIDTooLong(bytes: 65, limit: 64))) {
             try await send(AlertNotification(bundleID: "a", collapseID: CollapseID(String(repeating: "x", count: 65))) { Alert("x") }, via: connector, to: .test)
         }
         #expect(connector.requests.isEmpty)

@@ -1,12 +1,20 @@
-/// The result for one device of a bulk send: accepted (with its apns-id) or its error
-/// (``APNsRejection``, ``TransportError``, `CancellationError`).
+import Synchronization
+
+/// The result for one device of a bulk send: accepted (with its apns-id) or its ``APNsError``
+/// (a rejection, or a transport failure that says whether the push may have been delivered).
 public struct BulkOutcome: Sendable {
     public let device: Device
-    public let result: Result<APNsResponse, any Error>
+    public let result: Result<APNsResponse, APNsError>
 
     /// The rejection, when APNs refused this device (for example to drop `.unregistered` tokens).
     public var rejection: APNsRejection? {
-        if case .failure(let error as APNsRejection) = result { return error }
+        if case .failure(.rejected(let rejection)) = result { return rejection }
+        return nil
+    }
+
+    /// The transport failure, when no answer came back for this device.
+    public var transportFailure: TransportError? {
+        if case .failure(.transport(let failure)) = result { return failure }
         return nil
     }
 
@@ -28,54 +36,73 @@ public struct BulkOutcome: Sendable {
 /// are cancelled, devices not yet started are not sent to, and the sequence ends.
 ///
 /// ```swift
-/// for await outcome in try send(notification, via: connector, to: devices) {
+/// for try await outcome in try send(notification, via: connector, to: devices) {
 ///     if outcome.rejection?.reason == .unregistered { await forget(outcome.device) }
 /// }
 /// ```
-/// - Throws: ``APNsValidationError`` at once if the notification itself is invalid (nothing is sent).
+/// - Parameters:
+///   - maximumInFlight: Requests started and not yet read, at most; by default the connector's
+///     ``Connector/concurrencyLimit``.
+///   - timeout: Each device's deadline, counted from when its request is started; nil uses the
+///     connector's `TransportConfiguration.requestTimeout`.
+/// - Throws: ``APNsError/validation(_:)`` at once if the notification or an option is invalid
+///   (nothing is sent).
 public func send<Notification: TokenDeliverable, Via: Connector, Devices: Sequence & Sendable>(
-    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil
-) throws(APNsValidationError) -> BulkSendResults where Via.Authentication == TokenAuthentication, Devices.Element == Device {
-    try BulkSendResults(notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight)
+    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil, timeout: Duration? = nil
+) throws(APNsError) -> BulkSendResults where Via.Authentication == TokenAuthentication, Devices.Element == Device {
+    try BulkSendResults(notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout)
 }
 
 /// Sends one notification to many devices through a certificate connector; see the token variant.
 ///
 /// ```swift
-/// for await outcome in try send(notification, via: certificateConnector, to: devices) { … }
+/// for try await outcome in try send(notification, via: certificateConnector, to: devices) { … }
 /// ```
-/// - Throws: ``APNsValidationError`` at once if the notification itself is invalid (nothing is sent).
+/// - Throws: ``APNsError/validation(_:)`` at once if the notification or an option is invalid
+///   (nothing is sent).
 public func send<Notification: CertificateDeliverable, Via: Connector, Devices: Sequence & Sendable>(
-    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil
-) throws(APNsValidationError) -> BulkSendResults where Via.Authentication == CertificateAuthentication, Devices.Element == Device {
-    try BulkSendResults(notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight)
+    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil, timeout: Duration? = nil
+) throws(APNsError) -> BulkSendResults where Via.Authentication == CertificateAuthentication, Devices.Element == Device {
+    try BulkSendResults(notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout)
 }
 
 /// The outcomes of a bulk send, one per device, in the order responses arrive.
 ///
-/// Iterate it once. Sending starts when iteration starts and follows the consumer's pace: at most
-/// `maximumInFlight` requests are started and not yet read.
+/// Iterate it once: sending starts when iteration starts and follows the consumer's pace (at most
+/// `maximumInFlight` requests are started and not yet read). A second iteration — of this value or
+/// a copy — sends nothing and throws ``APNsError/bulkResultsAlreadyIterated``. Per-device failures
+/// are outcomes, never thrown.
+///
+/// Thread safety: `Sendable`; iterate it from one task.
 public struct BulkSendResults: AsyncSequence, Sendable {
     public typealias Element = BulkOutcome
+    public typealias Failure = APNsError
 
     /// A device and what the connector returned for it, before interpretation.
     typealias Raw = (device: Device, result: Result<HTTPResponse, any Error>)
 
     private let start: @Sendable (BulkChannel<Raw>) -> Task<Void, Never>
     private let limit: Int
+    /// Set by the first iteration, shared by every copy.
+    private let iterated = IterationFlag()
 
     init<Notification: PushNotification, Via: Connector, Devices: Sequence & Sendable>(
-        notification: Notification, connector: Via, devices: Devices, maximumInFlight: Int?
-    ) throws(APNsValidationError) where Devices.Element == Device {
+        notification: Notification, connector: Via, devices: Devices, maximumInFlight: Int?, timeout: Duration?
+    ) throws(APNsError) where Devices.Element == Device {
         // Validate and serialise once; each device only changes the path.
-        let template = try notification.request(to: Device(tokenBytes: [0]))
+        let template: APNsRequest
+        do { template = try notification.request(to: Device(tokenBytes: [0])) } catch { throw .validation(error) }
+        if let timeout, timeout <= .zero { throw .validation(.invalidTimeout(timeout)) }
+        if let maximumInFlight, maximumInFlight < 1 {
+            throw .validation(.invalidTransportSetting(name: "maximumInFlight", value: "\(maximumInFlight)"))
+        }
         limit = Swift.max(1, maximumInFlight ?? connector.concurrencyLimit)
         start = { channel in
             Task {
                 if let direct = connector as? any BatchSubmitting {
-                    await BulkSendResults.produce(template, devices: devices, into: channel, via: direct)
+                    await BulkSendResults.produce(template, devices: devices, into: channel, via: direct, timeout: timeout)
                 } else {
-                    await BulkSendResults.produce(template, devices: devices, into: channel, via: connector)
+                    await BulkSendResults.produce(template, devices: devices, into: channel, via: connector, timeout: timeout)
                 }
                 channel.finish()
             }
@@ -88,9 +115,10 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     /// swift-apns' own connectors: each batch of devices is handed to the transport at once, and
     /// results come back on its thread straight into the channel — no task per device.
     private static func produce<Devices: Sequence>(
-        _ template: APNsRequest, devices: Devices, into channel: BulkChannel<Raw>, via connector: any BatchSubmitting
+        _ template: APNsRequest, devices: Devices, into channel: BulkChannel<Raw>, via connector: any BatchSubmitting,
+        timeout: Duration?
     ) async where Devices.Element == Device {
-        let owner = ObjectIdentifier(channel)
+        let owner = BulkOwner()
         channel.onClose { connector.cancelAll(ownedBy: owner) }
         let deliver: @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void = { device, result in
             if let device { channel.deliver((device, result)) }
@@ -104,15 +132,15 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             batch.removeAll(keepingCapacity: true)
             while batch.count < permits, let device = iterator.next() { batch.append(device) }
             channel.giveBack(permits - batch.count)
-            guard !batch.isEmpty else { return }
-            connector.submit(template, to: batch, owner: owner, completion: deliver)
+            guard !batch.isEmpty, !owner.isCancelled else { return }
+            connector.submit(template, to: batch, deadline: timeout.map { .now + $0 }, owner: owner, completion: deliver)
             if batch.count < permits { return }
         }
     }
 
     /// Any other connector (a recording connector, your own): one child task per device.
     private static func produce<Devices: Sequence, Via: Connector>(
-        _ template: APNsRequest, devices: Devices, into channel: BulkChannel<Raw>, via connector: Via
+        _ template: APNsRequest, devices: Devices, into channel: BulkChannel<Raw>, via connector: Via, timeout: Duration?
     ) async where Devices.Element == Device {
         var iterator = devices.makeIterator()
         await withDiscardingTaskGroup { group in
@@ -123,9 +151,14 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                 while started < permits, let device = iterator.next() {
                     var request = template
                     request.path = device.path
+                    let deadline = timeout.map { ContinuousClock.now + $0 }
                     group.addTask {
                         do {
-                            channel.deliver((device, .success(try await connector.perform(request))))
+                            if let deadline {
+                                channel.deliver((device, .success(try await connector.perform(request, deadline: deadline))))
+                            } else {
+                                channel.deliver((device, .success(try await connector.perform(request))))
+                            }
                         } catch {
                             channel.deliver((device, .failure(error)))
                         }
@@ -138,26 +171,41 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         }
     }
 
+    /// Starts the bulk send, the first time; any later iterator throws
+    /// ``APNsError/bulkResultsAlreadyIterated`` from its first `next()`.
     public func makeAsyncIterator() -> Iterator {
+        guard iterated.claim() else { return Iterator(channel: nil, task: nil) }
         let channel = BulkChannel<Raw>(limit: limit)
         return Iterator(channel: channel, task: start(channel))
     }
 
     /// Reads outcomes; when the iterator is released, the bulk send is cancelled.
     public struct Iterator: AsyncIteratorProtocol {
-        let channel: BulkChannel<Raw>
-        let producer: Producer
+        public typealias Element = BulkOutcome
+        public typealias Failure = APNsError
 
-        init(channel: BulkChannel<Raw>, task: Task<Void, Never>) {
+        let channel: BulkChannel<Raw>?
+        let producer: Producer?
+
+        init(channel: BulkChannel<Raw>?, task: Task<Void, Never>?) {
             self.channel = channel
-            producer = Producer(task: task, channel: channel)
+            if let channel, let task { producer = Producer(task: task, channel: channel) } else { producer = nil }
         }
 
-        public mutating func next() async -> BulkOutcome? {
+        public mutating func next() async throws(APNsError) -> BulkOutcome? {
+            try await Iterator.receive(from: channel, producer: producer)
+        }
+
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(APNsError) -> BulkOutcome? {
+            try await Iterator.receive(from: channel, producer: producer)
+        }
+
+        private static func receive(from channel: BulkChannel<Raw>?, producer: Producer?) async throws(APNsError) -> BulkOutcome? {
+            guard let channel else { throw .bulkResultsAlreadyIterated }
             let raw = await withTaskCancellationHandler {
                 await channel.receive()
             } onCancel: { [producer] in
-                producer.cancel()
+                producer?.cancel()
             }
             guard let (device, result) = raw else { return nil }
             switch result {
@@ -165,12 +213,19 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                 do {
                     return BulkOutcome(device: device, result: .success(try APNsResponse(interpreting: response)))
                 } catch {
-                    return BulkOutcome(device: device, result: .failure(error))
+                    return BulkOutcome(device: device, result: .failure(.rejected(error)))
                 }
             case .failure(let error):
-                return BulkOutcome(device: device, result: .failure(error))
+                return BulkOutcome(device: device, result: .failure(APNsError(wrapping: error)))
             }
         }
+    }
+
+    /// Whether a bulk send's results were iterated; shared by every copy of the value.
+    final class IterationFlag: Sendable {
+        private let claimed = Atomic<Bool>(false)
+        /// True for the first caller only.
+        func claim() -> Bool { claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged }
     }
 
     /// Cancels the sending task when the last iterator copy goes away.
@@ -195,11 +250,12 @@ protocol BatchSubmitting: Sendable {
     /// Starts `template` once per device (each to the device's path); `completion` gets exactly
     /// one call per device, on the transport's thread.
     func submit(
-        _ template: APNsRequest, to devices: [Device], owner: ObjectIdentifier,
+        _ template: APNsRequest, to devices: [Device], deadline: ContinuousClock.Instant?, owner: BulkOwner,
         completion: @escaping @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void)
 
-    /// Cancels what `submit` started with `owner` and has not finished.
-    func cancelAll(ownedBy owner: ObjectIdentifier)
+    /// Cancels what `submit` started with `owner` and has not finished, and refuses what it starts
+    /// with `owner` later.
+    func cancelAll(ownedBy owner: BulkOwner)
 }
 
 extension Connector {

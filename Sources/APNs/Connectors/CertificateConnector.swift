@@ -29,13 +29,19 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
     ///   - passphrase: For an encrypted key; read it from the environment or a secret store.
     ///   - environment: Must match the certificate (development → `.sandbox`).
     ///   - transport: Timeouts, trust and connection limits.
-    /// - Throws: ``CredentialError`` (wrong passphrase, key not matching the certificate, …).
+    /// - Throws: ``APNsError/credential(_:)`` (wrong passphrase, key not matching the certificate,
+    ///   …); ``APNsError/validation(_:)`` for a transport setting no connection can use.
     public init(
         certificate: CredentialSource, privateKey: CredentialSource, passphrase: String? = nil,
         environment: APNsEnvironment, transport: TransportConfiguration = TransportConfiguration()
-    ) throws(CredentialError) {
-        let identity = try ClientIdentity(
-            certificatePEM: OpenSSL.load(certificate), privateKeyPEM: OpenSSL.load(privateKey), passphrase: passphrase)
+    ) throws(APNsError) {
+        let identity: ClientIdentity
+        do throws(CredentialError) {
+            identity = try ClientIdentity(
+                certificatePEM: OpenSSL.load(certificate), privateKeyPEM: OpenSSL.load(privateKey), passphrase: passphrase)
+        } catch {
+            throw .credential(error)
+        }
         self.environment = environment
         subject = identity.subject
         self.transport = try CurlTransport(configuration: transport, identity: identity)
@@ -43,20 +49,40 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
 
     /// A PKCS#12 bundle (`.p12` as exported from Keychain Access) and its password.
     ///
-    /// - Throws: ``CredentialError/wrongPassphrase``, ``CredentialError/legacyPKCS12`` (with how to
-    ///   re-export) and the other ``CredentialError`` cases.
+    /// - Throws: ``APNsError/credential(_:)``: ``CredentialError/wrongPassphrase``,
+    ///   ``CredentialError/legacyPKCS12`` (with how to re-export) and the other cases.
     public init(
         pkcs12: CredentialSource, password: String, environment: APNsEnvironment,
         transport: TransportConfiguration = TransportConfiguration()
-    ) throws(CredentialError) {
-        let identity = try ClientIdentity(pkcs12: OpenSSL.load(pkcs12), password: password)
+    ) throws(APNsError) {
+        let identity: ClientIdentity
+        do throws(CredentialError) {
+            identity = try ClientIdentity(pkcs12: OpenSSL.load(pkcs12), password: password)
+        } catch {
+            throw .credential(error)
+        }
         self.environment = environment
         subject = identity.subject
         self.transport = try CurlTransport(configuration: transport, identity: identity)
     }
 
     public func perform(_ request: APNsRequest) async throws -> HTTPResponse {
-        try await transport.perform(request, endpoint: environment.endpoint(for: request.service), authorization: nil)
+        try await perform(request, deadline: .now + transport.requestTimeout)
+    }
+
+    public func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> HTTPResponse {
+        try await transport.perform(request, endpoint: environment.endpoint(for: request.service), authorization: nil, deadline: deadline)
+    }
+
+    /// Stops taking sends, lets those in flight finish for up to `gracePeriod`, then fails the rest
+    /// (``TransportError/Kind-swift.struct/shutDown``, with their delivery) and closes the
+    /// connections. Returns once everything is released; it never blocks a thread while waiting.
+    ///
+    /// ```swift
+    /// await connector.shutdown(gracePeriod: .seconds(5))
+    /// ```
+    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
+        await transport.shutdown(gracePeriod: gracePeriod)
     }
 
     /// The transport's capacity: `maximumConcurrentStreams × maximumConnectionsPerHost`.
@@ -64,6 +90,10 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
 
     /// Connections opened so far.
     public var connectionsOpened: Int { transport.connectionsOpened }
+
+    /// Connections closed because they stopped answering (a written request timed out with
+    /// nothing answered on its connection since).
+    public var stalledConnectionsClosed: Int { transport.stalledConnectionsClosed }
 
     public var description: String { "CertificateConnector(subject: \(subject), environment: \(environment))" }
     public var debugDescription: String { description }
@@ -74,15 +104,15 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
 
 extension CertificateConnector: BatchSubmitting {
     func submit(
-        _ template: APNsRequest, to devices: [Device], owner: ObjectIdentifier,
+        _ template: APNsRequest, to devices: [Device], deadline: ContinuousClock.Instant?, owner: BulkOwner,
         completion: @escaping @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void
     ) {
         transport.submit(
-            template, to: devices, endpoint: environment.endpoint(for: template.service), authorization: nil, owner: owner,
-            completion: completion)
+            template, to: devices, endpoint: environment.endpoint(for: template.service), authorization: nil,
+            deadline: deadline ?? .now + transport.requestTimeout, owner: owner, completion: completion)
     }
 
-    func cancelAll(ownedBy owner: ObjectIdentifier) {
+    func cancelAll(ownedBy owner: BulkOwner) {
         transport.cancelAll(ownedBy: owner)
     }
 }

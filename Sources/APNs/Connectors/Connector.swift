@@ -10,21 +10,35 @@
 /// - send `request` exactly: its method, path, headers in order and body, adding only its own
 ///   authentication header (`authorization` for tokens);
 /// - return whatever HTTP response APNs gave, including rejections (non-2xx is not an error here);
-/// - throw ``TransportError`` when no response was received, and `CancellationError` when the
-///   calling task is cancelled first;
+/// - throw ``TransportError`` when no response was received, with ``TransportError/delivery``
+///   ``Delivery/notSent`` only when no byte of the request left (anything else a connector throws
+///   is reported as a transport failure whose delivery is unknown);
+/// - give up at `deadline` when one is given;
 /// - be safe to call from many tasks at once.
 public protocol Connector: Sendable {
     /// ``TokenAuthentication`` or ``CertificateAuthentication``.
     associatedtype Authentication: AuthenticationKind
 
-    /// Sends one request and returns the response APNs gave.
+    /// Sends one request and returns the response APNs gave, within the connector's default
+    /// timeout.
     func perform(_ request: APNsRequest) async throws -> HTTPResponse
+
+    /// Sends one request and returns the response APNs gave, giving up at `deadline` with a
+    /// ``TransportError/Kind-swift.struct/timeout``. The default ignores the deadline and calls
+    /// ``perform(_:)``.
+    func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> HTTPResponse
 
     /// How many requests the connector carries at once; bulk sends keep this many in flight by
     /// default. swift-apns' connectors report their transport's capacity
     /// (`maximumConcurrentStreams × maximumConnectionsPerHost`); libcurl lowers it on the wire to
     /// the server's SETTINGS_MAX_CONCURRENT_STREAMS and queues the rest.
     var concurrencyLimit: Int { get }
+}
+
+extension Connector {
+    public func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> HTTPResponse {
+        try await perform(request)
+    }
 }
 
 /// The way a connector authenticates, as a type, so `send` can check it at compile time.
@@ -121,24 +135,58 @@ public struct APNsEnvironment: Hashable, Sendable, CustomStringConvertible {
 /// How the transport connects: timeouts, trust, connection and stream limits.
 ///
 /// ```swift
-/// var transport = TransportConfiguration()
-/// transport.requestTimeout = .seconds(10)
-/// transport.trustedCertificateAuthority = .pem(mockServer.certificateAuthorityPEM)  // tests only
+/// let transport = TransportConfiguration(
+///     requestTimeout: .seconds(10),
+///     trustedCertificateAuthority: .pem(mockServer.certificateAuthorityPEM))  // tests only
 /// ```
+///
+/// Values are checked when a connector is made: a timeout that is not positive, or a limit below
+/// one, is an ``APNsValidationError/invalidTransportSetting(name:value:)``.
 public struct TransportConfiguration: Sendable, Hashable {
-    /// The longest one request may take, from queueing to the last byte.
-    public var requestTimeout: Duration = .seconds(30)
+    /// The default deadline of one send, counted from the moment it is made, whether it waits in a
+    /// queue, for a connection or for APNs' answer. `send(…, timeout:)` overrides it per send.
+    public var requestTimeout: Duration
     /// The longest a TCP + TLS connect may take.
-    public var connectTimeout: Duration = .seconds(10)
+    public var connectTimeout: Duration
     /// The only CA trusted for the server certificate, replacing the system's roots. `nil` (the
     /// default) trusts the system's roots. Verification itself cannot be turned off.
     public var trustedCertificateAuthority: CredentialSource?
     /// Connections per host. One is what Apple recommends; more only when one connection's stream
     /// limit caps throughput.
-    public var maximumConnectionsPerHost = 1
+    public var maximumConnectionsPerHost: Int
     /// The most streams libcurl opens on one connection; the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS lowers it further.
-    public var maximumConcurrentStreams = 1000
+    public var maximumConcurrentStreams: Int
 
-    public init() {}
+    /// - Parameters:
+    ///   - requestTimeout: Default deadline of a send, from when it is made (30 s).
+    ///   - connectTimeout: Longest TCP + TLS connect (10 s).
+    ///   - trustedCertificateAuthority: The only CA to trust (tests with a mock server); nil for the
+    ///     system's roots.
+    ///   - maximumConnectionsPerHost: Connections per host (1).
+    ///   - maximumConcurrentStreams: Streams per connection (1000; the server may lower it).
+    public init(
+        requestTimeout: Duration = .seconds(30),
+        connectTimeout: Duration = .seconds(10),
+        trustedCertificateAuthority: CredentialSource? = nil,
+        maximumConnectionsPerHost: Int = 1,
+        maximumConcurrentStreams: Int = 1000
+    ) {
+        self.requestTimeout = requestTimeout
+        self.connectTimeout = connectTimeout
+        self.trustedCertificateAuthority = trustedCertificateAuthority
+        self.maximumConnectionsPerHost = maximumConnectionsPerHost
+        self.maximumConcurrentStreams = maximumConcurrentStreams
+    }
+
+    /// Throws for a value no transport can use.
+    func validate() throws(APNsError) {
+        func reject(_ name: String, _ value: String) -> APNsError {
+            .validation(.invalidTransportSetting(name: name, value: value))
+        }
+        guard requestTimeout > .zero else { throw reject("requestTimeout", "\(requestTimeout)") }
+        guard connectTimeout > .zero else { throw reject("connectTimeout", "\(connectTimeout)") }
+        guard maximumConnectionsPerHost >= 1 else { throw reject("maximumConnectionsPerHost", "\(maximumConnectionsPerHost)") }
+        guard maximumConcurrentStreams >= 1 else { throw reject("maximumConcurrentStreams", "\(maximumConcurrentStreams)") }
+    }
 }

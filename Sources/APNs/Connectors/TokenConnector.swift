@@ -48,8 +48,9 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     ///   - transport: Timeouts, trust and connection limits.
     ///   - refreshInterval: Token lifetime, within 20–60 minutes.
     ///   - clock: The time used for `iat` and refresh decisions; inject one in tests.
-    /// - Throws: ``CredentialError`` for a malformed id, an unreadable or wrong key, or an interval
-    ///   outside Apple's window. Never includes key material.
+    /// - Throws: ``APNsError/credential(_:)`` for a malformed id, an unreadable or wrong key, or an
+    ///   interval outside Apple's window (never including key material);
+    ///   ``APNsError/validation(_:)`` for a transport setting no connection can use.
     public init(
         teamID: String,
         keyID: String,
@@ -58,37 +59,61 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
         transport: TransportConfiguration = TransportConfiguration(),
         refreshInterval: Duration = TokenConnector.defaultRefreshInterval,
         clock: @escaping @Sendable () -> Date = { Date() }
-    ) throws(CredentialError) {
-        guard TokenConnector.isAppleID(teamID) else { throw .invalidTeamID(teamID) }
-        guard TokenConnector.isAppleID(keyID) else { throw .invalidKeyID(keyID) }
+    ) throws(APNsError) {
+        guard TokenConnector.isAppleID(teamID) else { throw .credential(.invalidTeamID(teamID)) }
+        guard TokenConnector.isAppleID(keyID) else { throw .credential(.invalidKeyID(keyID)) }
         let seconds = Int(refreshInterval.components.seconds)
         guard TokenConnector.refreshWindow.contains(seconds), seconds < 60 * 60 else {
-            throw .refreshIntervalOutOfRange(seconds: seconds)
+            throw .credential(.refreshIntervalOutOfRange(seconds: seconds))
         }
         self.teamID = teamID
         self.keyID = keyID
         self.environment = environment
         self.refreshInterval = refreshInterval
         self.clock = clock
-        signer = try ES256Signer(pem: OpenSSL.load(key))
+        do throws(CredentialError) {
+            signer = try ES256Signer(pem: OpenSSL.load(key))
+        } catch {
+            throw .credential(error)
+        }
         self.transport = try CurlTransport(configuration: transport, identity: nil)
-        _ = try currentToken()  // fail now, not on the first send, if the key cannot sign
+        do throws(CredentialError) {
+            _ = try currentToken()  // fail now, not on the first send, if the key cannot sign
+        } catch {
+            throw .credential(error)
+        }
     }
 
     public func perform(_ request: APNsRequest) async throws -> HTTPResponse {
+        try await perform(request, deadline: .now + transport.requestTimeout)
+    }
+
+    public func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> HTTPResponse {
         let token = try currentToken()
         let endpoint = environment.endpoint(for: request.service)
-        let response = try await transport.perform(request, endpoint: endpoint, authorization: "bearer " + token.value)
+        let response = try await transport.perform(request, endpoint: endpoint, authorization: "bearer " + token.value, deadline: deadline)
         // APNs reference §9: on ExpiredProviderToken mint a new token and retry once.
         if TokenConnector.isExpiredToken(response), let fresh = try refresh(after: token) {
-            return try await transport.perform(request, endpoint: endpoint, authorization: "bearer " + fresh.value)
+            return try await transport.perform(request, endpoint: endpoint, authorization: "bearer " + fresh.value, deadline: deadline)
         }
         return response
     }
 
+    /// Stops taking sends, lets those in flight finish for up to `gracePeriod`, then fails the rest
+    /// (``TransportError/Kind-swift.struct/shutDown``, with their delivery) and closes the
+    /// connections. Returns once everything is released; it never blocks a thread while waiting.
+    /// Sends made afterwards fail at once, not sent.
+    ///
+    /// ```swift
+    /// await connector.shutdown(gracePeriod: .seconds(5))
+    /// ```
+    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
+        await transport.shutdown(gracePeriod: gracePeriod)
+    }
+
     /// APNs' answer to a token it considers expired (APNs reference §9).
     static func isExpiredToken(_ response: HTTPResponse) -> Bool {
-        response.status == 403 && APNsRejection(status: 403, body: response.body).reason == .expiredProviderToken
+        response.status == 403 && APNsRejection(response).reason == .expiredProviderToken
     }
 
     /// The current provider token (the JWT, without `bearer `), for handing to another HTTP/2
@@ -141,6 +166,10 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     /// Connections opened so far.
     public var connectionsOpened: Int { transport.connectionsOpened }
 
+    /// Connections closed because they stopped answering (a written request timed out with
+    /// nothing answered on its connection since).
+    public var stalledConnectionsClosed: Int { transport.stalledConnectionsClosed }
+
     public var description: String { "TokenConnector(teamID: \(teamID), keyID: \(keyID), environment: \(environment))" }
     public var debugDescription: String { description }
     public var customMirror: Mirror {
@@ -160,9 +189,10 @@ enum Base64URL {
 
 extension TokenConnector: BatchSubmitting {
     func submit(
-        _ template: APNsRequest, to devices: [Device], owner: ObjectIdentifier,
+        _ template: APNsRequest, to devices: [Device], deadline: ContinuousClock.Instant?, owner: BulkOwner,
         completion: @escaping @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void
     ) {
+        let deadline = deadline ?? .now + transport.requestTimeout
         let token: Token
         do {
             token = try currentToken()
@@ -171,22 +201,24 @@ extension TokenConnector: BatchSubmitting {
             return
         }
         let endpoint = environment.endpoint(for: template.service)
-        transport.submit(template, to: devices, endpoint: endpoint, authorization: "bearer " + token.value, owner: owner) {
+        transport.submit(
+            template, to: devices, endpoint: endpoint, authorization: "bearer " + token.value, deadline: deadline, owner: owner
+        ) {
             [self] device, result in
             // As in `perform`: on ExpiredProviderToken, one retry with a fresh token.
             if case .success(let response) = result, TokenConnector.isExpiredToken(response), let device,
                 let fresh = try? refresh(after: token)
             {
                 transport.submit(
-                    template, to: [device], endpoint: endpoint, authorization: "bearer " + fresh.value, owner: owner,
-                    completion: completion)
+                    template, to: [device], endpoint: endpoint, authorization: "bearer " + fresh.value, deadline: deadline,
+                    owner: owner, completion: completion)
                 return
             }
             completion(device, result)
         }
     }
 
-    func cancelAll(ownedBy owner: ObjectIdentifier) {
+    func cancelAll(ownedBy owner: BulkOwner) {
         transport.cancelAll(ownedBy: owner)
     }
 }

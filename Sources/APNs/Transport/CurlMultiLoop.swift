@@ -6,13 +6,19 @@ import Synchronization
 ///
 /// Tasks hand it work through a locked inbox and wake it with `curl_multi_wakeup`; the thread adds
 /// easy handles, runs `curl_multi_perform`, resumes the continuations of finished transfers and
-/// sleeps in `curl_multi_poll`. No libcurl call happens anywhere else.
+/// sleeps in `curl_multi_poll`. No libcurl call happens anywhere else, except `curl_multi_wakeup`,
+/// which libcurl allows from any thread and which is only made under the inbox lock while the
+/// multi handle is known to be alive.
 ///
-/// `@unchecked Sendable`: `multi`, `active` and `idle` are touched only on the loop thread (after
-/// `init`, which runs before the thread starts); shared state is in the `inbox` mutex.
+/// Every transfer handed to it completes exactly once: with the response, or with a
+/// ``TransportError`` whose ``TransportError/delivery`` says whether the request may have reached a
+/// server (see ``Transfer``). Its deadline counts from when the send was made, wherever it waits.
+///
+/// `@unchecked Sendable`: `multi`, `active`, `idle`, `waiting` and `errorBuffers` are touched only
+/// on the loop thread (after `init`, which runs before the thread starts, or, if the thread never
+/// started, by the one `shutdown` call that finds it so); shared state is in the `inbox` mutex.
 final class CurlMultiLoop: @unchecked Sendable {
     struct Settings: Sendable {
-        var requestTimeoutMilliseconds: Int
         var connectTimeoutMilliseconds: Int
         var trustedCA: [UInt8]?
         var identity: ClientIdentity?
@@ -21,36 +27,62 @@ final class CurlMultiLoop: @unchecked Sendable {
     enum Operation {
         case add(Transfer)
         case cancel(Transfer)
-        /// Cancels every transfer of one bulk send (``Transfer/owner``), in flight or queued.
-        case cancelOwned(ObjectIdentifier)
+        /// Cancels every transfer of one bulk send, in flight or queued.
+        case cancelOwned(BulkOwner)
+    }
+
+    /// Where the loop is in its life.
+    private enum Phase {
+        case running
+        /// Takes no new requests; finishes those it has until the deadline, then fails the rest.
+        case draining(until: ContinuousClock.Instant)
+        /// libcurl is cleaned up (or being); nothing may touch the multi handle.
+        case stopped
     }
 
     private struct Inbox {
         var operations: [Operation] = []
-        var shutdown = false
+        var phase = Phase.running
         var started = false
+        var exited = false
+        var exitWaiters: [CheckedContinuation<Void, Never>] = []
         var connectionsOpened = 0
+        var stalledConnectionsClosed = 0
         /// The loop is (about to be) asleep in `curl_multi_poll`: a submit must wake it.
         var sleeping = false
         /// A wake-up was already sent since the loop went to sleep.
         var wakePending = false
+
+        var acceptsWork: Bool {
+            if case .running = phase { return true }
+            return false
+        }
     }
 
     private let settings: Settings
     private let inbox = Mutex(Inbox())
-    /// Signalled when the loop thread has cleaned up and is about to exit.
-    private let stopped = DispatchSemaphore(value: 0)
     private let multi: UnsafeMutableRawPointer?
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     private var idle: [UnsafeMutableRawPointer] = []
     /// `CURLOPT_ERRORBUFFER` of each easy handle, allocated with it.
     private var errorBuffers: [UnsafeMutableRawPointer: UnsafeMutablePointer<CChar>] = [:]
     /// Transfers beyond what the connections can carry wait here, in order, rather than in
-    /// libcurl's own pending queue: a transfer libcurl has attached to a connection that then
-    /// receives GOAWAY counts a retry, and libcurl gives up after five.
+    /// libcurl's own pending queue.
     private var waiting: [Transfer] = []
     private var waitingHead = 0
+    /// When the waiting queue is next checked for requests past their deadline.
+    private var nextDeadlineSweep = ContinuousClock.now
+    /// When each connection (by local port) last delivered a response, to tell a stalled
+    /// connection from a slow request.
+    private var lastAnswer: [Int32: ContinuousClock.Instant] = [:]
+    /// The sockets libcurl opened through this loop and has not closed.
+    private var openSockets: Set<Int32> = []
+    /// Local ports of connections already shut down as stalled.
+    private var stalledPorts: Set<Int32> = []
     let maximumInFlight: Int
+
+    /// How often requests waiting in the queue are checked against their deadlines.
+    static let deadlineSweepInterval: Duration = .milliseconds(50)
 
     init(settings: Settings, maximumConnectionsPerHost: Int, maximumConcurrentStreams: Int) {
         self.settings = settings
@@ -69,63 +101,85 @@ final class CurlMultiLoop: @unchecked Sendable {
     func submit(_ operation: Operation) {
         switch operation {
         case .add(let transfer): submit(batch: [transfer])
-        case .cancel, .cancelOwned: post([operation], refused: [])
+        case .cancel, .cancelOwned: post([operation], transfers: [])
         }
     }
 
     /// Queues transfers with one lock and at most one wake-up.
     func submit(batch transfers: [Transfer]) {
-        post(transfers.map(Operation.add), refused: transfers)
+        post(transfers.map(Operation.add), transfers: transfers)
     }
 
-    /// `refused` are the transfers among `operations`, failed at once if the loop has shut down.
-    private func post(_ operations: [Operation], refused transfers: [Transfer]) {
-        let (start, refused, wake) = inbox.withLock { state -> (Bool, Bool, Bool) in
-            if state.shutdown { return (false, true, false) }
-            state.operations.append(contentsOf: operations)
-            // Only a sleeping loop needs the wake-up syscall; an awake one drains the inbox before
-            // it sleeps again.
-            let wake = state.sleeping && !state.wakePending
-            if wake { state.wakePending = true }
-            defer { state.started = true }
-            return (!state.started, false, wake)
-        }
-        if refused {
-            for transfer in transfers { transfer.resume(.failure(TransportError.shutDown)) }
+    /// `transfers` are the transfers among `operations`: failed at once, never sent, if the loop
+    /// no longer takes work.
+    private func post(_ operations: [Operation], transfers: [Transfer]) {
+        guard let multi else {
+            let failure = TransportError(kind: .other, delivery: .notSent, curlCode: 2, message: "curl_multi_init failed")
+            for transfer in transfers { transfer.resume(.failure(failure)) }
             return
         }
-        guard let multi else {
-            for transfer in transfers { transfer.resume(.failure(TransportError(code: 2, message: "curl_multi_init failed"))) }
+        let (start, refused) = inbox.withLock { state -> (Bool, Bool) in
+            guard state.acceptsWork else { return (false, true) }
+            state.operations.append(contentsOf: operations)
+            if !state.started {
+                state.started = true
+                return (true, false)
+            }
+            // Only a sleeping loop needs the wake-up syscall; an awake one drains the inbox before
+            // it sleeps again. Made under the lock, so the multi handle cannot be cleaned up meanwhile.
+            if state.sleeping && !state.wakePending {
+                state.wakePending = true
+                curl_multi_wakeup(multi)
+            }
+            return (false, false)
+        }
+        if refused {
+            for transfer in transfers { transfer.resume(.failure(TransportError.shutDown(delivery: .notSent))) }
             return
         }
         if start {
             let thread = Thread { [self] in run() }
             thread.name = CurlMultiLoop.threadName
             thread.start()
-        } else if wake {
-            curl_multi_wakeup(multi)
         }
     }
 
-    /// Stops the loop: in-flight and queued requests fail with ``TransportError/shutDown``.
-    ///
-    /// Waits (up to five seconds) for the loop thread to release libcurl and OpenSSL state, so a
-    /// process that exits right after releasing its connectors does not tear OpenSSL down under a
-    /// thread still using it. Never waits when called on the loop thread itself.
-    func shutdown() {
-        let started = inbox.withLock { state -> Bool in
-            state.shutdown = true
-            return state.started
+    /// Stops taking requests, lets those in flight finish for up to `gracePeriod`, then fails what
+    /// is left with ``TransportError/Kind-swift.struct/shutDown`` and releases libcurl. Returns once
+    /// the loop thread has finished with libcurl and OpenSSL; never blocks a thread while waiting.
+    func shutdown(gracePeriod: Duration) async {
+        beginShutdown(gracePeriod: gracePeriod)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = inbox.withLock { state -> Bool in
+                if state.exited { return true }
+                state.exitWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
         }
+    }
+
+    /// Starts the shutdown and returns at once (for `deinit`): the loop thread finishes on its own.
+    func beginShutdown(gracePeriod: Duration) {
         guard let multi else { return }
-        guard started else {
-            curl_multi_cleanup(multi)
-            return
+        let cleanUpHere = inbox.withLock { state -> Bool in
+            let until = ContinuousClock.now + max(gracePeriod, .zero)
+            switch state.phase {
+            case .running: state.phase = .draining(until: until)
+            case .draining(let earlier): state.phase = .draining(until: min(earlier, until))
+            case .stopped: return false
+            }
+            guard state.started else {
+                // No thread ever ran: nothing is in flight, and nobody else can reach libcurl now.
+                state.phase = .stopped
+                state.exited = true
+                return true
+            }
+            state.wakePending = true
+            curl_multi_wakeup(multi)
+            return false
         }
-        curl_multi_wakeup(multi)
-        if Thread.current.name != CurlMultiLoop.threadName {
-            _ = stopped.wait(timeout: .now() + 5)
-        }
+        if cleanUpHere { curl_multi_cleanup(multi) }
     }
 
     static let threadName = "swift-apns.curl"
@@ -136,12 +190,12 @@ final class CurlMultiLoop: @unchecked Sendable {
         guard let multi else { return }
         var running: Int32 = 0
         while true {
-            let (operations, stop) = inbox.withLock { state -> ([Operation], Bool) in
+            let (operations, phase) = inbox.withLock { state -> ([Operation], Phase) in
                 state.sleeping = false
                 state.wakePending = false
                 var taken: [Operation] = []
                 swap(&taken, &state.operations)
-                return (taken, state.shutdown)
+                return (taken, state.phase)
             }
             for operation in operations {
                 switch operation {
@@ -150,36 +204,71 @@ final class CurlMultiLoop: @unchecked Sendable {
                 case .cancelOwned(let owner): cancelAll(ownedBy: owner, on: multi)
                 }
             }
-            if stop {
-                for operation in inbox.withLock({ $0.operations }) {
-                    if case .add(let transfer) = operation { transfer.resume(.failure(TransportError.shutDown)) }
+            var pollLimit = Duration.seconds(1)
+            if case .draining(let until) = phase {
+                let now = ContinuousClock.now
+                if (waitingHead == waiting.count && active.values.allSatisfy(\.finished)) || now >= until {
+                    return stop(on: multi)
                 }
-                for transfer in waiting[waitingHead...] { transfer.resume(.failure(TransportError.shutDown)) }
-                waiting.removeAll()
-                for (easy, transfer) in active {
-                    curl_multi_remove_handle(multi, easy)
-                    curl_easy_cleanup(easy)
-                    transfer.resume(.failure(TransportError.shutDown))
-                }
-                active.removeAll()
-                idle.forEach { curl_easy_cleanup($0) }
-                idle.removeAll()
-                errorBuffers.values.forEach { $0.deallocate() }
-                errorBuffers.removeAll()
-                curl_multi_cleanup(multi)
-                stopped.signal()
-                return
+                pollLimit = min(pollLimit, until - now)
             }
+            sweepExpiredWaiting()
             startWaiting(on: multi)
             curl_multi_perform(multi, &running)
             collectFinished(on: multi)
             startWaiting(on: multi)
-            let idle = inbox.withLock { state -> Bool in
-                guard state.operations.isEmpty, !state.shutdown else { return false }
+            if waitingHead < waiting.count { pollLimit = min(pollLimit, CurlMultiLoop.deadlineSweepInterval) }
+            let sleep = inbox.withLock { state -> Bool in
+                guard state.operations.isEmpty else { return false }
                 state.sleeping = true
                 return true
             }
-            if idle { curl_multi_poll(multi, nil, 0, 1000, nil) }
+            if sleep { curl_multi_poll(multi, nil, 0, Int32(clamping: max(1, pollLimit.millisecondsRoundedUp)), nil) }
+        }
+    }
+
+    /// Fails everything left, releases libcurl, and tells whoever awaits the shutdown.
+    private func stop(on multi: UnsafeMutableRawPointer) {
+        let leftovers = inbox.withLock { state -> [Operation] in
+            state.phase = .stopped
+            var taken: [Operation] = []
+            swap(&taken, &state.operations)
+            return taken
+        }
+        for operation in leftovers {
+            if case .add(let transfer) = operation { transfer.resume(.failure(TransportError.shutDown(delivery: .notSent))) }
+        }
+        for transfer in waiting[waitingHead...] { transfer.resume(.failure(TransportError.shutDown(delivery: transfer.delivery))) }
+        waiting.removeAll()
+        waitingHead = 0
+        for (easy, transfer) in active {
+            curl_multi_remove_handle(multi, easy)
+            transfer.resume(.failure(TransportError.shutDown(delivery: transfer.delivery)))
+            curl_easy_cleanup(easy)
+        }
+        active.removeAll()
+        idle.forEach { curl_easy_cleanup($0) }
+        idle.removeAll()
+        errorBuffers.values.forEach { $0.deallocate() }
+        errorBuffers.removeAll()
+        curl_multi_cleanup(multi)
+        let waiters = inbox.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.exited = true
+            defer { state.exitWaiters.removeAll() }
+            return state.exitWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Fails queued requests whose deadline has passed: they never reached libcurl, so they were
+    /// not sent (or, after a refusal, not processed).
+    private func sweepExpiredWaiting() {
+        guard waitingHead < waiting.count else { return }
+        let now = ContinuousClock.now
+        guard now >= nextDeadlineSweep else { return }
+        nextDeadlineSweep = now + CurlMultiLoop.deadlineSweepInterval
+        for transfer in waiting[waitingHead...] where !transfer.finished && transfer.deadline <= now {
+            transfer.resume(.failure(TransportError.timedOut(delivery: transfer.delivery)))
         }
     }
 
@@ -200,23 +289,36 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     private func start(_ transfer: Transfer, on multi: UnsafeMutableRawPointer) {
-        guard let easy = idle.popLast() ?? makeEasy() else {
-            transfer.resume(.failure(TransportError(code: 2, message: "curl_easy_init failed")))
+        if transfer.isCancelled {
+            transfer.resume(.failure(TransportError.cancelled(delivery: transfer.delivery)))
             return
         }
-        configure(easy, for: transfer)
+        // The deadline counts from the send; libcurl's own timeout counts from here.
+        let remaining = transfer.deadline - ContinuousClock.now
+        guard remaining > .zero else {
+            transfer.resume(.failure(TransportError.timedOut(delivery: transfer.delivery)))
+            return
+        }
+        guard let easy = idle.popLast() ?? makeEasy() else {
+            transfer.resume(.failure(TransportError(kind: .other, delivery: transfer.delivery, curlCode: 2, message: "curl_easy_init failed")))
+            return
+        }
+        configure(easy, for: transfer, timeoutMilliseconds: remaining.millisecondsRoundedUp)
+        transfer.easy = easy
+        transfer.errorBuffer = errorBuffers[easy]
         let added = curl_multi_add_handle(multi, easy)
         guard added == CURLM_OK else {
+            transfer.easy = nil
             recycle(easy)
-            transfer.resume(.failure(TransportError(code: Int(added.rawValue), message: String(cString: curl_multi_strerror(added)))))
+            transfer.resume(.failure(TransportError(
+                kind: .other, delivery: transfer.delivery, curlCode: Int(added.rawValue), message: String(cString: curl_multi_strerror(added)))))
             return
         }
-        transfer.easy = easy
         active[easy] = transfer
     }
 
     /// A new easy handle with everything that is the same for every transfer set once: TLS,
-    /// timeouts, HTTP/2, callbacks, its error buffer.
+    /// HTTP/2, callbacks, its error buffer.
     private func makeEasy() -> UnsafeMutableRawPointer? {
         guard let easy = curl_easy_init() else { return nil }
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
@@ -228,7 +330,6 @@ final class CurlMultiLoop: @unchecked Sendable {
         _ = ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
         _ = ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
         _ = ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
-        _ = ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, settings.requestTimeoutMilliseconds)
         _ = ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeoutMilliseconds)
         if let ca = settings.trustedCA {
             ca.withUnsafeBytes { _ = ccurl_easy_setopt_blob(easy, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) }
@@ -257,14 +358,31 @@ final class CurlMultiLoop: @unchecked Sendable {
             transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: length))
             return length
         }
+        let loop = Unmanaged.passUnretained(self).toOpaque()
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, loop)
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_CLOSESOCKETDATA, loop)
+        _ = ccurl_easy_setopt_opensocket(easy) { context, _, address in
+            guard let context, let address else { return curl_socket_t(-1) }
+            return Unmanaged<CurlMultiLoop>.fromOpaque(context).takeUnretainedValue()
+                .openSocket(family: address.pointee.family, type: address.pointee.socktype, protocol: address.pointee.protocol)
+        }
+        _ = ccurl_easy_setopt_closesocket(easy) { context, socket in
+            guard let context else { return Foundation.close(socket) }
+            return Unmanaged<CurlMultiLoop>.fromOpaque(context).takeUnretainedValue().closeSocket(socket)
+        }
+        _ = ccurl_easy_setopt_prereq(easy) { context, _, _, _, localPort in
+            guard let context else { return Int32(CURL_PREREQFUNC_OK) }
+            return Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().willSend(localPort: localPort)
+        }
         return easy
     }
 
     /// Sets what differs per transfer. Every such option is set each time, so nothing carries
     /// over from the handle's previous transfer.
-    private func configure(_ easy: UnsafeMutableRawPointer, for transfer: Transfer) {
+    private func configure(_ easy: UnsafeMutableRawPointer, for transfer: Transfer, timeoutMilliseconds: Int) {
         errorBuffers[easy]?.pointee = 0
         _ = ccurl_easy_setopt_string(easy, CURLOPT_URL, transfer.url)
+        _ = ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeoutMilliseconds))
         switch transfer.method {
         case .post:
             _ = ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, nil)
@@ -288,30 +406,36 @@ final class CurlMultiLoop: @unchecked Sendable {
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         _ = ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
         _ = ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, context)
     }
 
+    /// Completes `transfer` as cancelled at once. A request already written is withdrawn from its
+    /// connection (its stream reset); one not yet written stays with libcurl, which may still be
+    /// resolving or connecting for it — removing it then could block this thread on the resolver —
+    /// and is aborted by the pre-request callback before any byte is written.
     private func cancel(_ transfer: Transfer, on multi: UnsafeMutableRawPointer) {
         guard !transfer.finished else { return }
         transfer.cancelled = true
-        if let easy = transfer.easy, active.removeValue(forKey: easy) != nil {
+        if let easy = transfer.easy, transfer.written, active.removeValue(forKey: easy) != nil {
             curl_multi_remove_handle(multi, easy)
             recycle(easy)
             transfer.easy = nil
-            transfer.resume(.failure(CancellationError()))
+            transfer.resume(.failure(TransportError.cancelled(delivery: .unknown)))
         } else if transfer.queued {
-            transfer.resume(.failure(CancellationError()))  // skipped when its turn comes
+            transfer.resume(.failure(TransportError.cancelled(delivery: .notSent)))
         }
         // Otherwise its `add` has not been processed yet; `enqueue` sees `cancelled`.
     }
 
-    private func cancelAll(ownedBy owner: ObjectIdentifier, on multi: UnsafeMutableRawPointer) {
-        for transfer in active.values where transfer.owner == owner { cancel(transfer, on: multi) }
-        for transfer in waiting[waitingHead...] where transfer.owner == owner { cancel(transfer, on: multi) }
+    private func cancelAll(ownedBy owner: BulkOwner, on multi: UnsafeMutableRawPointer) {
+        owner.cancel()
+        for transfer in Array(active.values) where transfer.owner === owner { cancel(transfer, on: multi) }
+        for transfer in waiting[waitingHead...] where transfer.owner === owner { cancel(transfer, on: multi) }
     }
 
     private func enqueue(_ transfer: Transfer) {
-        if transfer.cancelled {
-            transfer.resume(.failure(CancellationError()))
+        if transfer.isCancelled {
+            transfer.resume(.failure(TransportError.cancelled(delivery: .notSent)))
             return
         }
         transfer.queued = true
@@ -328,13 +452,21 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     private func finish(_ easy: UnsafeMutableRawPointer, code: CURLcode, on multi: UnsafeMutableRawPointer) {
         curl_multi_remove_handle(multi, easy)
+        var connects = 0
+        _ = ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
+        if connects > 0 { inbox.withLock { $0.connectionsOpened += connects } }
         guard let transfer = active.removeValue(forKey: easy) else {
             recycle(easy)
             return
         }
-        var connects = 0
-        _ = ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
-        if connects > 0 { inbox.withLock { $0.connectionsOpened += connects } }
+        transfer.easy = nil
+        transfer.errorBuffer = nil
+        // libcurl counts its re-sends on the easy handle (`state.retrycount`) and never resets the
+        // count between transfers: a handle that went through one is not used again, or later
+        // refusals would find libcurl's budget spent.
+        let reusable = transfer.attempts <= 1
+        defer { reusable ? recycle(easy) : discard(easy) }
+        guard !transfer.finished else { return }  // cancelled or timed out while libcurl had it
         let result: Result<HTTPResponse, any Error>
         if code == CURLE_OK {
             var status = 0
@@ -342,31 +474,93 @@ final class CurlMultiLoop: @unchecked Sendable {
             _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
             _ = ccurl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
             if version == Int(CURL_HTTP_VERSION_2_0) {
+                if transfer.localPort != 0 { lastAnswer[transfer.localPort] = .now }
                 result = .success(HTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody))
             } else {
-                result = .failure(TransportError.notHTTP2)
+                result = .failure(TransportError(
+                    kind: .notHTTP2, delivery: .unknown, message: "the server answered over HTTP/1.1 (it offered no ALPN h2)"))
             }
-        } else if Transfer.isUnprocessed(code: code, message: errorMessage(of: easy)),
-            ContinuousClock.now < transfer.deadline, transfer.resubmissions < Transfer.maximumResubmissions
-        {
-            // libcurl retried this request five times on connections that closed before the server
-            // took it (GOAWAY, refused stream) and gave up; the server never processed it, so
-            // sending it again cannot duplicate it. It goes on until its request timeout.
-            transfer.resubmissions += 1
-            recycle(easy)
-            transfer.easy = nil
-            transfer.prepareForResubmission()
-            waiting.append(transfer)
-            return
         } else {
-            let detail = errorMessage(of: easy)
-            result = .failure(TransportError(
-                code: Int(code.rawValue), message: detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail))
+            switch transfer.retry {
+            case .refused?:
+                // The server refused the stream before processing it: sending it again cannot
+                // duplicate it. It is queued again until its deadline.
+                transfer.prepareForResubmission()
+                transfer.resubmissions += 1
+                if ContinuousClock.now < transfer.deadline, transfer.resubmissions <= Transfer.maximumResubmissions {
+                    waiting.append(transfer)
+                } else {
+                    transfer.resume(.failure(TransportError.timedOut(delivery: .notSent)))
+                }
+                return
+            case .connectionDied?:
+                result = .failure(TransportError(
+                    kind: .connectionLost, delivery: .unknown, curlCode: Int(code.rawValue),
+                    message: "the connection failed after the request was written and before APNs answered"))
+            case .cancelled?:
+                result = .failure(TransportError.cancelled(delivery: .notSent))
+            case nil:
+                if code == CURLE_OPERATION_TIMEDOUT, transfer.written { closeIfStalled(transfer) }
+                let detail = errorMessage(of: easy)
+                result = .failure(Transfer.failure(
+                    code: code, message: detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail,
+                    delivery: transfer.delivery))
+            }
         }
-        recycle(easy)
-        transfer.easy = nil
         transfer.resume(result)
     }
+
+    /// A written request timed out. If its connection answered nothing since the request was
+    /// written, the connection is stalled (a server or middlebox that stopped answering): libcurl
+    /// would keep using it for every later request, since a stream timeout does not close an
+    /// HTTP/2 connection. Shutting its socket down makes libcurl fail what is on it (written, so
+    /// `unknown`) and open a new connection for what comes next.
+    private func closeIfStalled(_ transfer: Transfer) {
+        let port = transfer.localPort
+        guard port != 0 else { return }
+        if let last = lastAnswer[port], last >= transfer.writtenAt { return }
+        guard !stalledPorts.contains(port), let socket = openSockets.first(where: { localPort(of: $0) == port }) else { return }
+        stalledPorts.insert(port)
+        _ = Foundation.shutdown(socket, Int32(SHUT_RDWR))
+        inbox.withLock { $0.stalledConnectionsClosed += 1 }
+    }
+
+    /// The local port a socket is bound to, or 0.
+    private func localPort(of socket: Int32) -> Int32 {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
+        guard named == 0 else { return 0 }
+        let port: UInt16
+        switch Int32(address.ss_family) {
+        case AF_INET: port = withUnsafeBytes(of: &address) { $0.load(as: sockaddr_in.self).sin_port }
+        case AF_INET6: port = withUnsafeBytes(of: &address) { $0.load(as: sockaddr_in6.self).sin6_port }
+        default: return 0
+        }
+        return Int32(UInt16(bigEndian: port))
+    }
+
+    /// `CURLOPT_OPENSOCKETFUNCTION`, on the loop thread: opens the socket libcurl asks for and
+    /// remembers it, so a stalled connection can be found by its local port.
+    fileprivate func openSocket(family: Int32, type: Int32, protocol: Int32) -> Int32 {
+        let socket = Foundation.socket(family, type, `protocol`)
+        if socket >= 0 { openSockets.insert(socket) }
+        return socket
+    }
+
+    /// `CURLOPT_CLOSESOCKETFUNCTION`, on the loop thread.
+    fileprivate func closeSocket(_ socket: Int32) -> Int32 {
+        openSockets.remove(socket)
+        let port = localPort(of: socket)
+        lastAnswer[port] = nil
+        stalledPorts.remove(port)
+        return Foundation.close(socket)
+    }
+
+    /// Connections closed because they stopped answering.
+    var stalledConnectionsClosed: Int { inbox.withLock { $0.stalledConnectionsClosed } }
 
     /// libcurl's detail for the last failure of `easy`.
     private func errorMessage(of easy: UnsafeMutableRawPointer) -> String {
@@ -378,8 +572,22 @@ final class CurlMultiLoop: @unchecked Sendable {
         if idle.count < 4096 {
             idle.append(easy)
         } else {
-            curl_easy_cleanup(easy)
-            errorBuffers.removeValue(forKey: easy)?.deallocate()
+            discard(easy)
         }
+    }
+
+    private func discard(_ easy: UnsafeMutableRawPointer) {
+        curl_easy_cleanup(easy)
+        errorBuffers.removeValue(forKey: easy)?.deallocate()
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, rounded up, so that a positive duration never becomes 0 ("no timeout"
+    /// to libcurl).
+    var millisecondsRoundedUp: Int {
+        let (seconds, attoseconds) = components
+        let perMillisecond: Int64 = 1_000_000_000_000_000
+        return Int(seconds) * 1000 + Int((attoseconds + perMillisecond - 1) / perMillisecond)
     }
 }

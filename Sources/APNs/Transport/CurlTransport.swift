@@ -9,11 +9,11 @@ private let curlGlobalInit: Int = Int(curl_global_init(Int(CURL_GLOBAL_ALL)).raw
 /// one connection per host (`CURLPIPE_MULTIPLEX`, `CURLOPT_PIPEWAIT`), driven by one thread.
 ///
 /// Thread safety: `perform` may be called from any task; everything libcurl touches lives on the
-/// transport's own thread (see ``CurlMultiLoop``). Releasing the transport stops that thread and
-/// fails what was still in flight with ``TransportError/shutDown``.
+/// transport's own thread (see ``CurlMultiLoop``). ``shutdown(gracePeriod:)`` drains and releases
+/// it; releasing the transport without it starts the same shutdown without waiting for it.
 final class CurlTransport: Sendable {
     private let loop: CurlMultiLoop
-    private let requestTimeout: Duration
+    let requestTimeout: Duration
     /// The header list of the last request: consecutive requests with the same headers (a bulk
     /// send, one notification to many devices) share one `curl_slist`.
     private let lastHeaders = Mutex<(key: HeaderKey, list: HeaderList)?>(nil)
@@ -23,21 +23,29 @@ final class CurlTransport: Sendable {
         var headers: [APNsRequest.Header]
     }
 
-    init(configuration: TransportConfiguration, identity: ClientIdentity?) throws(CredentialError) {
+    init(configuration: TransportConfiguration, identity: ClientIdentity?) throws(APNsError) {
         _ = curlGlobalInit
+        try configuration.validate()
         requestTimeout = configuration.requestTimeout
         var trustedCA: [UInt8]?
-        if let source = configuration.trustedCertificateAuthority { trustedCA = try OpenSSL.load(source) }
+        if let source = configuration.trustedCertificateAuthority {
+            do throws(CredentialError) { trustedCA = try OpenSSL.load(source) } catch { throw .credential(error) }
+        }
         loop = CurlMultiLoop(
             settings: .init(
-                requestTimeoutMilliseconds: configuration.requestTimeout.milliseconds,
-                connectTimeoutMilliseconds: configuration.connectTimeout.milliseconds,
+                connectTimeoutMilliseconds: configuration.connectTimeout.millisecondsRoundedUp,
                 trustedCA: trustedCA, identity: identity),
             maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
             maximumConcurrentStreams: configuration.maximumConcurrentStreams)
     }
 
-    deinit { loop.shutdown() }
+    deinit { loop.beginShutdown(gracePeriod: .zero) }
+
+    /// Stops taking requests, lets those in flight finish for up to `gracePeriod`, fails the rest
+    /// (``TransportError/Kind-swift.struct/shutDown``), and returns once libcurl is released.
+    func shutdown(gracePeriod: Duration) async {
+        await loop.shutdown(gracePeriod: gracePeriod)
+    }
 
     /// Requests the transport hands to libcurl at once; more wait in its queue.
     var capacity: Int { loop.maximumInFlight }
@@ -45,13 +53,18 @@ final class CurlTransport: Sendable {
     /// Connections libcurl has opened so far (`CURLINFO_NUM_CONNECTS`, summed over requests).
     var connectionsOpened: Int { loop.connectionsOpened }
 
-    /// Sends `request` to `endpoint`, adding `authorization` when given.
-    func perform(_ request: APNsRequest, endpoint: APNsEnvironment.Endpoint, authorization: String?) async throws -> HTTPResponse {
+    /// Connections shut down because they stopped answering.
+    var stalledConnectionsClosed: Int { loop.stalledConnectionsClosed }
+
+    /// Sends `request` to `endpoint`, adding `authorization` when given, giving up at `deadline`.
+    func perform(
+        _ request: APNsRequest, endpoint: APNsEnvironment.Endpoint, authorization: String?, deadline: ContinuousClock.Instant
+    ) async throws -> HTTPResponse {
         let transfer = Transfer(
             url: endpoint.baseURL + request.path, method: request.method,
             headerList: headerList(authorization: authorization, headers: request.headers),
-            body: RequestBody(request.body), deadline: .now + requestTimeout, device: nil, owner: nil)
-        try Task.checkCancellation()
+            body: RequestBody(request.body), deadline: deadline, device: nil, owner: nil)
+        if Task.isCancelled { throw TransportError.cancelled(delivery: .notSent) }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 transfer.completion = .task(continuation)
@@ -69,12 +82,12 @@ final class CurlTransport: Sendable {
     /// ``cancelAll(ownedBy:)``.
     func submit(
         _ template: APNsRequest, to devices: [Device], endpoint: APNsEnvironment.Endpoint, authorization: String?,
-        owner: ObjectIdentifier, completion: @escaping @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void
+        deadline: ContinuousClock.Instant, owner: BulkOwner,
+        completion: @escaping @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void
     ) {
         guard !devices.isEmpty else { return }
         let headers = headerList(authorization: authorization, headers: template.headers)
         let body = RequestBody(template.body)
-        let deadline = ContinuousClock.now + requestTimeout
         let base = endpoint.baseURL
         var transfers: [Transfer] = []
         transfers.reserveCapacity(devices.count)
@@ -88,9 +101,10 @@ final class CurlTransport: Sendable {
         loop.submit(batch: transfers)
     }
 
-    /// Cancels every transfer started by ``submit(_:to:endpoint:authorization:owner:completion:)``
-    /// with `owner`: in flight or queued, each completes with `CancellationError`.
-    func cancelAll(ownedBy owner: ObjectIdentifier) {
+    /// Cancels every transfer started by ``submit(_:to:endpoint:authorization:deadline:owner:completion:)``
+    /// with `owner`, in flight or queued, and refuses any started with it later.
+    func cancelAll(ownedBy owner: BulkOwner) {
+        owner.cancel()
         loop.submit(.cancelOwned(owner))
     }
 
@@ -102,13 +116,6 @@ final class CurlTransport: Sendable {
             last = (HeaderKey(authorization: authorization, headers: headers), list)
             return list
         }
-    }
-}
-
-extension Duration {
-    var milliseconds: Int {
-        let (seconds, attoseconds) = components
-        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
     }
 }
 
@@ -145,102 +152,4 @@ final class RequestBody: @unchecked Sendable {
     }
 
     deinit { bytes.deallocate() }
-}
-
-/// One request in flight.
-///
-/// `@unchecked Sendable`: the submitting side sets `completion` before handing the transfer to
-/// the loop (the inbox lock publishes it); from then on only the loop thread touches it.
-final class Transfer: @unchecked Sendable {
-    /// Who hears the result: a suspended task, or a function called on the loop thread.
-    enum Completion {
-        case task(CheckedContinuation<HTTPResponse, any Error>)
-        case callback(@Sendable (Device?, Result<HTTPResponse, any Error>) -> Void)
-    }
-
-    let url: String
-    let method: APNsRequest.Method
-    /// Shared by every transfer with the same headers.
-    let headerList: HeaderList
-    let body: RequestBody
-    /// The device of a bulk transfer, handed back to its callback.
-    let device: Device?
-    /// The bulk send it belongs to, for ``CurlMultiLoop/Operation/cancelOwned(_:)``.
-    let owner: ObjectIdentifier?
-
-    var completion: Completion?
-    var easy: UnsafeMutableRawPointer?
-    var responseHeaders: [APNsRequest.Header] = []
-    var responseBody: [UInt8] = []
-    /// Loop-thread state: cancellation was asked for; the `add` was processed; the result was
-    /// delivered.
-    var cancelled = false
-    var queued = false
-    var finished = false
-    var resubmissions = 0
-    /// Until when a request that was never processed may be queued again: its request timeout.
-    let deadline: ContinuousClock.Instant
-
-    /// A guard against pathological loops; the deadline is what normally ends resubmission.
-    static let maximumResubmissions = 100
-
-    /// libcurl's verdict that the request was never taken by the server: it retried it on fresh
-    /// connections (refused streams, connections closed before any byte of a response) until its
-    /// own limit. See `Curl_retry_request` in libcurl.
-    static func isUnprocessed(code: CURLcode, message: String) -> Bool {
-        (code == CURLE_RECV_ERROR || code == CURLE_SEND_ERROR) && message.hasPrefix("Connection died, tried")
-    }
-
-    func prepareForResubmission() {
-        responseHeaders.removeAll()
-        responseBody.removeAll()
-    }
-
-    init(
-        url: String, method: APNsRequest.Method, headerList: HeaderList, body: RequestBody,
-        deadline: ContinuousClock.Instant, device: Device?, owner: ObjectIdentifier?
-    ) {
-        self.url = url
-        self.method = method
-        self.headerList = headerList
-        self.body = body
-        self.deadline = deadline
-        self.device = device
-        self.owner = owner
-    }
-
-    /// Delivers the result, once.
-    func resume(_ result: Result<HTTPResponse, any Error>) {
-        guard !finished else { return }
-        finished = true
-        switch completion {
-        case .task(let continuation)?: continuation.resume(with: result)
-        case .callback(let deliver)?: deliver(device, result)
-        case nil: break
-        }
-        completion = nil
-    }
-
-    /// One raw header line from libcurl: a status line starts a new response (libcurl may retry a
-    /// refused stream on a new connection), anything else is `name: value`.
-    func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
-        // The status line ("HTTP/2 200"), which has no colon, starts a new response.
-        if line.starts(with: "HTTP/".utf8) {
-            responseHeaders.removeAll()
-            return
-        }
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
-        // HTTP/2 header names arrive in lowercase; lowercase only when a server sent otherwise.
-        let rawName = line[..<colon]
-        let name = rawName.contains(where: { (65...90).contains($0) })
-            ? String(decoding: rawName, as: UTF8.self).lowercased() : String(decoding: rawName, as: UTF8.self)
-        var start = colon + 1
-        var end = line.count
-        while start < end, line[start] == UInt8(ascii: " ") || line[start] == UInt8(ascii: "\t") { start += 1 }
-        while end > start, line[end - 1] == UInt8(ascii: "\r") || line[end - 1] == UInt8(ascii: "\n") || line[end - 1] == UInt8(ascii: " ") {
-            end -= 1
-        }
-        responseHeaders.append(.init(name: name, value: String(decoding: line[start..<end], as: UTF8.self)))
-    }
-
 }

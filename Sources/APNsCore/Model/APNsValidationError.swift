@@ -51,6 +51,10 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
     case collapseIDOnBroadcast
     /// A non-zero expiration for a channel that stores no message.
     case expirationOnUnstoredChannel(Int)
+    /// A send's timeout that is not a positive duration.
+    case invalidTimeout(Duration)
+    /// A transport setting no connection can use (a timeout that is not positive, a limit below 1).
+    case invalidTransportSetting(name: String, value: String)
 
     public var description: String {
         switch self {
@@ -98,6 +102,10 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
             return "Broadcasts have no collapse id (APNs reference §6); remove it."
         case let .expirationOnUnstoredChannel(seconds):
             return "The channel stores no message, so APNs rejects expiration \(seconds) (BadExpirationDate). Use Expiration.immediately, or create the channel with .mostRecentMessageStored."
+        case let .invalidTimeout(timeout):
+            return "The timeout \(timeout) is not a positive duration. Pass at least a millisecond, for example .seconds(10), or nil for the connector's default."
+        case let .invalidTransportSetting(name, value):
+            return "TransportConfiguration.\(name) is \(value); timeouts must be positive and limits at least 1."
         case let .invalidDate(key):
             return "The date for \(key) is before 1970 or not a finite time; APNs takes UNIX seconds."
         }

@@ -25,7 +25,7 @@ extension APNsRejection {
         /// What a caller should do about it (APNs reference §9).
         public var retry: RetryAdvice {
             switch self {
-            case .tooManyRequests: return .later
+            case .tooManyRequests, .tooManyProviderTokenUpdates: return .later
             case .expiredProviderToken: return .afterRefreshingToken
             case .internalServerError, .serviceUnavailable, .shutdown, .idleTimeout: return .withBackoff
             default: return .never
@@ -35,8 +35,12 @@ extension APNsRejection {
         /// One sentence on what to do, for error messages.
         public var advice: String {
             switch self {
-            case .badDeviceToken, .unregistered, .expiredToken, .deviceTokenNotForTopic:
-                return "Stop sending to this token (for 410, unless the device registered again after the timestamp)."
+            case .unregistered, .expiredToken:
+                return "Stop sending to this token unless the device registered it again after the timestamp."
+            case .badDeviceToken:
+                return "Check that the connector's environment matches the app build that produced the token (sandbox for development builds, production for App Store and TestFlight) before forgetting the token: a whole batch of these means the environment is wrong."
+            case .deviceTokenNotForTopic:
+                return "Check the bundle id: the token belongs to another app (or the topic suffix is wrong). A whole batch of these means a configuration mistake, not dead tokens."
             case .badCertificateEnvironment, .badEnvironmentKeyIdInToken:
                 return "The credential is for the other environment: use .sandbox for development builds and .production for App Store and TestFlight builds."
             case .expiredProviderToken:
@@ -44,7 +48,7 @@ extension APNsRejection {
             case .invalidProviderToken, .unrelatedKeyIdInToken, .missingProviderToken:
                 return "Check the key id, team id and .p8 key of the token connector."
             case .tooManyProviderTokenUpdates:
-                return "Share one token connector per key instead of creating one per request."
+                return "Share one token connector per key instead of creating one per request, then retry after a while: APNs accepts a new token at most every 20 minutes."
             case .tooManyRequests:
                 return "Slow down: too many pushes to this device; retry later."
             case .payloadTooLarge:

@@ -46,10 +46,8 @@ public struct APNsResponse: Hashable, Sendable, CustomStringConvertible {
     /// Reads a raw response: 2xx becomes an ``APNsResponse``, anything else throws the
     /// ``APNsRejection`` it carries.
     public init(interpreting response: HTTPResponse) throws(APNsRejection) {
+        guard (200..<300).contains(response.status) else { throw APNsRejection(response) }
         let apnsID = response[header: "apns-id"].flatMap(APNsID.init)
-        guard (200..<300).contains(response.status) else {
-            throw APNsRejection(status: response.status, body: response.body, apnsID: apnsID)
-        }
         self.init(
             status: response.status, apnsID: apnsID, uniqueID: response[header: "apns-unique-id"],
             requestID: response[header: "apns-request-id"])
@@ -70,47 +68,102 @@ public struct APNsResponse: Hashable, Sendable, CustomStringConvertible {
 /// ```swift
 /// do {
 ///     try await send(notification, via: connector, to: device)
-/// } catch let rejection as APNsRejection where rejection.reason == .unregistered {
+/// } catch .rejected(let rejection) where rejection.reason == .unregistered {
 ///     database.remove(device, unlessRegisteredAfter: rejection.timestamp)
 /// }
 /// ```
 public struct APNsRejection: Error, Hashable, Sendable, CustomStringConvertible {
     public var status: Int
-    public var reason: Reason
+    /// Apple's reason, or nil when the body carried none (a proxy's HTML error page, an empty
+    /// 5xx): then ``status`` and ``body`` are all there is.
+    public var reason: Reason?
     public var apnsID: APNsID?
+    /// `apns-unique-id`, when APNs sent one (the sandbox does): look the push up in Apple's
+    /// delivery log with it.
+    public var uniqueID: String?
     /// For 410: the last time APNs confirmed the token was invalid for the topic (the body's
     /// milliseconds, converted).
     public var timestamp: Date?
+    /// The `Retry-After` header (RFC 9110 §10.2.3, in seconds), when the server sent one.
+    public var retryAfter: Duration?
+    /// The response body as received (at most 4096 bytes are kept).
+    public var body: [UInt8]
 
-    public init(status: Int, reason: Reason, apnsID: APNsID? = nil, timestamp: Date? = nil) {
+    public init(
+        status: Int, reason: Reason?, apnsID: APNsID? = nil, uniqueID: String? = nil, timestamp: Date? = nil,
+        retryAfter: Duration? = nil, body: [UInt8] = []
+    ) {
         self.status = status
         self.reason = reason
         self.apnsID = apnsID
+        self.uniqueID = uniqueID
         self.timestamp = timestamp
+        self.retryAfter = retryAfter
+        self.body = body
     }
 
     /// Decodes Apple's JSON error body `{"reason":…,"timestamp":…}`. A body that is not JSON, or has
-    /// no reason, gives a reason that says so rather than failing.
-    public init(status: Int, body: [UInt8], apnsID: APNsID? = nil) {
+    /// no reason, leaves ``reason`` nil and keeps the bytes in ``body``.
+    public init(status: Int, body: [UInt8], apnsID: APNsID? = nil, uniqueID: String? = nil, retryAfter: Duration? = nil) {
         struct Body: Decodable {
             var reason: String?
             var timestamp: Double?
         }
-        let decoded = try? JSONDecoder().decode(Body.self, from: Data(body))
-        self.status = status
-        self.apnsID = apnsID
-        if let reason = decoded?.reason {
-            self.reason = Reason(rawValue: reason)
-        } else {
-            self.reason = Reason(rawValue: body.isEmpty ? "HTTP \(status) without a body" : "HTTP \(status): " + String(decoding: body.prefix(200), as: UTF8.self))
+        let decoded = body.first == UInt8(ascii: "{") ? try? JSONDecoder().decode(Body.self, from: Data(body)) : nil
+        self.init(
+            status: status, reason: decoded?.reason.map(Reason.init(rawValue:)), apnsID: apnsID, uniqueID: uniqueID,
+            timestamp: decoded?.timestamp.flatMap { $0.isFinite ? Date(timeIntervalSince1970: $0 / 1000) : nil },
+            retryAfter: retryAfter, body: Array(body.prefix(4096)))
+    }
+
+    /// Reads a non-2xx response: reason and timestamp from the body, `apns-id`, `apns-unique-id`
+    /// and `Retry-After` from the headers.
+    public init(_ response: HTTPResponse) {
+        self.init(
+            status: response.status, body: response.body, apnsID: response[header: "apns-id"].flatMap(APNsID.init),
+            uniqueID: response[header: "apns-unique-id"],
+            retryAfter: response[header: "retry-after"].flatMap(APNsRejection.retryAfterSeconds))
+    }
+
+    /// ``body`` as UTF-8 text, for logs and tests.
+    public var bodyText: String { String(decoding: body, as: UTF8.self) }
+
+    /// `Retry-After` as delay-seconds (APNs and proxies in front of it send seconds; an HTTP-date
+    /// is not interpreted). Capped at one day.
+    static func retryAfterSeconds(_ value: String) -> Duration? {
+        guard let seconds = Int(value.filter { $0 != " " && $0 != "\t" }), seconds >= 0 else { return nil }
+        return .seconds(min(seconds, 86_400))
+    }
+
+    /// What to do about it: from Apple's reason when there is one, else from the status
+    /// (429 later; 5xx with back-off; anything else never).
+    public var retry: Reason.RetryAdvice {
+        if let reason { return reason.retry }
+        switch status {
+        case 429: return .later
+        case 500...599: return .withBackoff
+        default: return .never
         }
-        self.timestamp = decoded?.timestamp.map { Date(timeIntervalSince1970: $0 / 1000) }
     }
 
     public var description: String {
-        var text = "APNs rejected the request: \(status) \(reason.rawValue)"
+        var text = "APNs rejected the request: \(status)"
+        if let reason {
+            text += " \(reason.rawValue)"
+        } else if body.isEmpty {
+            text += " with no reason"
+        } else {
+            text += " with a body that is not APNs' JSON (\(body.count) bytes)"
+        }
         if let apnsID { text += " (apns-id \(apnsID))" }
         if let timestamp { text += ", token invalid since \(timestamp)" }
-        return text + ". " + reason.advice
+        if let retryAfter { text += ", retry after \(retryAfter.components.seconds) s" }
+        text += ". "
+        if let reason { return text + reason.advice }
+        switch retry {
+        case .later: return text + "Slow down and retry later."
+        case .withBackoff: return text + "A server-side failure: retry with back-off."
+        default: return text + "Check the request and the host: this answer did not come from APNs' API."
+        }
     }
 }

@@ -14,10 +14,13 @@ func readme() async throws {
         Sound.default
     }
 
+    let device = try Device(token: "00fc13adff785122b4ad28809a34209823")
     do {
-        let response = try await send(notification, via: connector, to: Device(token: "00fc13adff785122b4ad28809a34209823"))
+        let response = try await send(notification, via: connector, to: device)
         print(response.apnsID as Any)
-    } catch let rejection as APNsRejection where rejection.reason == .unregistered {
+    } catch .rejected(let rejection) where rejection.reason == .unregistered {
         print("forget this device", rejection.timestamp as Any)
+    } catch {
+        print(error.description, error.mayHaveBeenDelivered)
     }
 }

@@ -1,0 +1,190 @@
+internal import CCurl
+import Synchronization
+
+/// One request on its way through the transport, and what is known about whether it reached a
+/// server.
+///
+/// Delivery is decided from structure, not from libcurl's messages:
+/// - libcurl calls `CURLOPT_PREREQFUNCTION` once a connection is ready and before it writes the
+///   request. A transfer that fails before that call was never sent (``Delivery/notSent``).
+/// - libcurl re-sends a request on a new connection when the previous attempt got no response byte,
+///   for two reasons: the server refused the stream (HTTP/2 REFUSED_STREAM, or GOAWAY with a lower
+///   last-stream-id — never processed), or a *reused* connection died (the server may have
+///   processed it). A second pre-request call is that re-send. The transport always stops it and
+///   decides itself: when the previous attempt failed without libcurl reporting an error (its error
+///   buffer still empty, no new socket errno), the refusal path is the only one that gets there
+///   (libcurl 7.88–8.14: `http2_handle_stream_close` sets `refused_stream` without `failf`; every
+///   connection failure calls `failf`), so the transport queues the request again itself; otherwise
+///   the outcome is a lost connection with ``Delivery/unknown``.
+///
+/// `@unchecked Sendable`: the submitting side sets `completion` before handing the transfer to the
+/// loop (the inbox lock publishes it); from then on only the loop thread touches its mutable state.
+final class Transfer: @unchecked Sendable {
+    /// Who hears the result: a suspended task, or a function called on the loop thread.
+    enum Completion {
+        case task(CheckedContinuation<HTTPResponse, any Error>)
+        case callback(@Sendable (Device?, Result<HTTPResponse, any Error>) -> Void)
+    }
+
+    /// What the transport decided when libcurl wanted to send the request again.
+    enum Retry {
+        /// The previous attempt was refused by the server before processing: queue it again.
+        case refused
+        /// The connection failed after the request was written: the outcome is unknown.
+        case connectionDied
+        /// Cancelled before anything was written: abort quietly.
+        case cancelled
+    }
+
+    let url: String
+    let method: APNsRequest.Method
+    /// Shared by every transfer with the same headers.
+    let headerList: HeaderList
+    let body: RequestBody
+    /// The device of a bulk transfer, handed back to its callback.
+    let device: Device?
+    /// The bulk send it belongs to, for ``CurlMultiLoop/Operation/cancelOwned(_:)``.
+    let owner: BulkOwner?
+    /// When the send gives up, wherever the request is waiting: set when the send is made.
+    let deadline: ContinuousClock.Instant
+
+    var completion: Completion?
+    var easy: UnsafeMutableRawPointer?
+    /// The easy handle's `CURLOPT_ERRORBUFFER`.
+    var errorBuffer: UnsafeMutablePointer<CChar>?
+    var responseHeaders: [APNsRequest.Header] = []
+    var responseBody: [UInt8] = []
+    /// Loop-thread state: cancellation was asked for; the `add` was processed; the result was
+    /// delivered.
+    var cancelled = false
+    var queued = false
+    var finished = false
+    /// The request may have reached a server: libcurl was about to write it, and no refusal since
+    /// proved otherwise.
+    var written = false
+    /// Pre-request calls in the current libcurl run.
+    var attempts = 0
+    /// The socket errno libcurl had recorded when the request was first written.
+    var baselineErrno = 0
+    var retry: Retry?
+    var resubmissions = 0
+    /// The connection the request was written to (its local port), and when.
+    var localPort: Int32 = 0
+    var writtenAt = ContinuousClock.now
+
+    /// A guard against pathological loops; the deadline is what normally ends resubmission.
+    static let maximumResubmissions = 100
+
+    init(
+        url: String, method: APNsRequest.Method, headerList: HeaderList, body: RequestBody,
+        deadline: ContinuousClock.Instant, device: Device?, owner: BulkOwner?
+    ) {
+        self.url = url
+        self.method = method
+        self.headerList = headerList
+        self.body = body
+        self.deadline = deadline
+        self.device = device
+        self.owner = owner
+    }
+
+    /// Whether the request has been given up on (cancelled directly or with its bulk send).
+    var isCancelled: Bool { cancelled || owner?.isCancelled == true }
+
+    /// What a failure now would mean for delivery.
+    var delivery: Delivery { written ? .unknown : .notSent }
+
+    /// `CURLOPT_PREREQFUNCTION`: libcurl is about to write the request on a ready connection.
+    /// Returns `CURL_PREREQFUNC_OK` or `CURL_PREREQFUNC_ABORT`.
+    func willSend(localPort: Int32) -> Int32 {
+        attempts += 1
+        var osErrno = 0
+        if let easy { _ = ccurl_easy_getinfo_long(easy, CURLINFO_OS_ERRNO, &osErrno) }
+        if attempts == 1 {
+            if isCancelled {
+                retry = .cancelled
+                return Int32(CURL_PREREQFUNC_ABORT)
+            }
+            baselineErrno = osErrno
+            written = true
+            writtenAt = .now
+            self.localPort = localPort
+            return Int32(CURL_PREREQFUNC_OK)
+        }
+        // libcurl's own re-send: decide it here, never let it happen unseen.
+        let errorReported = (errorBuffer?.pointee ?? 0) != 0
+        retry = !errorReported && osErrno == baselineErrno ? .refused : .connectionDied
+        return Int32(CURL_PREREQFUNC_ABORT)
+    }
+
+    /// Clears what one libcurl run left behind, before the transfer is queued again.
+    func prepareForResubmission() {
+        responseHeaders.removeAll()
+        responseBody.removeAll()
+        attempts = 0
+        retry = nil
+        written = false
+    }
+
+    /// Delivers the result, once.
+    func resume(_ result: Result<HTTPResponse, any Error>) {
+        guard !finished else { return }
+        finished = true
+        switch completion {
+        case .task(let continuation)?: continuation.resume(with: result)
+        case .callback(let deliver)?: deliver(device, result)
+        case nil: break
+        }
+        completion = nil
+    }
+
+    /// One raw header line from libcurl: a status line starts a new response, anything else is
+    /// `name: value`.
+    func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
+        // The status line ("HTTP/2 200"), which has no colon, starts a new response.
+        if line.starts(with: "HTTP/".utf8) {
+            responseHeaders.removeAll()
+            return
+        }
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
+        // HTTP/2 header names arrive in lowercase; lowercase only when a server sent otherwise.
+        let rawName = line[..<colon]
+        let name = rawName.contains(where: { (65...90).contains($0) })
+            ? String(decoding: rawName, as: UTF8.self).lowercased() : String(decoding: rawName, as: UTF8.self)
+        var start = colon + 1
+        var end = line.count
+        while start < end, line[start] == UInt8(ascii: " ") || line[start] == UInt8(ascii: "\t") { start += 1 }
+        while end > start, line[end - 1] == UInt8(ascii: "\r") || line[end - 1] == UInt8(ascii: "\n") || line[end - 1] == UInt8(ascii: " ") {
+            end -= 1
+        }
+        responseHeaders.append(.init(name: name, value: String(decoding: line[start..<end], as: UTF8.self)))
+    }
+
+    /// The transport failure libcurl reported with `code`, classified by the code alone.
+    static func failure(code: CURLcode, message: String, delivery: Delivery) -> TransportError {
+        let kind: TransportError.Kind
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: kind = .dns
+        case CURLE_COULDNT_CONNECT: kind = .connect
+        case CURLE_OPERATION_TIMEDOUT: kind = .timeout
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
+            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
+            CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CLIENTCERT, CURLE_USE_SSL_FAILED, CURLE_SSL_ENGINE_INITFAILED:
+            kind = .tls
+        case CURLE_PARTIAL_FILE, CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING: kind = .connectionLost
+        case CURLE_HTTP2, CURLE_HTTP2_STREAM, CURLE_WEIRD_SERVER_REPLY: kind = .protocolError
+        default: kind = .other
+        }
+        return TransportError(kind: kind, delivery: delivery, curlCode: Int(code.rawValue), message: message)
+    }
+}
+
+/// One bulk send, as the transport sees it: cancelling it cancels its transfers wherever they are,
+/// and refuses any it starts later.
+///
+/// Thread safety: `Sendable`; `cancel()` may be called from any thread.
+final class BulkOwner: Sendable {
+    private let cancelledFlag = Atomic<Bool>(false)
+    var isCancelled: Bool { cancelledFlag.load(ordering: .acquiring) }
+    func cancel() { cancelledFlag.store(true, ordering: .releasing) }
+}
