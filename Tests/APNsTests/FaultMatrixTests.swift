@@ -86,11 +86,11 @@ import Testing
         fixture.server.inject(example.fault, connections: example.connections, requests: example.requests)
         let connector = try fixture.tokenConnector(adjust: { $0.requestTimeout = example.timeout })
         let ids = (0..<Self.count).map { _ in APNsID() }
-        let start = ContinuousClock.now
         let outcomes = await withTaskGroup(of: (Int, Result<APNsResponse, APNsError>, Duration).self) { group in
             for index in 0..<Self.count {
                 group.addTask {
                     let notification = AlertNotification(bundleID: Fixture.bundleID, apnsID: ids[index]) { Alert("n\(index)") }
+                    let start = ContinuousClock.now  // the send's deadline counts from here
                     do throws(APNsError) {
                         let response = try await send(notification, via: connector, to: .test)
                         return (index, .success(response), ContinuousClock.now - start)
