@@ -16,9 +16,10 @@ import Foundation
 ///   channel, over 5120 bytes), rejection, transport failure.
 @discardableResult
 public func send<Notification: BroadcastDeliverable & TokenDeliverable, Via: Connector>(
-    _ notification: Notification, via connector: Via, to channel: BroadcastChannel, timeout: Duration? = nil
+    _ notification: Notification, via connector: Via, to channel: BroadcastChannel, timeout: Duration? = nil,
+    retry: RetryPolicy = .none
 ) async throws(APNsError) -> APNsResponse where Via.Authentication == TokenAuthentication {
-    try await deliver(via: connector, timeout: timeout) { () throws(APNsValidationError) in try notification.request(to: channel) }
+    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in try notification.request(to: channel) }
 }
 
 /// Broadcasts a Live Activity update or end to every subscriber of a channel, through a
@@ -32,9 +33,10 @@ public func send<Notification: BroadcastDeliverable & TokenDeliverable, Via: Con
 /// - Throws: ``APNsError``.
 @discardableResult
 public func send<Notification: BroadcastDeliverable & CertificateDeliverable, Via: Connector>(
-    _ notification: Notification, via connector: Via, to channel: BroadcastChannel, timeout: Duration? = nil
+    _ notification: Notification, via connector: Via, to channel: BroadcastChannel, timeout: Duration? = nil,
+    retry: RetryPolicy = .none
 ) async throws(APNsError) -> APNsResponse where Via.Authentication == CertificateAuthentication {
-    try await deliver(via: connector, timeout: timeout) { () throws(APNsValidationError) in try notification.request(to: channel) }
+    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in try notification.request(to: channel) }
 }
 
 /// Creates, reads, deletes and lists an app's broadcast channels on the management host of the
@@ -55,34 +57,47 @@ public struct ChannelManager<Via: Connector>: Sendable {
     public init(_ connector: Via) { self.connector = connector }
 
     /// Creates a channel; APNs answers 201 with its id.
-    /// - Throws: ``APNsRejection`` (e.g. `cannotCreateChannelConfig` at 10,000 channels),
-    ///   ``ChannelResponseError`` if APNs returned no channel id.
-    public func create(bundleID: String, storagePolicy: MessageStoragePolicy, requestID: APNsID? = nil) async throws -> BroadcastChannel {
-        let response = try await perform(ChannelRequest.create(bundleID: bundleID, storagePolicy: storagePolicy, requestID: requestID))
-        guard let id = response[header: "apns-channel-id"] else { throw ChannelResponseError(body: response.body) }
-        return try BroadcastChannel(id: id, bundleID: bundleID, storagePolicy: storagePolicy)
+    /// - Throws: ``APNsError``: a rejection (e.g. `cannotCreateChannelConfig` at 10,000 channels),
+    ///   or a transport failure (`protocolError`, delivery unknown) if APNs returned no channel id.
+    public func create(bundleID: String, storagePolicy: MessageStoragePolicy, requestID: APNsID? = nil) async throws(APNsError) -> BroadcastChannel {
+        let response = try await perform { () throws(APNsValidationError) in try ChannelRequest.create(bundleID: bundleID, storagePolicy: storagePolicy, requestID: requestID) }
+        guard let id = response[header: "apns-channel-id"] else { throw ChannelManager.unexpected(ChannelResponseError(body: response.body)) }
+        do { return try BroadcastChannel(id: id, bundleID: bundleID, storagePolicy: storagePolicy) } catch { throw ChannelManager.unexpected(ChannelResponseError(body: Array(id.utf8))) }
     }
 
     /// Reads a channel's storage policy and push type.
-    /// - Throws: ``APNsRejection`` (`channelNotRegistered`, `badChannelId`, …).
-    public func read(_ channel: BroadcastChannel, requestID: APNsID? = nil) async throws -> ChannelInfo {
-        let response = try await perform(ChannelRequest.read(channel, requestID: requestID))
-        return try ChannelInfo(decoding: response.body)
+    /// - Throws: ``APNsError`` (a rejection: `channelNotRegistered`, `badChannelId`, …).
+    public func read(_ channel: BroadcastChannel, requestID: APNsID? = nil) async throws(APNsError) -> ChannelInfo {
+        let response = try await perform { () throws(APNsValidationError) in try ChannelRequest.read(channel, requestID: requestID) }
+        do { return try ChannelInfo(decoding: response.body) } catch { throw ChannelManager.unexpected(error) }
     }
 
     /// Deletes a channel; APNs answers 204.
-    public func delete(_ channel: BroadcastChannel, requestID: APNsID? = nil) async throws {
-        _ = try await perform(ChannelRequest.delete(channel, requestID: requestID))
+    public func delete(_ channel: BroadcastChannel, requestID: APNsID? = nil) async throws(APNsError) {
+        _ = try await perform { () throws(APNsValidationError) in try ChannelRequest.delete(channel, requestID: requestID) }
     }
 
     /// Every channel of the app in this environment.
-    public func list(bundleID: String, requestID: APNsID? = nil) async throws -> [BroadcastChannel] {
-        let response = try await perform(ChannelRequest.list(bundleID: bundleID, requestID: requestID))
-        return try ChannelRequest.channelIDs(fromListBody: response.body).map { try BroadcastChannel(id: $0, bundleID: bundleID) }
+    public func list(bundleID: String, requestID: APNsID? = nil) async throws(APNsError) -> [BroadcastChannel] {
+        let response = try await perform { () throws(APNsValidationError) in try ChannelRequest.list(bundleID: bundleID, requestID: requestID) }
+        do {
+            return try ChannelRequest.channelIDs(fromListBody: response.body).map { id throws -> BroadcastChannel in
+                try BroadcastChannel(id: id, bundleID: bundleID)
+            }
+        } catch {
+            throw ChannelManager.unexpected(ChannelResponseError(body: response.body))
+        }
+    }
+
+    /// An answer APNs' API does not give: the request may have taken effect.
+    private static func unexpected(_ error: ChannelResponseError) -> APNsError {
+        .transport(TransportError(kind: .protocolError, delivery: .unknown, message: error.description))
     }
 
     /// Sends `request`; a non-2xx answer throws its rejection, every failure as an ``APNsError``.
-    private func perform(_ request: APNsRequest) async throws(APNsError) -> HTTPResponse {
+    private func perform(_ build: () throws(APNsValidationError) -> APNsRequest) async throws(APNsError) -> HTTPResponse {
+        let request: APNsRequest
+        do { request = try build() } catch { throw .validation(error) }
         let response = try await APNs.perform(request, via: connector, deadline: nil)
         do { _ = try APNsResponse(interpreting: response) } catch { throw .rejected(error) }
         return response

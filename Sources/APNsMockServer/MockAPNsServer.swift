@@ -185,6 +185,9 @@ public final class MockAPNsServer: Sendable {
     /// never seen, refused or rejected; more than 1 is a duplicate.
     public func processedCount(apnsID: String) -> Int { state.processedCount(apnsID: apnsID) }
 
+    /// Requests (or GOAWAYs) that met an injected fault so far; they are not in ``streamCount``.
+    public var faultsApplied: Int { state.faultsApplied }
+
     /// Every processed apns-id with its count.
     public var processedCounts: [String: Int] { state.processed }
 

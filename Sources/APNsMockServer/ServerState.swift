@@ -29,6 +29,7 @@ final class ServerState: Sendable {
         var faultyConnectionsLeft: Int?
         /// The fault requests answered so far, for ``MockAPNsServer/inject(_:connections:requests:)``.
         var faultyRequestsLeft: Int?
+        var faultsApplied = 0
     }
 
     let configuration: MockAPNsServer.Configuration
@@ -136,9 +137,11 @@ final class ServerState: Sendable {
     func takeFaultyRequest() -> Bool {
         mutable.withLock { state in
             guard state.fault != nil else { return false }
-            guard let left = state.faultyRequestsLeft else { return true }
-            guard left > 0 else { return false }
-            state.faultyRequestsLeft = left - 1
+            if let left = state.faultyRequestsLeft {
+                guard left > 0 else { return false }
+                state.faultyRequestsLeft = left - 1
+            }
+            state.faultsApplied += 1
             return true
         }
     }
@@ -147,6 +150,8 @@ final class ServerState: Sendable {
         guard let apnsID else { return }
         mutable.withLock { $0.processed[apnsID, default: 0] += 1 }
     }
+
+    var faultsApplied: Int { mutable.withLock { $0.faultsApplied } }
 
     func processedCount(apnsID: String) -> Int { mutable.withLock { $0.processed[apnsID] ?? 0 } }
     var processed: [String: Int] { mutable.withLock { $0.processed } }

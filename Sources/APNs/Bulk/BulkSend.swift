@@ -43,14 +43,19 @@ public struct BulkOutcome: Sendable {
 /// - Parameters:
 ///   - maximumInFlight: Requests started and not yet read, at most; by default the connector's
 ///     ``Connector/concurrencyLimit``.
-///   - timeout: Each device's deadline, counted from when its request is started; nil uses the
-///     connector's `TransportConfiguration.requestTimeout`.
+///   - timeout: Each device's deadline, counted from when its request is started, retries
+///     included; nil uses the connector's `TransportConfiguration.requestTimeout`.
+///   - retry: When a device's send tries again on its own (``RetryPolicy``); none by default. A
+///     device waiting for its retry keeps its place among the `maximumInFlight`.
 /// - Throws: ``APNsError/validation(_:)`` at once if the notification or an option is invalid
 ///   (nothing is sent).
 public func send<Notification: TokenDeliverable, Via: Connector, Devices: Sequence & Sendable>(
-    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil, timeout: Duration? = nil
+    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil, timeout: Duration? = nil,
+    retry: RetryPolicy = .none
 ) throws(APNsError) -> BulkSendResults where Via.Authentication == TokenAuthentication, Devices.Element == Device {
-    try BulkSendResults(notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout)
+    try BulkSendResults(
+        notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout,
+        retry: retry)
 }
 
 /// Sends one notification to many devices through a certificate connector; see the token variant.
@@ -61,9 +66,12 @@ public func send<Notification: TokenDeliverable, Via: Connector, Devices: Sequen
 /// - Throws: ``APNsError/validation(_:)`` at once if the notification or an option is invalid
 ///   (nothing is sent).
 public func send<Notification: CertificateDeliverable, Via: Connector, Devices: Sequence & Sendable>(
-    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil, timeout: Duration? = nil
+    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil, timeout: Duration? = nil,
+    retry: RetryPolicy = .none
 ) throws(APNsError) -> BulkSendResults where Via.Authentication == CertificateAuthentication, Devices.Element == Device {
-    try BulkSendResults(notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout)
+    try BulkSendResults(
+        notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout,
+        retry: retry)
 }
 
 /// The outcomes of a bulk send, one per device, in the order responses arrive.
@@ -87,8 +95,10 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     private let iterated = IterationFlag()
 
     init<Notification: PushNotification, Via: Connector, Devices: Sequence & Sendable>(
-        notification: Notification, connector: Via, devices: Devices, maximumInFlight: Int?, timeout: Duration?
+        notification: Notification, connector: Via, devices: Devices, maximumInFlight: Int?, timeout: Duration?,
+        retry: RetryPolicy
     ) throws(APNsError) where Devices.Element == Device {
+        try retry.validate()
         // Validate and serialise once; each device only changes the path.
         let template: APNsRequest
         do { template = try notification.request(to: Device(tokenBytes: [0])) } catch { throw .validation(error) }
@@ -100,9 +110,9 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         start = { channel in
             Task {
                 if let direct = connector as? any BatchSubmitting {
-                    await BulkSendResults.produce(template, devices: devices, into: channel, via: direct, timeout: timeout)
+                    await BulkSendResults.produce(template, devices: devices, into: channel, via: direct, timeout: timeout, retry: retry)
                 } else {
-                    await BulkSendResults.produce(template, devices: devices, into: channel, via: connector, timeout: timeout)
+                    await BulkSendResults.produce(template, devices: devices, into: channel, via: connector, timeout: timeout, retry: retry)
                 }
                 channel.finish()
             }
@@ -116,12 +126,30 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     /// results come back on its thread straight into the channel — no task per device.
     private static func produce<Devices: Sequence>(
         _ template: APNsRequest, devices: Devices, into channel: BulkChannel<Raw>, via connector: any BatchSubmitting,
-        timeout: Duration?
+        timeout: Duration?, retry: RetryPolicy
     ) async where Devices.Element == Device {
         let owner = BulkOwner()
         channel.onClose { connector.cancelAll(ownedBy: owner) }
-        let deliver: @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void = { device, result in
-            if let device { channel.deliver((device, result)) }
+        let timeout = timeout ?? connector.defaultTimeout
+        /// Hands a device's result to the reader, or, when the policy says so and the deadline leaves
+        /// room, sends it again after the back-off (on a task of its own: retries are the rare path).
+        @Sendable func completion(attempt: Int, deadline: ContinuousClock.Instant) -> @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void {
+            { device, result in
+                guard let device else { return }
+                if attempt < retry.maximumAttempts, !owner.isCancelled, let failure = BulkSendResults.failure(in: result),
+                    let delay = retry.delay(after: failure, attempt: attempt), ContinuousClock.now + delay < deadline
+                {
+                    Task {
+                        try? await Task.sleep(for: delay)
+                        guard !owner.isCancelled else { return channel.deliver((device, result)) }
+                        connector.submit(
+                            template, to: [device], deadline: deadline, owner: owner,
+                            completion: completion(attempt: attempt + 1, deadline: deadline))
+                    }
+                } else {
+                    channel.deliver((device, result))
+                }
+            }
         }
         var iterator = devices.makeIterator()
         var batch: [Device] = []
@@ -133,14 +161,16 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             while batch.count < permits, let device = iterator.next() { batch.append(device) }
             channel.giveBack(permits - batch.count)
             guard !batch.isEmpty, !owner.isCancelled else { return }
-            connector.submit(template, to: batch, deadline: timeout.map { .now + $0 }, owner: owner, completion: deliver)
+            let deadline = ContinuousClock.now + timeout
+            connector.submit(template, to: batch, deadline: deadline, owner: owner, completion: completion(attempt: 1, deadline: deadline))
             if batch.count < permits { return }
         }
     }
 
     /// Any other connector (a recording connector, your own): one child task per device.
     private static func produce<Devices: Sequence, Via: Connector>(
-        _ template: APNsRequest, devices: Devices, into channel: BulkChannel<Raw>, via connector: Via, timeout: Duration?
+        _ template: APNsRequest, devices: Devices, into channel: BulkChannel<Raw>, via connector: Via, timeout: Duration?,
+        retry: RetryPolicy
     ) async where Devices.Element == Device {
         var iterator = devices.makeIterator()
         await withDiscardingTaskGroup { group in
@@ -151,16 +181,11 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                 while started < permits, let device = iterator.next() {
                     var request = template
                     request.path = device.path
-                    let deadline = timeout.map { ContinuousClock.now + $0 }
+                    let deadline = try? APNs.deadline(after: timeout, via: connector, retry: retry)
                     group.addTask {
-                        do {
-                            if let deadline {
-                                channel.deliver((device, .success(try await connector.perform(request, deadline: deadline))))
-                            } else {
-                                channel.deliver((device, .success(try await connector.perform(request))))
-                            }
-                        } catch {
-                            channel.deliver((device, .failure(error)))
+                        switch await attempt(request, via: connector, deadline: deadline ?? nil, retry: retry) {
+                        case .success(let response): channel.deliver((device, .success(response)))
+                        case .failure(let error): channel.deliver((device, .failure(error)))
                         }
                     }
                     started += 1
@@ -168,6 +193,14 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                 channel.giveBack(permits - started)
                 if started < permits { return }
             }
+        }
+    }
+
+    /// The failure a raw result stands for, if any.
+    static func failure(in result: Result<HTTPResponse, any Error>) -> APNsError? {
+        switch result {
+        case .success(let response): return (200..<300).contains(response.status) ? nil : .rejected(APNsRejection(response))
+        case .failure(let error): return APNsError(wrapping: error)
         }
     }
 
@@ -246,7 +279,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
 
 /// Connectors whose transport starts many requests without a task each: swift-apns' own. Bulk
 /// sends use it when the connector has it, and tasks otherwise.
-protocol BatchSubmitting: Sendable {
+protocol BatchSubmitting: Sendable, DefaultTimeout {
     /// Starts `template` once per device (each to the device's path); `completion` gets exactly
     /// one call per device, on the transport's thread.
     func submit(

@@ -95,6 +95,9 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
     /// nothing answered on its connection since).
     public var stalledConnectionsClosed: Int { transport.stalledConnectionsClosed }
 
+    /// Times the circuit breaker opened (see ``CircuitBreakerPolicy``).
+    public var circuitTrips: Int { transport.circuitTrips }
+
     public var description: String { "CertificateConnector(subject: \(subject), environment: \(environment))" }
     public var debugDescription: String { description }
     public var customMirror: Mirror {
@@ -115,4 +118,8 @@ extension CertificateConnector: BatchSubmitting {
     func cancelAll(ownedBy owner: BulkOwner) {
         transport.cancelAll(ownedBy: owner)
     }
+}
+
+extension CertificateConnector: DefaultTimeout {
+    var defaultTimeout: Duration { transport.requestTimeout }
 }

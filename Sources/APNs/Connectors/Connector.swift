@@ -140,8 +140,9 @@ public struct APNsEnvironment: Hashable, Sendable, CustomStringConvertible {
 ///     trustedCertificateAuthority: .pem(mockServer.certificateAuthorityPEM))  // tests only
 /// ```
 ///
-/// Values are checked when a connector is made: a timeout that is not positive, or a limit below
-/// one, is an ``APNsValidationError/invalidTransportSetting(name:value:)``.
+/// Values are checked when a connector is made: a timeout that is not positive, a limit below one,
+/// an idle time or keepalive under a second, is an
+/// ``APNsValidationError/invalidTransportSetting(name:value:)``.
 public struct TransportConfiguration: Sendable, Hashable {
     /// The default deadline of one send, counted from the moment it is made, whether it waits in a
     /// queue, for a connection or for APNs' answer. `send(…, timeout:)` overrides it per send.
@@ -157,6 +158,16 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// The most streams libcurl opens on one connection; the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS lowers it further.
     public var maximumConcurrentStreams: Int
+    /// How long an idle connection is kept for the next send (libcurl's own default, 118 s, would
+    /// make the first push after a two-minute gap pay a new handshake). Apple asks providers to
+    /// keep connections open.
+    public var maximumIdleTime: Duration
+    /// TCP keepalive probes on idle connections, so a peer or middlebox that vanished is noticed
+    /// before the next push is written to it, and NAT mappings stay open; nil turns them off.
+    /// (HTTP/2 PING needs libcurl 8's connection upkeep on multi handles; Debian 12 ships 7.88.)
+    public var tcpKeepAliveInterval: Duration?
+    /// Fail fast while the host is unreachable or the credentials are refused; nil turns it off.
+    public var circuitBreaker: CircuitBreakerPolicy?
 
     /// - Parameters:
     ///   - requestTimeout: Default deadline of a send, from when it is made (30 s).
@@ -165,18 +176,27 @@ public struct TransportConfiguration: Sendable, Hashable {
     ///     system's roots.
     ///   - maximumConnectionsPerHost: Connections per host (1).
     ///   - maximumConcurrentStreams: Streams per connection (1000; the server may lower it).
+    ///   - maximumIdleTime: How long an idle connection is kept (1 hour).
+    ///   - tcpKeepAliveInterval: TCP keepalive on idle connections (30 s); nil for none.
+    ///   - circuitBreaker: When to fail fast (``CircuitBreakerPolicy``); nil for never.
     public init(
         requestTimeout: Duration = .seconds(30),
         connectTimeout: Duration = .seconds(10),
         trustedCertificateAuthority: CredentialSource? = nil,
         maximumConnectionsPerHost: Int = 1,
-        maximumConcurrentStreams: Int = 1000
+        maximumConcurrentStreams: Int = 1000,
+        maximumIdleTime: Duration = .seconds(60 * 60),
+        tcpKeepAliveInterval: Duration? = .seconds(30),
+        circuitBreaker: CircuitBreakerPolicy? = CircuitBreakerPolicy()
     ) {
         self.requestTimeout = requestTimeout
         self.connectTimeout = connectTimeout
         self.trustedCertificateAuthority = trustedCertificateAuthority
         self.maximumConnectionsPerHost = maximumConnectionsPerHost
         self.maximumConcurrentStreams = maximumConcurrentStreams
+        self.maximumIdleTime = maximumIdleTime
+        self.tcpKeepAliveInterval = tcpKeepAliveInterval
+        self.circuitBreaker = circuitBreaker
     }
 
     /// Throws for a value no transport can use.
@@ -188,5 +208,15 @@ public struct TransportConfiguration: Sendable, Hashable {
         guard connectTimeout > .zero else { throw reject("connectTimeout", "\(connectTimeout)") }
         guard maximumConnectionsPerHost >= 1 else { throw reject("maximumConnectionsPerHost", "\(maximumConnectionsPerHost)") }
         guard maximumConcurrentStreams >= 1 else { throw reject("maximumConcurrentStreams", "\(maximumConcurrentStreams)") }
+        guard maximumIdleTime >= .seconds(1) else { throw reject("maximumIdleTime", "\(maximumIdleTime)") }
+        if let tcpKeepAliveInterval, tcpKeepAliveInterval < .seconds(1) {
+            throw reject("tcpKeepAliveInterval", "\(tcpKeepAliveInterval)")
+        }
+        if let breaker = circuitBreaker {
+            guard breaker.failureThreshold >= 1 else { throw reject("circuitBreaker.failureThreshold", "\(breaker.failureThreshold)") }
+            guard breaker.initialCoolDown > .zero, breaker.maximumCoolDown >= breaker.initialCoolDown else {
+                throw reject("circuitBreaker cool-downs", "\(breaker.initialCoolDown)…\(breaker.maximumCoolDown)")
+            }
+        }
     }
 }

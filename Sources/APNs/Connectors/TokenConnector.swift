@@ -170,6 +170,9 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     /// nothing answered on its connection since).
     public var stalledConnectionsClosed: Int { transport.stalledConnectionsClosed }
 
+    /// Times the circuit breaker opened (see ``CircuitBreakerPolicy``).
+    public var circuitTrips: Int { transport.circuitTrips }
+
     public var description: String { "TokenConnector(teamID: \(teamID), keyID: \(keyID), environment: \(environment))" }
     public var debugDescription: String { description }
     public var customMirror: Mirror {
@@ -221,4 +224,8 @@ extension TokenConnector: BatchSubmitting {
     func cancelAll(ownedBy owner: BulkOwner) {
         transport.cancelAll(ownedBy: owner)
     }
+}
+
+extension TokenConnector: DefaultTimeout {
+    var defaultTimeout: Duration { transport.requestTimeout }
 }

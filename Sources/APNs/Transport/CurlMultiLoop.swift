@@ -20,6 +20,9 @@ import Synchronization
 final class CurlMultiLoop: @unchecked Sendable {
     struct Settings: Sendable {
         var connectTimeoutMilliseconds: Int
+        var maximumIdleSeconds: Int
+        var tcpKeepAliveSeconds: Int?
+        var circuitBreaker: CircuitBreakerPolicy?
         var trustedCA: [UInt8]?
         var identity: ClientIdentity?
     }
@@ -48,6 +51,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         var exitWaiters: [CheckedContinuation<Void, Never>] = []
         var connectionsOpened = 0
         var stalledConnectionsClosed = 0
+        var circuitTrips = 0
         /// The loop is (about to be) asleep in `curl_multi_poll`: a submit must wake it.
         var sleeping = false
         /// A wake-up was already sent since the loop went to sleep.
@@ -79,6 +83,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     private var openSockets: Set<Int32> = []
     /// Local ports of connections already shut down as stalled.
     private var stalledPorts: Set<Int32> = []
+    private var breaker: CircuitBreaker?
     let maximumInFlight: Int
 
     /// How often requests waiting in the queue are checked against their deadlines.
@@ -86,6 +91,7 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     init(settings: Settings, maximumConnectionsPerHost: Int, maximumConcurrentStreams: Int) {
         self.settings = settings
+        breaker = settings.circuitBreaker.map(CircuitBreaker.init(policy:))
         maximumInFlight = max(1, maximumConnectionsPerHost) * max(1, maximumConcurrentStreams)
         multi = curl_multi_init()
         if let multi {
@@ -299,6 +305,16 @@ final class CurlMultiLoop: @unchecked Sendable {
             transfer.resume(.failure(TransportError.timedOut(delivery: transfer.delivery)))
             return
         }
+        if var breaker {
+            switch breaker.admit(now: .now) {
+            case .go: break
+            case .probe: transfer.isProbe = true
+            case .reject(let error):
+                transfer.resume(.failure(error))
+                return
+            }
+            self.breaker = breaker
+        }
         guard let easy = idle.popLast() ?? makeEasy() else {
             transfer.resume(.failure(TransportError(kind: .other, delivery: transfer.delivery, curlCode: 2, message: "curl_easy_init failed")))
             return
@@ -331,6 +347,12 @@ final class CurlMultiLoop: @unchecked Sendable {
         _ = ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
         _ = ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
         _ = ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeoutMilliseconds)
+        _ = ccurl_easy_setopt_long(easy, CURLOPT_MAXAGE_CONN, settings.maximumIdleSeconds)
+        if let keepAlive = settings.tcpKeepAliveSeconds {
+            _ = ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
+            _ = ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPIDLE, keepAlive)
+            _ = ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPINTVL, keepAlive)
+        }
         if let ca = settings.trustedCA {
             ca.withUnsafeBytes { _ = ccurl_easy_setopt_blob(easy, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) }
         }
@@ -466,7 +488,11 @@ final class CurlMultiLoop: @unchecked Sendable {
         // refusals would find libcurl's budget spent.
         let reusable = transfer.attempts <= 1
         defer { reusable ? recycle(easy) : discard(easy) }
-        guard !transfer.finished else { return }  // cancelled or timed out while libcurl had it
+        guard !transfer.finished else {
+            // Cancelled or timed out while libcurl had it.
+            if transfer.isProbe { record(.neutral, probe: true) }
+            return
+        }
         let result: Result<HTTPResponse, any Error>
         if code == CURLE_OK {
             var status = 0
@@ -484,7 +510,9 @@ final class CurlMultiLoop: @unchecked Sendable {
             switch transfer.retry {
             case .refused?:
                 // The server refused the stream before processing it: sending it again cannot
-                // duplicate it. It is queued again until its deadline.
+                // duplicate it. It is queued again until its deadline. (An HTTP/2 refusal is an
+                // answer: for the circuit breaker, the path to APNs works.)
+                if transfer.isProbe { record(.healthy, probe: true) }
                 transfer.prepareForResubmission()
                 transfer.resubmissions += 1
                 if ContinuousClock.now < transfer.deadline, transfer.resubmissions <= Transfer.maximumResubmissions {
@@ -507,8 +535,20 @@ final class CurlMultiLoop: @unchecked Sendable {
                     delivery: transfer.delivery))
             }
         }
+        if breaker != nil { record(CircuitBreaker.signal(for: result), probe: transfer.isProbe) }
         transfer.resume(result)
     }
+
+    private func record(_ signal: CircuitBreaker.Signal, probe: Bool) {
+        guard var breaker else { return }
+        let trips = breaker.trips
+        breaker.record(signal, probe: probe, now: .now)
+        self.breaker = breaker
+        if breaker.trips != trips { inbox.withLock { $0.circuitTrips = breaker.trips } }
+    }
+
+    /// Times the circuit breaker opened.
+    var circuitTrips: Int { inbox.withLock { $0.circuitTrips } }
 
     /// A written request timed out. If its connection answered nothing since the request was
     /// written, the connection is stalled (a server or middlebox that stopped answering): libcurl
@@ -579,15 +619,5 @@ final class CurlMultiLoop: @unchecked Sendable {
     private func discard(_ easy: UnsafeMutableRawPointer) {
         curl_easy_cleanup(easy)
         errorBuffers.removeValue(forKey: easy)?.deallocate()
-    }
-}
-
-extension Duration {
-    /// Whole milliseconds, rounded up, so that a positive duration never becomes 0 ("no timeout"
-    /// to libcurl).
-    var millisecondsRoundedUp: Int {
-        let (seconds, attoseconds) = components
-        let perMillisecond: Int64 = 1_000_000_000_000_000
-        return Int(seconds) * 1000 + Int((attoseconds + perMillisecond - 1) / perMillisecond)
     }
 }

@@ -34,6 +34,9 @@ final class CurlTransport: Sendable {
         loop = CurlMultiLoop(
             settings: .init(
                 connectTimeoutMilliseconds: configuration.connectTimeout.millisecondsRoundedUp,
+                maximumIdleSeconds: Int(configuration.maximumIdleTime.components.seconds),
+                tcpKeepAliveSeconds: configuration.tcpKeepAliveInterval.map { max(1, Int($0.components.seconds)) },
+                circuitBreaker: configuration.circuitBreaker,
                 trustedCA: trustedCA, identity: identity),
             maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
             maximumConcurrentStreams: configuration.maximumConcurrentStreams)
@@ -55,6 +58,9 @@ final class CurlTransport: Sendable {
 
     /// Connections shut down because they stopped answering.
     var stalledConnectionsClosed: Int { loop.stalledConnectionsClosed }
+
+    /// Times the circuit breaker opened.
+    var circuitTrips: Int { loop.circuitTrips }
 
     /// Sends `request` to `endpoint`, adding `authorization` when given, giving up at `deadline`.
     func perform(

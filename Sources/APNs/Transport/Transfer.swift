@@ -68,6 +68,8 @@ final class Transfer: @unchecked Sendable {
     var baselineErrno = 0
     var retry: Retry?
     var resubmissions = 0
+    /// The circuit breaker's probe: its outcome opens or closes the circuit.
+    var isProbe = false
     /// The connection the request was written to (its local port), and when.
     var localPort: Int32 = 0
     var writtenAt = ContinuousClock.now
@@ -124,6 +126,7 @@ final class Transfer: @unchecked Sendable {
         attempts = 0
         retry = nil
         written = false
+        isProbe = false
     }
 
     /// Delivers the result, once.

@@ -1,0 +1,138 @@
+/// When to stop trying: after `failureThreshold` consecutive sends fail in a way the next would
+/// repeat — the host does not resolve, refuses the connection or the TLS handshake, or APNs refuses
+/// the credentials (403 with a token or certificate reason) — the connector fails sends at once,
+/// without the network (``TransportError/Kind-swift.struct/circuitOpen``, never sent), and lets one
+/// send through as a probe after a cool-down that doubles with each failed probe (with ±20 %
+/// jitter), up to `maximumCoolDown`. A probe that gets any other answer closes the circuit.
+///
+/// ```swift
+/// let transport = TransportConfiguration(circuitBreaker: CircuitBreakerPolicy(failureThreshold: 3))
+/// let noBreaker = TransportConfiguration(circuitBreaker: nil)
+/// ```
+public struct CircuitBreakerPolicy: Sendable, Hashable {
+    /// Consecutive failing sends that open the circuit (5).
+    public var failureThreshold: Int
+    /// The first cool-down before a probe (1 s).
+    public var initialCoolDown: Duration
+    /// The longest cool-down (60 s).
+    public var maximumCoolDown: Duration
+
+    public init(failureThreshold: Int = 5, initialCoolDown: Duration = .seconds(1), maximumCoolDown: Duration = .seconds(60)) {
+        self.failureThreshold = failureThreshold
+        self.initialCoolDown = initialCoolDown
+        self.maximumCoolDown = maximumCoolDown
+    }
+}
+
+/// The breaker's state, owned by the transport's loop thread (not thread-safe on its own).
+struct CircuitBreaker {
+    enum Admission {
+        case go
+        /// The first send after a cool-down: its outcome decides.
+        case probe
+        case reject(TransportError)
+    }
+
+    /// What a finished send says about the path to APNs.
+    enum Signal {
+        case healthy
+        case failing(String)
+        case neutral
+    }
+
+    private enum State {
+        case closed
+        case open(until: ContinuousClock.Instant)
+        case probing
+    }
+
+    let policy: CircuitBreakerPolicy
+    private var state = State.closed
+    private var consecutiveFailures = 0
+    /// Failed probes since the circuit last closed: the cool-down doubles with each.
+    private var failedProbes = 0
+    private var lastFailure = ""
+    private(set) var trips = 0
+
+    init(policy: CircuitBreakerPolicy) { self.policy = policy }
+
+    mutating func admit(now: ContinuousClock.Instant) -> Admission {
+        switch state {
+        case .closed:
+            return .go
+        case .open(let until) where now >= until:
+            state = .probing
+            return .probe
+        case .open(let until):
+            return .reject(rejection(retryIn: until - now))
+        case .probing:
+            return .reject(rejection(retryIn: nil))
+        }
+    }
+
+    mutating func record(_ signal: Signal, probe: Bool, now: ContinuousClock.Instant) {
+        switch signal {
+        case .healthy:
+            consecutiveFailures = 0
+            failedProbes = 0
+            state = .closed
+        case .failing(let description):
+            lastFailure = description
+            consecutiveFailures += 1
+            if probe {
+                failedProbes += 1
+                open(now: now)
+            } else if case .closed = state, consecutiveFailures >= policy.failureThreshold {
+                open(now: now)
+            }
+        case .neutral:
+            // A probe that ended without an answer (a timeout, a cancellation) proves nothing: try
+            // again after another cool-down.
+            if probe { open(now: now) }
+        }
+    }
+
+    private mutating func open(now: ContinuousClock.Instant) {
+        trips += 1
+        var coolDown = policy.initialCoolDown
+        for _ in 0..<min(failedProbes, 30) where coolDown < policy.maximumCoolDown { coolDown = coolDown * 2 }
+        coolDown = min(coolDown, policy.maximumCoolDown).scaled(by: Double.random(in: 0.8...1.2))
+        state = .open(until: now + coolDown)
+    }
+
+    private func rejection(retryIn: Duration?) -> TransportError {
+        var message = "the circuit breaker is open after \(consecutiveFailures) consecutive failures (last: \(lastFailure))"
+        if let retryIn {
+            message += "; the next probe is in about \(max(1, Int(retryIn.components.seconds) + 1)) s"
+        } else {
+            message += "; a probe is under way"
+        }
+        return TransportError(kind: .circuitOpen, delivery: .notSent, message: message)
+    }
+
+    /// The 403 reasons that say the credentials themselves are refused: every send with them fails.
+    /// (ExpiredProviderToken is not one: the token connector mints a new token and retries.)
+    static let credentialReasons: Set<APNsRejection.Reason> = [
+        .invalidProviderToken, .missingProviderToken, .unrelatedKeyIdInToken,
+        .badEnvironmentKeyIdInToken, .badCertificate, .badCertificateEnvironment, .forbidden,
+    ]
+
+    /// What a finished send says: connection set-up failures and refused credentials count against
+    /// the path; any other answer from APNs is healthy; everything else is neutral.
+    static func signal(for result: Result<HTTPResponse, any Error>) -> Signal {
+        switch result {
+        case .success(let response):
+            if response.status == 403, let reason = APNsRejection(response).reason, credentialReasons.contains(reason) {
+                return .failing("403 \(reason.rawValue)")
+            }
+            return .healthy
+        case .failure(let error as TransportError):
+            switch error.kind {
+            case .dns, .connect, .tls: return .failing("\(error.kind): \(error.message)")
+            default: return .neutral
+            }
+        case .failure:
+            return .neutral
+        }
+    }
+}

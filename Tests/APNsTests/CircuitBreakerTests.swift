@@ -1,0 +1,111 @@
+import APNs
+import APNsMockServer
+import Foundation
+import Testing
+
+/// Failing fast while the path to APNs is broken, and closing again once a probe gets through.
+@Suite struct CircuitBreakerTests {
+    let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+
+    @Test func unreachableHostOpensTheCircuitThenAProbeClosesIt() async throws {
+        let silent = try await SilentServer.start()
+        let port = silent.port
+        try await silent.stop()  // nothing listens there now
+        let authority = try MockCertificateAuthority()
+        let connector = try TokenConnector(
+            teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM), environment: .custom(host: "127.0.0.1", port: port),
+            transport: TransportConfiguration(
+                trustedCertificateAuthority: .pem(authority.certificatePEM),
+                circuitBreaker: CircuitBreakerPolicy(failureThreshold: 3, initialCoolDown: .milliseconds(500))))
+        let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
+        for _ in 0..<3 {
+            let error = await #expect(throws: APNsError.self) { try await send(notification, via: connector, to: .test) }
+            #expect(error.flatMap(transportFailure)?.kind == .connect)
+        }
+        #expect(connector.circuitTrips == 1)
+        // Open: fails at once, without the network, never sent.
+        let start = ContinuousClock.now
+        let fast = await #expect(throws: APNsError.self) { try await send(notification, via: connector, to: .test) }
+        #expect(ContinuousClock.now - start < .milliseconds(100))
+        let failure = try #require(fast.flatMap(transportFailure))
+        #expect(failure.kind == .circuitOpen)
+        #expect(failure.delivery == .notSent)
+        #expect(failure.message.hasPrefix("the circuit breaker is open after 3 consecutive failures (last: connect:"))
+        // The server comes back on the same port; after the cool-down a probe closes the circuit.
+        var configuration = MockAPNsServer.Configuration(signingKeys: [key])
+        configuration.port = port
+        configuration.certificateAuthority = authority
+        let server = try await MockAPNsServer.start(configuration)
+        try await Task.sleep(for: .milliseconds(700))
+        #expect(try await send(notification, via: connector, to: .test).status == 200)
+        #expect(try await send(notification, via: connector, to: .test).status == 200)
+        #expect(connector.circuitTrips == 1)
+        await connector.shutdown()
+        try await server.stop()
+    }
+
+    /// A revoked key: after the threshold, sends fail fast instead of a 403 each.
+    @Test func refusedCredentialsOpenTheCircuit() async throws {
+        let fixture = try await Fixture.start()
+        let stranger = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000009")
+        let connector = try TokenConnector(
+            teamID: stranger.teamID, keyID: stranger.keyID, key: .pem(stranger.privateKeyPEM), environment: fixture.environment,
+            transport: fixture.transport)
+        var rejected = 0
+        var failedFast = 0
+        for _ in 0..<20 {
+            do {
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+            } catch .rejected(let rejection) {
+                #expect(rejection.reason == .invalidProviderToken)
+                rejected += 1
+            } catch {
+                #expect(transportFailure(error)?.kind == .circuitOpen)
+                failedFast += 1
+            }
+        }
+        #expect(rejected == 5)
+        #expect(failedFast == 15)
+        #expect(fixture.server.streamCount == 5)
+        await connector.shutdown()
+        try await fixture.stop()
+    }
+
+    /// The same for a bulk send: a million devices would not mean a million 403s.
+    @Test func bulkSendToARevokedKeyStopsEarly() async throws {
+        let fixture = try await Fixture.start()
+        let stranger = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000009")
+        let connector = try TokenConnector(
+            teamID: stranger.teamID, keyID: stranger.keyID, key: .pem(stranger.privateKeyPEM), environment: fixture.environment,
+            transport: fixture.transport)
+        var outcomes = 0
+        var circuitOpen = 0
+        for try await outcome in try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: BulkSendTests.devices(5_000), maximumInFlight: 64) {
+            outcomes += 1
+            if outcome.transportFailure?.kind == .circuitOpen { circuitOpen += 1 }
+        }
+        #expect(outcomes == 5_000)
+        #expect(fixture.server.streamCount < 200)
+        #expect(circuitOpen == 5_000 - fixture.server.streamCount)
+        await connector.shutdown()
+        try await fixture.stop()
+    }
+
+    @Test func noBreakerWhenTurnedOff() async throws {
+        let fixture = try await Fixture.start()
+        let stranger = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000009")
+        var transport = fixture.transport
+        transport.circuitBreaker = nil
+        let connector = try TokenConnector(
+            teamID: stranger.teamID, keyID: stranger.keyID, key: .pem(stranger.privateKeyPEM), environment: fixture.environment,
+            transport: transport)
+        for _ in 0..<10 {
+            await expectRejection(.invalidProviderToken, status: 403) {
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+            }
+        }
+        #expect(fixture.server.streamCount == 10)
+        await connector.shutdown()
+        try await fixture.stop()
+    }
+}
