@@ -115,3 +115,15 @@ func perform(_ request: APNsRequest, via connector: some Connector, deadline: Co
         throw APNsError(wrapping: error)
     }
 }
+
+/// Sends an already-built request through the one send path (deadline, retries, interpretation),
+/// for the `apns` tool, which builds requests from command-line flags and files.
+///
+/// SPI: this skips the compile-time rules of `send(_:via:to:)` (which push type may use which
+/// connector); the request must come from a push type's own `request(to:)`.
+@_spi(RawRequests)
+public func send(
+    request: APNsRequest, via connector: some Connector, timeout: Duration? = nil, retry: RetryPolicy = .none
+) async throws(APNsError) -> APNsResponse {
+    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in request }
+}

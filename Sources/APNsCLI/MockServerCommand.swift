@@ -10,7 +10,7 @@ struct MockServerCommand: AsyncParsableCommand {
         discussion: """
             Writes a generated CA, a .p8 signing key the server accepts and a client certificate for \
             --bundle-id into --dir (a new temporary folder by default), prints their paths, and \
-            serves until interrupted.
+            serves until interrupted. --fault makes it misbehave on purpose: reset-after:N,             close-after:N, never-answer, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE,             goaway:AFTER:CODE:LOWER-BY[:DEBUG], status:CODE[:RETRY-AFTER].
             """)
 
     @Option(help: "Port to listen on; 0 picks a free one.") var port = 0
@@ -19,9 +19,18 @@ struct MockServerCommand: AsyncParsableCommand {
     @Option(help: "Folder for the generated credentials.") var dir: String?
     @Flag(name: .customLong("allow-frequent-token-updates"), help: "Accept a new token for the key at any time (for clients that start a process per push).")
     var allowFrequentTokenUpdates = false
+    @Option(help: "Misbehave on purpose (see the discussion).") var fault: String?
+    @Option(name: .customLong("fault-connections"), help: "Only the first N connections get the fault.") var faultConnections: Int?
+    @Option(name: .customLong("fault-requests"), help: "Only the first N requests get the fault.") var faultRequests: Int?
 
     func run() async throws {
         try await Failure.reporting {
+            let injected = try fault.map { text throws -> MockAPNsServer.Fault in
+                guard let parsed = MockAPNsServer.Fault(parsing: text) else {
+                    throw UsageError("--fault \(text) is not a fault; use reset-after:N, close-after:N, never-answer, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE, goaway:AFTER:CODE:LOWER-BY[:DEBUG] or status:CODE[:RETRY-AFTER]")
+                }
+                return parsed
+            }
             let folder = dir ?? FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-\(UUID().uuidString.prefix(8))").path
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             let signingKey = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
@@ -43,6 +52,7 @@ struct MockServerCommand: AsyncParsableCommand {
                 try Data(text.utf8).write(to: URL(fileURLWithPath: folder).appendingPathComponent(name))
             }
             let server = try await MockAPNsServer.start(configuration)
+            if let injected { server.inject(injected, connections: faultConnections, requests: faultRequests) }
             // Written unbuffered, so a test harness reading a pipe sees the lines at once.
             let lines = [
                 "listening \(server.host):\(server.port)",

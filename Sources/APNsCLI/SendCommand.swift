@@ -1,4 +1,4 @@
-import APNs
+@_spi(RawRequests) import APNs
 import ArgumentParser
 import Foundation
 
@@ -10,7 +10,7 @@ struct SendCommand: AsyncParsableCommand {
         discussion: """
             Authenticate with a token (--key-file, --key-id, --team-id) or a certificate (--cert and \
             --key, or --p12). Secrets are read from files or environment variables and never printed.
-            With --dry-run the exact request is printed and nothing is sent.
+            With --dry-run the exact request is printed and nothing is sent. With --json, one JSON             object per device per line: {"token":…,"status":…,"apns-id":…} (plus "reason" when             rejected), or {"token":…,"error":{"kind":…,"delivery":"not-sent"|"unknown","message":…}}.             The exit code is 0 only when every device was accepted.
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -32,6 +32,9 @@ struct SendCommand: AsyncParsableCommand {
     @Option(name: .customLong("collapse-id")) var collapseID: String?
     @Option(name: .customLong("apns-id")) var apnsID: String?
     @Flag(name: .customLong("dry-run"), help: "Print the exact request; send nothing.") var dryRun = false
+    @Option(help: "Seconds each send may take, from the start, retries included (default 30).") var timeout: Double?
+    @Option(help: "Attempts per device, the first included: retries only what was not sent and 429/5xx (default 1).") var retries: Int?
+    @Flag(help: "One JSON object per device per line.") var json = false
 
     @Option(name: .customLong("push-magic"), help: "mdm: the device's PushMagic (--topic is the MDM certificate UID).") var pushMagic: String?
     @Option(name: .customLong("container-identifier"), help: "fileprovider: the container identifier.") var containerIdentifier: String?
@@ -76,31 +79,44 @@ struct SendCommand: AsyncParsableCommand {
     }
 
     private func deliver(_ requests: [APNsRequest], via connector: any Connector) async throws {
-        let results = await withTaskGroup(of: (Int, Result<APNsResponse, any Error>).self) { group in
+        if let timeout, !(timeout > 0) || !timeout.isFinite { throw UsageError("--timeout \(timeout) must be a positive number of seconds") }
+        if let retries, retries < 1 { throw UsageError("--retries \(retries) must be at least 1 (attempts, the first included)") }
+        let timeout = self.timeout.map { Duration.milliseconds(Int64(($0 * 1000).rounded(.up))) }
+        let retry = retries.map(RetryPolicy.attempts) ?? .none
+        let results = await withTaskGroup(of: (Int, Result<APNsResponse, APNsError>).self) { group in
             for (index, request) in requests.enumerated() {
                 group.addTask {
-                    do { return (index, .success(try APNsResponse(interpreting: await connector.perform(request)))) }
-                    catch { return (index, .failure(error)) }
+                    do throws(APNsError) {
+                        return (index, .success(try await send(request: request, via: connector, timeout: timeout, retry: retry)))
+                    } catch {
+                        return (index, .failure(error))
+                    }
                 }
             }
-            var collected = [Result<APNsResponse, any Error>?](repeating: nil, count: requests.count)
+            var collected = [Result<APNsResponse, APNsError>?](repeating: nil, count: requests.count)
             for await (index, result) in group { collected[index] = result }
             return collected
         }
         var worst: ExitCode = .success
         for (index, result) in results.enumerated() {
-            let token = channel ?? requests[index].path.split(separator: "/").last.map(String.init) ?? ""
+            let target = channel ?? requests[index].path.split(separator: "/").last.map(String.init) ?? ""
+            if json {
+                print(Output.jsonLine(target: target, isChannel: channel != nil, result: result))
+            }
             switch result {
-            case .success(let response)? where channel != nil:
-                print("\(token) \(response.status) apns-request-id \(response.requestID ?? "-") apns-unique-id \(response.uniqueID ?? "-")")
             case .success(let response)?:
-                print("\(token) \(response.status) apns-id \(response.apnsID?.description ?? "-")")
-            case .failure(let rejection as APNsRejection)?:
-                print("\(token) \(rejection.status) \(rejection.reason?.rawValue ?? "-") apns-id \(rejection.apnsID?.description ?? "-")")
+                guard !json else { break }
+                if channel != nil {
+                    print("\(target) \(response.status) apns-request-id \(response.requestID ?? "-") apns-unique-id \(response.uniqueID ?? "-")")
+                } else {
+                    print("\(target) \(response.status) apns-id \(response.apnsID?.description ?? "-")")
+                }
+            case .failure(.rejected(let rejection))?:
+                if !json { print("\(target) \(rejection.status) \(rejection.reason?.rawValue ?? "-") apns-id \(rejection.apnsID?.description ?? "-")") }
                 if worst == .success { worst = Failure.rejected }
             case .failure(let error)?:
                 let (message, code) = Failure.describe(error)
-                print("\(token) error \(message)")
+                if !json { print("\(target) error \(message)") }
                 worst = code
             case nil:
                 worst = ExitCode(5)

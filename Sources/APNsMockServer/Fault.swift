@@ -44,4 +44,45 @@ extension MockAPNsServer {
             }
         }
     }
+
+}
+
+extension MockAPNsServer.Fault {
+    /// Reads a fault from its command-line form (`apns mock-server --fault …`):
+    /// `reset-after:N`, `close-after:N`, `never-answer`, `delay:MILLISECONDS`, `rst-stream:CODE`,
+    /// `rst-stream-after-processing:CODE`, `goaway:AFTER:CODE:LOWER-BY[:DEBUG-DATA]`,
+    /// `status:CODE[:RETRY-AFTER-SECONDS]` (the body is then `{"reason":"ServiceUnavailable"}` for
+    /// 503, `{"reason":"TooManyRequests"}` for 429, `{"reason":"InternalServerError"}` for 500, and
+    /// an HTML page otherwise). Returns nil for anything else.
+    public init?(parsing text: String) {
+        let parts = text.split(separator: ":", maxSplits: 4, omittingEmptySubsequences: false).map(String.init)
+        func number(_ index: Int) -> Int? { index < parts.count ? Int(parts[index]).flatMap { $0 >= 0 ? $0 : nil } : nil }
+        switch (parts[0], parts.count) {
+        case ("reset-after", 2): guard let n = number(1), n > 0 else { return nil }; self = .resetAfterProcessing(requests: n)
+        case ("close-after", 2): guard let n = number(1), n > 0 else { return nil }; self = .closeAfterProcessing(requests: n)
+        case ("never-answer", 1): self = .neverAnswer
+        case ("delay", 2): guard let ms = number(1) else { return nil }; self = .delay(.milliseconds(ms))
+        case ("rst-stream", 2): guard let code = number(1) else { return nil }; self = .resetStreams(errorCode: UInt32(clamping: code))
+        case ("rst-stream-after-processing", 2):
+            guard let code = number(1) else { return nil }
+            self = .resetStreamsAfterProcessing(errorCode: UInt32(clamping: code))
+        case ("goaway", 4), ("goaway", 5):
+            guard let after = number(1), after > 0, let code = number(2), let lower = number(3) else { return nil }
+            self = .goAway(afterRequests: after, errorCode: UInt32(clamping: code), debugData: parts.count == 5 ? parts[4] : "", lowerBy: lower)
+        case ("status", 2), ("status", 3):
+            guard let status = number(1), (100...599).contains(status) else { return nil }
+            let retryAfter = parts.count == 3 ? number(2) : nil
+            if parts.count == 3 && retryAfter == nil { return nil }
+            let body: String
+            switch status {
+            case 429: body = #"{"reason":"TooManyRequests"}"#
+            case 500: body = #"{"reason":"InternalServerError"}"#
+            case 503: body = #"{"reason":"ServiceUnavailable"}"#
+            default: body = "<html><body><h1>\(status)</h1></body></html>"
+            }
+            self = .respond(status: status, retryAfter: retryAfter, body: body)
+        default:
+            return nil
+        }
+    }
 }

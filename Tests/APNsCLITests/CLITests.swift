@@ -98,6 +98,83 @@ import Testing
         try await server.stop()
     }
 
+    /// The judged case: a server that stops answering. One line per device within the timeout plus
+    /// slack, each saying the push may have been delivered, and a non-zero exit.
+    @Test func jsonTimeoutAgainstAServerThatStopsAnswering() async throws {
+        let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+        let server = try await MockAPNsServer.start(.init(signingKeys: [key]))
+        server.inject(.neverAnswer)
+        let folder = try Self.credentials(key: key, server: server)
+        let start = ContinuousClock.now
+        let run = try Self.apns(Self.tokenArguments(key: key, server: server, folder: folder) + [
+            "--topic", "com.example.app", "--token", "aaaa", "--token", "bbbb", "--token", "cccc", "--body", "Hello",
+            "--json", "--timeout", "2",
+        ])
+        let elapsed = ContinuousClock.now - start
+        #expect(run.status == 4)
+        #expect(elapsed < .seconds(4), "took \(elapsed)")  // 2 s + process start and TLS
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        for (line, token) in zip(lines, ["aaaa", "bbbb", "cccc"]) {
+            #expect(line.hasPrefix(#"{"token":"\#(token)","error":{"kind":"timeout","delivery":"unknown","message":"Transport failure (timeout, curl 28)"#), "\(line)")
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object?["token"] as? String == token)
+        }
+        try await server.stop()
+    }
+
+    @Test func jsonLinesForAcceptedAndRejected() async throws {
+        let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+        let server = try await MockAPNsServer.start(.init(signingKeys: [key]))
+        server.reject(deviceToken: "bbbb", with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000))
+        server.inject(.respond(status: 503, retryAfter: nil, body: ""), requests: 1)
+        let folder = try Self.credentials(key: key, server: server)
+        let run = try Self.apns(Self.tokenArguments(key: key, server: server, folder: folder) + [
+            "--topic", "com.example.app", "--token", "aaaa", "--token", "bbbb", "--body", "Hello",
+            "--apns-id", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c", "--json", "--retries", "3",
+        ])
+        #expect(run.status == 1)
+        #expect(run.stdout == """
+            {"token":"aaaa","status":200,"apns-id":"7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c","apns-unique-id":"\(server.requests.first { $0.path.hasSuffix("aaaa") }?.responseHeaders.first { $0.name == "apns-unique-id" }?.value ?? "")"}
+            {"token":"bbbb","status":410,"apns-id":"7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c","reason":"Unregistered","timestamp":1700000000000}
+
+            """)
+        #expect(server.faultsApplied == 1)  // one 503, retried
+        try await server.stop()
+    }
+
+    @Test func faultsParseFromTheirCommandLineForm() {
+        #expect(MockAPNsServer.Fault(parsing: "reset-after:20") == .resetAfterProcessing(requests: 20))
+        #expect(MockAPNsServer.Fault(parsing: "close-after:5") == .closeAfterProcessing(requests: 5))
+        #expect(MockAPNsServer.Fault(parsing: "never-answer") == .neverAnswer)
+        #expect(MockAPNsServer.Fault(parsing: "delay:1500") == .delay(.milliseconds(1500)))
+        #expect(MockAPNsServer.Fault(parsing: "rst-stream:7") == .resetStreams(errorCode: 7))
+        #expect(MockAPNsServer.Fault(parsing: "rst-stream-after-processing:2") == .resetStreamsAfterProcessing(errorCode: 2))
+        #expect(MockAPNsServer.Fault(parsing: "goaway:100:0:10:bye") == .goAway(afterRequests: 100, errorCode: 0, debugData: "bye", lowerBy: 10))
+        #expect(MockAPNsServer.Fault(parsing: "status:503:2") == .respond(status: 503, retryAfter: 2, body: #"{"reason":"ServiceUnavailable"}"#))
+        for bad in ["", "reset-after", "reset-after:0", "reset-after:-1", "delay:x", "status:700", "status:503:soon", "explode"] {
+            #expect(MockAPNsServer.Fault(parsing: bad) == nil, "\(bad)")
+        }
+        let run = try? Self.apns(["mock-server", "--fault", "explode"])
+        #expect(run?.status == 2)
+        #expect(run?.stderr.contains("--fault explode is not a fault") == true)
+    }
+
+    static func credentials(key: MockCertificateAuthority.SigningKey, server: MockAPNsServer) throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("apns-cli-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data(key.privateKeyPEM.utf8).write(to: folder.appendingPathComponent("AuthKey.p8"))
+        try Data(server.certificateAuthorityPEM.utf8).write(to: folder.appendingPathComponent("ca.pem"))
+        return folder
+    }
+
+    static func tokenArguments(key: MockCertificateAuthority.SigningKey, server: MockAPNsServer, folder: URL) -> [String] {
+        [
+            "send", "--key-file", folder.appendingPathComponent("AuthKey.p8").path, "--key-id", key.keyID, "--team-id", key.teamID,
+            "--host", "127.0.0.1:\(server.port)", "--ca-file", folder.appendingPathComponent("ca.pem").path,
+        ]
+    }
+
     @Test func dryRunForEveryPushType() throws {
         func dryRun(_ extra: [String]) throws -> String {
             let run = try Self.apns(["send", "--dry-run", "--topic", "com.example.app", "--token", "ab"] + extra)
