@@ -52,6 +52,14 @@ public final class MockAPNsServer: Sendable {
         public var maximumChannelsPerApp = 10_000
         /// SETTINGS_MAX_CONCURRENT_STREAMS.
         public var maximumConcurrentStreams = 1000
+        /// Start each connection with SETTINGS_MAX_CONCURRENT_STREAMS 1 and raise it to
+        /// ``maximumConcurrentStreams`` after the first accepted request, as APNs does on token
+        /// connections (APNs reference §1).
+        public var oneStreamUntilFirstSuccess = false
+        /// The protocols offered by ALPN; `["http/1.1"]` makes a server that is not APNs.
+        public var applicationProtocols = ["h2"]
+        /// Hold each new connection's first bytes this long before the TLS handshake proceeds.
+        public var tlsHandshakeDelay: Duration?
         /// Event-loop threads.
         public var threads = 1
         /// Keep every request for ``requests``; turn off for long benchmarks.
@@ -90,7 +98,7 @@ public final class MockAPNsServer: Sendable {
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(serverCertificate.certificatePEM.utf8), format: .pem))],
             privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(serverCertificate.privateKeyPEM.utf8), format: .pem)))
-        tls.applicationProtocols = ["h2"]
+        tls.applicationProtocols = configuration.applicationProtocols
         tls.minimumTLSVersion = .tlsv12
         tls.shutdownTimeout = .milliseconds(100)  // clients rarely answer close_notify; stop() should be quick
         if configuration.verifiesClientCertificates {
@@ -106,7 +114,8 @@ public final class MockAPNsServer: Sendable {
 
         var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
         connectionConfiguration.initialSettings = [
-            HTTP2Setting(parameter: .maxConcurrentStreams, value: configuration.maximumConcurrentStreams),
+            HTTP2Setting(
+                parameter: .maxConcurrentStreams, value: configuration.oneStreamUntilFirstSuccess ? 1 : configuration.maximumConcurrentStreams),
             HTTP2Setting(parameter: .maxHeaderListSize, value: 16384),
         ]
         // libcurl 7.88 ends every finished stream with RST_STREAM(STREAM_CLOSED); NIO's defaults
@@ -129,6 +138,9 @@ public final class MockAPNsServer: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let fault = state.connectionOpened()
+                    if let delay = configuration.tlsHandshakeDelay {
+                        try channel.pipeline.syncOperations.addHandler(HoldInbound(for: delay))
+                    }
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
                     let connection = NIOLoopBound(ConnectionContext(channel: channel, fault: fault), eventLoop: channel.eventLoop)
                     _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
@@ -205,4 +217,37 @@ public final class MockAPNsServer: Sendable {
 public enum MockServerError: Error, CustomStringConvertible {
     case noPort
     public var description: String { "The mock server's socket has no port; check the host address." }
+}
+
+/// Holds a connection's inbound bytes for a while, then lets them through: a slow TLS handshake.
+final class HoldInbound: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private let delay: Duration
+    private var held: [NIOAny] = []
+    private var open = false
+
+    init(for delay: Duration) { self.delay = delay }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let (seconds, attoseconds) = delay.components
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)) {
+            let (handler, context) = loopBound.value
+            handler.open = true
+            for data in handler.held { context.fireChannelRead(data) }
+            handler.held.removeAll()
+            context.fireChannelReadComplete()
+        }
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if open { context.fireChannelRead(data) } else { held.append(data) }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if open { context.fireChannelReadComplete() }
+    }
 }

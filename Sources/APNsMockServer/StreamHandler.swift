@@ -13,6 +13,8 @@ final class ConnectionContext {
     let fault: MockAPNsServer.Fault?
     /// Requests processed and deliberately left unanswered.
     var processedUnanswered = 0
+    /// The stream limit was raised after the first accepted request (`oneStreamUntilFirstSuccess`).
+    var streamLimitRaised = false
     /// The verified client certificate's common name: nil until looked up, then `.some(nil)` for none.
     var clientCommonName: String??
     var acceptedStreams = 0
@@ -227,7 +229,17 @@ final class StreamHandler: ChannelInboundHandler {
         }
         context.flush()
 
-        if verdict.status == 200 { state.markProcessed(apnsID: verdict.headers.first(where: { $0.0 == "apns-id" })?.1) }
+        if verdict.status == 200 {
+            state.markProcessed(apnsID: verdict.headers.first(where: { $0.0 == "apns-id" })?.1)
+            let connection = connection.value
+            if state.configuration.oneStreamUntilFirstSuccess, !connection.streamLimitRaised {
+                connection.streamLimitRaised = true
+                let settings = HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([
+                    HTTP2Setting(parameter: .maxConcurrentStreams, value: state.configuration.maximumConcurrentStreams),
+                ])))
+                connection.channel.writeAndFlush(settings, promise: nil)
+            }
+        }
         state.record(RecordedRequest(
             method: incoming.method, path: incoming.path, authority: head.first(name: ":authority") ?? "",
             headers: headers, body: body, authentication: verdict.authentication, status: verdict.status,

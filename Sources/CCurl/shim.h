@@ -4,6 +4,7 @@
 #define CCURL_SHIM_H
 
 #include <curl/curl.h>
+#include <openssl/ssl.h>
 
 typedef size_t (*ccurl_data_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
 
@@ -57,6 +58,21 @@ static inline CURLMcode ccurl_multi_setopt_long(CURLM *multi, CURLMoption option
 }
 static inline CURLcode ccurl_easy_getinfo_off_t(CURL *easy, CURLINFO info, curl_off_t *value) {
     return curl_easy_getinfo(easy, info, value);
+}
+
+/// Whether the TLS connection `easy` is about to use negotiated HTTP/2 by ALPN: 1 for "h2", 0 for
+/// another protocol or none, -1 when it cannot tell (no OpenSSL session). Call it from the
+/// pre-request callback, while the transfer has its connection.
+static inline int ccurl_negotiated_h2(CURL *easy) {
+    struct curl_tlssessioninfo *info = NULL;
+    if (curl_easy_getinfo(easy, CURLINFO_TLS_SSL_PTR, &info) != CURLE_OK || info == NULL
+        || info->backend != CURLSSLBACKEND_OPENSSL || info->internals == NULL) {
+        return -1;
+    }
+    const unsigned char *protocol = NULL;
+    unsigned int length = 0;
+    SSL_get0_alpn_selected((SSL *)info->internals, &protocol, &length);
+    return (length == 2 && protocol[0] == 'h' && protocol[1] == '2') ? 1 : 0;
 }
 
 #endif

@@ -527,6 +527,9 @@ final class CurlMultiLoop: @unchecked Sendable {
                     message: "the connection failed after the request was written and before APNs answered"))
             case .cancelled?:
                 result = .failure(TransportError.cancelled(delivery: .notSent))
+            case .notHTTP2?:
+                result = .failure(TransportError(
+                    kind: .notHTTP2, delivery: .notSent, message: "the server did not negotiate HTTP/2 (ALPN h2); nothing was written"))
             case nil:
                 if code == CURLE_OPERATION_TIMEDOUT, transfer.written { closeIfStalled(transfer) }
                 let detail = errorMessage(of: easy)

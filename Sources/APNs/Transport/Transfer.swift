@@ -34,6 +34,8 @@ final class Transfer: @unchecked Sendable {
         case connectionDied
         /// Cancelled before anything was written: abort quietly.
         case cancelled
+        /// The server did not agree to HTTP/2 (ALPN): stopped before anything was written.
+        case notHTTP2
     }
 
     let url: String
@@ -105,6 +107,11 @@ final class Transfer: @unchecked Sendable {
         if attempts == 1 {
             if isCancelled {
                 retry = .cancelled
+                return Int32(CURL_PREREQFUNC_ABORT)
+            }
+            // APNs speaks HTTP/2 only: never write a request to a server that chose HTTP/1.1.
+            if let easy, ccurl_negotiated_h2(easy) == 0 {
+                retry = .notHTTP2
                 return Int32(CURL_PREREQFUNC_ABORT)
             }
             baselineErrno = osErrno
