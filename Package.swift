@@ -67,6 +67,11 @@ let package = Package(
             ],
             path: "Benchmarks/APNsBenchmark"
         ),
+        .executableTarget(
+            name: "APNsSoak",
+            dependencies: ["APNs", "APNsMockServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Benchmarks/APNsSoak"
+        ),
         // The same requests through a minimal libcurl loop in C: the floor of any libcurl client.
         .target(
             name: "CLibcurlReference",

@@ -143,6 +143,9 @@ public final class MockAPNsServer: Sendable {
                     }
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
                     let connection = NIOLoopBound(ConnectionContext(channel: channel, fault: fault), eventLoop: channel.eventLoop)
+                    let id = ObjectIdentifier(channel)
+                    state.register(id) { channel.eventLoop.execute { connection.value.goAwayGracefully() } }
+                    channel.closeFuture.whenComplete { _ in state.unregister(id) }
                     _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
                         mode: .server, connectionConfiguration: connectionSettings, streamConfiguration: streamSettings
                     ) { stream in
@@ -193,6 +196,17 @@ public final class MockAPNsServer: Sendable {
         state.inject(fault, connections: connections, requests: requests)
     }
 
+    /// Sends GOAWAY (NO_ERROR, highest stream id) on every open connection: clients finish what is
+    /// on them and move to new connections — which get a fault injected before this call.
+    ///
+    /// ```swift
+    /// server.inject(.resetAfterProcessing(requests: 50), connections: 1)
+    /// server.goAwayAll()   // the client's next connection is the faulty one
+    /// ```
+    public func goAwayAll() {
+        for goAway in state.openConnectionGoAways() { goAway() }
+    }
+
     /// How many times a request with this apns-id was processed (accepted for delivery): 0 for one
     /// never seen, refused or rejected; more than 1 is a duplicate.
     public func processedCount(apnsID: String) -> Int { state.processedCount(apnsID: apnsID) }
@@ -202,6 +216,9 @@ public final class MockAPNsServer: Sendable {
 
     /// Every processed apns-id with its count.
     public var processedCounts: [String: Int] { state.processed }
+
+    /// Forgets the processed counts (long runs check them in waves).
+    public func clearProcessedCounts() { state.clearProcessed() }
 
     /// Makes the server answer pushes to `deviceToken` with a rejection, as APNs would for a token
     /// the user uninstalled (`410 Unregistered` with `timestamp`) and so on. `nil` removes it.

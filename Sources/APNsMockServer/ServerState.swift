@@ -30,6 +30,8 @@ final class ServerState: Sendable {
         /// The fault requests answered so far, for ``MockAPNsServer/inject(_:connections:requests:)``.
         var faultyRequestsLeft: Int?
         var faultsApplied = 0
+        /// Open connections, for ``MockAPNsServer/goAwayAll()``.
+        var open: [ObjectIdentifier: @Sendable () -> Void] = [:]
     }
 
     let configuration: MockAPNsServer.Configuration
@@ -152,6 +154,13 @@ final class ServerState: Sendable {
     }
 
     var faultsApplied: Int { mutable.withLock { $0.faultsApplied } }
+
+    /// Remembers how to send GOAWAY on an open connection, until it closes.
+    func register(_ id: ObjectIdentifier, goAway: @escaping @Sendable () -> Void) { mutable.withLock { $0.open[id] = goAway } }
+    func unregister(_ id: ObjectIdentifier) { _ = mutable.withLock { $0.open.removeValue(forKey: id) } }
+    func openConnectionGoAways() -> [@Sendable () -> Void] { mutable.withLock { Array($0.open.values) } }
+
+    func clearProcessed() { mutable.withLock { $0.processed.removeAll(keepingCapacity: true) } }
 
     func processedCount(apnsID: String) -> Int { mutable.withLock { $0.processed[apnsID] ?? 0 } }
     var processed: [String: Int] { mutable.withLock { $0.processed } }

@@ -26,6 +26,19 @@ final class ConnectionContext {
         self.fault = fault
     }
 
+    /// Asks the client to move to a new connection: GOAWAY with NO_ERROR and the highest stream id,
+    /// so every stream already open is still answered.
+    func goAwayGracefully() {
+        guard goAwayLastStreamID == nil else { return }
+        goAwayLastStreamID = .maxID
+        let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil))
+        channel.writeAndFlush(frame, promise: nil)
+        if openStreams <= 0 {
+            let channel = channel
+            channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+        }
+    }
+
     /// Ends the connection abruptly: with `reset`, SO_LINGER 0 so the kernel sends RST.
     func drop(reset: Bool) {
         let channel = channel

@@ -1,0 +1,169 @@
+import APNs
+import APNsMockServer
+import ArgumentParser
+import Foundation
+
+/// Sends many notifications through faults and checks every outcome against what the server
+/// processed. Not a test: a run takes minutes and prints its figures.
+///
+///     swift run -c release APNsSoak                 # 1,000,000 sends, a fault every 10,000
+///     swift run APNsSoak --count 20000               # a short run
+///
+/// Each wave of `--wave` sends (500 in flight, each with its own apns-id) starts with one fault
+/// injected into the mock server and a graceful GOAWAY on its open connections (so the client's
+/// next connection gets the fault), in turn: reset or close after processing, a connection that
+/// never answers, streams reset after processing, refused streams, GOAWAY with a lower
+/// last-stream-id, 503 with Retry-After, slow answers. Counted per wave, then forgotten, so memory
+/// measures the client.
+@main
+struct Soak: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "APNsSoak", abstract: "swift-apns through a million sends and a hundred faults.")
+
+    @Option(help: "Sends in all.") var count = 1_000_000
+    @Option(help: "Sends per wave; one fault is injected at the start of each.") var wave = 10_000
+    @Option(help: "Sends in flight.") var inFlight = 500
+    @Option(help: "Each send's timeout, in seconds.") var timeout = 2.0
+
+    static let faults: [(MockAPNsServer.Fault, connections: Int?, requests: Int?)] = [
+        (.resetAfterProcessing(requests: 50), 1, nil),
+        (.closeAfterProcessing(requests: 50), 1, nil),
+        (.neverAnswer, 1, nil),
+        (.resetStreamsAfterProcessing(errorCode: 2), nil, 20),
+        (.resetStreams(errorCode: 7), 1, nil),
+        (.goAway(afterRequests: 200, errorCode: 0, debugData: #"{"reason":"Shutdown"}"#, lowerBy: 20), 1, nil),
+        (.respond(status: 503, retryAfter: 1, body: #"{"reason":"ServiceUnavailable"}"#), nil, 50),
+        (.delay(.milliseconds(100)), nil, 200),
+    ]
+
+    struct Tally {
+        var accepted = 0, rejected = 0, notSent = 0, unknown = 0
+        var duplicates = 0
+        /// Outcomes that contradict what the server processed (must stay 0).
+        var untruthful = 0
+        var latencies: [Double] = []
+    }
+
+    func run() async throws {
+        let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+        var configuration = MockAPNsServer.Configuration(signingKeys: [key])
+        configuration.recordsRequests = false
+        configuration.threads = 1
+        let server = try await MockAPNsServer.start(configuration)
+        let connector = try TokenConnector(
+            teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM), environment: .custom(host: server.host, port: server.port),
+            transport: TransportConfiguration(trustedCertificateAuthority: .pem(server.certificateAuthorityPEM), maximumConcurrentStreams: inFlight))
+        let device = try Device(token: "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0")
+        let timeout = Duration.milliseconds(Int64(self.timeout * 1000))
+        // Warm up: connect and settle the token before measuring memory.
+        _ = try await send(AlertNotification(bundleID: "com.example.app") { Alert("warm-up") }, via: connector, to: device)
+        let startRSS = Self.residentMegabytes()
+        let started = ContinuousClock.now
+        var tally = Tally()
+        tally.latencies.reserveCapacity(count)
+        var sent = 0
+        var waveIndex = 0
+        while sent < count {
+            let size = min(wave, count - sent)
+            let (fault, connections, requests) = Self.faults[waveIndex % Self.faults.count]
+            server.inject(fault, connections: connections, requests: requests)
+            server.goAwayAll()  // the client moves to a new connection, which gets the fault
+            let ids = (0..<size).map { _ in APNsID() }
+            let outcomes = await Self.sendWave(ids: ids, via: connector, to: device, inFlight: inFlight, timeout: timeout)
+            server.inject(nil)
+            let processed = server.processedCounts
+            for (index, (result, latency)) in outcomes.enumerated() {
+                let times = processed[ids[index].description] ?? 0
+                if times > 1 { tally.duplicates += 1 }
+                tally.latencies.append(latency)
+                switch result {
+                case .success:
+                    tally.accepted += 1
+                    if times != 1 { tally.untruthful += 1 }
+                case .failure(.rejected):
+                    tally.rejected += 1
+                    if times != 0 { tally.untruthful += 1 }
+                case .failure(.transport(let failure)) where failure.delivery == .notSent:
+                    tally.notSent += 1
+                    if times != 0 { tally.untruthful += 1 }
+                case .failure:
+                    tally.unknown += 1
+                }
+            }
+            server.clearProcessedCounts()
+            sent += size
+            waveIndex += 1
+            if waveIndex % 10 == 0 {
+                print("\(sent) sent, \(Int(Double(sent) / (ContinuousClock.now - started).seconds))/s, RSS \(Self.residentMegabytes()) MB")
+            }
+        }
+        let elapsed = (ContinuousClock.now - started).seconds
+        let endRSS = Self.residentMegabytes()
+        tally.latencies.sort()
+        func percentile(_ p: Double) -> Double { tally.latencies.isEmpty ? 0 : tally.latencies[min(tally.latencies.count - 1, Int(Double(tally.latencies.count) * p))] }
+        let rows: [(String, String)] = [
+            ("sends", "\(count) in waves of \(wave), \(inFlight) in flight, timeout \(self.timeout) s"),
+            ("faults injected", "\(waveIndex) (one per wave, \(Self.faults.count) kinds in turn)"),
+            ("outcomes", "\(tally.accepted + tally.rejected + tally.notSent + tally.unknown) of \(count)"),
+            ("accepted", "\(tally.accepted)"),
+            ("rejected (503 with Retry-After)", "\(tally.rejected)"),
+            ("failed, not sent", "\(tally.notSent)"),
+            ("failed, may have been delivered", "\(tally.unknown)"),
+            ("server-side duplicates", "\(tally.duplicates)"),
+            ("outcomes contradicting the server", "\(tally.untruthful)"),
+            ("connections opened", "\(connector.connectionsOpened)"),
+            ("stalled connections replaced", "\(connector.stalledConnectionsClosed)"),
+            ("latency p50 / p99 / max", String(format: "%.1f / %.1f / %.1f ms", percentile(0.5) * 1000, percentile(0.99) * 1000, (tally.latencies.last ?? 0) * 1000)),
+            ("throughput", String(format: "%.0f sends/s over %.0f s", Double(count) / elapsed, elapsed)),
+            ("RSS start / end", "\(startRSS) / \(endRSS) MB"),
+        ]
+        let width = rows.map(\.0.count).max() ?? 0
+        for (name, value) in rows { print(name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value) }
+        await connector.shutdown()
+        try await server.stop()
+        if tally.duplicates > 0 || tally.untruthful > 0 || tally.accepted + tally.rejected + tally.notSent + tally.unknown != count {
+            throw ExitCode(1)
+        }
+    }
+
+    /// Sends one notification per id, `inFlight` at a time; each outcome with its latency.
+    static func sendWave(ids: [APNsID], via connector: TokenConnector, to device: Device, inFlight: Int, timeout: Duration) async -> [(Result<APNsResponse, APNsError>, Double)] {
+        await withTaskGroup(of: (Int, Result<APNsResponse, APNsError>, Double).self) { group in
+            var results = [(Result<APNsResponse, APNsError>, Double)?](repeating: nil, count: ids.count)
+            var next = 0
+            func start() {
+                let index = next
+                next += 1
+                group.addTask {
+                    let notification = AlertNotification(bundleID: "com.example.app", apnsID: ids[index]) { Alert("soak \(index)") }
+                    let begin = ContinuousClock.now
+                    do throws(APNsError) {
+                        let response = try await send(notification, via: connector, to: device, timeout: timeout)
+                        return (index, .success(response), (ContinuousClock.now - begin).seconds)
+                    } catch {
+                        return (index, .failure(error), (ContinuousClock.now - begin).seconds)
+                    }
+                }
+            }
+            while next < min(inFlight, ids.count) { start() }
+            for await (index, result, latency) in group {
+                results[index] = (result, latency)
+                if next < ids.count { start() }
+            }
+            return results.map { $0 ?? (.failure(.transport(TransportError(kind: .other, delivery: .unknown, message: "lost"))), 0) }
+        }
+    }
+
+    static func residentMegabytes() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+        else { return 0 }
+        return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) / 1024
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
