@@ -1,6 +1,5 @@
 import APNsCore
 import Foundation
-import Synchronization
 
 /// What the mock server shares across connections and threads, behind one lock.
 final class ServerState: Sendable {
@@ -36,7 +35,7 @@ final class ServerState: Sendable {
 
     let configuration: MockAPNsServer.Configuration
     let verifier: TokenVerifier
-    private let mutable = Mutex(Mutable())
+    private let mutable = Locked(Mutable())
 
     init(configuration: MockAPNsServer.Configuration) throws {
         self.configuration = configuration

@@ -1,6 +1,5 @@
 import APNs
 import Foundation
-import Synchronization
 
 /// A connector for unit tests: it records every request exactly as `send` built it and answers
 /// with a scripted response, without a network or credentials.
@@ -21,7 +20,7 @@ import Synchronization
 /// Thread safety: `Sendable`; requests from concurrent tasks are recorded in completion order.
 public final class RecordingConnector<Authentication: AuthenticationKind>: Connector {
     private let respond: @Sendable (APNsRequest) -> HTTPResponse
-    private let recorded = Mutex<[APNsRequest]>([])
+    private let recorded = Locked<[APNsRequest]>([])
 
     /// - Parameter respond: The answer to each request; by default 200 with an `apns-id` (the
     ///   request's own, or a fixed one) and an `apns-unique-id`.

@@ -51,7 +51,7 @@ import Testing
         },
         // Sends written to the slow connection time out (unknown); once the first times out with
         // nothing answered since, the connection is replaced and later ones may still succeed.
-        Case(fault: .delay(.seconds(3)), connections: 1, timeout: .seconds(1)) { tally in
+        Case(fault: .delay(Duration.seconds(3).scaledForSanitizers), connections: 1, timeout: .seconds(1)) { tally in
             #expect(tally.unknown.count >= count / 2)
             #expect(tally.unknown.allSatisfy { $0.kind == .timeout || $0.kind == .connectionLost })
             #expect(tally.accepted + tally.unknown.count == count)
@@ -84,7 +84,8 @@ import Testing
     func everySendEndsOnceAndTruthfully(_ example: Case) async throws {
         let fixture = try await Fixture.start { $0.recordsRequests = false }
         fixture.server.inject(example.fault, connections: example.connections, requests: example.requests)
-        let connector = try fixture.tokenConnector(adjust: { $0.requestTimeout = example.timeout })
+        let timeout = example.timeout.scaledForSanitizers
+        let connector = try fixture.tokenConnector(adjust: { $0.requestTimeout = timeout })
         let ids = (0..<Self.count).map { _ in APNsID() }
         let outcomes = await withTaskGroup(of: (Int, Result<APNsResponse, APNsError>, Duration).self) { group in
             for index in 0..<Self.count {
@@ -113,7 +114,7 @@ import Testing
         for (index, (result, elapsed)) in outcomes {
             let times = processed[ids[index].description] ?? 0
             #expect(times <= 1, "apns-id \(ids[index]) was processed \(times) times")
-            #expect(elapsed <= example.timeout + .seconds(1), "send \(index) took \(elapsed)")
+            #expect(elapsed <= timeout + .seconds(1), "send \(index) took \(elapsed)")
             switch result {
             case .success:
                 tally.accepted += 1
@@ -138,9 +139,10 @@ import Testing
         // parallel on two cores; alone it takes a few milliseconds.
         fixture.server.inject(nil)
         let healStart = ContinuousClock.now
-        let response = try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("after") }, via: connector, to: .test, timeout: .seconds(5))
+        let response = try await send(
+            AlertNotification(bundleID: Fixture.bundleID) { Alert("after") }, via: connector, to: .test, timeout: Duration.seconds(5).scaledForSanitizers)
         #expect(response.status == 200)
-        #expect(ContinuousClock.now - healStart < .seconds(5))
+        #expect(ContinuousClock.now - healStart < Duration.seconds(5).scaledForSanitizers)
         if case .neverAnswer = example.fault { #expect(connector.stalledConnectionsClosed == 1) }
         await connector.shutdown(gracePeriod: .seconds(1))
         try await fixture.stop()

@@ -55,6 +55,20 @@ extension Device {
     static let test = try! Device(token: "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0")
 }
 
+/// How much slower than usual this test process runs: 10 under ThreadSanitizer or
+/// AddressSanitizer (found by their runtime's symbol), else 1. Tests that assert on deadlines scale
+/// them by it, so `swift test --sanitize=thread` checks the same guarantees on a "slow machine".
+let sanitizerSlowdown: Double = {
+    let handle = dlopen(nil, RTLD_NOW)
+    defer { if let handle { dlclose(handle) } }
+    return dlsym(handle, "__tsan_init") != nil || dlsym(handle, "__asan_init") != nil ? 10 : 1
+}()
+
+extension Duration {
+    /// This duration on a sanitizer-slowed process.
+    var scaledForSanitizers: Duration { self * sanitizerSlowdown }
+}
+
 /// Expects `body` to fail with APNs' rejection `reason` (and `status`).
 func expectRejection(
     _ reason: APNsRejection.Reason, status: Int, sourceLocation: SourceLocation = #_sourceLocation,

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The hand-over between a bulk send's producer (which starts requests), the transport (which
 /// delivers their results, on its own thread) and the consumer (which iterates the outcomes).
@@ -71,7 +70,7 @@ final class BulkChannel<Element: Sendable>: Sendable {
 
     let limit: Int
     private let wakeBatch: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(limit: Int) {
         self.limit = Swift.max(1, limit)

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Sends with token authentication: a JWT signed with your `.p8` key (APNs reference §7).
 ///
@@ -32,7 +31,7 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     private let signer: ES256Signer
     private let clock: @Sendable () -> Date
     private let transport: CurlTransport
-    private let cache = Mutex<Token?>(nil)
+    private let cache = Locked<Token?>(nil)
 
     /// A minted token and when it was issued.
     struct Token: Sendable {

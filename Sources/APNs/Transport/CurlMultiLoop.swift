@@ -1,6 +1,5 @@
 internal import CCurl
 import Foundation
-import Synchronization
 
 /// The thread that owns one libcurl multi handle and every easy handle on it.
 ///
@@ -64,7 +63,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     private let settings: Settings
-    private let inbox = Mutex(Inbox())
+    private let inbox = Locked(Inbox())
     private let multi: UnsafeMutableRawPointer?
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     private var idle: [UnsafeMutableRawPointer] = []

@@ -1,6 +1,5 @@
 internal import CCurl
 import Foundation
-import Synchronization
 
 /// libcurl's one-time global initialisation, done before the first transport starts.
 private let curlGlobalInit: Int = Int(curl_global_init(Int(CURL_GLOBAL_ALL)).rawValue)
@@ -16,7 +15,7 @@ final class CurlTransport: Sendable {
     let requestTimeout: Duration
     /// The header list of the last request: consecutive requests with the same headers (a bulk
     /// send, one notification to many devices) share one `curl_slist`.
-    private let lastHeaders = Mutex<(key: HeaderKey, list: HeaderList)?>(nil)
+    private let lastHeaders = Locked<(key: HeaderKey, list: HeaderList)?>(nil)
 
     private struct HeaderKey: Equatable {
         var authorization: String?
