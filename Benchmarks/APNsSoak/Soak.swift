@@ -23,6 +23,9 @@ struct Soak: AsyncParsableCommand {
     @Option(help: "Sends per wave; one fault is injected at the start of each.") var wave = 10_000
     @Option(help: "Sends in flight.") var inFlight = 500
     @Option(help: "Each send's timeout, in seconds.") var timeout = 2.0
+    @Option(help: "faults (the default), churn (no fault, a new connection each wave) or none (no fault, one connection): the last two are baselines.")
+    var mode = "faults"
+    @Option(name: .customLong("only-fault"), help: "Inject only the fault with this index (0–7) in every wave.") var onlyFault: Int?
 
     static let faults: [(MockAPNsServer.Fault, connections: Int?, requests: Int?)] = [
         (.resetAfterProcessing(requests: 50), 1, nil),
@@ -40,7 +43,33 @@ struct Soak: AsyncParsableCommand {
         var duplicates = 0
         /// Outcomes that contradict what the server processed (must stay 0).
         var untruthful = 0
-        var latencies: [Double] = []
+        var latencies = Histogram()
+    }
+
+    /// Latencies in buckets 1 % wide (from 1 µs to beyond an hour): fixed memory for any run.
+    struct Histogram {
+        private var counts = [Int](repeating: 0, count: 2_400)
+        private(set) var total = 0
+        private(set) var maximum = 0.0
+        private static let base = log(1.01)
+
+        mutating func record(_ seconds: Double) {
+            let micros = max(1, seconds * 1e6)
+            counts[min(counts.count - 1, Int(log(micros) / Histogram.base))] += 1
+            total += 1
+            maximum = max(maximum, seconds)
+        }
+
+        /// The upper edge of the bucket holding the `p` quantile, in seconds.
+        func quantile(_ p: Double) -> Double {
+            let rank = Int((Double(total) * p).rounded(.up))
+            var seen = 0
+            for (index, count) in counts.enumerated() {
+                seen += count
+                if seen >= max(1, rank) { return exp(Double(index + 1) * Histogram.base) / 1e6 }
+            }
+            return maximum
+        }
     }
 
     func run() async throws {
@@ -59,14 +88,13 @@ struct Soak: AsyncParsableCommand {
         let startRSS = Self.residentMegabytes()
         let started = ContinuousClock.now
         var tally = Tally()
-        tally.latencies.reserveCapacity(count)
         var sent = 0
         var waveIndex = 0
         while sent < count {
             let size = min(wave, count - sent)
-            let (fault, connections, requests) = Self.faults[waveIndex % Self.faults.count]
-            server.inject(fault, connections: connections, requests: requests)
-            server.goAwayAll()  // the client moves to a new connection, which gets the fault
+            let (fault, connections, requests) = Self.faults[(onlyFault ?? waveIndex) % Self.faults.count]
+            if mode == "faults" { server.inject(fault, connections: connections, requests: requests) }
+            if mode != "none" { server.goAwayAll() }  // the client moves to a new connection, which gets the fault
             let ids = (0..<size).map { _ in APNsID() }
             let outcomes = await Self.sendWave(ids: ids, via: connector, to: device, inFlight: inFlight, timeout: timeout)
             server.inject(nil)
@@ -74,7 +102,7 @@ struct Soak: AsyncParsableCommand {
             for (index, (result, latency)) in outcomes.enumerated() {
                 let times = processed[ids[index].description] ?? 0
                 if times > 1 { tally.duplicates += 1 }
-                tally.latencies.append(latency)
+                tally.latencies.record(latency)
                 switch result {
                 case .success:
                     tally.accepted += 1
@@ -98,11 +126,9 @@ struct Soak: AsyncParsableCommand {
         }
         let elapsed = (ContinuousClock.now - started).seconds
         let endRSS = Self.residentMegabytes()
-        tally.latencies.sort()
-        func percentile(_ p: Double) -> Double { tally.latencies.isEmpty ? 0 : tally.latencies[min(tally.latencies.count - 1, Int(Double(tally.latencies.count) * p))] }
         let rows: [(String, String)] = [
             ("sends", "\(count) in waves of \(wave), \(inFlight) in flight, timeout \(self.timeout) s"),
-            ("faults injected", "\(waveIndex) (one per wave, \(Self.faults.count) kinds in turn)"),
+            ("faults injected", mode == "faults" ? "\(waveIndex) (one per wave, \(Self.faults.count) kinds in turn)" : "none (\(mode))"),
             ("outcomes", "\(tally.accepted + tally.rejected + tally.notSent + tally.unknown) of \(count)"),
             ("accepted", "\(tally.accepted)"),
             ("rejected (503 with Retry-After)", "\(tally.rejected)"),
@@ -112,7 +138,7 @@ struct Soak: AsyncParsableCommand {
             ("outcomes contradicting the server", "\(tally.untruthful)"),
             ("connections opened", "\(connector.connectionsOpened)"),
             ("stalled connections replaced", "\(connector.stalledConnectionsClosed)"),
-            ("latency p50 / p99 / max", String(format: "%.1f / %.1f / %.1f ms", percentile(0.5) * 1000, percentile(0.99) * 1000, (tally.latencies.last ?? 0) * 1000)),
+            ("latency p50 / p99 / max", String(format: "%.1f / %.1f / %.1f ms", tally.latencies.quantile(0.5) * 1000, tally.latencies.quantile(0.99) * 1000, tally.latencies.maximum * 1000)),
             ("throughput", String(format: "%.0f sends/s over %.0f s", Double(count) / elapsed, elapsed)),
             ("RSS start / end", "\(startRSS) / \(endRSS) MB"),
         ]

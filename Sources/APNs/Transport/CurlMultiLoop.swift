@@ -339,6 +339,12 @@ final class CurlMultiLoop: @unchecked Sendable {
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         errorBuffers[easy] = errorBuffer
+        configureOnce(easy, errorBuffer: errorBuffer)
+        return easy
+    }
+
+    /// Everything that is the same for every transfer on `easy`.
+    private func configureOnce(_ easy: UnsafeMutableRawPointer, errorBuffer: UnsafeMutablePointer<CChar>) {
         _ = ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         _ = ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         _ = ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
@@ -395,7 +401,6 @@ final class CurlMultiLoop: @unchecked Sendable {
             guard let context else { return Int32(CURL_PREREQFUNC_OK) }
             return Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().willSend(localPort: localPort)
         }
-        return easy
     }
 
     /// Sets what differs per transfer. Every such option is set each time, so nothing carries
@@ -482,11 +487,14 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
         transfer.easy = nil
         transfer.errorBuffer = nil
-        // libcurl counts its re-sends on the easy handle (`state.retrycount`) and never resets the
-        // count between transfers: a handle that went through one is not used again, or later
-        // refusals would find libcurl's budget spent.
-        let reusable = transfer.attempts <= 1
-        defer { reusable ? recycle(easy) : discard(easy) }
+        // libcurl counts its re-sends on the easy handle (`state.retrycount`) and resets the count
+        // only in curl_easy_reset: a handle that went through one is reset and configured again, or
+        // later refusals would find libcurl's budget spent.
+        if transfer.attempts > 1 {
+            curl_easy_reset(easy)
+            if let errorBuffer = errorBuffers[easy] { configureOnce(easy, errorBuffer: errorBuffer) }
+        }
+        defer { recycle(easy) }
         guard !transfer.finished else {
             // Cancelled or timed out while libcurl had it.
             if transfer.isProbe { record(.neutral, probe: true) }
