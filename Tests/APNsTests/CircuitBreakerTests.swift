@@ -44,13 +44,21 @@ import Testing
         try await server.stop()
     }
 
+    /// A token connector whose key the server does not know (as after revoking it): 403
+    /// InvalidProviderToken for every send.
+    static func revokedKeyConnector(_ fixture: Fixture, circuitBreaker: CircuitBreakerPolicy? = CircuitBreakerPolicy()) throws -> TokenConnector {
+        let stranger = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000009")
+        var transport = fixture.transport
+        transport.circuitBreaker = circuitBreaker
+        return try TokenConnector(
+            teamID: stranger.teamID, keyID: stranger.keyID, key: .pem(stranger.privateKeyPEM), environment: fixture.environment,
+            transport: transport)
+    }
+
     /// A revoked key: after the threshold, sends fail fast instead of a 403 each.
     @Test func refusedCredentialsOpenTheCircuit() async throws {
         let fixture = try await Fixture.start()
-        let stranger = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000009")
-        let connector = try TokenConnector(
-            teamID: stranger.teamID, keyID: stranger.keyID, key: .pem(stranger.privateKeyPEM), environment: fixture.environment,
-            transport: fixture.transport)
+        let connector = try Self.revokedKeyConnector(fixture)
         var rejected = 0
         var failedFast = 0
         for _ in 0..<20 {
@@ -74,10 +82,7 @@ import Testing
     /// The same for a bulk send: a million devices would not mean a million 403s.
     @Test func bulkSendToARevokedKeyStopsEarly() async throws {
         let fixture = try await Fixture.start()
-        let stranger = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000009")
-        let connector = try TokenConnector(
-            teamID: stranger.teamID, keyID: stranger.keyID, key: .pem(stranger.privateKeyPEM), environment: fixture.environment,
-            transport: fixture.transport)
+        let connector = try Self.revokedKeyConnector(fixture)
         var outcomes = 0
         var circuitOpen = 0
         for try await outcome in try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: BulkSendTests.devices(5_000), maximumInFlight: 64) {
@@ -93,12 +98,7 @@ import Testing
 
     @Test func noBreakerWhenTurnedOff() async throws {
         let fixture = try await Fixture.start()
-        let stranger = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000009")
-        var transport = fixture.transport
-        transport.circuitBreaker = nil
-        let connector = try TokenConnector(
-            teamID: stranger.teamID, keyID: stranger.keyID, key: .pem(stranger.privateKeyPEM), environment: fixture.environment,
-            transport: transport)
+        let connector = try Self.revokedKeyConnector(fixture, circuitBreaker: nil)
         for _ in 0..<10 {
             await expectRejection(.invalidProviderToken, status: 403) {
                 try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
