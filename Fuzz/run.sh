@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 runs=${1:-1000000}
 out=.build-fuzz
 mkdir -p "$out/artifacts"
-flags=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6)
+flags=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 -package-name swift_apns)
 core=$(find Sources/APNsCore -name '*.swift' | sort)
 apns=$(find Sources/APNs -name '*.swift' | sort)
 maps=(-Xcc -fmodule-map-file=Sources/CCurl/module.modulemap -Xcc -fmodule-map-file=Sources/CCrypto/module.modulemap)
