@@ -63,10 +63,13 @@ func deliver(
 /// except that retries need one deadline for all attempts — the connector's default. A timeout
 /// that is not positive is refused.
 func deadline(after timeout: Duration?, via connector: some Connector, retry: RetryPolicy) throws(APNsError) -> ContinuousClock.Instant? {
-    if let timeout {
-        guard timeout > .zero else { throw .validation(.invalidTimeout(timeout)) }
-        return .now + timeout
-    }
+    if let timeout, timeout <= .zero { throw .validation(.invalidTimeout(timeout)) }
+    return deadline(afterValid: timeout, via: connector, retry: retry)
+}
+
+/// ``deadline(after:via:retry:)`` for a timeout already checked.
+func deadline(afterValid timeout: Duration?, via connector: some Connector, retry: RetryPolicy) -> ContinuousClock.Instant? {
+    if let timeout { return .now + timeout }
     guard retry.maximumAttempts > 1 else { return nil }
     return .now + ((connector as? any DefaultTimeout)?.defaultTimeout ?? .seconds(30))
 }

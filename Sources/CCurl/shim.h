@@ -44,9 +44,6 @@ static inline CURLcode ccurl_easy_setopt_opensocket(CURL *easy, curl_opensocket_
 static inline CURLcode ccurl_easy_setopt_closesocket(CURL *easy, curl_closesocket_callback callback) {
     return curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, callback);
 }
-static inline CURLcode ccurl_easy_getinfo_socket(CURL *easy, CURLINFO info, curl_socket_t *value) {
-    return curl_easy_getinfo(easy, info, value);
-}
 static inline CURLcode ccurl_easy_getinfo_long(CURL *easy, CURLINFO info, long *value) {
     return curl_easy_getinfo(easy, info, value);
 }

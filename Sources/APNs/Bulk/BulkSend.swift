@@ -181,9 +181,9 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                 while started < permits, let device = iterator.next() {
                     var request = template
                     request.path = device.path
-                    let deadline = try? APNs.deadline(after: timeout, via: connector, retry: retry)
+                    let deadline = APNs.deadline(afterValid: timeout, via: connector, retry: retry)  // checked in init
                     group.addTask {
-                        switch await attempt(request, via: connector, deadline: deadline ?? nil, retry: retry) {
+                        switch await attempt(request, via: connector, deadline: deadline, retry: retry) {
                         case .success(let response): channel.deliver((device, .success(response)))
                         case .failure(let error): channel.deliver((device, .failure(error)))
                         }
