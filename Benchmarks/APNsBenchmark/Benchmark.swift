@@ -1,4 +1,4 @@
-import APNs
+@_spi(Benchmarks) import APNs
 import APNsMockServer
 import ArgumentParser
 import Foundation

@@ -65,18 +65,15 @@ enum Workload {
 
     /// Connects and settles the token before anything is measured.
     static func warmUp(_ notification: AlertNotification<Game>, via connector: TokenConnector, inFlight: Int) async throws {
-        for try await _ in try send(notification, via: connector, to: Devices(count: 1000), maximumInFlight: inFlight) {}
+        try await send(notification, via: connector, to: Devices(count: 1000), maximumInFlight: inFlight)
     }
 
     static func run(_ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, inFlight: Int) async throws -> Result {
         let cpuBefore = Usage.cpuSeconds()
         let start = ContinuousClock.now
-        var outcomes = 0
-        var failures = 0
-        for try await outcome in try send(notification, via: connector, to: Devices(count: devices), maximumInFlight: inFlight) {
-            outcomes += 1
-            if !outcome.isAccepted { failures += 1 }
-        }
+        let summary = try await send(notification, via: connector, to: Devices(count: devices), maximumInFlight: inFlight)
+        let outcomes = summary.total
+        let failures = summary.total - summary.accepted
         let elapsed = (ContinuousClock.now - start).seconds
         let cpu = Usage.cpuSeconds() - cpuBefore
         if failures > 0 { print("warning: \(failures) sends were not accepted") }
@@ -86,7 +83,7 @@ enum Workload {
     static func memory(_ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, checkpoint: Int, inFlight: Int) async throws -> (atCheckpoint: Int, atEnd: Int, outcomes: Int) {
         var outcomes = 0
         var atCheckpoint = 0
-        for try await _ in try send(notification, via: connector, to: Devices(count: devices), maximumInFlight: inFlight) {
+        try await send(notification, via: connector, to: Devices(count: devices), maximumInFlight: inFlight) { _ in
             outcomes += 1
             if outcomes == checkpoint { atCheckpoint = Usage.peakRSS() }
         }

@@ -39,6 +39,22 @@ public func send<Notification: BroadcastDeliverable & CertificateDeliverable, Vi
     try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in try notification.request(to: channel) }
 }
 
+/// Broadcasts a Live Activity update or end through a connector chosen at run time; the push
+/// type's rules for its authentication are checked before any I/O.
+///
+/// ```swift
+/// try await send(update, via: AnyConnector(connector), to: channel)
+/// ```
+/// - Returns: APNs' acceptance, with `apns-request-id` and `apns-unique-id`.
+/// - Throws: ``APNsError``.
+@discardableResult
+public func send<Notification: BroadcastDeliverable>(
+    _ notification: Notification, via connector: AnyConnector, to channel: BroadcastChannel, timeout: Duration? = nil,
+    retry: RetryPolicy = .none
+) async throws(APNsError) -> APNsResponse {
+    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in try notification.request(to: channel) }
+}
+
 /// Creates, reads, deletes and lists an app's broadcast channels on the management host of the
 /// connector's environment (APNs reference §6).
 ///
@@ -95,10 +111,12 @@ public struct ChannelManager<Via: Connector>: Sendable {
     }
 
     /// Sends `request`; a non-2xx answer throws its rejection, every failure as an ``APNsError``.
-    private func perform(_ build: () throws(APNsValidationError) -> APNsRequest) async throws(APNsError) -> HTTPResponse {
+    private func perform(_ build: () throws(APNsValidationError) -> APNsRequest) async throws(APNsError) -> APNsHTTPResponse {
         let request: APNsRequest
         do { request = try build() } catch { throw .validation(error) }
-        let response = try await APNs.perform(request, via: connector, deadline: nil)
+        do { try request.checkRules(for: connector.authenticationMethod) } catch { throw .validation(error) }
+        let response = try await APNs.perform(
+            checked: request, via: connector, shipped: unwrapped(connector) as? any ShippedConnector, deadline: nil)
         do { _ = try APNsResponse(interpreting: response) } catch { throw .rejected(error) }
         return response
     }

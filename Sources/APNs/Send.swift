@@ -44,9 +44,27 @@ public func send<Notification: CertificateDeliverable, Via: Connector>(
     try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in try notification.request(to: device) }
 }
 
-/// Builds the request, performs it within the deadline (retrying as the policy allows) and
-/// interprets the answer: the one path every single send shares. Every failure leaves as an
-/// ``APNsError``.
+/// Sends a notification to a device through a connector chosen at run time.
+///
+/// The push type's rules for the wrapped connector's authentication are checked before any I/O.
+///
+/// ```swift
+/// let connector = AnyConnector(try makeConnectorFromConfiguration())
+/// try await send(BackgroundNotification(bundleID: "com.example.app"), via: connector, to: device)
+/// ```
+/// - Throws: ``APNsError``; ``APNsValidationError/authenticationNotAllowed(pushType:method:)``
+///   when the push type does not accept the connector's authentication (nothing is sent).
+@discardableResult
+public func send<Notification: PushNotification>(
+    _ notification: Notification, via connector: AnyConnector, to device: Device, timeout: Duration? = nil,
+    retry: RetryPolicy = .none
+) async throws(APNsError) -> APNsResponse {
+    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in try notification.request(to: device) }
+}
+
+/// Builds the request, checks it against its push type's rules for the connector's
+/// authentication, performs it within the deadline (retrying as the policy allows) and interprets
+/// the answer: the one path every single send shares. Every failure leaves as an ``APNsError``.
 func deliver(
     via connector: some Connector, timeout: Duration?, retry: RetryPolicy = .none,
     request build: () throws(APNsValidationError) -> APNsRequest
@@ -54,7 +72,12 @@ func deliver(
     try retry.validate()
     let deadline = try deadline(after: timeout, via: connector, retry: retry)
     let request: APNsRequest
-    do { request = try build() } catch { throw .validation(error) }
+    do {
+        request = try build()
+        try request.checkRules(for: connector.authenticationMethod)
+    } catch {
+        throw .validation(error)
+    }
     let response = try await attempt(request, via: connector, deadline: deadline, retry: retry).get()
     do { return try APNsResponse(interpreting: response) } catch { throw .rejected(error) }
 }
@@ -71,21 +94,27 @@ func deadline(after timeout: Duration?, via connector: some Connector, retry: Re
 func deadline(afterValid timeout: Duration?, via connector: some Connector, retry: RetryPolicy) -> ContinuousClock.Instant? {
     if let timeout { return .now + timeout }
     guard retry.maximumAttempts > 1 else { return nil }
-    return .now + ((connector as? any DefaultTimeout)?.defaultTimeout ?? .seconds(30))
+    return .now + ((unwrapped(connector) as? any ShippedConnector)?.defaultTimeout ?? .seconds(30))
+}
+
+/// The connector an ``AnyConnector`` wraps, or `connector` itself.
+func unwrapped(_ connector: some Connector) -> any Connector {
+    (connector as? AnyConnector)?.base ?? connector
 }
 
 /// Performs `request`, and again while `retry` allows and the deadline leaves room. An HTTP answer
 /// is returned as it is (a retryable rejection's last answer included); a failure as an
-/// ``APNsError``.
+/// ``APNsError``. The request's rules have been checked.
 func attempt(
     _ request: APNsRequest, via connector: some Connector, deadline: ContinuousClock.Instant?, retry: RetryPolicy
-) async -> Result<HTTPResponse, APNsError> {
+) async -> Result<APNsHTTPResponse, APNsError> {
+    let shipped = unwrapped(connector) as? any ShippedConnector
     var attempt = 1
     while true {
-        let result: Result<HTTPResponse, APNsError>
+        let result: Result<APNsHTTPResponse, APNsError>
         let failure: APNsError?
         do {
-            let response = try await perform(request, via: connector, deadline: deadline)
+            let response = try await perform(checked: request, via: connector, shipped: shipped, deadline: deadline)
             result = .success(response)
             failure = (200..<300).contains(response.status) ? nil : .rejected(APNsRejection(response))
         } catch {
@@ -103,15 +132,21 @@ func attempt(
     }
 }
 
-/// Connectors that know their default timeout (swift-apns' own), so that a retried send without a
-/// timeout still has one deadline for all its attempts.
-protocol DefaultTimeout {
+/// swift-apns' own connectors: they know their default timeout (so that a retried send without a
+/// timeout still has one deadline for all its attempts), and take a request whose rules the send
+/// path has already checked without checking it again.
+protocol ShippedConnector: Sendable {
     var defaultTimeout: Duration { get }
+    func performChecked(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse
 }
 
-/// Performs `request`, turning whatever the connector throws into an ``APNsError``.
-func perform(_ request: APNsRequest, via connector: some Connector, deadline: ContinuousClock.Instant?) async throws(APNsError) -> HTTPResponse {
+/// Performs a request whose rules are checked, turning whatever the connector throws into an
+/// ``APNsError``.
+func perform(
+    checked request: APNsRequest, via connector: some Connector, shipped: (any ShippedConnector)?, deadline: ContinuousClock.Instant?
+) async throws(APNsError) -> APNsHTTPResponse {
     do {
+        if let shipped { return try await shipped.performChecked(request, deadline: deadline ?? .now + shipped.defaultTimeout) }
         if let deadline { return try await connector.perform(request, deadline: deadline) }
         return try await connector.perform(request)
     } catch {
@@ -122,8 +157,8 @@ func perform(_ request: APNsRequest, via connector: some Connector, deadline: Co
 /// Sends an already-built request through the one send path (deadline, retries, interpretation),
 /// for the `apns` tool, which builds requests from command-line flags and files.
 ///
-/// SPI: this skips the compile-time rules of `send(_:via:to:)` (which push type may use which
-/// connector); the request must come from a push type's own `request(to:)`.
+/// SPI: this has no compile-time rules (which push type may use which connector); the run-time
+/// check of ``APNsRequest/checkRules(for:)`` applies as on every send.
 @_spi(RawRequests)
 public func send(
     request: APNsRequest, via connector: some Connector, timeout: Duration? = nil, retry: RetryPolicy = .none

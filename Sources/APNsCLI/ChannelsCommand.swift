@@ -22,7 +22,7 @@ struct ChannelsCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await Failure.reporting {
-                let manager = ChannelManager(AnyConnector(try connection.requireConnector()))
+                let manager = ChannelManager(try connection.requireConnector())
                 let channel = try await manager.create(
                     bundleID: bundleID, storagePolicy: policy == .noMessageStored ? .noMessageStored : .mostRecentMessageStored,
                     requestID: try ChannelsCommand.requestID(requestID))
@@ -39,7 +39,7 @@ struct ChannelsCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await Failure.reporting {
-                let info = try await ChannelManager(AnyConnector(try connection.requireConnector()))
+                let info = try await ChannelManager(try connection.requireConnector())
                     .read(BroadcastChannel(id: channel, bundleID: bundleID))
                 print("message-storage-policy \(info.storagePolicy.rawValue) push-type \(info.pushType)")
             }
@@ -54,7 +54,7 @@ struct ChannelsCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await Failure.reporting {
-                try await ChannelManager(AnyConnector(try connection.requireConnector())).delete(BroadcastChannel(id: channel, bundleID: bundleID))
+                try await ChannelManager(try connection.requireConnector()).delete(BroadcastChannel(id: channel, bundleID: bundleID))
                 print("deleted \(channel)")
             }
         }
@@ -67,7 +67,7 @@ struct ChannelsCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await Failure.reporting {
-                for channel in try await ChannelManager(AnyConnector(try connection.requireConnector())).list(bundleID: bundleID) {
+                for channel in try await ChannelManager(try connection.requireConnector()).list(bundleID: bundleID) {
                     print(channel.id)
                 }
             }
@@ -79,13 +79,4 @@ struct ChannelsCommand: AsyncParsableCommand {
         guard let id = APNsID(text) else { throw UsageError("--request-id \(text) is not a UUID") }
         return id
     }
-}
-
-/// A connector chosen at run time (token or certificate), for the command's management calls,
-/// which Apple allows with either authentication.
-struct AnyConnector: Connector {
-    typealias Authentication = TokenAuthentication
-    let base: any Connector
-    init(_ base: any Connector) { self.base = base }
-    func perform(_ request: APNsRequest) async throws -> HTTPResponse { try await base.perform(request) }
 }

@@ -20,13 +20,8 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "HOST:PORT of another server, e.g. a mock APNs (used for every APNs host).") var host: String?
     @Option(name: .customLong("ca-file"), help: "Trust only this CA (PEM) for the server certificate.") var caFile: String?
 
-    struct ChosenConnector {
-        let connector: any Connector
-        let method: AuthenticationMethod
-    }
-
     /// The connector the options describe, or nil when no credentials were given.
-    func makeConnector() throws -> ChosenConnector? {
+    func makeConnector() throws -> AnyConnector? {
         let environment = try resolveEnvironment()
         var transport = TransportConfiguration()
         if let caFile { transport.trustedCertificateAuthority = .file(path: caFile) }
@@ -34,35 +29,29 @@ struct ConnectionOptions: ParsableArguments {
         guard kinds <= 1 else { throw UsageError("choose one of --key-file, --cert or --p12") }
         if let keyFile {
             guard let keyID, let teamID else { throw UsageError("--key-file needs --key-id and --team-id") }
-            return ChosenConnector(
-                connector: try TokenConnector(teamID: teamID, keyID: keyID, key: .file(path: keyFile), environment: environment, transport: transport),
-                method: .token)
+            return AnyConnector(try TokenConnector(teamID: teamID, keyID: keyID, key: .file(path: keyFile), environment: environment, transport: transport))
         }
         if let certificate {
             guard let privateKey else { throw UsageError("--cert needs --key") }
             let passphrase = try passphraseEnvironment.map { try secret(from: $0) }
-            return ChosenConnector(
-                connector: try CertificateConnector(
+            return AnyConnector(try CertificateConnector(
                     certificate: .file(path: certificate), privateKey: .file(path: privateKey), passphrase: passphrase,
-                    environment: environment, transport: transport),
-                method: .certificate)
+                    environment: environment, transport: transport))
         }
         if let pkcs12 {
             guard let passwordEnvironment else { throw UsageError("--p12 needs --password-env VAR") }
-            return ChosenConnector(
-                connector: try CertificateConnector(
-                    pkcs12: .file(path: pkcs12), password: try secret(from: passwordEnvironment), environment: environment, transport: transport),
-                method: .certificate)
+            return AnyConnector(try CertificateConnector(
+                    pkcs12: .file(path: pkcs12), password: try secret(from: passwordEnvironment), environment: environment, transport: transport))
         }
         return nil
     }
 
     /// The connector, or a usage error naming the options to give.
-    func requireConnector() throws -> any Connector {
-        guard let chosen = try makeConnector() else {
+    func requireConnector() throws -> AnyConnector {
+        guard let connector = try makeConnector() else {
             throw UsageError("give credentials: --key-file/--key-id/--team-id, --cert/--key, or --p12/--password-env")
         }
-        return chosen.connector
+        return connector
     }
 
     private func secret(from variable: String) throws -> String {

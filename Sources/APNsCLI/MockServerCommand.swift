@@ -19,6 +19,8 @@ struct MockServerCommand: AsyncParsableCommand {
     @Option(help: "Folder for the generated credentials.") var dir: String?
     @Flag(name: .customLong("allow-frequent-token-updates"), help: "Accept a new token for the key at any time (for clients that start a process per push).")
     var allowFrequentTokenUpdates = false
+    @Flag(help: "Also refuse what APNs lets through but no correct client sends: no apns-push-type, unknown keys inside aps.")
+    var strict = false
     @Option(help: "Misbehave on purpose (see the discussion).") var fault: String?
     @Option(name: .customLong("fault-connections"), help: "Only the first N connections get the fault.") var faultConnections: Int?
     @Option(name: .customLong("fault-requests"), help: "Only the first N requests get the fault.") var faultRequests: Int?
@@ -39,6 +41,7 @@ struct MockServerCommand: AsyncParsableCommand {
             configuration.certificateAuthority = authority
             configuration.port = port
             if allowFrequentTokenUpdates { configuration.minimumTokenUpdateInterval = nil }
+            configuration.strict = strict
             if let clientCA {
                 guard let pem = FileManager.default.contents(atPath: clientCA) else { throw UsageError("cannot read --client-ca \(clientCA)") }
                 configuration.additionalClientCertificateAuthorities = [String(decoding: pem, as: UTF8.self)]

@@ -54,18 +54,17 @@ struct SendCommand: AsyncParsableCommand {
         try await Failure.reporting {
             guard tokens.isEmpty != (channel == nil) else { throw UsageError("give --token (repeatable) or --channel, not both") }
             let connector = try connection.makeConnector()
-            if let connector, let type = PushType(rawValue: pushType), !type.authentication.contains(connector.method) {
-                throw UsageError("\(pushType) cannot be sent with \(connector.method) authentication")
-            }
             let requests: [APNsRequest]
             if let channel {
                 requests = [try broadcastRequest(to: BroadcastChannel(id: channel, bundleID: topic))]
             } else {
                 requests = try tokens.map { try request(to: Device(token: $0)) }
             }
+            // The library checks again on every send; checking here also covers --dry-run.
+            if let connector { for request in requests { try request.checkRules(for: connector.authenticationMethod) } }
             if dryRun {
                 let blocks = requests.map { request in
-                    let auth: [APNsRequest.Header] = connector?.method == .token ? [.init(name: "authorization", value: "bearer ")] : []
+                    let auth: [APNsRequest.Header] = connector?.authenticationMethod == .token ? [.init(name: "authorization", value: "bearer ")] : []
                     return Output.request(method: request.method.rawValue, path: request.path, headers: auth + request.headers, body: request.bodyText)
                 }
                 print(blocks.joined(separator: "\n\n"))
@@ -74,11 +73,11 @@ struct SendCommand: AsyncParsableCommand {
             guard let connector else {
                 throw UsageError("give credentials: --key-file/--key-id/--team-id, --cert/--key, or --p12/--password-env")
             }
-            try await deliver(requests, via: connector.connector)
+            try await deliver(requests, via: connector)
         }
     }
 
-    private func deliver(_ requests: [APNsRequest], via connector: any Connector) async throws {
+    private func deliver(_ requests: [APNsRequest], via connector: AnyConnector) async throws {
         if let timeout, !(timeout > 0) || !timeout.isFinite { throw UsageError("--timeout \(timeout) must be a positive number of seconds") }
         if let retries, retries < 1 { throw UsageError("--retries \(retries) must be at least 1 (attempts, the first included)") }
         let timeout = self.timeout.map { Duration.milliseconds(Int64(($0 * 1000).rounded(.up))) }
@@ -301,7 +300,14 @@ struct SendCommand: AsyncParsableCommand {
             }
             if dismissalDate != nil { throw UsageError("--dismissal-date belongs to end") }
             if inputPushToken && inputPushChannel != nil { throw UsageError("give --input-push-token or --input-push-channel, not both") }
-            let input: LiveActivityPushInput? = inputPushToken ? .token : inputPushChannel.map { .channel(id: $0) }
+            let input: LiveActivityPushInput?
+            if inputPushToken {
+                input = .token
+            } else if let inputPushChannel {
+                input = .channel(try BroadcastChannel(id: inputPushChannel, bundleID: topic))
+            } else {
+                input = nil
+            }
             return try LiveActivityNotification(
                 bundleID: topic, start: state, attributesType: attributesType, attributes: try RawJSONObject(attributes), alert: alert,
                 timestamp: time, pushInput: input, staleDate: stale, relevanceScore: relevanceScore, priority: priority,

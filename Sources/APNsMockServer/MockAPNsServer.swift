@@ -30,6 +30,11 @@ public final class MockAPNsServer: Sendable {
     public struct Configuration: Sendable {
         /// The address to listen on; loopback by default.
         public var host = "127.0.0.1"
+        /// Refuse what APNs lets through but no correct client sends: a device request without
+        /// `apns-push-type` (`MissingPushType`; APNs takes it as an alert) and unknown keys inside
+        /// `aps` (`BadRequestPayload`; APNs ignores them). Off by default, so the mock accepts what
+        /// APNs accepts; swift-apns' own tests turn it on.
+        public var strict = false
         /// 0 picks a free port.
         public var port = 0
         /// Keys whose tokens verify. Tokens signed by any other key get 403 InvalidProviderToken.

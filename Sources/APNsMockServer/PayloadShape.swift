@@ -13,9 +13,14 @@ enum PayloadShape {
         "attributes-type", "attributes", "input-push-token", "input-push-channel",
     ]
 
+    /// Every key APNs reads inside `aps`; APNs ignores any other (APNs reference §4).
+    static let knownKeys: Set<String> = alertKeys.union(liveActivityKeys).union(["content-changed"])
+
     /// `broadcast`: the payload goes to a channel, where only update and end are allowed.
-    static func isValid(_ json: [String: Any], for pushType: PushType, broadcast: Bool = false) -> Bool {
-        let aps = json["aps"] as? [String: Any]
+    /// `strict`: unknown keys inside `aps` are refused instead of ignored as APNs does.
+    static func isValid(_ json: [String: Any], for pushType: PushType, broadcast: Bool = false, strict: Bool = false) -> Bool {
+        var aps = json["aps"] as? [String: Any]
+        if !strict, let all = aps { aps = all.filter { knownKeys.contains($0.key) } }
         switch pushType {
         case .alert:
             guard let aps, Set(aps.keys).isSubset(of: alertKeys) else { return false }

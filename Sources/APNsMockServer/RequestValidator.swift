@@ -103,7 +103,11 @@ struct RequestValidator {
         case .failure(let reason): return .reject(reason)
         }
 
-        guard let pushTypeName = request.header("apns-push-type") else { return .reject(.invalidPushType, authentication) }
+        // APNs requires apns-push-type only for watchOS and takes a request without it as an alert
+        // (APNs reference §2); `strict` refuses it, as no correct client omits it.
+        guard let pushTypeName = request.header("apns-push-type") ?? (state.configuration.strict ? nil : PushType.alert.rawValue) else {
+            return .reject(.missingPushType, authentication)
+        }
         guard let pushType = PushType(rawValue: pushTypeName) else { return .reject(.invalidPushType, authentication) }
         switch authentication {
         case .certificate where !pushType.authentication.contains(.certificate):
@@ -114,17 +118,8 @@ struct RequestValidator {
         }
 
         guard let topic = request.header("apns-topic"), !topic.isEmpty else { return .reject(.missingTopic, authentication) }
-        let bundleID: String
-        if let suffix = pushType.topicSuffix {
-            guard topic.hasSuffix(suffix), topic.count > suffix.count else { return .reject(.badTopic, authentication) }
-            bundleID = String(topic.dropLast(suffix.count))
-            // What is left must be a bare bundle id, not another push type's topic.
-            let otherSuffixes = PushType.allCases.compactMap(\.topicSuffix).filter { !$0.isEmpty }
-            if otherSuffixes.contains(where: { bundleID.hasSuffix($0) }) { return .reject(.badTopic, authentication) }
-        } else {
-            guard topic.hasPrefix("com.apple.mgmt.") else { return .reject(.badTopic, authentication) }
-            bundleID = topic
-        }
+        // The same topic rule the client checks (PushType.bundleID(fromTopic:)).
+        guard let bundleID = pushType.bundleID(fromTopic: topic) else { return .reject(.badTopic, authentication) }
         // MDM topics are certificate UIDs, not the team's bundle ids.
         if let reason = authorize(authentication, bundleID: bundleID, mismatch: .topicDisallowed, checkAllowedBundles: pushType != .mdm) {
             return .reject(reason, authentication)
@@ -173,7 +168,9 @@ struct RequestValidator {
         guard !body.isEmpty else { return .payloadEmpty }
         guard body.count <= limit else { return .payloadTooLarge }
         guard let json = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return .badRequestPayload }
-        guard PayloadShape.isValid(json, for: pushType, broadcast: broadcast) else { return .badRequestPayload }
+        guard PayloadShape.isValid(json, for: pushType, broadcast: broadcast, strict: state.configuration.strict) else {
+            return .badRequestPayload
+        }
         return nil
     }
 
@@ -205,7 +202,7 @@ struct RequestValidator {
             guard RequestValidator.isCanonicalUUID(value) else { return .reject(.badRequestParams, authentication) }
             requestID = value
         }
-        if let reason = checkPayload(request.body, for: .liveactivity, limit: broadcastMaximumPayloadSize, broadcast: true) {
+        if let reason = checkPayload(request.body, for: .liveactivity, limit: PushType.liveactivity.maximumBroadcastPayloadSize ?? 0, broadcast: true) {
             var verdict = Verdict.reject(reason, authentication)
             verdict.headers = [("apns-request-id", requestID)]
             return verdict

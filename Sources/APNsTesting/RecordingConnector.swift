@@ -18,17 +18,17 @@ import Foundation
 /// ```
 ///
 /// Thread safety: `Sendable`; requests from concurrent tasks are recorded in completion order.
-public final class RecordingConnector<Authentication: AuthenticationKind>: Connector {
-    private let respond: @Sendable (APNsRequest) -> HTTPResponse
+public final class RecordingConnector<Authentication: FixedAuthenticationKind>: Connector {
+    private let respond: @Sendable (APNsRequest) -> APNsHTTPResponse
     private let recorded = Locked<[APNsRequest]>([])
 
     /// - Parameter respond: The answer to each request; by default 200 with an `apns-id` (the
     ///   request's own, or a fixed one) and an `apns-unique-id`.
-    public init(respond: @escaping @Sendable (APNsRequest) -> HTTPResponse = { .accepted(apnsID: $0[header: "apns-id"]) }) {
+    public init(respond: @escaping @Sendable (APNsRequest) -> APNsHTTPResponse = { .accepted(apnsID: $0[header: "apns-id"]) }) {
         self.respond = respond
     }
 
-    public func perform(_ request: APNsRequest) async throws -> HTTPResponse {
+    public func perform(_ request: APNsRequest) async throws -> APNsHTTPResponse {
         try Task.checkCancellation()
         recorded.withLock { $0.append(request) }
         return respond(request)
@@ -46,24 +46,24 @@ public typealias TokenRecordingConnector = RecordingConnector<TokenAuthenticatio
 /// Stands in for a ``CertificateConnector``.
 public typealias CertificateRecordingConnector = RecordingConnector<CertificateAuthentication>
 
-extension HTTPResponse {
+extension APNsHTTPResponse {
     /// The apns-id a scripted success reports when the request carried none.
     public static let scriptedAPNsID = "00000000-0000-4000-8000-000000000000"
 
     /// 200, as APNs answers an accepted push.
-    public static func accepted(apnsID: String? = nil, uniqueID: String = "00000000-0000-4000-8000-000000000001") -> HTTPResponse {
-        HTTPResponse(status: 200, headers: [
+    public static func accepted(apnsID: String? = nil, uniqueID: String = "00000000-0000-4000-8000-000000000001") -> APNsHTTPResponse {
+        APNsHTTPResponse(status: 200, headers: [
             .init(name: "apns-id", value: apnsID ?? scriptedAPNsID),
             .init(name: "apns-unique-id", value: uniqueID),
         ])
     }
 
     /// A rejection with Apple's JSON body; the status defaults to the one Apple sends with `reason`.
-    public static func rejected(_ reason: APNsRejection.Reason, status: Int? = nil, timestamp: Date? = nil, apnsID: String? = nil) -> HTTPResponse {
+    public static func rejected(_ reason: APNsRejection.Reason, status: Int? = nil, timestamp: Date? = nil, apnsID: String? = nil) -> APNsHTTPResponse {
         var body = #"{"reason":""# + reason.rawValue + "\""
         if let timestamp { body += #","timestamp":"# + String(Int64((timestamp.timeIntervalSince1970 * 1000).rounded())) }
         body += "}"
-        return HTTPResponse(
+        return APNsHTTPResponse(
             status: status ?? reason.defaultStatus,
             headers: [.init(name: "apns-id", value: apnsID ?? scriptedAPNsID)],
             body: Array(body.utf8))

@@ -67,7 +67,7 @@ import Testing
         let id = try #require(APNsID("7F3C9A2B-1D4E-4F5A-8B6C-9D0E1F2A3B4C"))
         let notification = AlertNotification(
             bundleID: "com.example.app", priority: .low,
-            expiration: .at(Date(timeIntervalSince1970: 1_900_000_000.9)),
+            expiration: try .at(Date(timeIntervalSince1970: 1_900_000_000.9)),
             collapseID: "score", apnsID: id
         ) { Alert("x") }
         #expect(try notification.request(to: device).headers.map(\.description) == [

@@ -117,7 +117,7 @@ import Testing
             timestamp: timestamp, pushInput: .token, staleDate: timestamp.addingTimeInterval(3600), relevanceScore: 100)
         #expect(try notification.request(to: device).bodyText == #"{"aps":{"alert":{"title":"Adventure Started","body":"Power Panda is on an adventure!","sound":"chime.aiff"},"relevance-score":100,"stale-date":1685955600,"content-state":{"currentHealthLevel":100,"eventDescription":"Adventure has begun!"},"timestamp":1685952000,"event":"start","attributes-type":"AdventureAttributes","attributes":{"currentHealthLevel":100,"eventDescription":"Adventure has begun!"},"input-push-token":1}}"#)
         var channelled = notification
-        channelled.pushInput = .channel(id: "dHN0LXNyY2gtY2hubA==")
+        channelled.pushInput = .channel(try BroadcastChannel(id: "dHN0LXNyY2gtY2hubA==", bundleID: "com.example.game"))
         #expect(try channelled.request(to: device).bodyText.hasSuffix(#""input-push-channel":"dHN0LXNyY2gtY2hubA=="}}"#))
     }
 

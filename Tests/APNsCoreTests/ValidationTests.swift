@@ -70,7 +70,9 @@ import Testing
         #expect(APNsID("not-a-uuid") == nil)
         #expect(APNsID("7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c")?.description == "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c")
         #expect(throws: APNsValidationError.invalidExpiration(-5)) { try Expiration(unixSeconds: -5) }
-        #expect(Expiration.at(Date(timeIntervalSince1970: 10.99)).unixSeconds == 10)
+        #expect(try Expiration.at(Date(timeIntervalSince1970: 10.99)).unixSeconds == 10)
+        // A date before 1970 is an error, as a negative number is (it used to clamp to 0).
+        #expect(throws: APNsValidationError.invalidDate(key: "apns-expiration")) { try Expiration.at(Date(timeIntervalSince1970: -1)) }
     }
 
     @Test func everyPushTypeHasItsRules() {

@@ -1,4 +1,4 @@
-import APNs
+@_spi(RawRequests) import APNs
 import APNsMockServer
 import Foundation
 import Testing
@@ -84,11 +84,11 @@ import Testing
         let request = APNsRequest(
             method: .post, service: .device, path: Device.test.path,
             headers: violation.headers.map { .init(name: $0.0, value: $0.1) }, body: Array(violation.body.utf8))
-        let response: HTTPResponse
+        let response: APNsHTTPResponse
         if violation.viaCertificate {
-            response = try await fixture.certificateConnector().perform(request)
+            response = try await fixture.certificateConnector().performWithoutRuleCheck(request)
         } else {
-            response = try await fixture.tokenConnector().perform(request)
+            response = try await fixture.tokenConnector().performWithoutRuleCheck(request)
         }
         #expect(APNsRejection(status: response.status, body: response.body).reason?.rawValue == violation.reason)
         try await fixture.stop()

@@ -36,7 +36,7 @@ import Testing
 
         var outcomes: [String: BulkOutcome] = [:]
         var duplicates = 0
-        for try await outcome in try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("Sale!") }, via: connector, to: devices) {
+        for try await outcome in try bulkSendOutcomes(AlertNotification(bundleID: Fixture.bundleID) { Alert("Sale!") }, via: connector, to: devices) {
             if outcomes.updateValue(outcome, forKey: outcome.device.token) != nil { duplicates += 1 }
         }
         #expect(duplicates == 0)
@@ -60,7 +60,7 @@ import Testing
         let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
         let consumer = Task {
             var received = 0
-            for try await _ in try send(notification, via: connector, to: devices, maximumInFlight: 20) {
+            for try await _ in try bulkSendOutcomes(notification, via: connector, to: devices, maximumInFlight: 20) {
                 received += 1
                 if received == 100 { withUnsafeCurrentTask { $0?.cancel() } }
             }
@@ -78,7 +78,7 @@ import Testing
         let connector = TokenRecordingConnector()
         let devices = Self.devices(10_000)
         var received = 0
-        for try await outcome in try send(BackgroundNotification(bundleID: "com.example.app"), via: connector, to: devices, maximumInFlight: 10) {
+        for try await outcome in try bulkSendOutcomes(BackgroundNotification(bundleID: "com.example.app"), via: connector, to: devices, maximumInFlight: 10) {
             #expect(outcome.isAccepted)
             received += 1
             if received == 50 { break }
@@ -89,7 +89,7 @@ import Testing
 
     @Test func backPressureBoundsTheWorkAheadOfTheConsumer() async throws {
         let connector = TokenRecordingConnector()
-        let results = try send(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: Self.devices(1000), maximumInFlight: 8)
+        let results = try bulkSendOutcomes(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: Self.devices(1000), maximumInFlight: 8)
         var iterator = results.makeAsyncIterator()
         _ = try await iterator.next()
         // The consumer read one outcome and stopped; requests in flight plus outcomes not read stay
@@ -105,7 +105,7 @@ import Testing
     @Test func backPressureHoldsThroughTheTransport() async throws {
         let fixture = try await Fixture.start()
         let connector = try fixture.tokenConnector()
-        let results = try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: Self.devices(500), maximumInFlight: 16)
+        let results = try bulkSendOutcomes(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: Self.devices(500), maximumInFlight: 16)
         var iterator = results.makeAsyncIterator()
         #expect(try await iterator.next()?.isAccepted == true)
         try await Task.sleep(for: .milliseconds(300))
@@ -125,7 +125,7 @@ import Testing
         let fixture = try await Fixture.start()
         let connector = try fixture.certificateConnector()
         var received = 0
-        for try await outcome in try send(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: Self.devices(20_000), maximumInFlight: 50) {
+        for try await outcome in try bulkSendOutcomes(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: Self.devices(20_000), maximumInFlight: 50) {
             #expect(outcome.isAccepted)
             received += 1
             if received == 300 { break }
@@ -144,12 +144,12 @@ import Testing
         let connector = CertificateRecordingConnector()
         let devices = Self.devices(3)
         var count = 0
-        for try await _ in try send(AlertNotification(bundleID: "com.example.app") { Alert("x"); Badge(1) }, via: connector, to: devices) { count += 1 }
+        for try await _ in try bulkSendOutcomes(AlertNotification(bundleID: "com.example.app") { Alert("x"); Badge(1) }, via: connector, to: devices) { count += 1 }
         #expect(count == 3)
         #expect(Set(connector.requests.map(\.bodyText)) == [#"{"aps":{"alert":"x","badge":1}}"#])
         #expect(Set(connector.requests.map(\.path)) == Set(devices.map(\.path)))
-        #expect(throws: APNsError.validation(.negativeBadge(-1))) {
-            try send(AlertNotification(bundleID: "com.example.app") { Badge(-1) }, via: connector, to: devices)
+        await #expect(throws: APNsError.validation(.negativeBadge(-1))) {
+            try await send(AlertNotification(bundleID: "com.example.app") { Badge(-1) }, via: connector, to: devices)
         }
     }
 
@@ -161,7 +161,7 @@ import Testing
         let pooled = try fixture.tokenConnector(adjust: { $0.maximumConnectionsPerHost = 2; $0.maximumConcurrentStreams = 10 })
         #expect(pooled.concurrencyLimit == 20)
         var accepted = 0
-        for try await outcome in try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: pooled, to: Self.devices(400)) {
+        for try await outcome in try bulkSendOutcomes(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: pooled, to: Self.devices(400)) {
             if outcome.isAccepted { accepted += 1 }
         }
         #expect(accepted == 400)
@@ -169,7 +169,7 @@ import Testing
         #expect(fixture.server.connectionCount == 2)
 
         let single = try fixture.tokenConnector(adjust: { $0.maximumConcurrentStreams = 10 })
-        for try await _ in try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("y") }, via: single, to: Self.devices(400)) {}
+        for try await _ in try bulkSendOutcomes(AlertNotification(bundleID: Fixture.bundleID) { Alert("y") }, via: single, to: Self.devices(400)) {}
         #expect(single.connectionsOpened == 1)
         #expect(fixture.server.connectionCount == 3)
         try await fixture.stop()

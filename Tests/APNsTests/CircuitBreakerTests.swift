@@ -85,7 +85,7 @@ import Testing
         let connector = try Self.revokedKeyConnector(fixture)
         var outcomes = 0
         var circuitOpen = 0
-        for try await outcome in try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: BulkSendTests.devices(5_000), maximumInFlight: 64) {
+        for try await outcome in try bulkSendOutcomes(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: BulkSendTests.devices(5_000), maximumInFlight: 64) {
             outcomes += 1
             if outcome.transportFailure?.kind == .circuitOpen { circuitOpen += 1 }
         }

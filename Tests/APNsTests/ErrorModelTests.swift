@@ -32,7 +32,7 @@ import Testing
         #expect(unknown.mayHaveBeenDelivered)
         #expect(unknown.retryAdvice == .mayDuplicate)
         #expect(APNsError.transport(TransportError(kind: .cancelled, delivery: .unknown, message: "x")).retryAdvice == .never)
-        let throttled = APNsError.rejected(APNsRejection(HTTPResponse(status: 429, headers: [.init(name: "retry-after", value: "30")], body: Array(#"{"reason":"TooManyRequests"}"#.utf8))))
+        let throttled = APNsError.rejected(APNsRejection(APNsHTTPResponse(status: 429, headers: [.init(name: "retry-after", value: "30")], body: Array(#"{"reason":"TooManyRequests"}"#.utf8))))
         #expect(throttled.retryAdvice == .afterDelay(.seconds(30)))
         #expect(!throttled.mayHaveBeenDelivered)
         #expect(APNsError.rejected(APNsRejection(status: 410, reason: .unregistered)).retryAdvice == .never)
@@ -50,8 +50,8 @@ import Testing
         await #expect(throws: APNsError.validation(.invalidTimeout(.milliseconds(-5)))) {
             try await send(AlertNotification(bundleID: "a.b") { Alert("x") }, via: connector, to: .test, timeout: .milliseconds(-5))
         }
-        #expect(throws: APNsError.validation(.invalidTimeout(.zero))) {
-            try send(AlertNotification(bundleID: "a.b") { Alert("x") }, via: connector, to: [Device.test], timeout: .zero)
+        await #expect(throws: APNsError.validation(.invalidTimeout(.zero))) {
+            try await send(AlertNotification(bundleID: "a.b") { Alert("x") }, via: connector, to: [Device.test], timeout: .zero)
         }
         #expect(connector.requests.isEmpty)
         let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
@@ -71,7 +71,7 @@ import Testing
         struct Broken: Error, CustomStringConvertible { var description: String { "socket on fire" } }
         final class Failing: Connector {
             typealias Authentication = TokenAuthentication
-            func perform(_ request: APNsRequest) async throws -> HTTPResponse { throw Broken() }
+            func perform(_ request: APNsRequest) async throws -> APNsHTTPResponse { throw Broken() }
         }
         do {
             try await send(AlertNotification(bundleID: "a.b") { Alert("x") }, via: Failing(), to: .test)

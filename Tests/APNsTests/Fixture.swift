@@ -28,6 +28,7 @@ struct Fixture {
         let authority = try MockCertificateAuthority()
         var configuration = MockAPNsServer.Configuration(signingKeys: [key])
         configuration.certificateAuthority = authority
+        configuration.strict = true  // our client never omits apns-push-type nor writes unknown aps keys
         adjust(&configuration)
         let server = try await MockAPNsServer.start(configuration)
         return Fixture(server: server, signingKey: key, client: try authority.issueClientCertificate(bundleID: bundleID))

@@ -62,7 +62,7 @@ import Testing
 
     @Test func bulkResultsIterateOnce() async throws {
         let connector = TokenRecordingConnector()
-        let results = try send(AlertNotification(bundleID: "a.b") { Alert("x") }, via: connector, to: BulkSendTests.devices(5))
+        let results = try bulkSendOutcomes(AlertNotification(bundleID: "a.b") { Alert("x") }, via: connector, to: BulkSendTests.devices(5))
         var first = 0
         for try await _ in results { first += 1 }
         #expect(first == 5)
@@ -83,7 +83,7 @@ import Testing
         let connector = try fixture.tokenConnector()
         let task = Task {
             var read = 0
-            for try await _ in try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: BulkSendTests.devices(5_000), maximumInFlight: 50) {
+            for try await _ in try bulkSendOutcomes(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: BulkSendTests.devices(5_000), maximumInFlight: 50) {
                 read += 1
             }
             return read

@@ -95,7 +95,7 @@ import Testing
         fixture.server.inject(.respond(status: 500, retryAfter: nil, body: #"{"reason":"InternalServerError"}"#), requests: 30)
         let connector = try fixture.tokenConnector()
         var accepted = 0
-        for try await outcome in try send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: BulkSendTests.devices(100), maximumInFlight: 20, retry: Self.quick) {
+        for try await outcome in try bulkSendOutcomes(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: BulkSendTests.devices(100), maximumInFlight: 20, retry: Self.quick) {
             if outcome.isAccepted { accepted += 1 }
         }
         #expect(accepted == 100)

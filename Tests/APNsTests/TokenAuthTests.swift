@@ -124,7 +124,7 @@ final class TestClock: Sendable {
         #expect(first.status == 200)
         let devices = BulkSendTests.devices(40)
         var accepted = 0
-        for try await outcome in try send(notification, via: connector, to: devices) where outcome.isAccepted { accepted += 1 }
+        for try await outcome in try bulkSendOutcomes(notification, via: connector, to: devices) where outcome.isAccepted { accepted += 1 }
         #expect(accepted == 40)
         let tokens = fixture.server.requests.compactMap { $0[header: "authorization"] }
         let original = tokens[0]
@@ -138,7 +138,7 @@ final class TestClock: Sendable {
     @Test func expiredTokenInTheMiddleOfABulkSendIsRetriedPerDevice() async throws {
         let (fixture, connector, notification) = try await expiredTokenSetUp()
         var outcomes: [String: Bool] = [:]
-        for try await outcome in try send(notification, via: connector, to: BulkSendTests.devices(300), maximumInFlight: 50) {
+        for try await outcome in try bulkSendOutcomes(notification, via: connector, to: BulkSendTests.devices(300), maximumInFlight: 50) {
             outcomes[outcome.device.token] = outcome.isAccepted
         }
         #expect(outcomes.count == 300)

@@ -24,51 +24,158 @@ public struct BulkOutcome: Sendable {
     }
 }
 
-/// Sends one notification to many devices through a token connector, multiplexed on the
-/// connector's connection, and yields one ``BulkOutcome`` per device as responses arrive.
-///
-/// The payload is serialised once; requests in flight plus outcomes not yet read never exceed
-/// `maximumInFlight` (by default what the connector's connections carry at once), so the sequence
-/// has back-pressure: when the consumer stops reading, sending pauses, and memory stays flat for
-/// any number of devices. swift-apns' connectors start each batch of devices without a task per
-/// device; other connectors get a child task per device.
-/// Cancelling the iterating task, or dropping the iterator, stops the bulk send: requests in flight
-/// are cancelled, devices not yet started are not sent to, and the sequence ends.
+/// What a bulk send did, counted by outcome.
 ///
 /// ```swift
-/// for try await outcome in try send(notification, via: connector, to: devices) {
+/// let summary = try await send(notification, via: connector, to: devices)
+/// print(summary)   // "9998 accepted, 2 rejected, 0 failed (0 may have been delivered)"
+/// ```
+public struct BulkSendSummary: Hashable, Sendable, CustomStringConvertible {
+    /// Devices APNs accepted the push for.
+    public var accepted = 0
+    /// Devices APNs refused (see each ``BulkOutcome/rejection``).
+    public var rejected = 0
+    /// Devices for which no answer came back (see each ``BulkOutcome/transportFailure``).
+    public var failed = 0
+    /// Of ``failed``, those whose push may have been delivered (``Delivery/unknown``).
+    public var deliveryUnknown = 0
+    /// Whether the send was cancelled before every device had an outcome: the devices without
+    /// one were not sent to, or their push was cancelled in flight.
+    public var cancelled = false
+
+    public init() {}
+
+    /// Every outcome counted.
+    public var total: Int { accepted + rejected + failed }
+
+    mutating func count(_ outcome: BulkOutcome) {
+        switch outcome.result {
+        case .success: accepted += 1
+        case .failure(.rejected): rejected += 1
+        case .failure(let error):
+            failed += 1
+            if error.mayHaveBeenDelivered { deliveryUnknown += 1 }
+        }
+    }
+
+    public var description: String {
+        "\(accepted) accepted, \(rejected) rejected, \(failed) failed (\(deliveryUnknown) may have been delivered)"
+            + (cancelled ? ", cancelled" : "")
+    }
+}
+
+/// Sends one notification to many devices through a token connector, multiplexed on the
+/// connector's connection, and returns when every device has its outcome.
+///
+/// The payload is serialised once and each device gets its own request (no apns-id: APNs assigns
+/// each push one and returns it in its outcome). `onOutcome` sees each device's ``BulkOutcome``
+/// as its answer arrives, one at a time; while it runs, sending pauses once `maximumInFlight`
+/// requests are waiting, so memory stays flat for any number of devices. Cancelling the calling
+/// task stops the send: requests in flight are cancelled and devices not yet started are not sent
+/// to (the summary says ``BulkSendSummary/cancelled``).
+///
+/// ```swift
+/// let summary = try await send(notification, via: connector, to: devices) { outcome in
+///     if outcome.rejection?.reason == .unregistered { await forget(outcome.device) }
+/// }
+/// print(summary)
+/// ```
+/// To read outcomes as an `AsyncSequence` instead, use ``bulkSendOutcomes(_:via:to:maximumInFlight:timeout:retry:)-(_,Via,_,_,_,_)``.
+/// - Parameters:
+///   - maximumInFlight: Requests started and not yet handed to `onOutcome`, at most; by default
+///     the connector's ``Connector/concurrencyLimit``.
+///   - timeout: Each device's deadline, counted from when its request is started, retries
+///     included; nil uses the connector's `TransportConfiguration.requestTimeout`.
+///   - retry: When a device's send tries again on its own (``RetryPolicy``); none by default.
+///   - onOutcome: Called once per device, in the order answers arrive.
+/// - Returns: The outcomes, counted.
+/// - Throws: ``APNsError/validation(_:)`` before anything is sent if the notification or an
+///   option is invalid, including ``APNsValidationError/apnsIDInBulkSend``. Per-device failures
+///   are outcomes, never thrown.
+@discardableResult
+public func send<Notification: TokenDeliverable, Via: Connector, Devices: Sequence & Sendable>(
+    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil, timeout: Duration? = nil,
+    retry: RetryPolicy = .none, onOutcome: (BulkOutcome) async -> Void = { _ in }
+) async throws(APNsError) -> BulkSendSummary where Via.Authentication == TokenAuthentication, Devices.Element == Device {
+    await BulkSendResults.drain(
+        try BulkSendResults(
+            notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight,
+            timeout: timeout, retry: retry),
+        into: onOutcome)
+}
+
+/// Sends one notification to many devices through a certificate connector; see the token variant.
+///
+/// ```swift
+/// let summary = try await send(notification, via: certificateConnector, to: devices)
+/// ```
+@discardableResult
+public func send<Notification: CertificateDeliverable, Via: Connector, Devices: Sequence & Sendable>(
+    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil, timeout: Duration? = nil,
+    retry: RetryPolicy = .none, onOutcome: (BulkOutcome) async -> Void = { _ in }
+) async throws(APNsError) -> BulkSendSummary where Via.Authentication == CertificateAuthentication, Devices.Element == Device {
+    await BulkSendResults.drain(
+        try BulkSendResults(
+            notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight,
+            timeout: timeout, retry: retry),
+        into: onOutcome)
+}
+
+/// Sends one notification to many devices through a connector chosen at run time; the push
+/// type's rules for its authentication are checked before anything is sent. See the token variant.
+@discardableResult
+public func send<Notification: PushNotification, Devices: Sequence & Sendable>(
+    _ notification: Notification, via connector: AnyConnector, to devices: Devices, maximumInFlight: Int? = nil,
+    timeout: Duration? = nil, retry: RetryPolicy = .none, onOutcome: (BulkOutcome) async -> Void = { _ in }
+) async throws(APNsError) -> BulkSendSummary where Devices.Element == Device {
+    await BulkSendResults.drain(
+        try BulkSendResults(
+            notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight,
+            timeout: timeout, retry: retry),
+        into: onOutcome)
+}
+
+/// The outcomes of sending one notification to many devices through a token connector, as an
+/// `AsyncSequence` to iterate once: **nothing is sent until iteration starts**, and sending then
+/// follows the reader's pace.
+///
+/// Use it when outcomes feed another asynchronous pipeline or the reader wants to stop early
+/// (leaving the loop cancels the rest); otherwise ``send(_:via:to:maximumInFlight:timeout:retry:onOutcome:)-(_,Via,_,_,_,_,_)``
+/// is simpler and cannot be left unread.
+///
+/// ```swift
+/// for try await outcome in try bulkSendOutcomes(notification, via: connector, to: devices) {
 ///     if outcome.rejection?.reason == .unregistered { await forget(outcome.device) }
 /// }
 /// ```
-/// - Parameters:
-///   - maximumInFlight: Requests started and not yet read, at most; by default the connector's
-///     ``Connector/concurrencyLimit``.
-///   - timeout: Each device's deadline, counted from when its request is started, retries
-///     included; nil uses the connector's `TransportConfiguration.requestTimeout`.
-///   - retry: When a device's send tries again on its own (``RetryPolicy``); none by default. A
-///     device waiting for its retry keeps its place among the `maximumInFlight`.
 /// - Throws: ``APNsError/validation(_:)`` at once if the notification or an option is invalid
 ///   (nothing is sent).
-public func send<Notification: TokenDeliverable, Via: Connector, Devices: Sequence & Sendable>(
-    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil, timeout: Duration? = nil,
-    retry: RetryPolicy = .none
+public func bulkSendOutcomes<Notification: TokenDeliverable, Via: Connector, Devices: Sequence & Sendable>(
+    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil,
+    timeout: Duration? = nil, retry: RetryPolicy = .none
 ) throws(APNsError) -> BulkSendResults where Via.Authentication == TokenAuthentication, Devices.Element == Device {
     try BulkSendResults(
         notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout,
         retry: retry)
 }
 
-/// Sends one notification to many devices through a certificate connector; see the token variant.
-///
-/// ```swift
-/// for try await outcome in try send(notification, via: certificateConnector, to: devices) { … }
-/// ```
-/// - Throws: ``APNsError/validation(_:)`` at once if the notification or an option is invalid
-///   (nothing is sent).
-public func send<Notification: CertificateDeliverable, Via: Connector, Devices: Sequence & Sendable>(
-    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil, timeout: Duration? = nil,
-    retry: RetryPolicy = .none
+/// The outcomes of sending one notification to many devices through a certificate connector; see
+/// the token variant.
+public func bulkSendOutcomes<Notification: CertificateDeliverable, Via: Connector, Devices: Sequence & Sendable>(
+    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil,
+    timeout: Duration? = nil, retry: RetryPolicy = .none
 ) throws(APNsError) -> BulkSendResults where Via.Authentication == CertificateAuthentication, Devices.Element == Device {
+    try BulkSendResults(
+        notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout,
+        retry: retry)
+}
+
+/// The outcomes of sending one notification to many devices through a connector chosen at run
+/// time; see the token variant.
+public func bulkSendOutcomes<Notification: PushNotification, Devices: Sequence & Sendable>(
+    _ notification: Notification, via connector: AnyConnector, to devices: Devices, maximumInFlight: Int? = nil,
+    timeout: Duration? = nil, retry: RetryPolicy = .none
+) throws(APNsError) -> BulkSendResults where Devices.Element == Device {
     try BulkSendResults(
         notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout,
         retry: retry)
@@ -87,7 +194,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     public typealias Failure = APNsError
 
     /// A device and what the connector returned for it, before interpretation.
-    typealias Raw = (device: Device, result: Result<HTTPResponse, any Error>)
+    typealias Raw = (device: Device, result: Result<APNsHTTPResponse, any Error>)
 
     private let start: @Sendable (BulkChannel<Raw>) -> Task<Void, Never>
     private let limit: Int
@@ -100,8 +207,14 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     ) throws(APNsError) where Devices.Element == Device {
         try retry.validate()
         // Validate and serialise once; each device only changes the path.
+        guard notification.apnsID == nil else { throw .validation(.apnsIDInBulkSend) }
         let template: APNsRequest
-        do { template = try notification.request(to: Device(tokenBytes: [0])) } catch { throw .validation(error) }
+        do {
+            template = try notification.request(to: Device(tokenBytes: [0]))
+            try template.checkRules(for: connector.authenticationMethod)
+        } catch {
+            throw .validation(error)
+        }
         if let timeout, timeout <= .zero { throw .validation(.invalidTimeout(timeout)) }
         if let maximumInFlight, maximumInFlight < 1 {
             throw .validation(.invalidTransportSetting(name: "maximumInFlight", value: "\(maximumInFlight)"))
@@ -109,7 +222,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         limit = Swift.max(1, maximumInFlight ?? connector.concurrencyLimit)
         start = { channel in
             Task {
-                if let direct = connector as? any BatchSubmitting {
+                if let direct = unwrapped(connector) as? any BatchSubmitting {
                     await BulkSendResults.produce(template, devices: devices, into: channel, via: direct, timeout: timeout, retry: retry)
                 } else {
                     await BulkSendResults.produce(template, devices: devices, into: channel, via: connector, timeout: timeout, retry: retry)
@@ -117,6 +230,19 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                 channel.finish()
             }
         }
+    }
+
+    /// Reads every outcome of `results` into `onOutcome` and counts them: the eager bulk send.
+    static func drain(_ results: BulkSendResults, into onOutcome: (BulkOutcome) async -> Void) async -> BulkSendSummary {
+        var summary = BulkSendSummary()
+        var iterator = results.makeAsyncIterator()
+        // A fresh value's first iterator never throws; a second iteration is the only failure.
+        while let outcome = try? await iterator.next() {
+            summary.count(outcome)
+            await onOutcome(outcome)
+        }
+        summary.cancelled = Task.isCancelled
+        return summary
     }
 
     /// The most devices started with one call to the connector.
@@ -133,7 +259,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         let timeout = timeout ?? connector.defaultTimeout
         /// Hands a device's result to the reader, or, when the policy says so and the deadline leaves
         /// room, sends it again after the back-off (on a task of its own: retries are the rare path).
-        @Sendable func completion(attempt: Int, deadline: ContinuousClock.Instant) -> @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void {
+        @Sendable func completion(attempt: Int, deadline: ContinuousClock.Instant) -> @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void {
             { device, result in
                 guard let device else { return }
                 if attempt < retry.maximumAttempts, !owner.isCancelled, let failure = BulkSendResults.failure(in: result),
@@ -197,7 +323,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     }
 
     /// The failure a raw result stands for, if any.
-    static func failure(in result: Result<HTTPResponse, any Error>) -> APNsError? {
+    static func failure(in result: Result<APNsHTTPResponse, any Error>) -> APNsError? {
         switch result {
         case .success(let response): return (200..<300).contains(response.status) ? nil : .rejected(APNsRejection(response))
         case .failure(let error): return APNsError(wrapping: error)
@@ -279,12 +405,12 @@ public struct BulkSendResults: AsyncSequence, Sendable {
 
 /// Connectors whose transport starts many requests without a task each: swift-apns' own. Bulk
 /// sends use it when the connector has it, and tasks otherwise.
-protocol BatchSubmitting: Sendable, DefaultTimeout {
+protocol BatchSubmitting: ShippedConnector {
     /// Starts `template` once per device (each to the device's path); `completion` gets exactly
     /// one call per device, on the transport's thread.
     func submit(
         _ template: APNsRequest, to devices: [Device], deadline: ContinuousClock.Instant?, owner: BulkOwner,
-        completion: @escaping @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void)
+        completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void)
 
     /// Cancels what `submit` started with `owner` and has not finished, and refuses what it starts
     /// with `owner` later.

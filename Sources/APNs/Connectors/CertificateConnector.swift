@@ -66,11 +66,27 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
         self.transport = try CurlTransport(configuration: transport, identity: identity)
     }
 
-    public func perform(_ request: APNsRequest) async throws -> HTTPResponse {
+    /// Sends one request within the default timeout.
+    /// - Throws: ``APNsError/validation(_:)`` before any I/O when the request breaks its push
+    ///   type's rules for certificate authentication (``APNsRequest/checkRules(for:)``); otherwise
+    ///   what the transport reports.
+    public func perform(_ request: APNsRequest) async throws -> APNsHTTPResponse {
         try await perform(request, deadline: .now + transport.requestTimeout)
     }
 
-    public func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> HTTPResponse {
+    /// Sends one request, giving up at `deadline`; checked as ``perform(_:)`` is.
+    public func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse {
+        do { try request.checkRules(for: .certificate) } catch { throw APNsError.validation(error) }
+        return try await performChecked(request, deadline: deadline)
+    }
+
+    /// Sends `request` without checking its push type's rules: SPI for tests that show how a server
+    /// answers a request the library would refuse (the mock server's own tests). Not public API.
+    @_spi(RawRequests) public func performWithoutRuleCheck(_ request: APNsRequest) async throws -> APNsHTTPResponse {
+        try await performChecked(request, deadline: .now + transport.requestTimeout)
+    }
+
+    func performChecked(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse {
         try await transport.perform(request, endpoint: environment.endpoint(for: request.service), authorization: nil, deadline: deadline)
     }
 
@@ -108,7 +124,7 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
 extension CertificateConnector: BatchSubmitting {
     func submit(
         _ template: APNsRequest, to devices: [Device], deadline: ContinuousClock.Instant?, owner: BulkOwner,
-        completion: @escaping @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void
+        completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void
     ) {
         transport.submit(
             template, to: devices, endpoint: environment.endpoint(for: template.service), authorization: nil,
@@ -120,6 +136,6 @@ extension CertificateConnector: BatchSubmitting {
     }
 }
 
-extension CertificateConnector: DefaultTimeout {
+extension CertificateConnector: ShippedConnector {
     var defaultTimeout: Duration { transport.requestTimeout }
 }

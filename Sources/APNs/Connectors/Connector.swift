@@ -3,8 +3,14 @@
 /// Carries requests to APNs with one way of authenticating.
 ///
 /// swift-apns ships ``TokenConnector`` (JWT from a `.p8` key) and ``CertificateConnector`` (TLS
-/// client certificate); `APNsTesting` adds a recording connector. `send(_:via:to:)` compiles only
-/// when the push type accepts the connector's ``Authentication`` (APNs reference §3).
+/// client certificate), and ``AnyConnector`` for one chosen from configuration; `APNsTesting` adds
+/// a recording connector. `send(_:via:to:)` compiles only when the push type accepts the
+/// connector's ``Authentication`` (APNs reference §3); through an ``AnyConnector`` the same rule is
+/// checked at run time, before any I/O.
+///
+/// Every send checks the request against its push type's rules
+/// (``APNsRequest/checkRules(for:)``) before it reaches `perform`, and swift-apns' own connectors
+/// check again in `perform`, so calling `perform` directly cannot send what `send` refuses.
 ///
 /// What an implementation must do:
 /// - send `request` exactly: its method, path, headers in order and body, adding only its own
@@ -16,17 +22,22 @@
 /// - give up at `deadline` when one is given;
 /// - be safe to call from many tasks at once.
 public protocol Connector: Sendable {
-    /// ``TokenAuthentication`` or ``CertificateAuthentication``.
+    /// ``TokenAuthentication`` or ``CertificateAuthentication`` (``RunTimeAuthentication`` for
+    /// ``AnyConnector``).
     associatedtype Authentication: AuthenticationKind
+
+    /// How this connector authenticates. Connectors whose ``Authentication`` is
+    /// ``TokenAuthentication`` or ``CertificateAuthentication`` get it from the type.
+    var authenticationMethod: AuthenticationMethod { get }
 
     /// Sends one request and returns the response APNs gave, within the connector's default
     /// timeout.
-    func perform(_ request: APNsRequest) async throws -> HTTPResponse
+    func perform(_ request: APNsRequest) async throws -> APNsHTTPResponse
 
     /// Sends one request and returns the response APNs gave, giving up at `deadline` with a
     /// ``TransportError/Kind-swift.struct/timeout``. The default ignores the deadline and calls
     /// ``perform(_:)``.
-    func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> HTTPResponse
+    func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse
 
     /// How many requests the connector carries at once; bulk sends keep this many in flight by
     /// default. swift-apns' connectors report their transport's capacity
@@ -36,25 +47,36 @@ public protocol Connector: Sendable {
 }
 
 extension Connector {
-    public func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> HTTPResponse {
+    public func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse {
         try await perform(request)
     }
 }
 
+extension Connector where Authentication: FixedAuthenticationKind {
+    public var authenticationMethod: AuthenticationMethod { Authentication.method }
+}
+
 /// The way a connector authenticates, as a type, so `send` can check it at compile time.
-public protocol AuthenticationKind: Sendable {
+public protocol AuthenticationKind: Sendable {}
+
+/// An authentication known from the connector's type: token or certificate.
+public protocol FixedAuthenticationKind: AuthenticationKind {
     static var method: AuthenticationMethod { get }
 }
 
 /// Connectors that sign each request with a JWT (`authorization: bearer …`).
-public enum TokenAuthentication: AuthenticationKind {
+public enum TokenAuthentication: FixedAuthenticationKind {
     public static var method: AuthenticationMethod { .token }
 }
 
 /// Connectors that authenticate the TLS connection with a client certificate.
-public enum CertificateAuthentication: AuthenticationKind {
+public enum CertificateAuthentication: FixedAuthenticationKind {
     public static var method: AuthenticationMethod { .certificate }
 }
+
+/// The authentication of an ``AnyConnector``: known only at run time, so sends through it check
+/// the push type's rules at run time.
+public enum RunTimeAuthentication: AuthenticationKind {}
 
 /// The APNs hosts a connector talks to (APNs reference §1).
 ///

@@ -83,11 +83,27 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
         }
     }
 
-    public func perform(_ request: APNsRequest) async throws -> HTTPResponse {
+    /// Sends one request within the default timeout.
+    /// - Throws: ``APNsError/validation(_:)`` before any I/O when the request breaks its push
+    ///   type's rules for token authentication (``APNsRequest/checkRules(for:)``); otherwise what
+    ///   the transport reports.
+    public func perform(_ request: APNsRequest) async throws -> APNsHTTPResponse {
         try await perform(request, deadline: .now + transport.requestTimeout)
     }
 
-    public func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> HTTPResponse {
+    /// Sends one request, giving up at `deadline`; checked as ``perform(_:)`` is.
+    public func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse {
+        do { try request.checkRules(for: .token) } catch { throw APNsError.validation(error) }
+        return try await performChecked(request, deadline: deadline)
+    }
+
+    /// Sends `request` without checking its push type's rules: SPI for tests that show how a server
+    /// answers a request the library would refuse (the mock server's own tests). Not public API.
+    @_spi(RawRequests) public func performWithoutRuleCheck(_ request: APNsRequest) async throws -> APNsHTTPResponse {
+        try await performChecked(request, deadline: .now + transport.requestTimeout)
+    }
+
+    func performChecked(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse {
         let token = try currentToken()
         let endpoint = environment.endpoint(for: request.service)
         let response = try await transport.perform(request, endpoint: endpoint, authorization: "bearer " + token.value, deadline: deadline)
@@ -111,13 +127,14 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     }
 
     /// APNs' answer to a token it considers expired (APNs reference §9).
-    static func isExpiredToken(_ response: HTTPResponse) -> Bool {
+    static func isExpiredToken(_ response: APNsHTTPResponse) -> Bool {
         response.status == 403 && APNsRejection(response).reason == .expiredProviderToken
     }
 
     /// The current provider token (the JWT, without `bearer `), for handing to another HTTP/2
-    /// client such as a load generator. It is a credential for up to an hour: never log it.
-    public func bearerToken() throws(CredentialError) -> String {
+    /// client such as the benchmark's load generator. It is a credential for up to an hour: never
+    /// log it. SPI: not part of the public API, so no public path hands out the JWT.
+    @_spi(Benchmarks) public func bearerToken() throws(CredentialError) -> String {
         try currentToken().value
     }
 
@@ -192,7 +209,7 @@ enum Base64URL {
 extension TokenConnector: BatchSubmitting {
     func submit(
         _ template: APNsRequest, to devices: [Device], deadline: ContinuousClock.Instant?, owner: BulkOwner,
-        completion: @escaping @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void
+        completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void
     ) {
         let deadline = deadline ?? .now + transport.requestTimeout
         let token: Token
@@ -225,6 +242,6 @@ extension TokenConnector: BatchSubmitting {
     }
 }
 
-extension TokenConnector: DefaultTimeout {
+extension TokenConnector: ShippedConnector {
     var defaultTimeout: Duration { transport.requestTimeout }
 }

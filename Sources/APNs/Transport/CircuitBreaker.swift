@@ -119,7 +119,7 @@ struct CircuitBreaker {
 
     /// What a finished send says: connection set-up failures and refused credentials count against
     /// the path; any other answer from APNs is healthy; everything else is neutral.
-    static func signal(for result: Result<HTTPResponse, any Error>) -> Signal {
+    static func signal(for result: Result<APNsHTTPResponse, any Error>) -> Signal {
         switch result {
         case .success(let response):
             if response.status == 403, let reason = APNsRejection(response).reason, credentialReasons.contains(reason) {

@@ -500,7 +500,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             if transfer.isProbe { record(.neutral, probe: true) }
             return
         }
-        let result: Result<HTTPResponse, any Error>
+        let result: Result<APNsHTTPResponse, any Error>
         if code == CURLE_OK {
             var status = 0
             var version = 0
@@ -508,7 +508,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             _ = ccurl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
             if version == Int(CURL_HTTP_VERSION_2_0) {
                 if transfer.localPort != 0 { lastAnswer[transfer.localPort] = .now }
-                result = .success(HTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody))
+                result = .success(APNsHTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody))
             } else {
                 result = .failure(TransportError(
                     kind: .notHTTP2, delivery: .unknown, message: "the server answered over HTTP/1.1 (it offered no ALPN h2)"))

@@ -64,7 +64,7 @@ final class CurlTransport: Sendable {
     /// Sends `request` to `endpoint`, adding `authorization` when given, giving up at `deadline`.
     func perform(
         _ request: APNsRequest, endpoint: APNsEnvironment.Endpoint, authorization: String?, deadline: ContinuousClock.Instant
-    ) async throws -> HTTPResponse {
+    ) async throws -> APNsHTTPResponse {
         let transfer = Transfer(
             url: endpoint.baseURL + request.path, method: request.method,
             headerList: headerList(authorization: authorization, headers: request.headers),
@@ -88,7 +88,7 @@ final class CurlTransport: Sendable {
     func submit(
         _ template: APNsRequest, to devices: [Device], endpoint: APNsEnvironment.Endpoint, authorization: String?,
         deadline: ContinuousClock.Instant, owner: BulkOwner,
-        completion: @escaping @Sendable (Device?, Result<HTTPResponse, any Error>) -> Void
+        completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void
     ) {
         guard !devices.isEmpty else { return }
         let headers = headerList(authorization: authorization, headers: template.headers)

@@ -22,8 +22,8 @@ import Synchronization
 final class Transfer: @unchecked Sendable {
     /// Who hears the result: a suspended task, or a function called on the loop thread.
     enum Completion {
-        case task(CheckedContinuation<HTTPResponse, any Error>)
-        case callback(@Sendable (Device?, Result<HTTPResponse, any Error>) -> Void)
+        case task(CheckedContinuation<APNsHTTPResponse, any Error>)
+        case callback(@Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void)
     }
 
     /// What the transport decided when libcurl wanted to send the request again.
@@ -137,7 +137,7 @@ final class Transfer: @unchecked Sendable {
     }
 
     /// Delivers the result, once.
-    func resume(_ result: Result<HTTPResponse, any Error>) {
+    func resume(_ result: Result<APNsHTTPResponse, any Error>) {
         guard !finished else { return }
         finished = true
         switch completion {

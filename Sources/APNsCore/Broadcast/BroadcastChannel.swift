@@ -60,16 +60,6 @@ public protocol BroadcastDeliverable: PushNotification {}
 
 extension LiveActivityNotification: BroadcastDeliverable where Event: BroadcastableLiveActivityEvent {}
 
-extension LiveActivityPushInput {
-    /// Subscribes a started activity to `channel` (`input-push-channel`).
-    public static func channel(_ channel: BroadcastChannel) -> LiveActivityPushInput {
-        .channel(id: channel.id)
-    }
-}
-
-/// The largest broadcast payload APNs accepts (APNs reference §6).
-public let broadcastMaximumPayloadSize = 5120
-
 extension BroadcastDeliverable {
     /// The exact request that broadcasts this notification to `channel`:
     /// `POST /4/broadcasts/apps/<bundle-id>` with `apns-channel-id`, `apns-push-type`,
@@ -82,6 +72,11 @@ extension BroadcastDeliverable {
     ///   non-zero expiration on a `.noMessageStored` channel, a payload over 5120 bytes.
     public func request(to channel: BroadcastChannel) throws(APNsValidationError) -> APNsRequest {
         try validateTopic(channel.bundleID)
+        let pushType = Self.pushType
+        guard let limit = pushType.maximumBroadcastPayloadSize else { throw .notBroadcastable(pushType) }
+        if let suffix = pushType.topicSuffix, pushType.bundleID(fromTopic: channel.bundleID + suffix) == nil {
+            throw .topicNotForPushType(pushType: pushType, topic: channel.bundleID)
+        }
         guard collapseID == nil else { throw .collapseIDOnBroadcast }
         let expirationSeconds = expiration?.unixSeconds ?? 0
         if channel.storagePolicy == .noMessageStored, expirationSeconds != 0 {
@@ -89,9 +84,7 @@ extension BroadcastDeliverable {
         }
         var writer = JSONWriter()
         try writePayload(to: &writer)
-        guard writer.count <= broadcastMaximumPayloadSize else {
-            throw .payloadTooLarge(pushType: Self.pushType, size: writer.count, limit: broadcastMaximumPayloadSize)
-        }
+        guard writer.count <= limit else { throw .payloadTooLarge(pushType: pushType, size: writer.count, limit: limit) }
         var headers: [APNsRequest.Header] = [
             .init(name: "apns-channel-id", value: channel.id),
             .init(name: "apns-push-type", value: Self.pushType.rawValue),

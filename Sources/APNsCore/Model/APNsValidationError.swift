@@ -55,6 +55,22 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
     case invalidTimeout(Duration)
     /// A transport setting no connection can use (a timeout that is not positive, a limit below 1).
     case invalidTransportSetting(name: String, value: String)
+    /// An `apns-push-type` Apple does not define.
+    case unknownPushType(String)
+    /// The push type does not accept the connector's authentication (an MDM push through a token
+    /// connector, a widget push through a certificate connector).
+    case authenticationNotAllowed(pushType: PushType, method: AuthenticationMethod)
+    /// A priority the push type does not accept.
+    case priorityNotAllowed(pushType: PushType, priority: String)
+    /// The push type requires this expiration (push-to-talk: 0).
+    case expirationRequired(pushType: PushType, seconds: Int)
+    /// A push type that cannot be sent to a broadcast channel (only Live Activity updates and ends can).
+    case notBroadcastable(PushType)
+    /// A topic that is not the bundle id plus the push type's suffix, or a bundle id that already
+    /// ends in a push type's suffix.
+    case topicNotForPushType(pushType: PushType, topic: String)
+    /// A bulk send of a notification with an apns-id, which identifies one push, not one per device.
+    case apnsIDInBulkSend
 
     public var description: String {
         switch self {
@@ -106,6 +122,23 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
             return "The timeout \(timeout) is not a positive duration. Pass at least a millisecond, for example .seconds(10), or nil for the connector's default."
         case let .invalidTransportSetting(name, value):
             return "TransportConfiguration.\(name) is \(value); timeouts must be positive and limits at least 1."
+        case let .unknownPushType(name):
+            return "\"\(name)\" is not an APNs push type; use one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))."
+        case let .authenticationNotAllowed(pushType, method):
+            let accepted = AuthenticationMethod.allCases.filter { pushType.authentication.contains($0) }.map(\.rawValue)
+            return "\(pushType) pushes cannot be sent through a \(method) connector; APNs accepts them only with \(accepted.joined(separator: " or ")) authentication. Send them through a connector made with that credential."
+        case let .priorityNotAllowed(pushType, priority):
+            let allowed = pushType.allowedPriorities.sorted(by: >).map(\.description).joined(separator: ", ")
+            return "Priority \(priority) is not allowed for \(pushType) pushes; use \(allowed)."
+        case let .expirationRequired(pushType, seconds):
+            return "\(pushType) pushes must have apns-expiration \(seconds)."
+        case let .notBroadcastable(pushType):
+            return "\(pushType) pushes cannot be sent to a broadcast channel; only Live Activity updates and ends can (APNs reference §6). Send to devices instead."
+        case let .topicNotForPushType(pushType, topic):
+            let suffix = pushType.topicSuffix ?? ""
+            return "\"\(topic)\" is not a \(pushType) topic: it must be the bare bundle id\(suffix.isEmpty ? "" : " followed by \"\(suffix)\"") — pass the bundle id without any push-type suffix; swift-apns appends it."
+        case .apnsIDInBulkSend:
+            return "An apns-id identifies one push, but a bulk send makes one push per device. Leave apnsID nil (APNs assigns each push its own and returns it in each outcome), or send to each device with its own apns-id."
         case let .invalidDate(key):
             return "The date for \(key) is before 1970 or not a finite time; APNs takes UNIX seconds."
         }

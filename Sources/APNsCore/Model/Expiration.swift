@@ -10,7 +10,7 @@ import Foundation
 ///
 /// ```swift
 /// let once = Expiration.immediately                          // one attempt, never stored
-/// let later = Expiration.at(Date(timeIntervalSince1970: 1_900_000_000))
+/// let later = try Expiration.at(Date(timeIntervalSince1970: 1_900_000_000))
 /// ```
 public struct Expiration: Hashable, Sendable, CustomStringConvertible {
     /// UNIX seconds; 0 means one delivery attempt, never stored.
@@ -20,11 +20,12 @@ public struct Expiration: Hashable, Sendable, CustomStringConvertible {
     public static let immediately = Expiration(seconds: 0)
 
     /// Deliver until `date`, rounded down to a whole second.
-    public static func at(_ date: Date) -> Expiration {
+    /// - Throws: ``APNsValidationError/invalidDate(key:)`` for a date before 1970 or beyond what
+    ///   UNIX seconds can hold, as ``init(unixSeconds:)`` does for a negative number (use
+    ///   ``immediately`` for "do not store").
+    public static func at(_ date: Date) throws(APNsValidationError) -> Expiration {
         let seconds = date.timeIntervalSince1970
-        // Dates before 1970 or beyond Int are clamped to 0 ("do not store"), which is what such
-        // values could only mean; `Expiration(unixSeconds:)` reports them as errors instead.
-        guard seconds.isFinite, seconds >= 0, seconds < Double(Int.max) else { return .immediately }
+        guard seconds.isFinite, seconds >= 0, seconds < Double(Int.max) else { throw .invalidDate(key: "apns-expiration") }
         return Expiration(seconds: Int(seconds.rounded(.down)))
     }
 

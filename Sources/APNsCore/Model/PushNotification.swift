@@ -56,6 +56,9 @@ extension PushNotification {
     /// - Throws: ``APNsValidationError`` before anything is sent.
     public func request(to device: Device) throws(APNsValidationError) -> APNsRequest {
         try validateTopic(topic)
+        if Self.pushType.bundleID(fromTopic: topic) == nil {
+            throw Self.pushType == .mdm ? .invalidMDMTopic(topic) : .topicNotForPushType(pushType: Self.pushType, topic: topic)
+        }
         var headers: [APNsRequest.Header] = [
             .init(name: "apns-push-type", value: Self.pushType.rawValue),
             .init(name: "apns-topic", value: topic),

@@ -23,12 +23,19 @@ public struct PushType: Hashable, Sendable, CustomStringConvertible {
     public let maximumPayloadSize: Int
     /// How a connection that sends this push type may authenticate.
     public let authentication: Set<AuthenticationMethod>
+    /// What every topic of this push type starts with, when Apple fixes it (MDM: `com.apple.mgmt.`).
+    public let topicPrefix: String?
+    /// The largest payload of a broadcast to a channel; `nil` when this push type cannot be
+    /// broadcast (only `liveactivity` can, APNs reference §6).
+    public let maximumBroadcastPayloadSize: Int?
 
     init(
-        rawValue: String, topicSuffix: String?, allowedPriorities: Set<PushPriority>,
+        rawValue: String, topicSuffix: String?, topicPrefix: String? = nil, allowedPriorities: Set<PushPriority>,
         defaultPriority: PushPriority, requiredExpiration: Int? = nil, maximumPayloadSize: Int,
-        authentication: Set<AuthenticationMethod>
+        maximumBroadcastPayloadSize: Int? = nil, authentication: Set<AuthenticationMethod>
     ) {
+        self.topicPrefix = topicPrefix
+        self.maximumBroadcastPayloadSize = maximumBroadcastPayloadSize
         self.rawValue = rawValue
         self.topicSuffix = topicSuffix
         self.allowedPriorities = allowedPriorities
@@ -53,6 +60,25 @@ public struct PushType: Hashable, Sendable, CustomStringConvertible {
     /// The `apns-topic` for a bundle id: the bundle id plus this type's suffix.
     public func topic(forBundleID bundleID: String) -> String {
         bundleID + (topicSuffix ?? "")
+    }
+
+    /// The bundle id inside `topic`, or `nil` when `topic` is not a topic of this push type: it
+    /// must end with this type's suffix (start with its prefix, for MDM), and what is left must not
+    /// itself end with another push type's suffix (`com.example.push-type.widgets` as a bundle id
+    /// would become `….push-type.widgets.push-type.widgets`). The client's checks and the mock
+    /// server read this one rule.
+    public func bundleID(fromTopic topic: String) -> String? {
+        if let topicPrefix {
+            guard topic.hasPrefix(topicPrefix), topic.utf8.count > topicPrefix.utf8.count else { return nil }
+        }
+        guard let suffix = topicSuffix else { return topic }
+        guard topic.hasSuffix(suffix), topic.utf8.count > suffix.utf8.count else { return nil }
+        let bundleID = String(topic.dropLast(suffix.count))
+        if PushType.allCases.contains(where: { other in
+            guard let otherSuffix = other.topicSuffix, !otherSuffix.isEmpty else { return false }
+            return bundleID.hasSuffix(otherSuffix) && otherSuffix.hasPrefix(".push-type.")
+        }) { return nil }
+        return bundleID
     }
 
     public var description: String { rawValue }

@@ -6,7 +6,7 @@ import Foundation
 
 /// What came back over HTTP/2 for one request, before interpretation. Connectors return this;
 /// ``APNsResponse/init(interpreting:)`` turns it into an accepted response or an ``APNsRejection``.
-public struct HTTPResponse: Hashable, Sendable {
+public struct APNsHTTPResponse: Hashable, Sendable {
     public var status: Int
     /// Lowercase names, in the order received.
     public var headers: [APNsRequest.Header]
@@ -45,7 +45,7 @@ public struct APNsResponse: Hashable, Sendable, CustomStringConvertible {
 
     /// Reads a raw response: 2xx becomes an ``APNsResponse``, anything else throws the
     /// ``APNsRejection`` it carries.
-    public init(interpreting response: HTTPResponse) throws(APNsRejection) {
+    public init(interpreting response: APNsHTTPResponse) throws(APNsRejection) {
         guard (200..<300).contains(response.status) else { throw APNsRejection(response) }
         let apnsID = response[header: "apns-id"].flatMap(APNsID.init)
         self.init(
@@ -118,7 +118,7 @@ public struct APNsRejection: Error, Hashable, Sendable, CustomStringConvertible 
 
     /// Reads a non-2xx response: reason and timestamp from the body, `apns-id`, `apns-unique-id`
     /// and `Retry-After` from the headers.
-    public init(_ response: HTTPResponse) {
+    public init(_ response: APNsHTTPResponse) {
         self.init(
             status: response.status, body: response.body, apnsID: response[header: "apns-id"].flatMap(APNsID.init),
             uniqueID: response[header: "apns-unique-id"],

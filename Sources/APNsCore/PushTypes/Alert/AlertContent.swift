@@ -5,7 +5,7 @@ public struct AlertContent: Hashable, Sendable {
     public var subtitle: LocalizableText?
     public var body: LocalizableText?
     public var launchImage: String?
-    public internal(set) var duplicates: [String] = []
+    var duplicates: [String] = []
 
     public init() {}
 

@@ -61,7 +61,7 @@ public struct AlertNotification<AppData: Encodable & Sendable>: TokenDeliverable
     ///   - bundleID: The app's bundle id (`apns-topic`).
     ///   - appData: Your keys, written after `aps` in the order `encode(to:)` writes them.
     ///   - priority: `.immediate` (default), `.powerConsiderate` or `.low`.
-    ///   - expiration: `nil` (Apple's storage policy), `.immediately`, or `.at(date)`.
+    ///   - expiration: `nil` (Apple's storage policy), `.immediately`, or `try .at(date)`.
     ///   - collapseID: Replaces an earlier notification with the same id; at most 64 bytes.
     ///   - apnsID: The notification's id; APNs assigns one if `nil`.
     ///   - components: ``Alert``, ``Badge``, ``Sound``, ``ThreadID``, ``Category``,

@@ -19,7 +19,7 @@ public struct AlertPayload: Hashable, Sendable {
     public var filterCriteria: String?
     /// Components given more than once; reported by validation as
     /// ``APNsValidationError/duplicateComponent(_:)``.
-    public internal(set) var duplicates: [String] = []
+    var duplicates: [String] = []
 
     public init() {}
 

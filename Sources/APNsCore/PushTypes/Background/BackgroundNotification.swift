@@ -28,7 +28,7 @@ public struct BackgroundNotification<AppData: Encodable & Sendable>: TokenDelive
     /// - Parameters:
     ///   - bundleID: The app's bundle id (`apns-topic`).
     ///   - appData: Your keys, written after `aps`.
-    ///   - expiration: `nil` (Apple's storage policy), `.immediately`, or `.at(date)`.
+    ///   - expiration: `nil` (Apple's storage policy), `.immediately`, or `try .at(date)`.
     ///   - collapseID: At most 64 bytes.
     ///   - apnsID: The notification's id; APNs assigns one if `nil`.
     public init(

@@ -9,7 +9,7 @@
 /// // {"high":21,"low":12}
 /// ```
 ///
-/// Rules (`Complication+Rules.swift`): topic = bundle id + `$(PushType.complication.topicSuffix)`; priority 10 or 5
+/// Rules (`Complication+Rules.swift`): topic = bundle id + `.complication`; priority 10 or 5
 /// (default 10); $(PushType.complication.maximumPayloadSize) bytes; token or certificate connectors; device targets.
 public struct ComplicationNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable {
     /// 10 (default) or 5.
@@ -32,7 +32,7 @@ public struct ComplicationNotification<AppData: Encodable & Sendable>: TokenDeli
     ///   - bundleID: The app's bundle id, without the suffix.
     ///   - appData: The payload.
     ///   - priority: `.immediate` (default) or `.powerConsiderate`.
-    ///   - expiration: `nil`, `.immediately`, or `.at(date)`.
+    ///   - expiration: `nil`, `.immediately`, or `try .at(date)`.
     ///   - collapseID: At most 64 bytes.
     ///   - apnsID: The notification's id.
     public init(

@@ -35,7 +35,7 @@ public struct FileProviderNotification: TokenDeliverable {
     ///   - containerIdentifier: `container-identifier`.
     ///   - domain: `domain`.
     ///   - priority: `.immediate` (default) or `.powerConsiderate`.
-    ///   - expiration: `nil`, `.immediately`, or `.at(date)`.
+    ///   - expiration: `nil`, `.immediately`, or `try .at(date)`.
     ///   - collapseID: At most 64 bytes.
     ///   - apnsID: The notification's id.
     public init(

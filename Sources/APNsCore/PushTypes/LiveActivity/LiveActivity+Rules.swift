@@ -1,12 +1,14 @@
 // The facts of the `liveactivity` push type (APNs reference §3). Defined here and nowhere else.
 extension PushType {
-    /// `liveactivity`: starts, updates and ends Live Activities.
+    /// `liveactivity`: starts, updates and ends Live Activities; updates and ends may also be broadcast to a
+    /// channel, up to 5120 bytes (APNs reference §6).
     public static let liveactivity = PushType(
         rawValue: "liveactivity",
         topicSuffix: ".push-type.liveactivity",
         allowedPriorities: [.immediate, .powerConsiderate],
         defaultPriority: .immediate,
         maximumPayloadSize: 4096,
+        maximumBroadcastPayloadSize: 5120,
         authentication: [.token, .certificate]
     )
 }

@@ -39,6 +39,7 @@ public typealias LiveActivityEnd<ContentState: Encodable & Sendable> =
 public enum LiveActivityPushInput: Hashable, Sendable {
     /// `"input-push-token":1`: the activity gets its own push token.
     case token
-    /// `"input-push-channel":"<id>"`: the activity subscribes to a broadcast channel.
-    case channel(id: String)
+    /// `"input-push-channel":"<id>"`: the activity subscribes to a broadcast channel (its id is
+    /// checked when the ``BroadcastChannel`` is made).
+    case channel(BroadcastChannel)
 }

@@ -11,9 +11,9 @@ import Foundation
 /// event, which decides what the notification may carry:
 ///
 /// ```swift
-/// // Start: attributes, their type name and an alert are required.
+/// // Start: attributes and an alert are required; `attributes-type` is the attributes type's name.
 /// let start = LiveActivityNotification(
-///     bundleID: "com.example.game", start: GameState(health: 1), attributesType: "GameAttributes",
+///     bundleID: "com.example.game", start: GameState(health: 1),
 ///     attributes: GameAttributes(hero: "Power Panda"), alert: LiveActivityAlert(title: "Game on", body: "Go!"),
 ///     timestamp: .now, pushInput: .token)
 /// // Update: no attributes, no dismissal date.
@@ -38,7 +38,6 @@ public struct LiveActivityNotification<
     public var contentState: ContentState
     /// When the content state was produced; the device ignores older pushes.
     public var timestamp: Date
-    public var alert: LiveActivityAlert?
     /// When the system marks the activity's content stale.
     public var staleDate: Date?
     /// Orders this activity among the app's others (any number).
@@ -49,6 +48,8 @@ public struct LiveActivityNotification<
     public var apnsID: APNsID?
 
     // Event-specific storage, exposed only by the extension of the event that has it.
+    /// Always set on a start (its only init takes one and its `alert` cannot be set to nil).
+    var storedAlert: LiveActivityAlert?
     var startAttributes: (type: String, value: Attributes)?
     var startPushInput: LiveActivityPushInput?
     var endDismissalDate: Date?
@@ -63,7 +64,7 @@ public struct LiveActivityNotification<
         self.bundleID = bundleID
         self.contentState = contentState
         self.timestamp = timestamp
-        self.alert = alert
+        self.storedAlert = alert
         self.staleDate = staleDate
         self.relevanceScore = relevanceScore
         self.priority = priority
@@ -76,7 +77,7 @@ public struct LiveActivityNotification<
         writer.beginObject()
         writer.literalKey("aps")
         writer.beginObject()
-        if let alert {
+        if let alert = storedAlert {
             writer.literalKey("alert")
             alert.write(to: &writer)
         }
@@ -100,9 +101,9 @@ public struct LiveActivityNotification<
         case .token?:
             writer.literalKey("input-push-token")
             writer.int(1)
-        case .channel(let id)?:
+        case .channel(let channel)?:
             writer.literalKey("input-push-channel")
-            writer.string(id)
+            writer.string(channel.id)
         case nil:
             break
         }
@@ -117,19 +118,21 @@ extension LiveActivityNotification where Event == LiveActivityEvent.Start {
     /// - Parameters:
     ///   - bundleID: The app's bundle id, without the suffix.
     ///   - contentState: The initial `content-state`.
-    ///   - attributesType: The name of the app's `ActivityAttributes` type (`attributes-type`).
+    ///   - attributesType: The name of the app's `ActivityAttributes` type (`attributes-type`); by
+    ///     default the name of `Attributes`, which is what ActivityKit expects when the server's
+    ///     type has the app's name.
     ///   - attributes: The activity's static `attributes`.
-    ///   - alert: Required on start.
+    ///   - alert: Required on start (and ``alert`` cannot be set to nil afterwards).
     ///   - timestamp: When the content state was produced.
-    ///   - pushInput: `.token` or `.channel(id:)` for how the activity receives updates; one, not both.
+    ///   - pushInput: `.token` or `.channel(channel)` for how the activity receives updates; one, not both.
     ///   - staleDate: When the content becomes stale.
     ///   - relevanceScore: Orders this activity among the app's others.
     ///   - priority: `.immediate` (default) or `.powerConsiderate`.
-    ///   - expiration: `nil`, `.immediately`, or `.at(date)`.
+    ///   - expiration: `nil`, `.immediately`, or `try .at(date)`.
     ///   - collapseID: At most 64 bytes.
     ///   - apnsID: The notification's id.
     public init(
-        bundleID: String, start contentState: ContentState, attributesType: String, attributes: Attributes,
+        bundleID: String, start contentState: ContentState, attributesType: String = String(describing: Attributes.self), attributes: Attributes,
         alert: LiveActivityAlert, timestamp: Date, pushInput: LiveActivityPushInput? = nil, staleDate: Date? = nil,
         relevanceScore: Double? = nil, priority: Priority = .immediate, expiration: Expiration? = nil,
         collapseID: CollapseID? = nil, apnsID: APNsID? = nil
@@ -139,6 +142,12 @@ extension LiveActivityNotification where Event == LiveActivityEvent.Start {
             relevanceScore: relevanceScore, priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID)
         startAttributes = (attributesType, attributes)
         startPushInput = pushInput
+    }
+
+    /// The alert every start carries; it can be replaced, not removed.
+    public var alert: LiveActivityAlert {
+        get { storedAlert ?? LiveActivityAlert(title: "", body: "") }  // never nil: see `storedAlert`
+        set { storedAlert = newValue }
     }
 
     /// The `attributes-type` name.
@@ -161,7 +170,7 @@ extension LiveActivityNotification where Event == LiveActivityEvent.Update, Attr
     ///   - staleDate: When the content becomes stale.
     ///   - relevanceScore: Orders this activity among the app's others.
     ///   - priority: `.immediate` (default) or `.powerConsiderate`.
-    ///   - expiration: `nil`, `.immediately`, or `.at(date)`.
+    ///   - expiration: `nil`, `.immediately`, or `try .at(date)`.
     ///   - collapseID: At most 64 bytes.
     ///   - apnsID: The notification's id.
     public init(
@@ -173,7 +182,14 @@ extension LiveActivityNotification where Event == LiveActivityEvent.Update, Attr
             bundleID: bundleID, contentState: contentState, timestamp: timestamp, alert: alert, staleDate: staleDate,
             relevanceScore: relevanceScore, priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID)
     }
+
+    /// Lights up the device and shows the expanded presentation; nil for a silent update.
+    public var alert: LiveActivityAlert? {
+        get { storedAlert }
+        set { storedAlert = newValue }
+    }
 }
+
 
 extension LiveActivityNotification where Event == LiveActivityEvent.End, Attributes == NoAttributes {
     /// Ends a Live Activity with its final content state.
@@ -187,7 +203,7 @@ extension LiveActivityNotification where Event == LiveActivityEvent.End, Attribu
     ///   - staleDate: When the content becomes stale.
     ///   - relevanceScore: Orders this activity among the app's others.
     ///   - priority: `.immediate` (default) or `.powerConsiderate`.
-    ///   - expiration: `nil`, `.immediately`, or `.at(date)`.
+    ///   - expiration: `nil`, `.immediately`, or `try .at(date)`.
     ///   - collapseID: At most 64 bytes.
     ///   - apnsID: The notification's id.
     public init(
@@ -199,6 +215,12 @@ extension LiveActivityNotification where Event == LiveActivityEvent.End, Attribu
             bundleID: bundleID, contentState: contentState, timestamp: timestamp, alert: alert, staleDate: staleDate,
             relevanceScore: relevanceScore, priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID)
         endDismissalDate = dismissalDate
+    }
+
+    /// Shown with the final state; nil for none.
+    public var alert: LiveActivityAlert? {
+        get { storedAlert }
+        set { storedAlert = newValue }
     }
 
     /// When the ended activity leaves the Lock Screen.

@@ -4,6 +4,7 @@ extension PushType {
     public static let mdm = PushType(
         rawValue: "mdm",
         topicSuffix: nil,
+        topicPrefix: "com.apple.mgmt.",
         allowedPriorities: [.immediate, .powerConsiderate],
         defaultPriority: .immediate,
         maximumPayloadSize: 4096,

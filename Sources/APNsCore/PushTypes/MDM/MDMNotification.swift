@@ -33,7 +33,7 @@ public struct MDMNotification: CertificateDeliverable {
     ///   - topic: The MDM push certificate's UID (`com.apple.mgmt.…`).
     ///   - pushMagic: The device's PushMagic.
     ///   - priority: `.immediate` (default) or `.powerConsiderate`.
-    ///   - expiration: `nil`, `.immediately`, or `.at(date)`.
+    ///   - expiration: `nil`, `.immediately`, or `try .at(date)`.
     ///   - collapseID: At most 64 bytes.
     ///   - apnsID: The notification's id.
     public init(
@@ -49,7 +49,7 @@ public struct MDMNotification: CertificateDeliverable {
     }
 
     public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
-        guard topic.hasPrefix("com.apple.mgmt.") else { throw .invalidMDMTopic(topic) }
+        guard Self.pushType.bundleID(fromTopic: topic) != nil else { throw .invalidMDMTopic(topic) }
         writer.beginObject()
         writer.literalKey("mdm")
         writer.string(pushMagic)

@@ -9,7 +9,7 @@
 /// // {"callerName":"Ana","uuid":"…"}
 /// ```
 ///
-/// Rules (`VoIP+Rules.swift`): topic = bundle id + `$(PushType.voip.topicSuffix)`; priority 10 or 5
+/// Rules (`VoIP+Rules.swift`): topic = bundle id + `.voip`; priority 10 or 5
 /// (default 10); $(PushType.voip.maximumPayloadSize) bytes; token or certificate connectors; device targets.
 public struct VoIPNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable {
     /// 10 (default) or 5.
@@ -32,7 +32,7 @@ public struct VoIPNotification<AppData: Encodable & Sendable>: TokenDeliverable,
     ///   - bundleID: The app's bundle id, without the suffix.
     ///   - appData: The payload.
     ///   - priority: `.immediate` (default) or `.powerConsiderate`.
-    ///   - expiration: `nil`, `.immediately`, or `.at(date)`.
+    ///   - expiration: `nil`, `.immediately`, or `try .at(date)`.
     ///   - collapseID: At most 64 bytes.
     ///   - apnsID: The notification's id.
     public init(

@@ -8,7 +8,7 @@
 /// try await send(notification, via: tokenConnector, to: device)
 /// ```
 ///
-/// Rules (`Widget+Rules.swift`): topic = bundle id + `$(PushType.widgets.topicSuffix)`; priority 10 or 5
+/// Rules (`Widget+Rules.swift`): topic = bundle id + `.push-type.widgets`; priority 10 or 5
 /// (default 10); 4096 bytes; token connectors; device targets.
 public struct WidgetNotification: TokenDeliverable {
     /// 10 (default) or 5.
@@ -29,7 +29,7 @@ public struct WidgetNotification: TokenDeliverable {
     /// - Parameters:
     ///   - bundleID: The app's bundle id, without the suffix.
     ///   - priority: `.immediate` (default) or `.powerConsiderate`.
-    ///   - expiration: `nil` (Apple's storage policy), `.immediately`, or `.at(date)`.
+    ///   - expiration: `nil` (Apple's storage policy), `.immediately`, or `try .at(date)`.
     ///   - collapseID: At most 64 bytes.
     ///   - apnsID: The notification's id; APNs assigns one if `nil`.
     public init(

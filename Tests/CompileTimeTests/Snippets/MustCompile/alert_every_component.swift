@@ -5,10 +5,10 @@ import Foundation
 struct Chat: Encodable, Sendable { var chatID: String; var sentAt: Date }
 enum Mood { case calm, urgent }
 
-func build(unread: Int?, mood: Mood, lines: [String]) -> AlertNotification<Chat> {
+func build(unread: Int?, mood: Mood, lines: [String]) throws -> AlertNotification<Chat> {
     AlertNotification(
         bundleID: "com.example.app", appData: Chat(chatID: "42", sentAt: Date()), priority: .powerConsiderate,
-        expiration: .at(Date().addingTimeInterval(3600)), collapseID: "chat-42", apnsID: APNsID()
+        expiration: try .at(Date().addingTimeInterval(3600)), collapseID: "chat-42", apnsID: APNsID()
     ) {
         Alert {
             Title("New message")

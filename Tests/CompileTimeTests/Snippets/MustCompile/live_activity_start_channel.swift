@@ -6,4 +6,4 @@ struct Attrs: Codable, Sendable { var name = "x" }
 struct Payload: Encodable, Sendable { var id = 1 }
 func device() throws -> Device { try Device(token: "abcd") }
 let n = LiveActivityNotification(bundleID: "a.b", start: State(), attributesType: "Attrs", attributes: Attrs(),
-    alert: LiveActivityAlert(title: "t", body: "b"), timestamp: Date(), pushInput: .channel(id: "Y2hhbm5lbA=="))
+    alert: LiveActivityAlert(title: "t", body: "b"), timestamp: Date(), pushInput: .channel(try BroadcastChannel(id: "Y2hhbm5lbA==", bundleID: "a.b")))

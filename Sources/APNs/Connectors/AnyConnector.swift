@@ -1,0 +1,56 @@
+/// A connector chosen at run time — token or certificate, from configuration — that keeps the
+/// push-type rules: sends through it check, before any I/O, that the push type accepts the
+/// underlying connector's authentication, and throw
+/// ``APNsValidationError/authenticationNotAllowed(pushType:method:)`` when it does not.
+///
+/// ```swift
+/// let connector: AnyConnector
+/// if let keyPath = environment["APNS_KEY_FILE"] {
+///     connector = AnyConnector(try TokenConnector(
+///         teamID: teamID, keyID: keyID, key: .file(path: keyPath), environment: .production))
+/// } else {
+///     connector = AnyConnector(try CertificateConnector(
+///         pkcs12: .file(path: p12Path), password: password, environment: .production))
+/// }
+/// try await send(AlertNotification(bundleID: "com.example.app") { Alert("Hi") }, via: connector, to: device)
+/// // An MDM push through the token connector throws .validation(.authenticationNotAllowed(…)).
+/// ```
+///
+/// Keep the connector you wrapped for its `shutdown(gracePeriod:)`.
+///
+/// Thread safety: `Sendable`; use one value from any number of tasks (it forwards to the wrapped
+/// connector, which must be safe to call concurrently, as every connector is).
+public struct AnyConnector: Connector, CustomStringConvertible {
+    public typealias Authentication = RunTimeAuthentication
+
+    /// The wrapped connector.
+    public let base: any Connector
+    /// The wrapped connector's authentication.
+    public let authenticationMethod: AuthenticationMethod
+
+    /// Wraps `base`; an ``AnyConnector`` is not wrapped twice.
+    public init(_ base: some Connector) {
+        if let already = base as? AnyConnector {
+            self = already
+        } else {
+            self.base = base
+            authenticationMethod = base.authenticationMethod
+        }
+    }
+
+    /// Checks the request's rules for the wrapped connector's authentication, then forwards it.
+    public func perform(_ request: APNsRequest) async throws -> APNsHTTPResponse {
+        do { try request.checkRules(for: authenticationMethod) } catch { throw APNsError.validation(error) }
+        return try await base.perform(request)
+    }
+
+    /// Checks the request's rules for the wrapped connector's authentication, then forwards it.
+    public func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse {
+        do { try request.checkRules(for: authenticationMethod) } catch { throw APNsError.validation(error) }
+        return try await base.perform(request, deadline: deadline)
+    }
+
+    public var concurrencyLimit: Int { base.concurrencyLimit }
+
+    public var description: String { "AnyConnector(\(base))" }
+}

@@ -1,0 +1,10 @@
+// expect: 'bearerToken' is inaccessible
+import Foundation
+import APNs
+import APNsTesting
+struct State: Encodable, Sendable { var step = 1 }
+struct Attrs: Encodable, Sendable { var name = "x" }
+let device = try! Device(token: "abcd")
+let devices = [device]
+let now = Date()
+func leak(_ connector: TokenConnector) throws -> String { try connector.bearerToken() }

@@ -1,0 +1,10 @@
+// expect: cannot convert value of type 'String' to expected argument type 'BroadcastChannel'
+import Foundation
+import APNs
+import APNsTesting
+struct State: Encodable, Sendable { var step = 1 }
+struct Attrs: Encodable, Sendable { var name = "x" }
+let device = try! Device(token: "abcd")
+let devices = [device]
+let now = Date()
+let input: LiveActivityPushInput = .channel("not base64!!")

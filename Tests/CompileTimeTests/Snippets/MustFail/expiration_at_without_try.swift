@@ -1,0 +1,10 @@
+// expect: call can throw but is not marked with 'try'
+import Foundation
+import APNs
+import APNsTesting
+struct State: Encodable, Sendable { var step = 1 }
+struct Attrs: Encodable, Sendable { var name = "x" }
+let device = try! Device(token: "abcd")
+let devices = [device]
+let now = Date()
+let expiration = Expiration.at(now)
