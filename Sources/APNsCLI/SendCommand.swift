@@ -27,7 +27,7 @@ struct SendCommand: AsyncParsableCommand {
     @Option var sound: String?
     @Option(help: "App data: a JSON object written beside aps, in its own key order.") var data: String?
     @Option(help: "A file whose JSON is sent as the body exactly (validated, not re-ordered).") var payload: String?
-    @Option(help: "10, 5 or 1 (alert); background is always 5.") var priority: Int?
+    @Option(help: "10, 5 or 1 (alert only); each push type's allowed priorities apply.") var priority: Int?
     @Option(help: "UNIX seconds; 0 = deliver once, never store.") var expiration: Int?
     @Option(name: .customLong("collapse-id")) var collapseID: String?
     @Option(name: .customLong("apns-id")) var apnsID: String?
@@ -162,7 +162,7 @@ struct SendCommand: AsyncParsableCommand {
             switch priority {
             case nil, 10?: return .immediate
             case 5?: return .powerConsiderate
-            case let other?: throw UsageError("--priority \(other) is not allowed for \(type): use 10 or 5")
+            case let other?: throw Self.disallowed(priority: other, for: type)
             }
         }
         switch type {
@@ -172,7 +172,7 @@ struct SendCommand: AsyncParsableCommand {
             case nil, 10?: level = .immediate
             case 5?: level = .powerConsiderate
             case 1?: level = .low
-            case let other?: throw UsageError("--priority \(other) is not allowed for alert: use 10, 5 or 1")
+            case let other?: throw Self.disallowed(priority: other, for: .alert)
             }
             return try AlertNotification(
                 bundleID: topic, appData: appData, priority: level, expiration: expiry, collapseID: collapse, apnsID: identifier
@@ -190,7 +190,7 @@ struct SendCommand: AsyncParsableCommand {
                 }
             }.request(to: device)
         case .background:
-            if let priority, priority != 5 { throw UsageError("--priority \(priority) is not allowed for background: it is always 5") }
+            if let priority, priority != PushType.background.defaultPriority.rawValue { throw Self.disallowed(priority: priority, for: .background) }
             return try BackgroundNotification(bundleID: topic, appData: appData, expiration: expiry, collapseID: collapse, apnsID: identifier)
                 .request(to: device)
         case .widgets:
@@ -213,8 +213,10 @@ struct SendCommand: AsyncParsableCommand {
                 topic: topic, pushMagic: pushMagic ?? "", priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier
             ).request(to: device)
         case .pushtotalk:
-            if let priority, priority != 10 { throw UsageError("--priority \(priority) is not allowed for pushtotalk: it is always 10") }
-            if let expiration, expiration != 0 { throw UsageError("--expiration \(expiration) is not allowed for pushtotalk: it is always 0") }
+            if let priority, priority != PushType.pushtotalk.defaultPriority.rawValue { throw Self.disallowed(priority: priority, for: .pushtotalk) }
+            if let expiration, let required = PushType.pushtotalk.requiredExpiration, expiration != required {
+                throw UsageError("--expiration \(expiration) is not allowed for pushtotalk: it is always \(required)")
+            }
             return try PushToTalkNotification(bundleID: topic, appData: appData, collapseID: collapse, apnsID: identifier).request(to: device)
         case .voip:
             return try VoIPNotification(
@@ -246,7 +248,7 @@ struct SendCommand: AsyncParsableCommand {
         switch priority {
         case nil, 10?: level = .immediate
         case 5?: level = .powerConsiderate
-        case let other?: throw UsageError("--priority \(other) is not allowed for liveactivity: use 10 or 5")
+        case let other?: throw Self.disallowed(priority: other, for: .liveactivity)
         }
         let expiry = try expiration.map { try Expiration(unixSeconds: $0) }
         let identifier = apnsID.flatMap(APNsID.init)
@@ -318,4 +320,12 @@ struct SendCommand: AsyncParsableCommand {
         }
     }
 
+
+    /// The usage error for a priority the push type's rules do not allow, naming the ones they do.
+    static func disallowed(priority: Int, for type: PushType) -> UsageError {
+        let allowed = type.allowedPriorities.sorted(by: >).map(\.description)
+        let text = allowed.count == 1
+            ? "it is always \(allowed[0])" : "use " + allowed.dropLast().joined(separator: ", ") + " or " + (allowed.last ?? "")
+        return UsageError("--priority \(priority) is not allowed for \(type): \(text)")
+    }
 }

@@ -230,7 +230,7 @@ public final class MockAPNsServer: Sendable {
     public func reject(deviceToken: String, with reason: APNsRejection.Reason?, status: Int? = nil, timestamp: Date? = nil) {
         guard let reason else { return state.script(nil, for: deviceToken) }
         state.script(
-            .init(status: status ?? reason.defaultStatus, reason: reason, timestamp: timestamp.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }),
+            .init(status: status ?? reason.defaultStatus, reason: reason, timestamp: timestamp.map(APNsRejection.millisecondsSince1970)),
             for: deviceToken)
     }
 }

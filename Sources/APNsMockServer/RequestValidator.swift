@@ -139,7 +139,7 @@ struct RequestValidator {
             apnsID = value
         }
         if let value = request.header("apns-collapse-id") {
-            guard !value.isEmpty, value.utf8.count <= 64 else { return .reject(.badCollapseId, authentication) }
+            guard !value.isEmpty, value.utf8.count <= CollapseID.maximumLength else { return .reject(.badCollapseId, authentication) }
         }
 
         if let reason = checkPayload(request.body, for: pushType, limit: pushType.maximumPayloadSize) { return .reject(reason, authentication) }

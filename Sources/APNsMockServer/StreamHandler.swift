@@ -227,9 +227,7 @@ final class StreamHandler: ChannelInboundHandler {
         for (name, value) in verdict.headers { responseHeaders.add(name: name, value: value) }
         var responseBody: ByteBuffer?
         if let reason = verdict.reason {
-            var json = #"{"reason":""# + reason.rawValue + "\""
-            if let timestamp = verdict.timestamp { json += #","timestamp":"# + String(timestamp) }
-            json += "}"
+            let json = APNsRejection.body(reason: reason, timestampMilliseconds: verdict.timestamp)
             responseHeaders.add(name: "content-type", value: "application/json")
             responseBody = context.channel.allocator.buffer(string: json)
         } else if let body = verdict.body {

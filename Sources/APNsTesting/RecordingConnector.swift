@@ -60,9 +60,7 @@ extension APNsHTTPResponse {
 
     /// A rejection with Apple's JSON body; the status defaults to the one Apple sends with `reason`.
     public static func rejected(_ reason: APNsRejection.Reason, status: Int? = nil, timestamp: Date? = nil, apnsID: String? = nil) -> APNsHTTPResponse {
-        var body = #"{"reason":""# + reason.rawValue + "\""
-        if let timestamp { body += #","timestamp":"# + String(Int64((timestamp.timeIntervalSince1970 * 1000).rounded())) }
-        body += "}"
+        let body = APNsRejection.body(reason: reason, timestamp: timestamp)
         return APNsHTTPResponse(
             status: status ?? reason.defaultStatus,
             headers: [.init(name: "apns-id", value: apnsID ?? scriptedAPNsID)],

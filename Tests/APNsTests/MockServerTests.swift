@@ -87,4 +87,26 @@ import Testing
         try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
         try await fixture.stop()
     }
+
+    /// By default the mock accepts what APNs accepts — as a client no one here wrote (aioapns)
+    /// found: no `apns-push-type` is an alert, unknown keys inside `aps` are ignored. `strict`
+    /// (on in swift-apns' own tests) refuses both, with APNs' own reason names.
+    @Test(arguments: [false, true])
+    func acceptsWhatAPNsAccepts(strict: Bool) async throws {
+        let fixture = try await Fixture.start { $0.strict = strict }
+        let connector = try fixture.tokenConnector()
+        let noPushType = try await connector.performWithoutRuleCheck(raw([("apns-topic", Fixture.bundleID)], body: #"{"aps":{"alert":"x"}}"#))
+        let unknownKey = try await connector.performWithoutRuleCheck(raw(
+            [("apns-push-type", "alert"), ("apns-topic", Fixture.bundleID)], body: #"{"aps":{"alert":"x","future-key":1}}"#))
+        if strict {
+            #expect(APNsRejection(noPushType).reason == .missingPushType && noPushType.status == 400)
+            #expect(APNsRejection(unknownKey).reason == .badRequestPayload && unknownKey.status == 400)
+        } else {
+            #expect(noPushType.status == 200)
+            #expect(unknownKey.status == 200)
+        }
+        // A request without apns-push-type passes the client's own rule check too (as an alert).
+        #expect(throws: Never.self) { try raw([("apns-topic", Fixture.bundleID)], body: "{}").checkRules(for: .token) }
+        try await fixture.stop()
+    }
 }

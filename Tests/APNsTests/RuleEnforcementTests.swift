@@ -4,9 +4,20 @@ import APNsTesting
 import Foundation
 import Testing
 
-// A conformance the compiler lets a user add (with a warning): the run-time check must still refuse
-// an MDM push through a token connector.
-extension MDMNotification: TokenDeliverable {}
+/// What `extension MDMNotification: TokenDeliverable {}` in a user's module (accepted with a
+/// warning) amounts to: an MDM push that the compiler lets through a token connector. A wrapper
+/// instead of that extension, because conformances are process-wide and would leak into other
+/// suites of this test bundle.
+struct TokenMDM: TokenDeliverable {
+    var base: MDMNotification
+    static var pushType: PushType { MDMNotification.pushType }
+    var topic: String { base.topic }
+    var pushPriority: PushPriority { base.pushPriority }
+    var expiration: Expiration? { base.expiration }
+    var collapseID: CollapseID? { base.collapseID }
+    var apnsID: APNsID? { base.apnsID }
+    func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) { try base.writePayload(to: &writer) }
+}
 
 /// A push type defined outside swift-apns that claims what Apple does not allow: widgets (token
 /// only, priority 10 or 5, never broadcast) declared certificate-deliverable, at priority 1,
@@ -55,8 +66,9 @@ struct RogueWidget: CertificateDeliverable, TokenDeliverable, BroadcastDeliverab
 
     @Test func sendRefusesWhatAForeignConformanceAllows() async throws {
         let connector = TokenRecordingConnector()
-        await #expect(throws: Self.mdmViaToken) { try await send(Self.mdm, via: connector, to: .test) }
-        await #expect(throws: Self.mdmViaToken) { try await send(Self.mdm, via: connector, to: [Device.test]) }
+        let foreign = TokenMDM(base: Self.mdm)
+        await #expect(throws: Self.mdmViaToken) { try await send(foreign, via: connector, to: .test) }
+        await #expect(throws: Self.mdmViaToken) { try await send(foreign, via: connector, to: [Device.test]) }
         await #expect(throws: APNsError.validation(.authenticationNotAllowed(pushType: .widgets, method: .certificate))) {
             try await send(RogueWidget(), via: CertificateRecordingConnector(), to: .test)
         }
@@ -109,7 +121,7 @@ struct RogueWidget: CertificateDeliverable, TokenDeliverable, BroadcastDeliverab
         let connector = AnyConnector(token)
         let summary = try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: BulkSendTests.devices(200))
         #expect(summary == { var s = BulkSendSummary(); s.accepted = 200; return s }())
-        await #expect(throws: Self.mdmViaToken) { try await send(Self.mdm, via: connector, to: .test) }
+        await #expect(throws: Self.mdmViaToken) { try await send(TokenMDM(base: Self.mdm), via: connector, to: .test) }
         #expect(fixture.server.streamCount == 200)
         await token.shutdown()
         try await fixture.stop()

@@ -9,6 +9,7 @@ import Foundation
 ///
 /// - `Date`: seconds since 2001-01-01 as a number (`.deferredToDate`).
 /// - `Data`: a base64 string (`.base64`). `URL`: its absolute string. `Decimal`: a JSON number.
+/// - ``RawJSONObject``: its JSON, as it is (not as a string, which is what `JSONEncoder` writes).
 /// - `nil` optionals written with `encodeIfPresent` are omitted; explicit `encodeNil` writes `null`.
 /// - Non-finite floating-point values throw (`.throw`).
 /// - `Dictionary` has no stable iteration order, so its keys are written sorted by their UTF-8 bytes;
@@ -70,6 +71,8 @@ struct AppDataEncoder {
         case null
         case bool(Bool)
         case number(String)
+        /// Compact JSON written as it is: a ``RawJSONObject`` nested in app data.
+        case rawJSON(String)
         case string(String)
         case array([Node])
         case object([(key: String, value: Node)])
@@ -79,6 +82,7 @@ struct AppDataEncoder {
             case (.null, .null): return true
             case let (.bool(a), .bool(b)): return a == b
             case let (.number(a), .number(b)): return a == b
+            case let (.rawJSON(a), .rawJSON(b)): return a == b
             case let (.string(a), .string(b)): return a == b
             case let (.array(a), .array(b)): return a == b
             case let (.object(a), .object(b)):
@@ -92,6 +96,7 @@ struct AppDataEncoder {
             case .null: writer.null()
             case .bool(let value): writer.bool(value)
             case .number(let literal): writer.numberLiteral(literal)
+            case .rawJSON(let text): writer.rawValue(text)
             case .string(let value): writer.string(value)
             case .array(let items):
                 writer.beginArray()
@@ -260,6 +265,7 @@ private final class TreeEncoder: Encoder {
         }
         if T.self == Data.self, let data = value as? Data { return .value(.string(data.base64EncodedString())) }
         if T.self == URL.self, let url = value as? URL { return .value(.string(url.absoluteString)) }
+        if T.self == RawJSONObject.self, let raw = value as? RawJSONObject { return .value(.rawJSON(raw.compactText)) }
         if T.self == Decimal.self, let decimal = value as? Decimal {
             guard decimal.isFinite else { throw AppDataEncoder.Failure.nonFinite(path: pathDescription(path)) }
             return .value(.number(decimal.description))

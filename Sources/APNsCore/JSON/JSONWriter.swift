@@ -176,6 +176,13 @@ public struct JSONWriter: Sendable {
     }
 
     /// Writes an already formatted JSON number (for example a `Decimal`'s description).
+    /// Writes already-valid compact JSON as one value.
+    mutating func rawValue(_ json: String) {
+        separate()
+        appendASCII(json)
+        needsComma = true
+    }
+
     mutating func numberLiteral(_ literal: String) {
         separate()
         appendASCII(literal)

@@ -78,7 +78,8 @@ public struct RawJSONObject: Encodable, Sendable, Hashable {
     /// The members between the braces, `"a":1,"b":2`, or "" for `{}`.
     var members: Substring { compactText.dropFirst().dropLast() }
 
-    /// Encoding through any other encoder writes the text as a string.
+    /// swift-apns' app-data encoder writes the object itself wherever it is nested; encoding
+    /// through any other encoder (`JSONEncoder`) writes the text as a string.
     public func encode(to encoder: Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(compactText)

@@ -95,7 +95,9 @@ private final class StreamState: ManagedBuffer<StreamState.Core, UInt8> {
         if T.self == Date.self, let date = value as? Date { return try number(date.timeIntervalSinceReferenceDate) }
         if T.self == Data.self, let data = value as? Data { return core.pointee.writer.string(data.base64EncodedString()) }
         if T.self == URL.self, let url = value as? URL { return core.pointee.writer.string(url.absoluteString) }
-        if T.self == Decimal.self || T.self is UnorderedDictionaryMarker.Type { throw StreamingEncoder.GiveUp() }
+        if T.self == Decimal.self || T.self == RawJSONObject.self || T.self is UnorderedDictionaryMarker.Type {
+            throw StreamingEncoder.GiveUp()
+        }
         let child = StreamEncoder(state: self, topLevel: false)
         try value.encode(to: child)
         try child.close()

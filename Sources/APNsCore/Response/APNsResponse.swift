@@ -102,6 +102,28 @@ public struct APNsRejection: Error, Hashable, Sendable, CustomStringConvertible 
         self.body = body
     }
 
+    /// Apple's JSON error body, `{"reason":"Unregistered","timestamp":1700000000500}`: the timestamp
+    /// (410 only) in integer milliseconds since 1970 (APNs reference §9). The one writer of this
+    /// format, for the mock server and the recording connector; ``init(status:body:apnsID:uniqueID:retryAfter:)``
+    /// reads it.
+    public static func body(reason: Reason, timestamp: Date? = nil) -> String {
+        body(reason: reason, timestampMilliseconds: timestamp.map(millisecondsSince1970))
+    }
+
+    /// ``body(reason:timestamp:)`` with the timestamp already in milliseconds.
+    public static func body(reason: Reason, timestampMilliseconds: Int64?) -> String {
+        var json = #"{"reason":""# + reason.rawValue + "\""
+        if let timestampMilliseconds { json += #","timestamp":"# + String(timestampMilliseconds) }
+        return json + "}"
+    }
+
+    /// A timestamp as APNs writes it: whole milliseconds since 1970, rounded.
+    public static func millisecondsSince1970(_ date: Date) -> Int64 {
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+        guard milliseconds.isFinite, milliseconds > -9.2e18, milliseconds < 9.2e18 else { return 0 }
+        return Int64(milliseconds)
+    }
+
     /// Decodes Apple's JSON error body `{"reason":…,"timestamp":…}`. A body that is not JSON, or has
     /// no reason, leaves ``reason`` nil and keeps the bytes in ``body``.
     public init(status: Int, body: [UInt8], apnsID: APNsID? = nil, uniqueID: String? = nil, retryAfter: Duration? = nil) {

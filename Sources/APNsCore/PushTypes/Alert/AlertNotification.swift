@@ -22,7 +22,7 @@
 /// (default 10); 4096 bytes; token or certificate connectors; device targets.
 public struct AlertNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable {
     /// The priorities an alert may have.
-    public enum Priority: Hashable, Sendable {
+    public enum Priority: Hashable, Sendable, CaseIterable {
         /// 10: deliver now (the default).
         case immediate
         /// 5: deliver when it saves power; may be grouped.
