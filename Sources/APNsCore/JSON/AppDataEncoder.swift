@@ -23,8 +23,10 @@ struct AppDataEncoder {
 
     /// Encodes `value`, an object, straight into `writer`'s current object as `"key":value` members.
     /// Returns the root keys written, or nil (writing nothing) when `value` is not an object.
-    static func writeMembers<T: Encodable>(of value: T, into writer: inout JSONWriter, reservedKeys: Set<String>) throws(Failure) -> Bool {
-        let encoder = TreeEncoder(codingPath: [])
+    static func writeMembers<T: Encodable>(
+        of value: T, into writer: inout JSONWriter, reservedKeys: Set<String>, options: AppDataEncoding = .default
+    ) throws(Failure) -> Bool {
+        let encoder = TreeEncoder(codingPath: [], options: options)
         do {
             try encoder.wrapTopLevel(value)
         } catch let failure as Failure {
@@ -54,8 +56,8 @@ struct AppDataEncoder {
     }
 
     /// Encodes `value` and returns its tree.
-    static func encode<T: Encodable>(_ value: T) throws(Failure) -> Node {
-        let encoder = TreeEncoder(codingPath: [])
+    static func encode<T: Encodable>(_ value: T, options: AppDataEncoding = .default) throws(Failure) -> Node {
+        let encoder = TreeEncoder(codingPath: [], options: options)
         do {
             try encoder.wrapTopLevel(value)
         } catch let failure as Failure {
@@ -214,10 +216,17 @@ private func pathDescription(_ path: [CodingKey]) -> String {
 
 private final class TreeEncoder: Encoder {
     let codingPath: [CodingKey]
+    let options: AppDataEncoding
     var userInfo: [CodingUserInfoKey: Any] { [:] }
     var slot: Slot?
 
-    init(codingPath: [CodingKey]) { self.codingPath = codingPath }
+    init(codingPath: [CodingKey], options: AppDataEncoding) {
+        self.codingPath = codingPath
+        self.options = options
+    }
+
+    /// The key as the key strategy writes it.
+    func name(of key: some CodingKey) -> String { options.name(of: key.stringValue) }
 
     func resolve() -> AppDataEncoder.Node { slot?.resolve() ?? .object([]) }
 
@@ -261,16 +270,28 @@ private final class TreeEncoder: Encoder {
         if T.self == Double.self, let double = value as? Double { return .value(try number(double, at: path)) }
         if T.self == Bool.self, let bool = value as? Bool { return .value(.bool(bool)) }
         if T.self == Date.self, let date = value as? Date {
-            return .value(try number(date.timeIntervalSinceReferenceDate, at: path))
+            switch options.dates {
+            case .deferredToDate: return .value(try number(date.timeIntervalSinceReferenceDate, at: path))
+            case .secondsSince1970: return .value(try number(date.timeIntervalSince1970, at: path))
+            case .millisecondsSince1970: return .value(try number(date.timeIntervalSince1970 * 1000, at: path))
+            case .iso8601:
+                guard date.timeIntervalSince1970.isFinite else { throw AppDataEncoder.Failure.nonFinite(path: pathDescription(path)) }
+                return .value(.string(date.formatted(.iso8601)))
+            }
         }
-        if T.self == Data.self, let data = value as? Data { return .value(.string(data.base64EncodedString())) }
+        if T.self == Data.self, let data = value as? Data {
+            switch options.data {
+            case .base64: return .value(.string(data.base64EncodedString()))
+            case .deferredToData: return .value(.array(data.map { .number(String($0)) }))
+            }
+        }
         if T.self == URL.self, let url = value as? URL { return .value(.string(url.absoluteString)) }
         if T.self == RawJSONObject.self, let raw = value as? RawJSONObject { return .value(.rawJSON(raw.compactText)) }
         if T.self == Decimal.self, let decimal = value as? Decimal {
             guard decimal.isFinite else { throw AppDataEncoder.Failure.nonFinite(path: pathDescription(path)) }
             return .value(.number(decimal.description))
         }
-        let nested = TreeEncoder(codingPath: path)
+        let nested = TreeEncoder(codingPath: path, options: options)
         try value.encode(to: nested)
         if T.self is UnorderedDictionaryMarker.Type, case .object(let box) = nested.slot {
             box.sortKeys = true
@@ -298,52 +319,52 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     private func path(_ key: Key) -> [CodingKey] { codingPath + [key] }
 
-    mutating func encodeNil(forKey key: Key) throws { box.set(.value(.null), for: key.stringValue) }
-    mutating func encode(_ value: Bool, forKey key: Key) throws { box.set(.value(.bool(value)), for: key.stringValue) }
-    mutating func encode(_ value: String, forKey key: Key) throws { box.set(.value(.string(value)), for: key.stringValue) }
+    mutating func encodeNil(forKey key: Key) throws { box.set(.value(.null), for: encoder.name(of: key)) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { box.set(.value(.bool(value)), for: encoder.name(of: key)) }
+    mutating func encode(_ value: String, forKey key: Key) throws { box.set(.value(.string(value)), for: encoder.name(of: key)) }
     mutating func encode(_ value: Double, forKey key: Key) throws {
-        box.set(.value(try encoder.number(value, at: path(key))), for: key.stringValue)
+        box.set(.value(try encoder.number(value, at: path(key))), for: encoder.name(of: key))
     }
     mutating func encode(_ value: Float, forKey key: Key) throws {
-        box.set(.value(try encoder.number(value, at: path(key))), for: key.stringValue)
+        box.set(.value(try encoder.number(value, at: path(key))), for: encoder.name(of: key))
     }
-    mutating func encode(_ value: Int, forKey key: Key) throws { box.set(.value(.number(String(value))), for: key.stringValue) }
-    mutating func encode(_ value: Int8, forKey key: Key) throws { box.set(.value(.number(String(value))), for: key.stringValue) }
-    mutating func encode(_ value: Int16, forKey key: Key) throws { box.set(.value(.number(String(value))), for: key.stringValue) }
-    mutating func encode(_ value: Int32, forKey key: Key) throws { box.set(.value(.number(String(value))), for: key.stringValue) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { box.set(.value(.number(String(value))), for: key.stringValue) }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { box.set(.value(.number(String(value))), for: key.stringValue) }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws { box.set(.value(.number(String(value))), for: key.stringValue) }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws { box.set(.value(.number(String(value))), for: key.stringValue) }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws { box.set(.value(.number(String(value))), for: key.stringValue) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { box.set(.value(.number(String(value))), for: key.stringValue) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        box.set(try encoder.wrap(value, at: path(key)), for: key.stringValue)
+        box.set(try encoder.wrap(value, at: path(key)), for: encoder.name(of: key))
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
         keyedBy keyType: NestedKey.Type, forKey key: Key
     ) -> KeyedEncodingContainer<NestedKey> {
         let nested = ObjectBox()
-        box.set(.object(nested), for: key.stringValue)
+        box.set(.object(nested), for: encoder.name(of: key))
         return KeyedEncodingContainer(KeyedContainer<NestedKey>(box: nested, encoder: encoder, codingPath: path(key)))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> UnkeyedEncodingContainer {
         let nested = ArrayBox()
-        box.set(.array(nested), for: key.stringValue)
+        box.set(.array(nested), for: encoder.name(of: key))
         return UnkeyedContainer(box: nested, encoder: encoder, codingPath: path(key))
     }
 
     mutating func superEncoder() -> Encoder {
-        let sub = TreeEncoder(codingPath: codingPath + [SuperKey()])
+        let sub = TreeEncoder(codingPath: codingPath + [SuperKey()], options: encoder.options)
         box.set(.encoder(sub), for: "super")
         return sub
     }
 
     mutating func superEncoder(forKey key: Key) -> Encoder {
-        let sub = TreeEncoder(codingPath: path(key))
-        box.set(.encoder(sub), for: key.stringValue)
+        let sub = TreeEncoder(codingPath: path(key), options: encoder.options)
+        box.set(.encoder(sub), for: encoder.name(of: key))
         return sub
     }
 }
@@ -388,7 +409,7 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
     }
 
     mutating func superEncoder() -> Encoder {
-        let sub = TreeEncoder(codingPath: nextPath)
+        let sub = TreeEncoder(codingPath: nextPath, options: encoder.options)
         box.items.append(.encoder(sub))
         return sub
     }

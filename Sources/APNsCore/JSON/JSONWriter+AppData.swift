@@ -8,20 +8,24 @@ extension JSONWriter {
     /// - Throws: ``APNsValidationError/reservedAppDataKey(_:)`` if app data writes `aps`,
     ///   ``APNsValidationError/appDataNotAnObject`` if it is not a keyed container,
     ///   ``APNsValidationError/nonFiniteNumber(path:)`` for NaN or infinity.
-    mutating func appData<AppData: Encodable>(_ appData: AppData, reservedKeys: Set<String> = JSONWriter.apsReserved) throws(APNsValidationError) {
+    mutating func appData<AppData: Encodable>(
+        _ appData: AppData, reservedKeys: Set<String> = JSONWriter.apsReserved, encoding: AppDataEncoding = .default
+    ) throws(APNsValidationError) {
         if AppData.self == NoAppData.self { return }
         if let raw = appData as? RawJSONObject { return rawMembers(raw.members) }
-        // Fast path first; on anything unusual, start over with the tree encoder.
-        let mark = checkpoint()
-        do {
-            try StreamingEncoder.writeMembers(of: appData, into: &self, reservedKeys: reservedKeys)
-            return
-        } catch {
-            rewind(to: mark)
+        // Fast path first (default strategies only); on anything unusual, start over with the tree encoder.
+        if encoding == .default {
+            let mark = checkpoint()
+            do {
+                try StreamingEncoder.writeMembers(of: appData, into: &self, reservedKeys: reservedKeys)
+                return
+            } catch {
+                rewind(to: mark)
+            }
         }
         let isObject: Bool
         do {
-            isObject = try AppDataEncoder.writeMembers(of: appData, into: &self, reservedKeys: reservedKeys)
+            isObject = try AppDataEncoder.writeMembers(of: appData, into: &self, reservedKeys: reservedKeys, options: encoding)
         } catch {
             switch error {
             case .nonFinite(let path): throw .nonFiniteNumber(path: path)

@@ -17,7 +17,9 @@ extension JSONWriter {
 
     /// Writes `"key":<value>` where `value` must encode as a JSON object, with `JSONEncoder`'s
     /// default strategies (content-state, attributes).
-    mutating func encodedObject<Value: Encodable>(key name: String, _ value: Value) throws(APNsValidationError) {
+    mutating func encodedObject<Value: Encodable>(
+        key name: String, _ value: Value, encoding: AppDataEncoding = .default
+    ) throws(APNsValidationError) {
         if let raw = value as? RawJSONObject {
             key(name)
             rawValueText(Substring(raw.compactText))
@@ -25,7 +27,7 @@ extension JSONWriter {
         }
         let node: AppDataEncoder.Node
         do {
-            node = try AppDataEncoder.encode(value)
+            node = try AppDataEncoder.encode(value, options: encoding)
         } catch {
             switch error {
             case .nonFinite(let path): throw .nonFiniteNumber(path: "aps.\(name).\(path)")

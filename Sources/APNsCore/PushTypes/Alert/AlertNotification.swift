@@ -49,6 +49,9 @@ public struct AlertNotification<AppData: Encodable & Sendable>: TokenDeliverable
     public var apnsID: APNsID?
     /// Written beside `aps`.
     public var appData: AppData
+    /// How `appData` is encoded: `JSONEncoder`'s default strategies unless changed
+    /// (``AppDataEncoding``).
+    public var appDataEncoding: AppDataEncoding = .default
     /// The `aps` dictionary the components built.
     public var payload: AlertPayload
 
@@ -89,7 +92,7 @@ public struct AlertNotification<AppData: Encodable & Sendable>: TokenDeliverable
         try payload.validate()
         writer.beginObject()
         payload.write(to: &writer)
-        try writer.appData(appData)
+        try writer.appData(appData, encoding: appDataEncoding)
         writer.endObject()
     }
 }

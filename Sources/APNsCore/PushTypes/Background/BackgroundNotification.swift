@@ -20,6 +20,9 @@ public struct BackgroundNotification<AppData: Encodable & Sendable>: TokenDelive
     public var collapseID: CollapseID?
     public var apnsID: APNsID?
     public var appData: AppData
+    /// How `appData` is encoded: `JSONEncoder`'s default strategies unless changed
+    /// (``AppDataEncoding``).
+    public var appDataEncoding: AppDataEncoding = .default
 
     public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
     /// Always 5: Apple rejects background pushes at 10.
@@ -49,7 +52,7 @@ public struct BackgroundNotification<AppData: Encodable & Sendable>: TokenDelive
         writer.literalKey("content-available")
         writer.int(1)
         writer.endObject()
-        try writer.appData(appData)
+        try writer.appData(appData, encoding: appDataEncoding)
         writer.endObject()
     }
 }

@@ -46,6 +46,10 @@ public struct LiveActivityNotification<
     public var expiration: Expiration?
     public var collapseID: CollapseID?
     public var apnsID: APNsID?
+    /// How `contentState` and the start's attributes are encoded. Keep the default
+    /// (`JSONEncoder`'s, which ActivityKit decodes with) unless the app's `ContentState` decodes
+    /// something else by its own `init(from:)`.
+    public var contentEncoding: AppDataEncoding = .default
 
     // Event-specific storage, exposed only by the extension of the event that has it.
     /// Always set on a start (its only init takes one and its `alert` cannot be set to nil).
@@ -87,7 +91,7 @@ public struct LiveActivityNotification<
             writer.double(relevanceScore)
         }
         if let staleDate { try writer.unixSeconds(key: "stale-date", staleDate) }
-        try writer.encodedObject(key: "content-state", contentState)
+        try writer.encodedObject(key: "content-state", contentState, encoding: contentEncoding)
         try writer.unixSeconds(key: "timestamp", timestamp)
         writer.literalKey("event")
         writer.string(Event.name)
@@ -95,7 +99,7 @@ public struct LiveActivityNotification<
         if let startAttributes {
             writer.literalKey("attributes-type")
             writer.string(startAttributes.type)
-            try writer.encodedObject(key: "attributes", startAttributes.value)
+            try writer.encodedObject(key: "attributes", startAttributes.value, encoding: contentEncoding)
         }
         switch startPushInput {
         case .token?:

@@ -16,6 +16,9 @@ public struct PushToTalkNotification<AppData: Encodable & Sendable>: TokenDelive
 
     public var bundleID: String
     public var appData: AppData
+    /// How `appData` is encoded: `JSONEncoder`'s default strategies unless changed
+    /// (``AppDataEncoding``).
+    public var appDataEncoding: AppDataEncoding = .default
     public var collapseID: CollapseID?
     public var apnsID: APNsID?
 
@@ -39,7 +42,7 @@ public struct PushToTalkNotification<AppData: Encodable & Sendable>: TokenDelive
 
     public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
         writer.beginObject()
-        try writer.appData(appData)
+        try writer.appData(appData, encoding: appDataEncoding)
         writer.endObject()
     }
 }

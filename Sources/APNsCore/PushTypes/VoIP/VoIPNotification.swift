@@ -20,6 +20,9 @@ public struct VoIPNotification<AppData: Encodable & Sendable>: TokenDeliverable,
     public var bundleID: String
     /// The whole payload.
     public var appData: AppData
+    /// How `appData` is encoded: `JSONEncoder`'s default strategies unless changed
+    /// (``AppDataEncoding``).
+    public var appDataEncoding: AppDataEncoding = .default
     public var priority: Priority
     public var expiration: Expiration?
     public var collapseID: CollapseID?
@@ -49,7 +52,7 @@ public struct VoIPNotification<AppData: Encodable & Sendable>: TokenDeliverable,
 
     public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
         writer.beginObject()
-        try writer.appData(appData, reservedKeys: [])
+        try writer.appData(appData, reservedKeys: [], encoding: appDataEncoding)
         writer.endObject()
     }
 }
