@@ -1,7 +1,7 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Layers (see Docs/Architecture.md):
+// Layers (see Sources/APNs/APNs.docc/Architecture.md):
 //   APNsCore        notifications, payload builders, rules, the exact request value. No C, no network.
 //   APNs            connectors, JWT signing (libcrypto), the libcurl HTTP/2 transport, send(_:via:to:).
 //                   Re-exports APNsCore, so users write `import APNs`.
@@ -24,6 +24,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        // `swift package generate-documentation --target APNs` builds Sources/APNs/APNs.docc.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(

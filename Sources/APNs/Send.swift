@@ -9,6 +9,9 @@
 /// print(response.apnsID)
 /// ```
 /// - Parameters:
+///   - notification: What to send; its request is built and checked before any I/O.
+///   - connector: A token connector (or a recording connector standing in for one).
+///   - device: The device token to send to.
 ///   - timeout: How long the send may take from now, retries included, however long it waits for a
 ///     connection or a free stream; nil uses the connector's `TransportConfiguration.requestTimeout`.
 ///   - retry: When to try again on its own (``RetryPolicy``); none by default.
@@ -32,6 +35,9 @@ public func send<Notification: TokenDeliverable, Via: Connector>(
 /// try await send(BackgroundNotification(bundleID: "com.example.app"), via: certificateConnector, to: device)
 /// ```
 /// - Parameters:
+///   - notification: What to send; its request is built and checked before any I/O.
+///   - connector: A certificate connector (or a recording connector standing in for one).
+///   - device: The device token to send to.
 ///   - timeout: How long the send may take from now, retries included; nil uses the connector's
 ///     default.
 ///   - retry: When to try again on its own (``RetryPolicy``); none by default.

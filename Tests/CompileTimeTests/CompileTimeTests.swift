@@ -65,3 +65,88 @@ import Testing
         #expect(!result.output.contains("warning:"), "\(name) has warnings:\n\(result.output.prefix(2000))")
     }
 }
+
+/// Every Swift sample in the DocC catalog (`Sources/APNs/APNs.docc/*.md`) compiles: each block is
+/// typechecked inside an `async throws` function after a prelude that declares the names samples
+/// take as given (`connector`, `device`, `notification`, …). Not compiled, by rule: a package
+/// manifest excerpt (`.package(`), a Swift Testing test (`@Test`, which needs the test
+/// framework), a mock-server sample (`MockAPNsServer`, `server.`, which need SwiftNIO's module
+/// maps), and a sample that shows a compile error on purpose (`// error:`).
+@Suite struct DocumentationSampleTests {
+    struct Sample: Sendable, CustomTestStringConvertible {
+        var article: String
+        var index: Int
+        var code: String
+        var testDescription: String { "\(article) #\(index)" }
+    }
+
+    static let catalog = CompileTimeTests.packageRoot.appendingPathComponent("Sources/APNs/APNs.docc")
+
+    static func samples() -> [Sample] {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: catalog.path)) ?? []).filter { $0.hasSuffix(".md") }.sorted()
+        var samples: [Sample] = []
+        for name in names {
+            guard let text = try? String(contentsOf: catalog.appendingPathComponent(name), encoding: .utf8) else { continue }
+            var index = 0
+            var current: [Substring]?
+            for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+                if current == nil, line.trimmingCharacters(in: .whitespaces) == "```swift" {
+                    current = []
+                } else if current != nil, line.trimmingCharacters(in: .whitespaces) == "```" {
+                    samples.append(Sample(article: name, index: index, code: current!.joined(separator: "\n")))
+                    index += 1
+                    current = nil
+                } else if current != nil {
+                    current!.append(line)
+                }
+            }
+        }
+        return samples
+    }
+
+    static func isExempt(_ code: String) -> Bool {
+        [".package(", "@Test", "MockAPNsServer", "server.", "// error:"].contains { code.contains($0) }
+    }
+
+    static let prelude = """
+        import APNs
+        import APNsTesting
+        import Foundation
+        let deviceToken = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
+        let tokenFromTheApp = deviceToken, hex = deviceToken
+        let device = try! Device(token: deviceToken)
+        let devices = [device], pushToStartDevice = device
+        let teamID = "DEF123GHIJ", keyID = "ABC123DEFG", keyPath = "AuthKey_ABC123DEFG.p8", p12Path = "aps.p12", password = "secret"
+        let useToken = true
+        let connector = try! TokenConnector(teamID: teamID, keyID: keyID, key: .file(path: keyPath), environment: .production)
+        let tokenConnector = connector
+        let certificateConnector = try! CertificateConnector(pkcs12: .file(path: p12Path), password: password, environment: .production)
+        let mdmCertificateConnector = certificateConnector
+        let notification = AlertNotification(bundleID: "com.example.app") { Alert("Hi") }
+        let eta = Date()
+        actor Tokens { func remove(_ device: Device) {} }
+        let tokens = Tokens()
+        func forget(_ device: Device, unlessRegisteredAfter date: Date?) {}
+        func retryLater(_ notification: some PushNotification) {}
+        struct Log { func warning(_ message: String) {}; func callAsFunction(_ items: Any...) {} }
+        let log = Log()
+
+        """
+
+    @Test func catalogHasSamples() {
+        #expect(Self.samples().count >= 25)
+        #expect(Self.samples().filter { !Self.isExempt($0.code) }.count >= 20)
+    }
+
+    @Test(arguments: samples().filter { !isExempt($0.code) })
+    func sampleCompiles(_ sample: Sample) throws {
+        let body = sample.code.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("import ") }
+        let source = Self.prelude + "func sample() async throws {\n" + body.joined(separator: "\n") + "\n}\n"
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("doc-sample-\(sample.article)-\(sample.index).swift")
+        try source.write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let result = try CompileTimeTests.typecheck(file)
+        let errors = result.output.split(separator: "\n").filter { $0.contains("error:") }
+        #expect(result.status == 0, "\(sample.article) sample \(sample.index):\n\(errors.prefix(5).joined(separator: "\n"))")
+    }
+}

@@ -80,8 +80,11 @@ public struct BulkSendSummary: Hashable, Sendable, CustomStringConvertible {
 /// }
 /// print(summary)
 /// ```
-/// To read outcomes as an `AsyncSequence` instead, use ``bulkSendOutcomes(_:via:to:maximumInFlight:timeout:retry:)-(_,Via,_,_,_,_)``.
+/// To read outcomes as an `AsyncSequence` instead, use `bulkSendOutcomes(_:via:to:)`.
 /// - Parameters:
+///   - notification: What to send to every device; serialised once, checked before anything is sent.
+///   - connector: A token connector (or a recording connector standing in for one).
+///   - devices: The device tokens, in any `Sequence`; read lazily, as sending progresses.
 ///   - maximumInFlight: Requests started and not yet handed to `onOutcome`, at most; by default
 ///     the connector's ``Connector/concurrencyLimit``.
 ///   - timeout: Each device's deadline, counted from when its request is started, retries
@@ -140,8 +143,8 @@ public func send<Notification: PushNotification, Devices: Sequence & Sendable>(
 /// follows the reader's pace.
 ///
 /// Use it when outcomes feed another asynchronous pipeline or the reader wants to stop early
-/// (leaving the loop cancels the rest); otherwise ``send(_:via:to:maximumInFlight:timeout:retry:onOutcome:)-(_,Via,_,_,_,_,_)``
-/// is simpler and cannot be left unread.
+/// (leaving the loop cancels the rest); otherwise the bulk `send(_:via:to:)`, which returns a
+/// ``BulkSendSummary``, is simpler and cannot be left unread.
 ///
 /// ```swift
 /// for try await outcome in try bulkSendOutcomes(notification, via: connector, to: devices) {

@@ -6,7 +6,7 @@ import Foundation
 
 /// Writes compact, deterministic JSON straight into a byte buffer.
 ///
-/// The rules (documented in `Docs/Payloads.md`) are the ones every payload in swift-apns follows:
+/// The rules (documented in the Payloads article of the APNs documentation) are the ones every payload in swift-apns follows:
 /// strings are escaped per RFC 8259 with the quote, the backslash and the control characters
 /// U+0000–U+001F escaped (`\"`, `\\`, `\u00xx` with lowercase hex); `/` and non-ASCII characters are
 /// written as they are, in UTF-8. Integers are written as integers, doubles in their shortest

@@ -126,7 +126,7 @@ extension LiveActivityNotification where Event == LiveActivityEvent.Start {
     ///     default the name of `Attributes`, which is what ActivityKit expects when the server's
     ///     type has the app's name.
     ///   - attributes: The activity's static `attributes`.
-    ///   - alert: Required on start (and ``alert`` cannot be set to nil afterwards).
+    ///   - alert: Required on start (and `alert` cannot be set to nil afterwards).
     ///   - timestamp: When the content state was produced.
     ///   - pushInput: `.token` or `.channel(channel)` for how the activity receives updates; one, not both.
     ///   - staleDate: When the content becomes stale.
