@@ -233,7 +233,7 @@ struct SendCommand: AsyncParsableCommand {
 
     /// A Live Activity update or end to a broadcast channel (APNs reference §6).
     private func broadcastRequest(to channel: BroadcastChannel) throws -> APNsRequest {
-        guard pushType == PushType.liveactivity.rawValue, event == "update" || event == "end" else {
+        guard pushType == PushType.liveactivity.rawValue, event == LiveActivityEvent.Update.name || event == LiveActivityEvent.End.name else {
             throw UsageError("--channel takes --push-type liveactivity with --event update or end")
         }
         guard let contentState else { throw UsageError("liveactivity needs --content-state JSON") }
@@ -252,7 +252,7 @@ struct SendCommand: AsyncParsableCommand {
         }
         let expiry = try expiration.map { try Expiration(unixSeconds: $0) }
         let identifier = apnsID.flatMap(APNsID.init)
-        if event == "end" {
+        if event == LiveActivityEvent.End.name {
             return try LiveActivityNotification(
                 bundleID: topic, end: state, timestamp: time, dismissalDate: dismissalDate.map { Date(timeIntervalSince1970: TimeInterval($0)) },
                 alert: alert, staleDate: stale, relevanceScore: relevanceScore, priority: level, expiration: expiry, apnsID: identifier
@@ -277,7 +277,7 @@ struct SendCommand: AsyncParsableCommand {
             alert = LiveActivityAlert(title: .text(title ?? ""), body: .text(body ?? ""), sound: sound)
         }
         if subtitle != nil || badge != nil { throw UsageError("a Live Activity alert has a title, body and sound only") }
-        if template || event == "update" {
+        if template || event == LiveActivityEvent.Update.name {
             if dismissalDate != nil || attributes != nil || inputPushToken || inputPushChannel != nil {
                 throw UsageError("--dismissal-date, --attributes and --input-push-* belong to other events")
             }
@@ -287,7 +287,7 @@ struct SendCommand: AsyncParsableCommand {
             ).request(to: device)
         }
         switch event {
-        case "end":
+        case LiveActivityEvent.End.name:
             if attributes != nil || inputPushToken || inputPushChannel != nil {
                 throw UsageError("--attributes and --input-push-* belong to start")
             }
@@ -296,7 +296,7 @@ struct SendCommand: AsyncParsableCommand {
                 alert: alert, staleDate: stale, relevanceScore: relevanceScore, priority: priority, expiration: expiry,
                 collapseID: collapse, apnsID: identifier
             ).request(to: device)
-        case "start":
+        case LiveActivityEvent.Start.name:
             guard let attributes, let attributesType, let alert else {
                 throw UsageError("a Live Activity start needs --attributes, --attributes-type and an alert (--title and --body)")
             }

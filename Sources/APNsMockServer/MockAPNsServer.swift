@@ -52,7 +52,7 @@ public final class MockAPNsServer: Sendable {
         /// A key whose token changes sooner than this after the previous one gets 429
         /// TooManyProviderTokenUpdates, as with APNs (20 minutes). `nil` turns the check off, for
         /// tests that run many short-lived processes, each minting its own token.
-        public var minimumTokenUpdateInterval: Duration? = .seconds(20 * 60)
+        public var minimumTokenUpdateInterval: Duration? = ProviderTokenRules.minimumUpdateInterval
         /// Broadcast channels one app may have (APNs: 10,000); more get CannotCreateChannelConfig.
         public var maximumChannelsPerApp = 10_000
         /// SETTINGS_MAX_CONCURRENT_STREAMS.

@@ -3,9 +3,17 @@ import Foundation
 
 /// Decides what APNs would answer to one raw request (APNs reference §2–§9).
 ///
-/// It reads the facts of each push type (topic suffix, priorities, size, authentication) from
-/// `APNsCore`'s ``PushType`` values, but parses the request itself from the raw method, path,
-/// headers and body, independently of how the client built it.
+/// What it reads from the library, so each fact has one owner: the push types' rules (topic rule,
+/// priorities, sizes, authentication, required expiration, broadcast limit), rejection reasons and
+/// their statuses, Apple's error body (`APNsRejection.body`), the collapse-id limit, provider-token
+/// lifetimes (`ProviderTokenRules`) and the channel-id syntax.
+///
+/// What it spells out again **on purpose**: the wire format itself — paths (`/3/device/`,
+/// `/4/broadcasts/apps/`, `/1/apps/…/channels`), header names, JSON keys inside `aps`, Live
+/// Activity event names, channel body keys and UUID syntax. Those are what the client's tests
+/// check against this server; if client and server read one shared constant, a wrong constant
+/// would pass every test. It parses the raw method, path, headers and body, independently of how
+/// the client built them.
 struct RequestValidator {
     struct Incoming {
         var method: String

@@ -47,7 +47,7 @@ final class ServerState: Sendable {
         let outcome: TokenVerifier.Outcome
         if let known = mutable.withLock({ $0.verified[authorization] }) {
             // Signature known good; the age still counts from now.
-            outcome = now - known.issuedAt > 3600
+            outcome = now - known.issuedAt > Int(ProviderTokenRules.lifetime.components.seconds)
                 ? .rejected(.expiredProviderToken) : .valid(teamID: known.teamID, keyID: known.keyID, issuedAt: known.issuedAt)
         } else {
             outcome = verifier.verify(authorization: authorization, now: now)

@@ -50,8 +50,8 @@ struct TokenVerifier: Sendable {
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
             registered.key.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8))
         else { return .rejected(.invalidProviderToken) }
-        if now - issuedAt > 3600 { return .rejected(.expiredProviderToken) }
-        if issuedAt - now > 300 { return .rejected(.invalidProviderToken) }  // from the future
+        if now - issuedAt > Int(ProviderTokenRules.lifetime.components.seconds) { return .rejected(.expiredProviderToken) }
+        if issuedAt - now > Int(ProviderTokenRules.allowedClockSkew.components.seconds) { return .rejected(.invalidProviderToken) }  // from the future
         return .valid(teamID: registered.teamID, keyID: keyID, issuedAt: issuedAt)
     }
 

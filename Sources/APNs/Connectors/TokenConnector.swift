@@ -18,7 +18,8 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     public typealias Authentication = TokenAuthentication
 
     /// The shortest and longest token lifetimes Apple allows, in seconds.
-    public static let refreshWindow: ClosedRange<Int> = 20 * 60...60 * 60
+    public static let refreshWindow: ClosedRange<Int> =
+        Int(ProviderTokenRules.minimumUpdateInterval.components.seconds)...Int(ProviderTokenRules.lifetime.components.seconds)
     /// The default: refresh after 50 minutes, leaving room for clock skew.
     public static let defaultRefreshInterval: Duration = .seconds(50 * 60)
 

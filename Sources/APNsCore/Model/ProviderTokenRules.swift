@@ -1,0 +1,13 @@
+/// Apple's rules for provider tokens (JWTs signed with a `.p8` key, APNs reference §7): a token is
+/// good for an hour, and a new one may be used at most once every 20 minutes. The token connector
+/// and the mock server both read these values.
+public enum ProviderTokenRules {
+    /// How long after its `iat` APNs accepts a token (`ExpiredProviderToken` after): 60 minutes.
+    public static let lifetime: Duration = .seconds(60 * 60)
+    /// The shortest time between two new tokens for one key (`TooManyProviderTokenUpdates`
+    /// sooner): 20 minutes.
+    public static let minimumUpdateInterval: Duration = .seconds(20 * 60)
+    /// How far in the future an `iat` may be before APNs calls the token invalid (clock skew): 5
+    /// minutes, as the mock server applies it (Apple does not publish a figure).
+    public static let allowedClockSkew: Duration = .seconds(5 * 60)
+}
