@@ -73,6 +73,7 @@ public enum APNsError: Error, Hashable, Sendable, CustomStringConvertible {
         case withBackoff(retryAfter: Duration?)
     }
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String {
         switch self {
         case .validation(let error): return error.description

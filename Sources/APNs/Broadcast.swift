@@ -68,8 +68,10 @@ public func send<Notification: BroadcastDeliverable>(
 ///
 /// Thread safety: `Sendable` when the connector is (all of swift-apns' are).
 public struct ChannelManager<Via: Connector>: Sendable {
+    /// The connector the management requests go through.
     public let connector: Via
 
+    /// Channel management through `connector` (token or certificate, as Apple allows both).
     public init(_ connector: Via) { self.connector = connector }
 
     /// Creates a channel; APNs answers 201 with its id.

@@ -24,6 +24,7 @@ public struct RetryPolicy: Sendable, Hashable {
     /// How much each delay varies at random, as a fraction (0.2 = ±20 %).
     public var jitter: Double
 
+    /// A policy of at most `maximumAttempts` attempts (the first included), backing off exponentially from `initialBackoff` to `maximumBackoff` with ±`jitter` (a fraction).
     public init(maximumAttempts: Int, initialBackoff: Duration = .milliseconds(200), maximumBackoff: Duration = .seconds(10), jitter: Double = 0.2) {
         self.maximumAttempts = maximumAttempts
         self.initialBackoff = initialBackoff

@@ -3,7 +3,9 @@ import Synchronization
 /// The result for one device of a bulk send: accepted (with its apns-id) or its ``APNsError``
 /// (a rejection, or a transport failure that says whether the push may have been delivered).
 public struct BulkOutcome: Sendable {
+    /// The device this outcome is for.
     public let device: Device
+    /// APNs' acceptance, or the ``APNsError`` for this device.
     public let result: Result<APNsResponse, APNsError>
 
     /// The rejection, when APNs refused this device (for example to drop `.unregistered` tokens).
@@ -18,6 +20,7 @@ public struct BulkOutcome: Sendable {
         return nil
     }
 
+    /// Whether APNs accepted the push for this device.
     public var isAccepted: Bool {
         if case .success = result { return true }
         return false
@@ -43,6 +46,7 @@ public struct BulkSendSummary: Hashable, Sendable, CustomStringConvertible {
     /// one were not sent to, or their push was cancelled in flight.
     public var cancelled = false
 
+    /// An empty summary.
     public init() {}
 
     /// Every outcome counted.
@@ -58,6 +62,7 @@ public struct BulkSendSummary: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String {
         "\(accepted) accepted, \(rejected) rejected, \(failed) failed (\(deliveryUnknown) may have been delivered)"
             + (cancelled ? ", cancelled" : "")
@@ -193,7 +198,9 @@ public func bulkSendOutcomes<Notification: PushNotification, Devices: Sequence &
 ///
 /// Thread safety: `Sendable`; iterate it from one task.
 public struct BulkSendResults: AsyncSequence, Sendable {
+    /// One outcome per device.
     public typealias Element = BulkOutcome
+    /// Only ``APNsError/bulkResultsAlreadyIterated``; per-device failures are outcomes.
     public typealias Failure = APNsError
 
     /// A device and what the connector returned for it, before interpretation.
@@ -343,7 +350,9 @@ public struct BulkSendResults: AsyncSequence, Sendable {
 
     /// Reads outcomes; when the iterator is released, the bulk send is cancelled.
     public struct Iterator: AsyncIteratorProtocol {
+        /// One outcome per device.
         public typealias Element = BulkOutcome
+        /// Only ``APNsError/bulkResultsAlreadyIterated``.
         public typealias Failure = APNsError
 
         let channel: BulkChannel<Raw>?
@@ -354,10 +363,12 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             if let channel, let task { producer = Producer(task: task, channel: channel) } else { producer = nil }
         }
 
+        /// The next outcome, or nil when every device has one (or the send was cancelled).
         public mutating func next() async throws(APNsError) -> BulkOutcome? {
             try await Iterator.receive(from: channel, producer: producer)
         }
 
+        /// The next outcome, or nil when every device has one (or the send was cancelled).
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(APNsError) -> BulkOutcome? {
             try await Iterator.receive(from: channel, producer: producer)
         }

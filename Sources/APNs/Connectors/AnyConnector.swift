@@ -21,6 +21,7 @@
 /// Thread safety: `Sendable`; use one value from any number of tasks (it forwards to the wrapped
 /// connector, which must be safe to call concurrently, as every connector is).
 public struct AnyConnector: Connector, CustomStringConvertible {
+    /// How this connector authenticates.
     public typealias Authentication = RunTimeAuthentication
 
     /// The wrapped connector.
@@ -50,7 +51,9 @@ public struct AnyConnector: Connector, CustomStringConvertible {
         return try await base.perform(request, deadline: deadline)
     }
 
+    /// The wrapped connector's.
     public var concurrencyLimit: Int { base.concurrencyLimit }
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { "AnyConnector(\(base))" }
 }

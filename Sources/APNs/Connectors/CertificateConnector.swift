@@ -13,8 +13,10 @@
 ///
 /// Thread safety: `Sendable`; use one instance from any number of tasks.
 public final class CertificateConnector: Connector, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// How this connector authenticates.
     public typealias Authentication = CertificateAuthentication
 
+    /// The APNs hosts this connector talks to.
     public let environment: APNsEnvironment
     /// The certificate's subject (RFC 2253), e.g. `UID=com.example.app,CN=Apple Push Services: …`.
     public let subject: String
@@ -114,8 +116,11 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
     /// Times the circuit breaker opened (see ``CircuitBreakerPolicy``).
     public var circuitTrips: Int { transport.circuitTrips }
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { "CertificateConnector(subject: \(subject), environment: \(environment))" }
+    /// The same as `description`: no secret, ever.
     public var debugDescription: String { description }
+    /// What `dump` and debuggers show: only what `description` shows.
     public var customMirror: Mirror {
         Mirror(self, children: ["subject": subject, "environment": environment], displayStyle: .class)
     }

@@ -47,12 +47,14 @@ public protocol Connector: Sendable {
 }
 
 extension Connector {
+    /// The default: ignores the deadline and calls `perform(_:)`.
     public func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse {
         try await perform(request)
     }
 }
 
 extension Connector where Authentication: FixedAuthenticationKind {
+    /// How this connector authenticates, from its ``Authentication`` type.
     public var authenticationMethod: AuthenticationMethod { Authentication.method }
 }
 
@@ -61,16 +63,19 @@ public protocol AuthenticationKind: Sendable {}
 
 /// An authentication known from the connector's type: token or certificate.
 public protocol FixedAuthenticationKind: AuthenticationKind {
+    /// How connectors of this kind authenticate.
     static var method: AuthenticationMethod { get }
 }
 
 /// Connectors that sign each request with a JWT (`authorization: bearer …`).
 public enum TokenAuthentication: FixedAuthenticationKind {
+    /// Token authentication.
     public static var method: AuthenticationMethod { .token }
 }
 
 /// Connectors that authenticate the TLS connection with a client certificate.
 public enum CertificateAuthentication: FixedAuthenticationKind {
+    /// Certificate authentication.
     public static var method: AuthenticationMethod { .certificate }
 }
 
@@ -87,8 +92,11 @@ public enum RunTimeAuthentication: AuthenticationKind {}
 public struct APNsEnvironment: Hashable, Sendable, CustomStringConvertible {
     /// A host and port.
     public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
+        /// The host name or IP address.
         public var host: String
+        /// The TCP port.
         public var port: Int
+        /// A host and port.
         public init(host: String, port: Int) {
             self.host = host
             self.port = port
@@ -98,9 +106,11 @@ public struct APNsEnvironment: Hashable, Sendable, CustomStringConvertible {
             let shown = host.utf8.contains(UInt8(ascii: ":")) && !host.hasPrefix("[") ? "[\(host)]" : host
             return "https://\(shown):\(port)"
         }
+        /// A readable form for logs and test failures; it never contains a secret.
         public var description: String { "\(host):\(port)" }
     }
 
+    /// A name for logs: `sandbox`, `production` or yours.
     public var name: String
     /// Device pushes.
     public var device: Endpoint
@@ -110,6 +120,7 @@ public struct APNsEnvironment: Hashable, Sendable, CustomStringConvertible {
     /// Broadcast channel management.
     public var management: Endpoint
 
+    /// An environment with its own hosts; `broadcast` defaults to `device`.
     public init(name: String, device: Endpoint, broadcast: Endpoint? = nil, management: Endpoint) {
         self.name = name
         self.device = device
@@ -151,6 +162,7 @@ public struct APNsEnvironment: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { "\(name) (\(device))" }
 }
 
@@ -191,6 +203,8 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// Fail fast while the host is unreachable or the credentials are refused; nil turns it off.
     public var circuitBreaker: CircuitBreakerPolicy?
 
+    /// Transport settings; every default is what a production sender wants.
+    ///
     /// - Parameters:
     ///   - requestTimeout: Default deadline of a send, from when it is made (30 s).
     ///   - connectTimeout: Longest TCP + TLS connect (10 s).

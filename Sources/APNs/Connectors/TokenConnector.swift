@@ -15,6 +15,7 @@ import Foundation
 ///
 /// Thread safety: `Sendable`; use one instance from any number of tasks.
 public final class TokenConnector: Connector, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// How this connector authenticates.
     public typealias Authentication = TokenAuthentication
 
     /// The shortest and longest token lifetimes Apple allows, in seconds.
@@ -23,8 +24,11 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     /// The default: refresh after 50 minutes, leaving room for clock skew.
     public static let defaultRefreshInterval: Duration = .seconds(50 * 60)
 
+    /// Your 10-character team id (`iss`).
     public let teamID: String
+    /// The 10-character id of the `.p8` key (`kid`).
     public let keyID: String
+    /// The APNs hosts this connector talks to.
     public let environment: APNsEnvironment
     /// How old a token may get before it is re-minted.
     public let refreshInterval: Duration
@@ -40,6 +44,8 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
         var issuedAt: Int
     }
 
+    /// A connector that signs requests with a JWT from `key`.
+    ///
     /// - Parameters:
     ///   - teamID: Your 10-character team id.
     ///   - keyID: The 10-character id of the `.p8` key.
@@ -190,8 +196,11 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     /// Times the circuit breaker opened (see ``CircuitBreakerPolicy``).
     public var circuitTrips: Int { transport.circuitTrips }
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { "TokenConnector(teamID: \(teamID), keyID: \(keyID), environment: \(environment))" }
+    /// The same as `description`: no secret, ever.
     public var debugDescription: String { description }
+    /// What `dump` and debuggers show: only what `description` shows.
     public var customMirror: Mirror {
         Mirror(self, children: ["teamID": teamID, "keyID": keyID, "environment": environment], displayStyle: .class)
     }

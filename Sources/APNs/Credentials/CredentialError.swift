@@ -30,6 +30,7 @@ public enum CredentialError: Error, Hashable, Sendable, CustomStringConvertible 
     /// Signing a token failed inside libcrypto.
     case signingFailed(String)
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String {
         switch self {
         case let .unreadableFile(path, reason):

@@ -61,8 +61,11 @@ enum OpenSSL {
 /// let pem = CredentialSource.pem(ProcessInfo.processInfo.environment["APNS_KEY"] ?? "")
 /// ```
 public enum CredentialSource: Sendable, Hashable, CustomStringConvertible {
+    /// PEM text.
     case pem(String)
+    /// The file's bytes (PEM, DER or PKCS#12 as the initialiser expects).
     case bytes([UInt8])
+    /// A path to read when the connector is made.
     case file(path: String)
 
     /// Never shows the credential itself.

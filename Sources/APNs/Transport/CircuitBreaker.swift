@@ -17,6 +17,7 @@ public struct CircuitBreakerPolicy: Sendable, Hashable {
     /// The longest cool-down (60 s).
     public var maximumCoolDown: Duration
 
+    /// When to fail fast: after `failureThreshold` failures in a row, for a cool-down that doubles from `initialCoolDown` up to `maximumCoolDown`.
     public init(failureThreshold: Int = 5, initialCoolDown: Duration = .seconds(1), maximumCoolDown: Duration = .seconds(60)) {
         self.failureThreshold = failureThreshold
         self.initialCoolDown = initialCoolDown

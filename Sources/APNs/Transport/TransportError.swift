@@ -18,8 +18,11 @@
 public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What failed. An open set: match the static members, keep `default` for kinds added later.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        /// The kind's name, as logged.
         public let rawValue: String
+        /// A kind by name (an open set).
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// A readable form for logs and test failures; it never contains a secret.
         public var description: String { rawValue }
 
         /// The host name did not resolve.
@@ -47,6 +50,7 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         public static let other = Kind(rawValue: "other")
     }
 
+    /// What failed.
     public var kind: Kind
     /// Whether the notification may have reached APNs.
     public var delivery: Delivery
@@ -55,6 +59,7 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
     /// libcurl's or the connector's own detail.
     public var message: String
 
+    /// A transport failure; connectors of your own throw one when no answer came back.
     public init(kind: Kind, delivery: Delivery, curlCode: Int? = nil, message: String) {
         self.kind = kind
         self.delivery = delivery
@@ -65,6 +70,7 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
     /// A timeout.
     public var isTimeout: Bool { kind == .timeout }
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String {
         var text = "Transport failure (\(kind)"
         if let curlCode { text += ", curl \(curlCode)" }
@@ -112,5 +118,6 @@ public enum Delivery: String, Hashable, Sendable, CustomStringConvertible {
     /// accepted it. Sending again may show the notification twice.
     case unknown
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { rawValue }
 }

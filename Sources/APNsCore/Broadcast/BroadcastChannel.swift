@@ -25,6 +25,8 @@ public struct BroadcastChannel: Hashable, Sendable, CustomStringConvertible {
     /// expiration before any I/O.
     public var storagePolicy: MessageStoragePolicy?
 
+    /// A channel from its id, as APNs returned it when the channel was created.
+    ///
     /// - Throws: ``APNsValidationError/invalidChannelID(_:)`` unless `id` is base64.
     public init(id: String, bundleID: String, storagePolicy: MessageStoragePolicy? = nil) throws(APNsValidationError) {
         guard BroadcastChannel.isBase64(id) else { throw .invalidChannelID(id) }
@@ -38,6 +40,7 @@ public struct BroadcastChannel: Hashable, Sendable, CustomStringConvertible {
         !text.isEmpty && text.utf8.count % 4 == 0 && Data(base64Encoded: text) != nil
     }
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { "\(bundleID) channel \(id)" }
 }
 

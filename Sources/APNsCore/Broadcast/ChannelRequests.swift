@@ -60,10 +60,12 @@ public enum ChannelRequest {
 
 /// What reading a channel returns.
 public struct ChannelInfo: Hashable, Sendable {
+    /// Whether the channel keeps its latest message.
     public var storagePolicy: MessageStoragePolicy
     /// `LiveActivity`, the only channel push type so far.
     public var pushType: String
 
+    /// Channel information from its parts.
     public init(storagePolicy: MessageStoragePolicy, pushType: String) {
         self.storagePolicy = storagePolicy
         self.pushType = pushType
@@ -85,8 +87,11 @@ public struct ChannelInfo: Hashable, Sendable {
 
 /// APNs answered a channel request with success but a body or headers swift-apns cannot read.
 public struct ChannelResponseError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What APNs answered.
     public let body: [UInt8]
+    /// The error for an answer that could not be read.
     public init(body: [UInt8]) { self.body = body }
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String {
         "APNs answered the channel request with an unexpected body: \(String(decoding: body.prefix(200), as: UTF8.self))"
     }

@@ -46,10 +46,14 @@ public struct AppDataEncoding: Hashable, Sendable {
         case convertToSnakeCase
     }
 
+    /// How dates are written.
     public var dates: DateStrategy
+    /// How `Data` is written.
     public var data: DataStrategy
+    /// How keys are written.
     public var keys: KeyStrategy
 
+    /// Strategies; each defaults to `JSONEncoder`'s.
     public init(dates: DateStrategy = .deferredToDate, data: DataStrategy = .base64, keys: KeyStrategy = .useDefaultKeys) {
         self.dates = dates
         self.data = data

@@ -54,6 +54,7 @@ public struct JSONWriter: Sendable {
 
     // MARK: Structure
 
+    /// Opens an object (`{`).
     public mutating func beginObject() {
         let out = reserve(2)
         var at = 0
@@ -63,17 +64,20 @@ public struct JSONWriter: Sendable {
         needsComma = false
     }
 
+    /// Closes the innermost object (`}`).
     public mutating func endObject() {
         put(UInt8(ascii: "}"))
         needsComma = true
     }
 
+    /// Opens an array (`[`).
     public mutating func beginArray() {
         separate()
         put(UInt8(ascii: "["))
         needsComma = false
     }
 
+    /// Closes the innermost array (`]`).
     public mutating func endArray() {
         put(UInt8(ascii: "]"))
         needsComma = true
@@ -107,12 +111,14 @@ public struct JSONWriter: Sendable {
 
     // MARK: Values
 
+    /// Writes a string, escaped as RFC 8259 requires.
     public mutating func string(_ value: String) {
         separate()
         appendQuoted(value)
         needsComma = true
     }
 
+    /// Writes an integer.
     public mutating func int<I: BinaryInteger>(_ value: I) {
         separate()
         if let small = Int64(exactly: value) {
@@ -163,12 +169,14 @@ public struct JSONWriter: Sendable {
         needsComma = true
     }
 
+    /// Writes `true` or `false`.
     public mutating func bool(_ value: Bool) {
         separate()
         appendASCII(value ? "true" : "false")
         needsComma = true
     }
 
+    /// Writes `null`.
     public mutating func null() {
         separate()
         appendASCII("null")

@@ -16,6 +16,8 @@ public struct RawJSONObject: Encodable, Sendable, Hashable {
     /// The compact text, `{…}`.
     public let compactText: String
 
+    /// App data from JSON text, which must be one object without a root `aps` key.
+    ///
     /// - Throws: ``APNsValidationError/appDataNotAnObject`` unless `text` is one JSON object,
     ///   ``APNsValidationError/reservedAppDataKey(_:)`` if it has a root `aps` key.
     public init(_ text: String) throws(APNsValidationError) {

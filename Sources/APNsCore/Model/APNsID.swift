@@ -11,11 +11,13 @@ import Foundation
 /// let known = APNsID("123e4567-e89b-12d3-a456-426614174000")  // nil unless a canonical UUID
 /// ```
 public struct APNsID: Hashable, Sendable, CustomStringConvertible {
+    /// The UUID.
     public let uuid: UUID
 
     /// A new random id.
     public init() { uuid = UUID() }
 
+    /// An id from a UUID.
     public init(_ uuid: UUID) { self.uuid = uuid }
 
     /// Parses the 8-4-4-4-12 hex form, in either case; `nil` for anything else.

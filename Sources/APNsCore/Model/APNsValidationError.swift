@@ -72,6 +72,7 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
     /// A bulk send of a notification with an apns-id, which identifies one push, not one per device.
     case apnsIDInBulkSend
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String {
         switch self {
         case let .payloadTooLarge(pushType, size, limit):

@@ -12,9 +12,12 @@ public struct CollapseID: Hashable, Sendable, ExpressibleByStringLiteral, Custom
     /// The largest collapse id APNs accepts, in UTF-8 bytes.
     public static let maximumLength = 64
 
+    /// The text, as sent.
     public let value: String
 
+    /// A collapse id; checked when the request is built.
     public init(_ value: String) { self.value = value }
+    /// A value from a string literal.
     public init(stringLiteral value: String) { self.value = value }
 
     /// Checks the rules of APNs reference §2: 1 to 64 bytes, no control characters (they could not
@@ -30,5 +33,6 @@ public struct CollapseID: Hashable, Sendable, ExpressibleByStringLiteral, Custom
         }
     }
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { value }
 }

@@ -10,6 +10,8 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
     /// The token as lowercase hex.
     public let token: String
 
+    /// A device from the hex token the app registered.
+    ///
     /// - Throws: ``APNsValidationError/invalidDeviceToken(_:)`` when `token` is empty, has an odd
     ///   length, or contains anything but hex digits.
     public init(token: String) throws(APNsValidationError) {
@@ -51,5 +53,6 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
     /// The request path for this device (APNs reference §2).
     public var path: String { "/3/device/" + token }
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { token }
 }

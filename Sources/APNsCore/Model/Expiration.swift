@@ -38,5 +38,6 @@ public struct Expiration: Hashable, Sendable, CustomStringConvertible {
 
     private init(seconds: Int) { unixSeconds = seconds }
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { String(unixSeconds) }
 }

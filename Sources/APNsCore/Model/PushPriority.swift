@@ -26,6 +26,7 @@ public struct PushPriority: Hashable, Sendable, Comparable, CustomStringConverti
 
     private init(rawValue: Int) { self.rawValue = rawValue }
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { String(rawValue) }
     public static func < (lhs: PushPriority, rhs: PushPriority) -> Bool { lhs.rawValue < rhs.rawValue }
 }

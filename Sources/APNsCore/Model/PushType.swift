@@ -81,6 +81,7 @@ public struct PushType: Hashable, Sendable, CustomStringConvertible {
         return bundleID
     }
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { rawValue }
 
     public static func == (lhs: PushType, rhs: PushType) -> Bool { lhs.rawValue == rhs.rawValue }
@@ -89,6 +90,8 @@ public struct PushType: Hashable, Sendable, CustomStringConvertible {
 
 /// How a connection proves it may send: a JWT signed with a `.p8` key, or a TLS client certificate.
 public enum AuthenticationMethod: String, Hashable, Sendable, CaseIterable {
+    /// A JWT signed with a `.p8` key, in `authorization`.
     case token
+    /// A TLS client certificate.
     case certificate
 }

@@ -7,6 +7,7 @@ public enum StandardPriority: Hashable, Sendable, CaseIterable {
     /// 5: deliver when it saves power.
     case powerConsiderate
 
+    /// The `apns-priority` header value.
     public var pushPriority: PushPriority {
         switch self {
         case .immediate: return .immediate

@@ -6,11 +6,17 @@
 public struct APNsRequest: Hashable, Sendable, CustomStringConvertible {
     /// An HTTP method. An open set: APNs uses POST, GET and DELETE.
     public struct Method: Hashable, Sendable, CustomStringConvertible {
+        /// The method's name, as sent in `:method`.
         public let rawValue: String
+        /// A method by name.
         public init(_ rawValue: String) { self.rawValue = rawValue }
+        /// `POST`: pushes, broadcasts and channel creation.
         public static let post = Method("POST")
+        /// `GET`: reading and listing channels.
         public static let get = Method("GET")
+        /// `DELETE`: deleting a channel.
         public static let delete = Method("DELETE")
+        /// A readable form for logs and test failures; it never contains a secret.
         public var description: String { rawValue }
     }
 
@@ -26,22 +32,31 @@ public struct APNsRequest: Hashable, Sendable, CustomStringConvertible {
 
     /// One header; names are lowercase, as HTTP/2 sends them.
     public struct Header: Hashable, Sendable, CustomStringConvertible {
+        /// The header's name, lowercase.
         public let name: String
+        /// The text, as sent.
         public let value: String
+        /// A header; the name must be lowercase, as HTTP/2 sends it.
         public init(name: String, value: String) {
             self.name = name
             self.value = value
         }
+        /// A readable form for logs and test failures; it never contains a secret.
         public var description: String { "\(name): \(value)" }
     }
 
+    /// The HTTP method.
     public var method: Method
+    /// Which APNs host serves it; the connector's environment gives the host.
     public var service: Service
+    /// The `:path`, for example `/3/device/<token>`.
     public var path: String
     /// In the order they are sent.
     public var headers: [Header]
+    /// The body bytes exactly as sent (UTF-8 JSON for pushes).
     public var body: [UInt8]
 
+    /// A request built by hand; notifications build theirs with `request(to:)`.
     public init(method: Method, service: Service, path: String, headers: [Header], body: [UInt8]) {
         self.method = method
         self.service = service

@@ -10,8 +10,11 @@ extension APNsRejection {
     /// }
     /// ```
     public struct Reason: Hashable, Sendable, CustomStringConvertible {
+        /// The value as APNs writes it.
         public let rawValue: String
+        /// A reason from its string; any string, so reasons APNs adds later still decode.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// A readable form for logs and test failures; it never contains a secret.
         public var description: String { rawValue }
 
         /// The HTTP status Apple sends with this reason; 400 for reasons it does not document.
@@ -75,53 +78,94 @@ extension APNsRejection {
         }
 
         // 400
+        /// `BadCollapseId`: the collapse id is longer than 64 bytes.
         public static let badCollapseId = Reason(rawValue: "BadCollapseId")
+        /// `BadDeviceToken`: the token is not a device token of this environment: check sandbox versus production before forgetting it.
         public static let badDeviceToken = Reason(rawValue: "BadDeviceToken")
+        /// `BadExpirationDate`: the expiration is not an integer or is not allowed (a stored message on a no-storage channel).
         public static let badExpirationDate = Reason(rawValue: "BadExpirationDate")
+        /// `BadMessageId`: the `apns-id` is not a canonical UUID.
         public static let badMessageId = Reason(rawValue: "BadMessageId")
+        /// `BadPriority`: the priority is not allowed for this push type.
         public static let badPriority = Reason(rawValue: "BadPriority")
+        /// `BadTopic`: the topic is not valid for this push type.
         public static let badTopic = Reason(rawValue: "BadTopic")
+        /// `DeviceTokenNotForTopic`: the token belongs to another app (or topic): usually a configuration mistake.
         public static let deviceTokenNotForTopic = Reason(rawValue: "DeviceTokenNotForTopic")
+        /// `DuplicateHeaders`: A header appeared more than once.
         public static let duplicateHeaders = Reason(rawValue: "DuplicateHeaders")
+        /// `IdleTimeout`: the connection was idle too long; APNs closes it.
         public static let idleTimeout = Reason(rawValue: "IdleTimeout")
+        /// `InvalidPushType`: the `apns-push-type` is not one APNs knows.
         public static let invalidPushType = Reason(rawValue: "InvalidPushType")
+        /// `MissingDeviceToken`: the path has no device token.
         public static let missingDeviceToken = Reason(rawValue: "MissingDeviceToken")
+        /// `MissingTopic`: no `apns-topic` where one is required.
         public static let missingTopic = Reason(rawValue: "MissingTopic")
+        /// `PayloadEmpty`: the body is empty.
         public static let payloadEmpty = Reason(rawValue: "PayloadEmpty")
+        /// `TopicDisallowed`: the credential may not send to this topic.
         public static let topicDisallowed = Reason(rawValue: "TopicDisallowed")
         // 403
+        /// `BadCertificate`: the client certificate is not valid (or not for this push type).
         public static let badCertificate = Reason(rawValue: "BadCertificate")
+        /// `BadCertificateEnvironment`: the client certificate is for the other environment.
         public static let badCertificateEnvironment = Reason(rawValue: "BadCertificateEnvironment")
+        /// `ExpiredProviderToken`: the JWT is older than an hour; the token connector mints a new one and retries once.
         public static let expiredProviderToken = Reason(rawValue: "ExpiredProviderToken")
+        /// `Forbidden`: the credential may not do this.
         public static let forbidden = Reason(rawValue: "Forbidden")
+        /// `InvalidProviderToken`: the JWT does not verify: wrong key id, team id or key.
         public static let invalidProviderToken = Reason(rawValue: "InvalidProviderToken")
+        /// `MissingProviderToken`: A token connection sent no `authorization` header.
         public static let missingProviderToken = Reason(rawValue: "MissingProviderToken")
+        /// `UnrelatedKeyIdInToken`: the JWT's key id does not belong to the team.
         public static let unrelatedKeyIdInToken = Reason(rawValue: "UnrelatedKeyIdInToken")
+        /// `BadEnvironmentKeyIdInToken`: the key is for the other environment.
         public static let badEnvironmentKeyIdInToken = Reason(rawValue: "BadEnvironmentKeyIdInToken")
         // 404, 405
+        /// `BadPath`: the request path is not one APNs serves.
         public static let badPath = Reason(rawValue: "BadPath")
+        /// `MethodNotAllowed`: the HTTP method is not allowed on this path.
         public static let methodNotAllowed = Reason(rawValue: "MethodNotAllowed")
         // 410
+        /// `ExpiredToken`: the device token has expired (410): stop sending to it.
         public static let expiredToken = Reason(rawValue: "ExpiredToken")
+        /// `Unregistered`: the app was removed from the device or the token is no longer valid (410, with a timestamp): stop sending to it unless it registered again after that time.
         public static let unregistered = Reason(rawValue: "Unregistered")
         // 413
+        /// `PayloadTooLarge`: the payload is larger than the push type allows.
         public static let payloadTooLarge = Reason(rawValue: "PayloadTooLarge")
         // 429
+        /// `TooManyProviderTokenUpdates`: new JWTs for this key came more often than every 20 minutes.
         public static let tooManyProviderTokenUpdates = Reason(rawValue: "TooManyProviderTokenUpdates")
+        /// `TooManyRequests`: too many pushes to this device in a short time.
         public static let tooManyRequests = Reason(rawValue: "TooManyRequests")
         // 500, 503
+        /// `InternalServerError`: an error inside APNs; retry with back-off.
         public static let internalServerError = Reason(rawValue: "InternalServerError")
+        /// `ServiceUnavailable`: APNs is unavailable; retry with back-off (honouring `Retry-After`).
         public static let serviceUnavailable = Reason(rawValue: "ServiceUnavailable")
+        /// `Shutdown`: the APNs server is shutting down; reconnect and retry.
         public static let shutdown = Reason(rawValue: "Shutdown")
         // Broadcast and channel management
+        /// `FeatureNotEnabled`: broadcast push is not enabled for this app (enable it in the developer account).
         public static let featureNotEnabled = Reason(rawValue: "FeatureNotEnabled")
+        /// `MissingChannelId`: A broadcast or channel request without `apns-channel-id`.
         public static let missingChannelId = Reason(rawValue: "MissingChannelId")
+        /// `BadChannelId`: the channel id is not a valid channel id.
         public static let badChannelId = Reason(rawValue: "BadChannelId")
+        /// `ChannelNotRegistered`: no such channel for this app in this environment.
         public static let channelNotRegistered = Reason(rawValue: "ChannelNotRegistered")
+        /// `BadRequestParams`: A parameter of a channel request is invalid.
         public static let badRequestParams = Reason(rawValue: "BadRequestParams")
+        /// `BadRequestPayload`: the body of a broadcast or channel request is invalid.
         public static let badRequestPayload = Reason(rawValue: "BadRequestPayload")
+        /// `MissingPushType`: A broadcast without `apns-push-type`.
         public static let missingPushType = Reason(rawValue: "MissingPushType")
+        /// `CannotCreateChannelConfig`: the app already has the most channels APNs allows (10,000).
         public static let cannotCreateChannelConfig = Reason(rawValue: "CannotCreateChannelConfig")
+        /// `TopicMismatch`: the bundle id does not match the credential.
         public static let topicMismatch = Reason(rawValue: "TopicMismatch")
 
         /// Every reason of APNs reference §9 with its HTTP status.

@@ -7,11 +7,14 @@ import Foundation
 /// What came back over HTTP/2 for one request, before interpretation. Connectors return this;
 /// ``APNsResponse/init(interpreting:)`` turns it into an accepted response or an ``APNsRejection``.
 public struct APNsHTTPResponse: Hashable, Sendable {
+    /// The HTTP status.
     public var status: Int
     /// Lowercase names, in the order received.
     public var headers: [APNsRequest.Header]
+    /// The response body.
     public var body: [UInt8]
 
+    /// A response as a connector received it (or as a test scripts it).
     public init(status: Int, headers: [APNsRequest.Header], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
@@ -36,6 +39,7 @@ public struct APNsResponse: Hashable, Sendable, CustomStringConvertible {
     /// `apns-request-id`, for broadcast and channel requests.
     public var requestID: String?
 
+    /// An acceptance; connectors' answers become one through ``init(interpreting:)``.
     public init(status: Int, apnsID: APNsID? = nil, uniqueID: String? = nil, requestID: String? = nil) {
         self.status = status
         self.apnsID = apnsID
@@ -53,6 +57,7 @@ public struct APNsResponse: Hashable, Sendable, CustomStringConvertible {
             requestID: response[header: "apns-request-id"])
     }
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String {
         var parts = ["\(status)"]
         if let apnsID { parts.append("apns-id \(apnsID)") }
@@ -73,10 +78,12 @@ public struct APNsResponse: Hashable, Sendable, CustomStringConvertible {
 /// }
 /// ```
 public struct APNsRejection: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The HTTP status APNs sent (400, 403, 404, 405, 410, 413, 429, 500, 503).
     public var status: Int
     /// Apple's reason, or nil when the body carried none (a proxy's HTML error page, an empty
     /// 5xx): then ``status`` and ``body`` are all there is.
     public var reason: Reason?
+    /// The `apns-id` header value; nil lets APNs assign one (returned in the response).
     public var apnsID: APNsID?
     /// `apns-unique-id`, when APNs sent one (the sandbox does): look the push up in Apple's
     /// delivery log with it.
@@ -89,6 +96,7 @@ public struct APNsRejection: Error, Hashable, Sendable, CustomStringConvertible 
     /// The response body as received (at most 4096 bytes are kept).
     public var body: [UInt8]
 
+    /// A rejection from its parts; usually made by ``init(_:)`` from an answer.
     public init(
         status: Int, reason: Reason?, apnsID: APNsID? = nil, uniqueID: String? = nil, timestamp: Date? = nil,
         retryAfter: Duration? = nil, body: [UInt8] = []
@@ -168,6 +176,7 @@ public struct APNsRejection: Error, Hashable, Sendable, CustomStringConvertible 
         }
     }
 
+    /// A readable form for logs and test failures; it never contains a secret.
     public var description: String {
         var text = "APNs rejected the request: \(status)"
         if let reason {

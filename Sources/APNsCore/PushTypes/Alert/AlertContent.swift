@@ -1,14 +1,20 @@
 /// The `alert` dictionary: title, subtitle, body and launch image, each plain or localized
 /// (APNs reference §4). Built by ``Alert``.
 public struct AlertContent: Hashable, Sendable {
+    /// The `title`.
     public var title: LocalizableText?
+    /// The `subtitle`.
     public var subtitle: LocalizableText?
+    /// The `body`.
     public var body: LocalizableText?
+    /// The `launch-image` file name.
     public var launchImage: String?
     var duplicates: [String] = []
 
+    /// Empty content; the builder's components fill it.
     public init() {}
 
+    /// Content from the components an `Alert { }` builder collected.
     public init(_ components: [any AlertComponent]) {
         for component in components { component.apply(to: &self) }
     }
@@ -40,7 +46,9 @@ public struct AlertContent: Hashable, Sendable {
 
 /// Text shown as it is, or a key into the app's `Localizable.strings` with format arguments.
 public enum LocalizableText: Hashable, Sendable {
+    /// Text shown as it is.
     case text(String)
+    /// A key of the app's `Localizable.strings` and its format arguments (`*-loc-key`, `*-loc-args`).
     case localized(key: String, arguments: [String])
 
     func writeLocalized(keyName: StaticString, argumentsName: StaticString, to writer: inout JSONWriter) {
@@ -58,10 +66,12 @@ public enum LocalizableText: Hashable, Sendable {
 /// Builds the content of an ``Alert``: ``Title``, ``Subtitle``, ``Body`` and ``LaunchImage``.
 @resultBuilder
 public enum AlertBuilder: ComponentBuilder {
+    /// What the builder collects.
     public typealias Component = any AlertComponent
 }
 
 /// A part of an alert dictionary; valid only inside `Alert { … }`.
 public protocol AlertComponent: Sendable {
+    /// Sets this component's key on `content`.
     func apply(to content: inout AlertContent)
 }

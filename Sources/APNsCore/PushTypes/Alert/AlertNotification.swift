@@ -30,6 +30,7 @@ public struct AlertNotification<AppData: Encodable & Sendable>: TokenDeliverable
         /// 1: lowest; delivered when the device is awake anyway.
         case low
 
+        /// The `apns-priority` header value.
         public var pushPriority: PushPriority {
             switch self {
             case .immediate: return .immediate
@@ -39,13 +40,18 @@ public struct AlertNotification<AppData: Encodable & Sendable>: TokenDeliverable
         }
     }
 
+    /// The push type and its rules (APNs reference §3).
     public static var pushType: PushType { .alert }
 
     /// The app's bundle id; the topic is the bundle id itself.
     public var bundleID: String
+    /// The `apns-priority`, among the ones this push type allows (its nested `Priority`).
     public var priority: Priority
+    /// The `apns-expiration` header value; nil leaves storage to Apple's policy.
     public var expiration: Expiration?
+    /// The `apns-collapse-id` header value; nil sends none.
     public var collapseID: CollapseID?
+    /// The `apns-id` header value; nil lets APNs assign one (returned in the response).
     public var apnsID: APNsID?
     /// Written beside `aps`.
     public var appData: AppData
@@ -55,7 +61,9 @@ public struct AlertNotification<AppData: Encodable & Sendable>: TokenDeliverable
     /// The `aps` dictionary the components built.
     public var payload: AlertPayload
 
+    /// The `apns-topic` header value: the bundle id plus this push type's suffix.
     public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
+    /// The `apns-priority` header value.
     public var pushPriority: PushPriority { priority.pushPriority }
 
     /// An alert notification with app data beside `aps`.
@@ -88,6 +96,7 @@ public struct AlertNotification<AppData: Encodable & Sendable>: TokenDeliverable
         self.payload = AlertPayload(components())
     }
 
+    /// Checks the rules types cannot express, then writes the JSON body.
     public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
         try payload.validate()
         writer.beginObject()

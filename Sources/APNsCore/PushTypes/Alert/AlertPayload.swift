@@ -3,24 +3,37 @@
 public struct AlertPayload: Hashable, Sendable {
     /// The `alert` key: a plain string (shown as the body) or a dictionary.
     public enum AlertValue: Hashable, Sendable {
+        /// A string alert, shown as the body.
         case text(String)
+        /// An alert dictionary.
         case content(AlertContent)
     }
 
+    /// The `alert` value: a string or a dictionary.
     public var alert: AlertValue?
+    /// The `badge` number; 0 clears it.
     public var badge: Int?
+    /// The `sound`.
     public var sound: Sound?
+    /// The `thread-id` that groups notifications.
     public var threadID: String?
+    /// The `category` of actions.
     public var category: String?
+    /// Whether `mutable-content` is set, so the service extension runs.
     public var mutableContent = false
+    /// The `target-content-id` of the window to bring forward.
     public var targetContentID: String?
+    /// The `interruption-level`.
     public var interruptionLevel: InterruptionLevel?
+    /// The `relevance-score`, 0…1.
     public var relevanceScore: Double?
+    /// The `filter-criteria` for Focus.
     public var filterCriteria: String?
     /// Components given more than once; reported by validation as
     /// ``APNsValidationError/duplicateComponent(_:)``.
     var duplicates: [String] = []
 
+    /// An empty payload; the builder's components fill it.
     public init() {}
 
     /// Applies `components` in order.
@@ -83,6 +96,7 @@ public struct AlertPayload: Hashable, Sendable {
 /// ``RelevanceScore`` and ``FilterCriteria``.
 @resultBuilder
 public enum AlertNotificationBuilder: ComponentBuilder {
+    /// What the builder collects.
     public typealias Component = any AlertNotificationComponent
 }
 

@@ -8,10 +8,14 @@
 ///                   sound: "HeroDown.mp4")
 /// ```
 public struct LiveActivityAlert: Hashable, Sendable {
+    /// The alert's title.
     public var title: LocalizableText
+    /// The alert's body.
     public var body: LocalizableText
+    /// A sound file in the app bundle, or nil for none.
     public var sound: String?
 
+    /// An alert with a title, a body and optionally a sound.
     public init(title: LocalizableText, body: LocalizableText, sound: String? = nil) {
         self.title = title
         self.body = body
@@ -33,6 +37,7 @@ public struct LiveActivityAlert: Hashable, Sendable {
 }
 
 extension LocalizableText: ExpressibleByStringLiteral {
+    /// A value from a string literal.
     public init(stringLiteral value: String) { self = .text(value) }
 
     /// Text as a string; a localization as `{"loc-key":…,"loc-args":[…]}`.

@@ -3,14 +3,17 @@
 public enum LiveActivityEvent {
     /// Starts an activity on a push-to-start token: needs attributes, their type name and an alert.
     public enum Start: LiveActivityEventKind {
+        /// `start`.
         public static var name: String { "start" }
     }
     /// Updates the content state.
     public enum Update: LiveActivityEventKind {
+        /// `update`.
         public static var name: String { "update" }
     }
     /// Ends the activity with its final state; may set a dismissal date.
     public enum End: LiveActivityEventKind {
+        /// `end`.
         public static var name: String { "end" }
     }
 }

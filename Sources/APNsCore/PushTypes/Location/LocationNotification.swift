@@ -14,18 +14,27 @@ public struct LocationNotification: TokenDeliverable {
     /// 10 (default) or 5.
     public typealias Priority = StandardPriority
 
+    /// The push type and its rules (APNs reference §3).
     public static var pushType: PushType { .location }
 
     /// The app's bundle id; the topic suffix is added for you.
     public var bundleID: String
+    /// The `apns-priority`, among the ones this push type allows (its nested `Priority`).
     public var priority: Priority
+    /// The `apns-expiration` header value; nil leaves storage to Apple's policy.
     public var expiration: Expiration?
+    /// The `apns-collapse-id` header value; nil sends none.
     public var collapseID: CollapseID?
+    /// The `apns-id` header value; nil lets APNs assign one (returned in the response).
     public var apnsID: APNsID?
 
+    /// The `apns-topic` header value: the bundle id plus this push type's suffix.
     public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
+    /// The `apns-priority` header value.
     public var pushPriority: PushPriority { priority.pushPriority }
 
+    /// A location query push for the app `bundleID`; every option has the default Apple applies.
+    ///
     /// - Parameters:
     ///   - bundleID: The app's bundle id, without the suffix.
     ///   - priority: `.immediate` (default) or `.powerConsiderate`.
@@ -43,6 +52,7 @@ public struct LocationNotification: TokenDeliverable {
         self.apnsID = apnsID
     }
 
+    /// Checks the rules types cannot express, then writes the JSON body.
     public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
         writer.fixedAPS { _ in }
     }

@@ -16,19 +16,27 @@ public struct MDMNotification: CertificateDeliverable {
     /// 10 (default) or 5.
     public typealias Priority = StandardPriority
 
+    /// The push type and its rules (APNs reference §3).
     public static var pushType: PushType { .mdm }
 
     /// The UID of the MDM push certificate.
     public var topic: String
     /// The PushMagic string the device sent in its TokenUpdate check-in.
     public var pushMagic: String
+    /// The `apns-priority`, among the ones this push type allows (its nested `Priority`).
     public var priority: Priority
+    /// The `apns-expiration` header value; nil leaves storage to Apple's policy.
     public var expiration: Expiration?
+    /// The `apns-collapse-id` header value; nil sends none.
     public var collapseID: CollapseID?
+    /// The `apns-id` header value; nil lets APNs assign one (returned in the response).
     public var apnsID: APNsID?
 
+    /// The `apns-priority` header value.
     public var pushPriority: PushPriority { priority.pushPriority }
 
+    /// An MDM push to the device enrolled with `topic`.
+    ///
     /// - Parameters:
     ///   - topic: The MDM push certificate's UID (`com.apple.mgmt.…`).
     ///   - pushMagic: The device's PushMagic.
@@ -48,6 +56,7 @@ public struct MDMNotification: CertificateDeliverable {
         self.apnsID = apnsID
     }
 
+    /// Checks the rules types cannot express, then writes the JSON body.
     public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
         guard Self.pushType.bundleID(fromTopic: topic) != nil else { throw .invalidMDMTopic(topic) }
         writer.beginObject()

@@ -12,22 +12,30 @@
 /// Rules (`PushToTalk+Rules.swift`): topic = bundle id + `.voip-ptt`; priority 10 only;
 /// expiration 0 only; 4096 bytes; token or certificate connectors; device targets.
 public struct PushToTalkNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable {
+    /// The push type and its rules (APNs reference §3).
     public static var pushType: PushType { .pushtotalk }
 
+    /// The app's bundle id, without any push-type suffix (swift-apns appends it).
     public var bundleID: String
+    /// Your keys, written at the root of the payload (beside `aps` where the push type has one).
     public var appData: AppData
     /// How `appData` is encoded: `JSONEncoder`'s default strategies unless changed
     /// (``AppDataEncoding``).
     public var appDataEncoding: AppDataEncoding = .default
+    /// The `apns-collapse-id` header value; nil sends none.
     public var collapseID: CollapseID?
+    /// The `apns-id` header value; nil lets APNs assign one (returned in the response).
     public var apnsID: APNsID?
 
+    /// The `apns-topic` header value: the bundle id plus this push type's suffix.
     public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
     /// Always 10.
     public var pushPriority: PushPriority { Self.pushType.defaultPriority }
     /// Always 0: deliver once, never store.
     public var expiration: Expiration? { .immediately }
 
+    /// A Push to Talk push for the app `bundleID`; every option has the default Apple applies.
+    ///
     /// - Parameters:
     ///   - bundleID: The app's bundle id, without the suffix.
     ///   - appData: The payload, e.g. `activeSpeaker`.
@@ -40,6 +48,7 @@ public struct PushToTalkNotification<AppData: Encodable & Sendable>: TokenDelive
         self.apnsID = apnsID
     }
 
+    /// Checks the rules types cannot express, then writes the JSON body.
     public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
         writer.beginObject()
         try writer.appData(appData, encoding: appDataEncoding)

@@ -15,22 +15,32 @@ public struct VoIPNotification<AppData: Encodable & Sendable>: TokenDeliverable,
     /// 10 (default) or 5.
     public typealias Priority = StandardPriority
 
+    /// The push type and its rules (APNs reference §3).
     public static var pushType: PushType { .voip }
 
+    /// The app's bundle id, without any push-type suffix (swift-apns appends it).
     public var bundleID: String
     /// The whole payload.
     public var appData: AppData
     /// How `appData` is encoded: `JSONEncoder`'s default strategies unless changed
     /// (``AppDataEncoding``).
     public var appDataEncoding: AppDataEncoding = .default
+    /// The `apns-priority`, among the ones this push type allows (its nested `Priority`).
     public var priority: Priority
+    /// The `apns-expiration` header value; nil leaves storage to Apple's policy.
     public var expiration: Expiration?
+    /// The `apns-collapse-id` header value; nil sends none.
     public var collapseID: CollapseID?
+    /// The `apns-id` header value; nil lets APNs assign one (returned in the response).
     public var apnsID: APNsID?
 
+    /// The `apns-topic` header value: the bundle id plus this push type's suffix.
     public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
+    /// The `apns-priority` header value.
     public var pushPriority: PushPriority { priority.pushPriority }
 
+    /// A VoIP push for the app `bundleID`; every option has the default Apple applies.
+    ///
     /// - Parameters:
     ///   - bundleID: The app's bundle id, without the suffix.
     ///   - appData: The payload.
@@ -50,6 +60,7 @@ public struct VoIPNotification<AppData: Encodable & Sendable>: TokenDeliverable,
         self.apnsID = apnsID
     }
 
+    /// Checks the rules types cannot express, then writes the JSON body.
     public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
         writer.beginObject()
         try writer.appData(appData, reservedKeys: [], encoding: appDataEncoding)

@@ -11,6 +11,7 @@
 /// AlertNotification(bundleID: "com.example.app") { Alert("Bob wants to play poker") }
 /// ```
 public struct Alert: AlertNotificationComponent, Hashable {
+    /// The `alert` value this component writes.
     public let value: AlertPayload.AlertValue
 
     /// A plain alert: `"alert":"text"`, shown as the body.
@@ -21,5 +22,6 @@ public struct Alert: AlertNotificationComponent, Hashable {
         value = .content(AlertContent(content()))
     }
 
+    /// Adds this component to the payload being built; the result builder calls it.
     public func apply(to payload: inout AlertPayload) { payload.set(\.alert, value, name: "Alert") }
 }

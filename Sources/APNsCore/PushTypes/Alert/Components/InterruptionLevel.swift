@@ -4,6 +4,7 @@
 /// AlertNotification(bundleID: "com.example.app") { Alert("Your ride is here"); InterruptionLevel.timeSensitive }
 /// ```
 public struct InterruptionLevel: AlertNotificationComponent, Hashable, Sendable {
+    /// The value as APNs writes it.
     public let rawValue: String
     private init(rawValue: String) { self.rawValue = rawValue }
 
@@ -16,5 +17,6 @@ public struct InterruptionLevel: AlertNotificationComponent, Hashable, Sendable 
     /// Breaks through silent mode; needs Apple's critical-alert entitlement.
     public static let critical = InterruptionLevel(rawValue: "critical")
 
+    /// Adds this component to the payload being built; the result builder calls it.
     public func apply(to payload: inout AlertPayload) { payload.set(\.interruptionLevel, self, name: "InterruptionLevel") }
 }

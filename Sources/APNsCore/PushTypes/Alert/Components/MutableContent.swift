@@ -5,7 +5,9 @@
 /// AlertNotification(bundleID: "com.example.app") { Alert { Body("Photo") }; MutableContent() }
 /// ```
 public struct MutableContent: AlertNotificationComponent, Hashable {
+    /// Sets `mutable-content`, so the notification service extension runs.
     public init() {}
+    /// Adds this component to the payload being built; the result builder calls it.
     public func apply(to payload: inout AlertPayload) {
         if payload.mutableContent { payload.duplicates.append("MutableContent") }
         payload.mutableContent = true

@@ -7,6 +7,7 @@
 /// AlertNotification(bundleID: "com.example.app") { Alert("Fire alarm"); Sound.critical("alarm.caf", volume: 0.9) }
 /// ```
 public struct Sound: AlertNotificationComponent, Hashable, Sendable {
+    /// The sound file in the app bundle, or `default`.
     public let name: String
     /// Set for critical alerts: the volume from 0 to 1.
     public let criticalVolume: Double?
@@ -30,6 +31,7 @@ public struct Sound: AlertNotificationComponent, Hashable, Sendable {
         Sound(name: name, criticalVolume: volume)
     }
 
+    /// Adds this component to the payload being built; the result builder calls it.
     public func apply(to payload: inout AlertPayload) { payload.set(\.sound, self, name: "Sound") }
 
     func validate() throws(APNsValidationError) {

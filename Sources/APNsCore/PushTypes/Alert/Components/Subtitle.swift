@@ -7,6 +7,7 @@
 /// }
 /// ```
 public struct Subtitle: AlertComponent, Hashable {
+    /// The text, as sent.
     public let text: LocalizableText
 
     /// Text shown as it is.
@@ -17,5 +18,6 @@ public struct Subtitle: AlertComponent, Hashable {
         text = .localized(key: key, arguments: arguments)
     }
 
+    /// Adds this component to the alert being built; the result builder calls it.
     public func apply(to content: inout AlertContent) { content.set(\.subtitle, text, name: "Subtitle") }
 }
