@@ -13,7 +13,7 @@ public func fuzzResponses(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         headers.append(.init(name: name, value: input.string(limit: 48)))
     }
     let body = input.rest()
-    let response = HTTPResponse(status: status, headers: headers, body: body)
+    let response = APNsHTTPResponse(status: status, headers: headers, body: body)
     do {
         let accepted = try APNsResponse(interpreting: response)
         if !(200..<300).contains(accepted.status) { violated("accepted a \(accepted.status)") }
