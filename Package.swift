@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         // `swift package generate-documentation --target APNs` builds Sources/APNs/APNs.docc.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -39,7 +40,13 @@ let package = Package(
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
         .target(name: "APNsCore"),
-        .target(name: "APNs", dependencies: ["APNsCore", "CCurl", "CCrypto"]),
+        .target(
+            name: "APNs",
+            dependencies: [
+                "APNsCore", "CCurl", "CCrypto",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .target(name: "APNsTesting", dependencies: ["APNs", "CCrypto"]),
         .target(
             name: "APNsMockServer",
@@ -83,7 +90,11 @@ let package = Package(
         .testTarget(name: "APNsCoreTests", dependencies: ["APNsCore"]),
         .testTarget(
             name: "APNsTests",
-            dependencies: ["APNs", "APNsTesting", "APNsMockServer", .product(name: "NIOPosix", package: "swift-nio")]
+            dependencies: [
+                "APNs", "APNsTesting", "APNsMockServer", .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ]
         ),
         .testTarget(name: "APNsCLITests", dependencies: ["APNsCLI", "APNsMockServer", "APNs"]),
         .testTarget(

@@ -42,8 +42,10 @@ struct Fixture {
             environment: environment, transport: transport, clock: clock)
     }
 
-    func certificateConnector() throws -> CertificateConnector {
-        try CertificateConnector(
+    func certificateConnector(shutdownGracePeriod: Duration? = nil) throws -> CertificateConnector {
+        var transport = transport
+        if let shutdownGracePeriod { transport.shutdownGracePeriod = shutdownGracePeriod }
+        return try CertificateConnector(
             certificate: .pem(client.certificatePEM), privateKey: .pem(client.privateKeyPEM),
             environment: environment, transport: transport)
     }

@@ -112,6 +112,8 @@ import Testing
         import APNs
         import APNsTesting
         import Foundation
+        import Logging
+        import ServiceLifecycle
         let deviceToken = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
         let tokenFromTheApp = deviceToken, hex = deviceToken
         let device = try! Device(token: deviceToken)
@@ -128,8 +130,7 @@ import Testing
         let tokens = Tokens()
         func forget(_ device: Device, unlessRegisteredAfter date: Date?) {}
         func retryLater(_ notification: some PushNotification) {}
-        struct Log { func warning(_ message: String) {}; func callAsFunction(_ items: Any...) {} }
-        let log = Log()
+        let log = Logger(label: "samples")
 
         """
 

@@ -21,7 +21,7 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
     /// The certificate's subject (RFC 2253), e.g. `UID=com.example.app,CN=Apple Push Services: …`.
     public let subject: String
 
-    private let transport: CurlTransport
+    let transport: CurlTransport
 
     /// A PEM certificate (optionally followed by its chain) and its PEM private key.
     ///

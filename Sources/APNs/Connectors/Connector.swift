@@ -202,6 +202,9 @@ public struct TransportConfiguration: Sendable, Hashable {
     public var tcpKeepAliveInterval: Duration?
     /// Fail fast while the host is unreachable or the credentials are refused; nil turns it off.
     public var circuitBreaker: CircuitBreakerPolicy?
+    /// How long sends in flight may take to finish when a service supervisor asks the connector
+    /// to stop gracefully (the connector's `Service.run()`); then they are cancelled.
+    public var shutdownGracePeriod: Duration
 
     /// Transport settings; every default is what a production sender wants.
     ///
@@ -215,6 +218,7 @@ public struct TransportConfiguration: Sendable, Hashable {
     ///   - maximumIdleTime: How long an idle connection is kept (1 hour).
     ///   - tcpKeepAliveInterval: TCP keepalive on idle connections (30 s); nil for none.
     ///   - circuitBreaker: When to fail fast (``CircuitBreakerPolicy``); nil for never.
+    ///   - shutdownGracePeriod: How long in-flight sends may finish on graceful shutdown (10 s).
     public init(
         requestTimeout: Duration = .seconds(30),
         connectTimeout: Duration = .seconds(10),
@@ -223,8 +227,10 @@ public struct TransportConfiguration: Sendable, Hashable {
         maximumConcurrentStreams: Int = 1000,
         maximumIdleTime: Duration = .seconds(60 * 60),
         tcpKeepAliveInterval: Duration? = .seconds(30),
-        circuitBreaker: CircuitBreakerPolicy? = CircuitBreakerPolicy()
+        circuitBreaker: CircuitBreakerPolicy? = CircuitBreakerPolicy(),
+        shutdownGracePeriod: Duration = .seconds(10)
     ) {
+        self.shutdownGracePeriod = shutdownGracePeriod
         self.requestTimeout = requestTimeout
         self.connectTimeout = connectTimeout
         self.trustedCertificateAuthority = trustedCertificateAuthority
@@ -244,6 +250,7 @@ public struct TransportConfiguration: Sendable, Hashable {
         guard connectTimeout > .zero else { throw reject("connectTimeout", "\(connectTimeout)") }
         guard maximumConnectionsPerHost >= 1 else { throw reject("maximumConnectionsPerHost", "\(maximumConnectionsPerHost)") }
         guard maximumConcurrentStreams >= 1 else { throw reject("maximumConcurrentStreams", "\(maximumConcurrentStreams)") }
+        guard shutdownGracePeriod >= .zero else { throw reject("shutdownGracePeriod", "\(shutdownGracePeriod)") }
         guard maximumIdleTime >= .seconds(1) else { throw reject("maximumIdleTime", "\(maximumIdleTime)") }
         if let tcpKeepAliveInterval, tcpKeepAliveInterval < .seconds(1) {
             throw reject("tcpKeepAliveInterval", "\(tcpKeepAliveInterval)")

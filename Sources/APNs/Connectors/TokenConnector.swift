@@ -35,7 +35,7 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
 
     private let signer: ES256Signer
     private let clock: @Sendable () -> Date
-    private let transport: CurlTransport
+    let transport: CurlTransport
     private let cache = Locked<Token?>(nil)
 
     /// A minted token and when it was issued.

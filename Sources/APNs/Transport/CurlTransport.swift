@@ -13,6 +13,7 @@ private let curlGlobalInit: Int = Int(curl_global_init(Int(CURL_GLOBAL_ALL)).raw
 final class CurlTransport: Sendable {
     private let loop: CurlMultiLoop
     let requestTimeout: Duration
+    let shutdownGracePeriod: Duration
     /// The header list of the last request: consecutive requests with the same headers (a bulk
     /// send, one notification to many devices) share one `curl_slist`.
     private let lastHeaders = Locked<(key: HeaderKey, list: HeaderList)?>(nil)
@@ -26,6 +27,7 @@ final class CurlTransport: Sendable {
         _ = curlGlobalInit
         try configuration.validate()
         requestTimeout = configuration.requestTimeout
+        shutdownGracePeriod = configuration.shutdownGracePeriod
         var trustedCA: [UInt8]?
         if let source = configuration.trustedCertificateAuthority {
             do throws(CredentialError) { trustedCA = try OpenSSL.load(source) } catch { throw .credential(error) }
