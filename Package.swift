@@ -27,6 +27,9 @@ let package = Package(
         // `swift package generate-documentation --target APNs` builds Sources/APNs/APNs.docc.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
     ],
     targets: [
         .systemLibrary(
@@ -45,6 +48,9 @@ let package = Package(
             dependencies: [
                 "APNsCore", "CCurl", "CCrypto",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         .target(name: "APNsTesting", dependencies: ["APNs", "CCrypto"]),
@@ -73,6 +79,7 @@ let package = Package(
             dependencies: [
                 "APNs", "APNsMockServer", "CLibcurlReference",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/APNsBenchmark"
         ),
@@ -94,6 +101,9 @@ let package = Package(
                 "APNs", "APNsTesting", "APNsMockServer", .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
         ),
         .testTarget(name: "APNsCLITests", dependencies: ["APNsCLI", "APNsMockServer", "APNs"]),

@@ -16,9 +16,10 @@ out=.build-fuzz
 mkdir -p "$out/artifacts"
 flags=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 -package-name swift_apns)
 core=$(find Sources/APNsCore -name '*.swift' | sort)
-# Files that only adapt APNs to other packages (swift-service-lifecycle) are left out: the harness
-# builds the library with swiftc alone, and needs none of them.
-apns=$(grep -L -E '^import (ServiceLifecycle)$' $(find Sources/APNs -name '*.swift') | sort)
+# The credentials harness needs only the credential loaders, which import nothing but Foundation,
+# CCrypto and APNsCore (the rest of APNs imports swift-log, swift-metrics, tracing and
+# service-lifecycle, which a swiftc-only build does not have).
+apns=$(find Sources/APNs/Credentials -name '*.swift' | sort)
 maps=(-Xcc -fmodule-map-file=Sources/CCurl/module.modulemap -Xcc -fmodule-map-file=Sources/CCrypto/module.modulemap)
 quiet() { grep -v -E "Cannot export local symbol|^$" || true; }
 

@@ -2,6 +2,7 @@
 import APNsMockServer
 import ArgumentParser
 import Foundation
+import Logging
 
 /// Measures swift-apns against the project's mock server running in a separate process, against
 /// h2load (when installed) on the same server, and its serialiser against JSONEncoder, then prints
@@ -21,6 +22,10 @@ struct Benchmark: AsyncParsableCommand {
     @Flag(name: .customLong("skip-h2load")) var skipH2load = false
     @Flag(name: .customLong("serve"), help: .hidden) var serve = false
     @Option(name: .customLong("key-file"), help: .hidden) var keyFile: String?
+    @Option(
+        name: .customLong("only"),
+        help: "Run only one connector ('observed' or 'unobserved') for --count pushes and exit: for counting instructions under valgrind --tool=callgrind, where the difference of the two totals is the cost of observability."
+    ) var only: String?
 
     func run() async throws {
         if serve { return try await MockServerProcess.serve(keyFile: keyFile, threads: serverThreads) }
@@ -40,12 +45,38 @@ struct Benchmark: AsyncParsableCommand {
         let connector = try TokenConnector(
             teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
             environment: .custom(host: "127.0.0.1", port: server.port), transport: transport)
+        // The same connector with no observability at all (no log call, metric or span, not even a no-op one), for the
+        // cost of logging + metrics + tracing with no-op backends: what every user pays.
+        let unobserved = try TokenConnector.unobserved(
+            teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
+            environment: .custom(host: "127.0.0.1", port: server.port), transport: transport)
+        // The same again with a logger that listens at `notice` (and drops every line): this turns
+        // on the GOAWAY watch, libcurl's verbose channel (TransportConfiguration.reportsGoAway).
+        var listening = Logger(label: "benchmark", factory: { _ in DroppingLogHandler() })
+        listening.logLevel = .notice
+        let watching = try TokenConnector(
+            teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
+            environment: .custom(host: "127.0.0.1", port: server.port), transport: transport, logger: listening)
         let notification = Workload.notification()
         let request = try notification.request(to: Workload.device(0))
         let token = try connector.bearerToken()
         let h2load = skipH2load ? nil : H2Load.find()
+        if let only {
+            guard ["observed", "unobserved", "watching"].contains(only) else {
+                throw ValidationError("--only takes observed, unobserved or watching")
+            }
+            let chosen = only == "observed" ? connector : only == "watching" ? watching : unobserved
+            try await Workload.warmUp(notification, via: chosen, inFlight: streams)
+            let result = try await Workload.run(notification, via: chosen, devices: count, inFlight: streams)
+            print("\(only): \(result.outcomes) outcomes")
+            return
+        }
         try await Workload.warmUp(notification, via: connector, inFlight: streams)
+        try await Workload.warmUp(notification, via: unobserved, inFlight: streams)
+        try await Workload.warmUp(notification, via: watching, inFlight: streams)
         var ours = Workload.Result()
+        var bare = Workload.Result()
+        var watched = Workload.Result()
         var floor = Workload.Result()
         var reference = Workload.Result()
         let rounds = max(1, min(self.rounds, count / 100))
@@ -54,6 +85,8 @@ struct Benchmark: AsyncParsableCommand {
             let share = count / rounds + (round < count % rounds ? 1 : 0)
             ours.add(try await Workload.run(notification, via: connector, devices: share, inFlight: streams))
             if round == 0 { oursPeakRSS = Usage.peakRSS() }  // before the references add their own
+            bare.add(try await Workload.run(notification, via: unobserved, devices: share, inFlight: streams))
+            watched.add(try await Workload.run(notification, via: watching, devices: share, inFlight: streams))
             floor.add(try LibcurlReference.run(port: server.port, caPath: server.caPath, count: share, streams: streams, token: token, request: request))
             if let h2load { reference.add(try H2Load.run(h2load, port: server.port, count: share, streams: streams, token: token, request: request)) }
         }
@@ -62,6 +95,13 @@ struct Benchmark: AsyncParsableCommand {
         rows.append(("swift-apns peak RSS (first round, before the references ran)", Format.megabytes(oursPeakRSS)))
         rows.append(("swift-apns connections opened (CURLINFO_NUM_CONNECTS)", "\(connector.connectionsOpened)"))
         rows.append(("swift-apns outcomes / devices", "\(ours.outcomes) / \(count)"))
+        rows.append(("swift-apns without observability, CPU s per 100k", Format.seconds(bare.cpuPer100k)))
+        rows.append((
+            "observability overhead (log+metrics+tracing, no-op backends), CPU per push (target <= 3 %)",
+            String(format: "%+.1f %%", (ours.cpuPer100k / bare.cpuPer100k - 1) * 100)))
+        rows.append((
+            "the same with a listening logger (GOAWAY watch: libcurl verbose), CPU per push",
+            String(format: "%+.1f %%", (watched.cpuPer100k / bare.cpuPer100k - 1) * 100)))
         rows.append(("libcurl alone (C multi loop, same requests) pushes/s", Format.rate(floor.rate)))
         rows.append(("libcurl alone CPU s per 100k (user+sys)", Format.seconds(floor.cpuPer100k)))
         rows.append(("ratio swift-apns / libcurl alone, CPU per push", Format.ratio(ours.cpuPer100k / floor.cpuPer100k)))
@@ -93,4 +133,15 @@ struct Benchmark: AsyncParsableCommand {
         let lost = ours.outcomes != count || memory.outcomes != memoryCount
         if lost { throw ExitCode(1) }
     }
+}
+
+/// A handler that drops every line: a logger that "listens" without the cost of writing.
+struct DroppingLogHandler: LogHandler {
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .notice
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(event: LogEvent) {}
 }

@@ -1,3 +1,5 @@
+import Tracing
+
 /// Sends a notification to a device through a token connector.
 ///
 /// Compiles only when the push type accepts token authentication (every type but MDM).
@@ -84,8 +86,36 @@ func deliver(
     } catch {
         throw .validation(error)
     }
-    let response = try await attempt(request, via: connector, deadline: deadline, retry: retry).get()
-    do { return try APNsResponse(interpreting: response) } catch { throw .rejected(error) }
+    let shipped = unwrapped(connector) as? any ShippedConnector
+    let observability = shipped?.observability ?? .spansOnly
+    let summary = RequestSummary(request)
+    let span = observability.startSpan("apns.send", summary: summary)
+    let started = ContinuousClock.now
+    if observability.isEnabled {
+        observability.sendsInFlight.increment()
+        if observability.logger.logLevel <= .trace {
+            var metadata = summary.metadata
+            if let device = RequestSummary.device(inPath: request.path) { metadata["apns.device_token"] = "\(device)" }
+            observability.logger.trace("Sending APNs push", metadata: metadata)
+        }
+    }
+    let (raw, attempts) = await attempt(request, via: connector, shipped: shipped, deadline: deadline, retry: retry)
+    let result: Result<APNsResponse, APNsError>
+    switch raw {
+    case .success(let response):
+        do { result = .success(try APNsResponse(interpreting: response)) } catch { result = .failure(.rejected(error)) }
+    case .failure(let error):
+        result = .failure(error)
+    }
+    let duration = ContinuousClock.now - started
+    if observability.isEnabled {
+        observability.sendsInFlight.decrement()
+        observability.recordSend(pushType: summary.pushType, result: result, duration: duration)
+        observability.retried(.policy, times: attempts - 1)
+        observability.logSend(summary, result: result, duration: duration, attempts: attempts, device: RequestSummary.device(inPath: request.path))
+    }
+    Observability.endSpan(span, result: result, attempts: attempts)
+    return try result.get()
 }
 
 /// The send's deadline: `now + timeout`; without a timeout, nil (each connector applies its own),
@@ -111,10 +141,11 @@ func unwrapped(_ connector: some Connector) -> any Connector {
 /// Performs `request`, and again while `retry` allows and the deadline leaves room. An HTTP answer
 /// is returned as it is (a retryable rejection's last answer included); a failure as an
 /// ``APNsError``. The request's rules have been checked.
+/// Returns the last result and the number of attempts made.
 func attempt(
-    _ request: APNsRequest, via connector: some Connector, deadline: ContinuousClock.Instant?, retry: RetryPolicy
-) async -> Result<APNsHTTPResponse, APNsError> {
-    let shipped = unwrapped(connector) as? any ShippedConnector
+    _ request: APNsRequest, via connector: some Connector, shipped: (any ShippedConnector)?, deadline: ContinuousClock.Instant?,
+    retry: RetryPolicy
+) async -> (Result<APNsHTTPResponse, APNsError>, attempts: Int) {
     var attempt = 1
     while true {
         let result: Result<APNsHTTPResponse, APNsError>
@@ -127,12 +158,15 @@ func attempt(
             result = .failure(error)
             failure = error
         }
-        guard let failure, let delay = retry.delay(after: failure, attempt: attempt) else { return result }
-        if let deadline, ContinuousClock.now + delay >= deadline { return result }
+        guard let failure, let delay = retry.delay(after: failure, attempt: attempt) else { return (result, attempt) }
+        if let deadline, ContinuousClock.now + delay >= deadline { return (result, attempt) }
         do {
             try await Task.sleep(for: delay)
         } catch {
-            return .failure(.transport(.cancelled(delivery: .notSent)))
+            // The earlier attempt's failure said whether anything may have been delivered; the
+            // cancelled wait sent nothing more. Keep the honest delivery of what was sent.
+            if failure.mayHaveBeenDelivered { return (result, attempt) }
+            return (.failure(.transport(.cancelled(delivery: .notSent))), attempt)
         }
         attempt += 1
     }
@@ -143,6 +177,8 @@ func attempt(
 /// path has already checked without checking it again.
 protocol ShippedConnector: Sendable {
     var defaultTimeout: Duration { get }
+    /// Where the connector's logs and metrics go.
+    var observability: Observability { get }
     func performChecked(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse
 }
 

@@ -44,6 +44,11 @@ static inline CURLcode ccurl_easy_setopt_opensocket(CURL *easy, curl_opensocket_
 static inline CURLcode ccurl_easy_setopt_closesocket(CURL *easy, curl_closesocket_callback callback) {
     return curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, callback);
 }
+/// `CURLOPT_DEBUGFUNCTION`: with `CURLOPT_VERBOSE`, libcurl's informational lines (the only place
+/// libcurl 7.88 reports a received GOAWAY).
+static inline CURLcode ccurl_easy_setopt_debug(CURL *easy, curl_debug_callback callback) {
+    return curl_easy_setopt(easy, CURLOPT_DEBUGFUNCTION, callback);
+}
 static inline CURLcode ccurl_easy_getinfo_long(CURL *easy, CURLINFO info, long *value) {
     return curl_easy_getinfo(easy, info, value);
 }

@@ -69,6 +69,13 @@ import Testing
         try await fixture.stop()
     }
 
+    /// Whether SIGTERM still has its default action (terminate).
+    static func sigtermIsDefault() -> Bool {
+        var current = sigaction()
+        sigaction(SIGTERM, nil, &current)
+        return current.__sigaction_handler.sa_handler == nil  // SIG_DFL
+    }
+
     /// The way a server runs it: in a ServiceGroup that turns SIGTERM into a graceful shutdown.
     @Test func serviceGroupStopsTheConnectorOnSIGTERM() async throws {
         let fixture = try await Fixture.start()
@@ -80,7 +87,8 @@ import Testing
         let running = Task { try await group.run() }
         let inFlight = Task { try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test) }
         while fixture.server.faultsApplied == 0 { try await Task.sleep(for: .milliseconds(5)) }  // received; its answer waits 300 ms
-        try await Task.sleep(for: .milliseconds(20))  // the group has installed its signal handler
+        // Signal only once the group has taken SIGTERM over (its default action ends the process).
+        while Self.sigtermIsDefault() { try await Task.sleep(for: .milliseconds(5)) }
         let signalled = ContinuousClock.now
         kill(getpid(), SIGTERM)
         try await running.value

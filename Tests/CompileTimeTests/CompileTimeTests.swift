@@ -114,6 +114,8 @@ import Testing
         import Foundation
         import Logging
         import ServiceLifecycle
+        import CoreMetrics
+        import Tracing
         let deviceToken = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
         let tokenFromTheApp = deviceToken, hex = deviceToken
         let device = try! Device(token: deviceToken)

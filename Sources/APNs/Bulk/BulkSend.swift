@@ -1,4 +1,5 @@
 import Synchronization
+import Tracing
 
 /// The result for one device of a bulk send: accepted (with its apns-id) or its ``APNsError``
 /// (a rejection, or a transport failure that says whether the push may have been delivered).
@@ -7,6 +8,15 @@ public struct BulkOutcome: Sendable {
     public let device: Device
     /// APNs' acceptance, or the ``APNsError`` for this device.
     public let result: Result<APNsResponse, APNsError>
+    /// How long this device's send took, from when its request was started (after waiting for a
+    /// free stream under `maximumInFlight`) until its outcome arrived, retries included.
+    public let duration: Duration
+
+    init(device: Device, result: Result<APNsResponse, APNsError>, duration: Duration = .zero) {
+        self.device = device
+        self.result = result
+        self.duration = duration
+    }
 
     /// The rejection, when APNs refused this device (for example to drop `.unregistered` tokens).
     public var rejection: APNsRejection? {
@@ -189,6 +199,19 @@ public func bulkSendOutcomes<Notification: PushNotification, Devices: Sequence &
         retry: retry)
 }
 
+/// The outcomes of sending an already-built request to many devices (each gets the request with its
+/// own path), for the `apns` tool, which builds requests from command-line flags and files.
+///
+/// SPI: no compile-time rules; ``APNsRequest/checkRules(for:)`` applies as on every send.
+@_spi(RawRequests)
+public func bulkSendOutcomes<Devices: Sequence & Sendable>(
+    request template: APNsRequest, via connector: some Connector, to devices: Devices, maximumInFlight: Int? = nil,
+    timeout: Duration? = nil, retry: RetryPolicy = .none
+) throws(APNsError) -> BulkSendResults where Devices.Element == Device {
+    try BulkSendResults(
+        template: template, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout, retry: retry)
+}
+
 /// The outcomes of a bulk send, one per device, in the order responses arrive.
 ///
 /// Iterate it once: sending starts when iteration starts and follows the consumer's pace (at most
@@ -203,11 +226,15 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     /// Only ``APNsError/bulkResultsAlreadyIterated``; per-device failures are outcomes.
     public typealias Failure = APNsError
 
-    /// A device and what the connector returned for it, before interpretation.
-    typealias Raw = (device: Device, result: Result<APNsHTTPResponse, any Error>)
+    /// A device, what the connector returned for it (before interpretation), how long it took
+    /// from when its request was started, and how many attempts it took.
+    typealias Raw = (device: Device, result: Result<APNsHTTPResponse, any Error>, duration: Duration, attempts: Int)
 
     private let start: @Sendable (BulkChannel<Raw>) -> Task<Void, Never>
     private let limit: Int
+    /// The request every device gets (with its own path), for spans, logs and metrics.
+    private let summary: RequestSummary
+    private let observability: Observability
     /// Set by the first iteration, shared by every copy.
     private let iterated = IterationFlag()
 
@@ -215,12 +242,26 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         notification: Notification, connector: Via, devices: Devices, maximumInFlight: Int?, timeout: Duration?,
         retry: RetryPolicy
     ) throws(APNsError) where Devices.Element == Device {
-        try retry.validate()
         // Validate and serialise once; each device only changes the path.
         guard notification.apnsID == nil else { throw .validation(.apnsIDInBulkSend) }
         let template: APNsRequest
         do {
             template = try notification.request(to: Device(tokenBytes: [0]))
+        } catch {
+            throw .validation(error)
+        }
+        try self.init(
+            template: template, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout,
+            retry: retry)
+    }
+
+    /// A bulk send of a request already built (its path is replaced per device).
+    init<Via: Connector, Devices: Sequence & Sendable>(
+        template: APNsRequest, connector: Via, devices: Devices, maximumInFlight: Int?, timeout: Duration?, retry: RetryPolicy
+    ) throws(APNsError) where Devices.Element == Device {
+        try retry.validate()
+        guard !template.headers.contains(where: { $0.name == "apns-id" }) else { throw .validation(.apnsIDInBulkSend) }
+        do {
             try template.checkRules(for: connector.authenticationMethod)
         } catch {
             throw .validation(error)
@@ -230,10 +271,14 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             throw .validation(.invalidTransportSetting(name: "maximumInFlight", value: "\(maximumInFlight)"))
         }
         limit = Swift.max(1, maximumInFlight ?? connector.concurrencyLimit)
+        summary = RequestSummary(template)
+        observability = (unwrapped(connector) as? any ShippedConnector)?.observability ?? .spansOnly
         start = { channel in
             Task {
                 if let direct = unwrapped(connector) as? any BatchSubmitting {
-                    await BulkSendResults.produce(template, devices: devices, into: channel, via: direct, timeout: timeout, retry: retry)
+                    await BulkSendResults.produce(
+                        template, devices: devices, into: channel, via: direct, timeout: timeout, retry: retry,
+                        observability: direct.observability)
                 } else {
                     await BulkSendResults.produce(template, devices: devices, into: channel, via: connector, timeout: timeout, retry: retry)
                 }
@@ -262,14 +307,16 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     /// results come back on its thread straight into the channel — no task per device.
     private static func produce<Devices: Sequence>(
         _ template: APNsRequest, devices: Devices, into channel: BulkChannel<Raw>, via connector: any BatchSubmitting,
-        timeout: Duration?, retry: RetryPolicy
+        timeout: Duration?, retry: RetryPolicy, observability: Observability
     ) async where Devices.Element == Device {
         let owner = BulkOwner()
         channel.onClose { connector.cancelAll(ownedBy: owner) }
         let timeout = timeout ?? connector.defaultTimeout
         /// Hands a device's result to the reader, or, when the policy says so and the deadline leaves
         /// room, sends it again after the back-off (on a task of its own: retries are the rare path).
-        @Sendable func completion(attempt: Int, deadline: ContinuousClock.Instant) -> @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void {
+        @Sendable func completion(
+            attempt: Int, deadline: ContinuousClock.Instant, started: ContinuousClock.Instant
+        ) -> @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void {
             { device, result in
                 guard let device else { return }
                 if attempt < retry.maximumAttempts, !owner.isCancelled, let failure = BulkSendResults.failure(in: result),
@@ -277,13 +324,17 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                 {
                     Task {
                         try? await Task.sleep(for: delay)
-                        guard !owner.isCancelled else { return channel.deliver((device, result)) }
+                        guard !owner.isCancelled else {
+                            if observability.isEnabled { observability.sendsInFlight.decrement() }
+                            return channel.deliver((device, result, ContinuousClock.now - started, attempt))
+                        }
                         connector.submit(
                             template, to: [device], deadline: deadline, owner: owner,
-                            completion: completion(attempt: attempt + 1, deadline: deadline))
+                            completion: completion(attempt: attempt + 1, deadline: deadline, started: started))
                     }
                 } else {
-                    channel.deliver((device, result))
+                    if observability.isEnabled { observability.sendsInFlight.decrement() }
+                    channel.deliver((device, result, ContinuousClock.now - started, attempt))
                 }
             }
         }
@@ -297,8 +348,12 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             while batch.count < permits, let device = iterator.next() { batch.append(device) }
             channel.giveBack(permits - batch.count)
             guard !batch.isEmpty, !owner.isCancelled else { return }
-            let deadline = ContinuousClock.now + timeout
-            connector.submit(template, to: batch, deadline: deadline, owner: owner, completion: completion(attempt: 1, deadline: deadline))
+            let started = ContinuousClock.now
+            let deadline = started + timeout
+            if observability.isEnabled { observability.sendsInFlight.increment(by: Double(batch.count)) }
+            connector.submit(
+                template, to: batch, deadline: deadline, owner: owner,
+                completion: completion(attempt: 1, deadline: deadline, started: started))
             if batch.count < permits { return }
         }
     }
@@ -319,9 +374,12 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                     request.path = device.path
                     let deadline = APNs.deadline(afterValid: timeout, via: connector, retry: retry)  // checked in init
                     group.addTask {
-                        switch await attempt(request, via: connector, deadline: deadline, retry: retry) {
-                        case .success(let response): channel.deliver((device, .success(response)))
-                        case .failure(let error): channel.deliver((device, .failure(error)))
+                        let started = ContinuousClock.now
+                        let (result, attempts) = await attempt(request, via: connector, shipped: nil, deadline: deadline, retry: retry)
+                        let duration = ContinuousClock.now - started
+                        switch result {
+                        case .success(let response): channel.deliver((device, .success(response), duration, attempts))
+                        case .failure(let error): channel.deliver((device, .failure(error), duration, attempts))
                         }
                     }
                     started += 1
@@ -343,9 +401,11 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     /// Starts the bulk send, the first time; any later iterator throws
     /// ``APNsError/bulkResultsAlreadyIterated`` from its first `next()`.
     public func makeAsyncIterator() -> Iterator {
-        guard iterated.claim() else { return Iterator(channel: nil, task: nil) }
+        guard iterated.claim() else { return Iterator(channel: nil, task: nil, observation: nil) }
         let channel = BulkChannel<Raw>(limit: limit)
-        return Iterator(channel: channel, task: start(channel))
+        // The span starts in the iterating task, so it has that task's tracer and parent.
+        let observation = BulkObservation(summary: summary, observability: observability)
+        return Iterator(channel: channel, task: start(channel), observation: observation)
     }
 
     /// Reads outcomes; when the iterator is released, the bulk send is cancelled.
@@ -358,9 +418,13 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         let channel: BulkChannel<Raw>?
         let producer: Producer?
 
-        init(channel: BulkChannel<Raw>?, task: Task<Void, Never>?) {
+        init(channel: BulkChannel<Raw>?, task: Task<Void, Never>?, observation: BulkObservation?) {
             self.channel = channel
-            if let channel, let task { producer = Producer(task: task, channel: channel) } else { producer = nil }
+            if let channel, let task, let observation {
+                producer = Producer(task: task, channel: channel, observation: observation)
+            } else {
+                producer = nil
+            }
         }
 
         /// The next outcome, or nil when every device has one (or the send was cancelled).
@@ -380,17 +444,23 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             } onCancel: { [producer] in
                 producer?.cancel()
             }
-            guard let (device, result) = raw else { return nil }
+            guard let (device, result, duration, attempts) = raw else {
+                producer?.observation.finish(cancelled: Task.isCancelled)
+                return nil
+            }
+            let outcome: BulkOutcome
             switch result {
             case .success(let response):
                 do {
-                    return BulkOutcome(device: device, result: .success(try APNsResponse(interpreting: response)))
+                    outcome = BulkOutcome(device: device, result: .success(try APNsResponse(interpreting: response)), duration: duration)
                 } catch {
-                    return BulkOutcome(device: device, result: .failure(.rejected(error)))
+                    outcome = BulkOutcome(device: device, result: .failure(.rejected(error)), duration: duration)
                 }
             case .failure(let error):
-                return BulkOutcome(device: device, result: .failure(APNsError(wrapping: error)))
+                outcome = BulkOutcome(device: device, result: .failure(APNsError(wrapping: error)), duration: duration)
             }
+            producer?.observation.record(outcome, duration: duration, attempts: attempts)
+            return outcome
         }
     }
 
@@ -405,15 +475,20 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     final class Producer: Sendable {
         let task: Task<Void, Never>
         let channel: BulkChannel<Raw>
-        init(task: Task<Void, Never>, channel: BulkChannel<Raw>) {
+        let observation: BulkObservation
+        init(task: Task<Void, Never>, channel: BulkChannel<Raw>, observation: BulkObservation) {
             self.task = task
             self.channel = channel
+            self.observation = observation
         }
         func cancel() {
             task.cancel()
             channel.close()
         }
-        deinit { cancel() }
+        deinit {
+            cancel()
+            observation.finish(cancelled: true)  // no-op when the outcomes were all read
+        }
     }
 }
 
@@ -434,4 +509,67 @@ protocol BatchSubmitting: ShippedConnector {
 extension Connector {
     /// 100, for connectors that do not say.
     public var concurrencyLimit: Int { 100 }
+}
+
+/// The span, metrics and log lines of one bulk send: one `apns.bulk_send` span for the whole send
+/// (started when iteration starts, ended when the last outcome is read or the reader goes away),
+/// and each device's outcome counted and timed like a single send.
+///
+/// Thread safety: `Sendable`; the counts are behind a lock (the reader records, and the last
+/// iterator copy's release may finish from another thread).
+final class BulkObservation: Sendable {
+    private let summary: RequestSummary
+    private let observability: Observability
+    private let span: (any Span)?
+    private let metrics: Observability.PushTypeMetrics?
+    private let state = Locked<(counts: BulkSendSummary, retries: Int, finished: Bool)>((BulkSendSummary(), 0, false))
+
+    init(summary: RequestSummary, observability: Observability) {
+        self.summary = summary
+        self.observability = observability
+        span = observability.startSpan("apns.bulk_send", summary: summary)
+        metrics = observability.isEnabled ? observability.metrics(forPushType: summary.pushType) : nil
+    }
+
+    /// One device's outcome, as the reader receives it.
+    func record(_ outcome: BulkOutcome, duration: Duration, attempts: Int) {
+        state.withLock { state in
+            state.counts.count(outcome)
+            state.retries += attempts - 1
+        }
+        guard observability.isEnabled else { return }
+        observability.recordSend(pushType: summary.pushType, result: outcome.result, duration: duration, cached: metrics)
+        observability.retried(.policy, times: attempts - 1)
+        observability.logSend(summary, result: outcome.result, duration: duration, attempts: attempts, device: outcome.device.token)
+    }
+
+    /// Ends the span with the counts, once.
+    func finish(cancelled: Bool) {
+        let ended = state.withLock { state -> (BulkSendSummary, Int)? in
+            guard !state.finished else { return nil }
+            state.finished = true
+            state.counts.cancelled = cancelled
+            return (state.counts, state.retries)
+        }
+        guard let (counts, retries) = ended else { return }
+        if let span, span.isRecording {
+            span.attributes["apns.bulk.accepted"] = counts.accepted
+            span.attributes["apns.bulk.rejected"] = counts.rejected
+            span.attributes["apns.bulk.failed"] = counts.failed
+            span.attributes["apns.bulk.delivery_unknown"] = counts.deliveryUnknown
+            span.attributes["apns.bulk.cancelled"] = counts.cancelled
+            span.attributes["apns.retries"] = retries
+            if counts.failed > 0 || counts.rejected > 0 { span.attributes["error.type"] = counts.failed > 0 ? "partial_failure" : "partial_rejection" }
+        }
+        span?.end()
+        if observability.isEnabled {
+            var metadata = summary.metadata
+            metadata["apns.bulk.accepted"] = "\(counts.accepted)"
+            metadata["apns.bulk.rejected"] = "\(counts.rejected)"
+            metadata["apns.bulk.failed"] = "\(counts.failed)"
+            metadata["apns.bulk.delivery_unknown"] = "\(counts.deliveryUnknown)"
+            metadata["apns.bulk.cancelled"] = "\(counts.cancelled)"
+            observability.logger.debug("APNs bulk send finished", metadata: metadata)
+        }
+    }
 }

@@ -1,3 +1,6 @@
+import CoreMetrics
+import Logging
+
 /// Sends with certificate authentication: a TLS client certificate for your app (APNs reference §8).
 ///
 /// The certificate and key are checked when the connector is made, then handed to libcurl in
@@ -22,6 +25,7 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
     public let subject: String
 
     let transport: CurlTransport
+    let observability: Observability
 
     /// A PEM certificate (optionally followed by its chain) and its PEM private key.
     ///
@@ -31,11 +35,16 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
     ///   - passphrase: For an encrypted key; read it from the environment or a secret store.
     ///   - environment: Must match the certificate (development → `.sandbox`).
     ///   - transport: Timeouts, trust and connection limits.
+    ///   - logger: Where the connector logs connections, GOAWAYs and circuit changes
+    ///     (`info`/`notice`) and each send (`debug`; `trace` adds whole device tokens). Nil logs
+    ///     nothing. See <doc:Observability>.
+    ///   - metricsFactory: Where its metrics go; nil uses `MetricsSystem.factory`.
     /// - Throws: ``APNsError/credential(_:)`` (wrong passphrase, key not matching the certificate,
     ///   …); ``APNsError/validation(_:)`` for a transport setting no connection can use.
     public init(
         certificate: CredentialSource, privateKey: CredentialSource, passphrase: String? = nil,
-        environment: APNsEnvironment, transport: TransportConfiguration = TransportConfiguration()
+        environment: APNsEnvironment, transport: TransportConfiguration = TransportConfiguration(),
+        logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil
     ) throws(APNsError) {
         let identity: ClientIdentity
         do throws(CredentialError) {
@@ -46,16 +55,19 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
         }
         self.environment = environment
         subject = identity.subject
-        self.transport = try CurlTransport(configuration: transport, identity: identity)
+        observability = Observability(logger: logger, metricsFactory: metricsFactory)
+        self.transport = try CurlTransport(configuration: transport, identity: identity, observability: observability)
     }
 
     /// A PKCS#12 bundle (`.p12` as exported from Keychain Access) and its password.
     ///
+    /// - Parameters: `logger` and `metricsFactory` as for the PEM initializer.
     /// - Throws: ``APNsError/credential(_:)``: ``CredentialError/wrongPassphrase``,
     ///   ``CredentialError/legacyPKCS12`` (with how to re-export) and the other cases.
     public init(
         pkcs12: CredentialSource, password: String, environment: APNsEnvironment,
-        transport: TransportConfiguration = TransportConfiguration()
+        transport: TransportConfiguration = TransportConfiguration(),
+        logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil
     ) throws(APNsError) {
         let identity: ClientIdentity
         do throws(CredentialError) {
@@ -65,7 +77,8 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
         }
         self.environment = environment
         subject = identity.subject
-        self.transport = try CurlTransport(configuration: transport, identity: identity)
+        observability = Observability(logger: logger, metricsFactory: metricsFactory)
+        self.transport = try CurlTransport(configuration: transport, identity: identity, observability: observability)
     }
 
     /// Sends one request within the default timeout.

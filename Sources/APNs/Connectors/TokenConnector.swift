@@ -1,4 +1,6 @@
+import CoreMetrics
 import Foundation
+import Logging
 
 /// Sends with token authentication: a JWT signed with your `.p8` key (APNs reference §7).
 ///
@@ -36,6 +38,7 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     private let signer: ES256Signer
     private let clock: @Sendable () -> Date
     let transport: CurlTransport
+    let observability: Observability
     private let cache = Locked<Token?>(nil)
 
     /// A minted token and when it was issued.
@@ -54,17 +57,44 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     ///   - transport: Timeouts, trust and connection limits.
     ///   - refreshInterval: Token lifetime, within 20–60 minutes.
     ///   - clock: The time used for `iat` and refresh decisions; inject one in tests.
+    ///   - logger: Where the connector logs connections, GOAWAYs, circuit changes and token mints
+    ///     (`info`/`notice`) and each send (`debug`; `trace` adds whole device tokens). Nil logs
+    ///     nothing. See <doc:Observability> for the messages and metadata keys.
+    ///   - metricsFactory: Where its metrics go; nil uses `MetricsSystem.factory` (the bootstrapped
+    ///     factory, or none). See <doc:Observability> for the table of names and dimensions.
     /// - Throws: ``APNsError/credential(_:)`` for a malformed id, an unreadable or wrong key, or an
     ///   interval outside Apple's window (never including key material);
     ///   ``APNsError/validation(_:)`` for a transport setting no connection can use.
-    public init(
+    public convenience init(
         teamID: String,
         keyID: String,
         key: CredentialSource,
         environment: APNsEnvironment,
         transport: TransportConfiguration = TransportConfiguration(),
         refreshInterval: Duration = TokenConnector.defaultRefreshInterval,
-        clock: @escaping @Sendable () -> Date = { Date() }
+        clock: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger? = nil,
+        metricsFactory: (any MetricsFactory)? = nil
+    ) throws(APNsError) {
+        try self.init(
+            teamID: teamID, keyID: keyID, key: key, environment: environment, transport: transport,
+            refreshInterval: refreshInterval, clock: clock,
+            observability: Observability(logger: logger, metricsFactory: metricsFactory))
+    }
+
+    /// A connector that reports nothing at all, not even to no-op logging and metrics backends:
+    /// the benchmark's reference for the cost of observability. Not public API.
+    @_spi(Benchmarks) public static func unobserved(
+        teamID: String, keyID: String, key: CredentialSource, environment: APNsEnvironment, transport: TransportConfiguration
+    ) throws(APNsError) -> TokenConnector {
+        try TokenConnector(
+            teamID: teamID, keyID: keyID, key: key, environment: environment, transport: transport,
+            refreshInterval: TokenConnector.defaultRefreshInterval, clock: { Date() }, observability: .disabled)
+    }
+
+    init(
+        teamID: String, keyID: String, key: CredentialSource, environment: APNsEnvironment, transport: TransportConfiguration,
+        refreshInterval: Duration, clock: @escaping @Sendable () -> Date, observability: Observability
     ) throws(APNsError) {
         guard TokenConnector.isAppleID(teamID) else { throw .credential(.invalidTeamID(teamID)) }
         guard TokenConnector.isAppleID(keyID) else { throw .credential(.invalidKeyID(keyID)) }
@@ -77,12 +107,13 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
         self.environment = environment
         self.refreshInterval = refreshInterval
         self.clock = clock
+        self.observability = observability
         do throws(CredentialError) {
             signer = try ES256Signer(pem: OpenSSL.load(key))
         } catch {
             throw .credential(error)
         }
-        self.transport = try CurlTransport(configuration: transport, identity: nil)
+        self.transport = try CurlTransport(configuration: transport, identity: nil, observability: observability)
         do throws(CredentialError) {
             _ = try currentToken()  // fail now, not on the first send, if the key cannot sign
         } catch {
@@ -116,6 +147,7 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
         let response = try await transport.perform(request, endpoint: endpoint, authorization: "bearer " + token.value, deadline: deadline)
         // APNs reference §9: on ExpiredProviderToken mint a new token and retry once.
         if TokenConnector.isExpiredToken(response), let fresh = try refresh(after: token) {
+            observability.retried(.expiredToken)
             return try await transport.perform(request, endpoint: endpoint, authorization: "bearer " + fresh.value, deadline: deadline)
         }
         return response
@@ -175,6 +207,13 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
         let claims = #"{"iss":""# + teamID + #"","iat":"# + String(issuedAt) + "}"
         let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
         let signature = try signer.sign(Array(signingInput.utf8))
+        if observability.isEnabled {
+            observability.tokensMinted.increment()
+            // The ids and the time only: never the token, which is a credential for an hour.
+            observability.logger.info(
+                "APNs provider token minted",
+                metadata: ["apns.team_id": "\(teamID)", "apns.key_id": "\(keyID)", "apns.token.issued_at": "\(issuedAt)"])
+        }
         return Token(value: signingInput + "." + Base64URL.encode(signature), issuedAt: issuedAt)
     }
 
@@ -238,6 +277,7 @@ extension TokenConnector: BatchSubmitting {
             if case .success(let response) = result, TokenConnector.isExpiredToken(response), let device,
                 let fresh = try? refresh(after: token)
             {
+                observability.retried(.expiredToken)
                 transport.submit(
                     template, to: [device], endpoint: endpoint, authorization: "bearer " + fresh.value, deadline: deadline,
                     owner: owner, completion: completion)

@@ -52,8 +52,17 @@ struct CircuitBreaker {
     private var consecutiveFailures = 0
     /// Failed probes since the circuit last closed: the cool-down doubles with each.
     private var failedProbes = 0
-    private var lastFailure = ""
+    private(set) var lastFailure = ""
     private(set) var trips = 0
+
+    /// Whether sends go through without a probe.
+    var isClosed: Bool {
+        if case .closed = state { return true }
+        return false
+    }
+
+    /// The cool-down of an open circuit: how long from when it opened until a probe.
+    private(set) var coolDown: Duration?
 
     init(policy: CircuitBreakerPolicy) { self.policy = policy }
 
@@ -98,6 +107,7 @@ struct CircuitBreaker {
         var coolDown = policy.initialCoolDown
         for _ in 0..<min(failedProbes, 30) where coolDown < policy.maximumCoolDown { coolDown = coolDown * 2 }
         coolDown = min(coolDown, policy.maximumCoolDown).scaled(by: Double.random(in: 0.8...1.2))
+        self.coolDown = coolDown
         state = .open(until: now + coolDown)
     }
 

@@ -1,5 +1,6 @@
 internal import CCurl
 import Foundation
+import Logging
 
 /// The thread that owns one libcurl multi handle and every easy handle on it.
 ///
@@ -24,6 +25,11 @@ final class CurlMultiLoop: @unchecked Sendable {
         var circuitBreaker: CircuitBreakerPolicy?
         var trustedCA: [UInt8]?
         var identity: ClientIdentity?
+        /// Connection events go to its logger and metrics; the logger was captured when the
+        /// connector was made (task-locals do not reach this thread).
+        var observability: Observability
+        /// Watch for GOAWAY frames on libcurl's verbose channel (``TransportConfiguration/reportsGoAway``).
+        var reportsGoAway: Bool
     }
 
     enum Operation {
@@ -82,6 +88,13 @@ final class CurlMultiLoop: @unchecked Sendable {
     private var openSockets: Set<Int32> = []
     /// Local ports of connections already shut down as stalled.
     private var stalledPorts: Set<Int32> = []
+    /// No connection takes new streams (none is open yet, or the last one sent GOAWAY or
+    /// stalled) and none has been established since: the next request will make one.
+    private var awaitingConnection = true
+    /// The request configured to make that connection, without verbose mode; nil when none is.
+    private weak var quietTransfer: Transfer?
+    /// GOAWAY frames are watched for (``TransportConfiguration/reportsGoAway`` and someone listening).
+    private let watchesGoAway: Bool
     private var breaker: CircuitBreaker?
     let maximumInFlight: Int
 
@@ -91,6 +104,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     init(settings: Settings, maximumConnectionsPerHost: Int, maximumConcurrentStreams: Int) {
         self.settings = settings
         breaker = settings.circuitBreaker.map(CircuitBreaker.init(policy:))
+        watchesGoAway = settings.reportsGoAway && settings.observability.isListening(at: .notice)
         maximumInFlight = max(1, maximumConnectionsPerHost) * max(1, maximumConcurrentStreams)
         multi = curl_multi_init()
         if let multi {
@@ -397,6 +411,22 @@ final class CurlMultiLoop: @unchecked Sendable {
             guard let context else { return Foundation.close(socket) }
             return Unmanaged<CurlMultiLoop>.fromOpaque(context).takeUnretainedValue().closeSocket(socket)
         }
+        if watchesGoAway {
+            // libcurl 7.88 reports a received GOAWAY only as an informational line, which needs
+            // CURLOPT_VERBOSE (set per transfer in `configure`); the callback ignores everything
+            // else (headers included, so the authorization header passes through it unread and
+            // unkept).
+            _ = ccurl_easy_setopt_pointer(easy, CURLOPT_DEBUGDATA, loop)
+            _ = ccurl_easy_setopt_debug(easy) { _, type, text, size, context in
+                guard type == CURLINFO_TEXT, size >= 16, let text, let context else { return 0 }
+                let line = UnsafeRawBufferPointer(start: text, count: size)
+                // "recveived GOAWAY, error=%d, last_stream=%u" (sic, libcurl 7.88); later versions
+                // spell it "received".
+                guard line[0] == UInt8(ascii: "r"), let frame = GoAway(line) else { return 0 }
+                Unmanaged<CurlMultiLoop>.fromOpaque(context).takeUnretainedValue().receivedGoAway(frame)
+                return 0
+            }
+        }
         _ = ccurl_easy_setopt_prereq(easy) { context, _, _, _, localPort in
             guard let context else { return Int32(CURL_PREREQFUNC_OK) }
             return Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().willSend(localPort: localPort)
@@ -407,6 +437,17 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// over from the handle's previous transfer.
     private func configure(_ easy: UnsafeMutableRawPointer, for transfer: Transfer, timeoutMilliseconds: Int) {
         errorBuffers[easy]?.pointee = 0
+        if watchesGoAway {
+            // libcurl gives a connection made by a verbose transfer a TLS trace callback that
+            // formats a line for every TLS record for the connection's whole life (most of verbose
+            // mode's cost, about 7 % CPU per push); a connection made by a quiet transfer never has
+            // it. So the request that will make the next connection is configured quietly, and
+            // every other request verbosely: those wait for that connection (CURLOPT_PIPEWAIT)
+            // and report any GOAWAY it sends.
+            let quiet = awaitingConnection && quietTransfer.map { $0.finished } != false
+            if quiet { quietTransfer = transfer }
+            _ = ccurl_easy_setopt_long(easy, CURLOPT_VERBOSE, quiet ? 0 : 1)
+        }
         _ = ccurl_easy_setopt_string(easy, CURLOPT_URL, transfer.url)
         _ = ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeoutMilliseconds))
         switch transfer.method {
@@ -480,7 +521,12 @@ final class CurlMultiLoop: @unchecked Sendable {
         curl_multi_remove_handle(multi, easy)
         var connects = 0
         _ = ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
-        if connects > 0 { inbox.withLock { $0.connectionsOpened += connects } }
+        if connects > 0 {
+            inbox.withLock { $0.connectionsOpened += connects }
+            awaitingConnection = false
+            quietTransfer = nil
+            connectionEstablished(easy, count: connects, code: code)
+        }
         guard let transfer = active.removeValue(forKey: easy) else {
             recycle(easy)
             return
@@ -522,6 +568,12 @@ final class CurlMultiLoop: @unchecked Sendable {
                 if transfer.isProbe { record(.healthy, probe: true) }
                 transfer.prepareForResubmission()
                 transfer.resubmissions += 1
+                if observability.isEnabled {
+                    observability.retried(.refusedStream)
+                    observability.logger.debug(
+                        "APNs refused the stream before processing it; sending it again",
+                        metadata: ["apns.resubmissions": "\(transfer.resubmissions)"])
+                }
                 if ContinuousClock.now < transfer.deadline, transfer.resubmissions <= Transfer.maximumResubmissions {
                     waiting.append(transfer)
                 } else {
@@ -552,9 +604,52 @@ final class CurlMultiLoop: @unchecked Sendable {
     private func record(_ signal: CircuitBreaker.Signal, probe: Bool) {
         guard var breaker else { return }
         let trips = breaker.trips
+        let wasClosed = breaker.isClosed
         breaker.record(signal, probe: probe, now: .now)
         self.breaker = breaker
-        if breaker.trips != trips { inbox.withLock { $0.circuitTrips = breaker.trips } }
+        if breaker.trips != trips {
+            inbox.withLock { $0.circuitTrips = breaker.trips }
+            if observability.isEnabled {
+                observability.circuitTrips.increment()
+                observability.logger.notice(
+                    "APNs circuit breaker opened: failing sends at once until a probe succeeds",
+                    metadata: [
+                        "apns.circuit.last_failure": "\(breaker.lastFailure)",
+                        "apns.circuit.cool_down_ms": "\(breaker.coolDown.map { $0.milliseconds } ?? 0)",
+                    ])
+            }
+        } else if !wasClosed, breaker.isClosed, observability.isEnabled {
+            observability.logger.info("APNs circuit breaker closed: a probe got an answer")
+        }
+    }
+
+    private var observability: Observability { settings.observability }
+
+    /// A transfer finished that opened `count` connections: log each one's set-up.
+    private func connectionEstablished(_ easy: UnsafeMutableRawPointer, count: Int, code: CURLcode) {
+        guard observability.isEnabled else { return }
+        observability.connectionsOpened.increment(by: Int64(count))
+        guard observability.logger.logLevel <= .info else { return }
+        var connect: curl_off_t = 0
+        var handshake: curl_off_t = 0
+        var port = 0
+        var address: UnsafeMutableRawPointer?
+        _ = ccurl_easy_getinfo_off_t(easy, CURLINFO_CONNECT_TIME_T, &connect)
+        _ = ccurl_easy_getinfo_off_t(easy, CURLINFO_APPCONNECT_TIME_T, &handshake)
+        _ = ccurl_easy_getinfo_long(easy, CURLINFO_PRIMARY_PORT, &port)
+        _ = ccurl_easy_getinfo_pointer(easy, CURLINFO_PRIMARY_IP, &address)
+        let host = address.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? ""
+        var metadata: Logger.Metadata = [
+            "server.address": "\(host)", "server.port": "\(port)",
+            "apns.connect_ms": "\(Double(connect) / 1000)",
+        ]
+        if handshake > 0 {
+            metadata["apns.tls_ms"] = "\(Double(handshake) / 1000)"
+            observability.logger.info("APNs connection established (TLS, HTTP/2)", metadata: metadata)
+        } else {
+            metadata["curl.code"] = "\(code.rawValue)"
+            observability.logger.info("APNs connection opened; TLS was not established", metadata: metadata)
+        }
     }
 
     /// Times the circuit breaker opened.
@@ -571,8 +666,15 @@ final class CurlMultiLoop: @unchecked Sendable {
         if let last = lastAnswer[port], last >= transfer.writtenAt { return }
         guard !stalledPorts.contains(port), let socket = openSockets.first(where: { localPort(of: $0) == port }) else { return }
         stalledPorts.insert(port)
+        awaitingConnection = true
         _ = Foundation.shutdown(socket, Int32(SHUT_RDWR))
         inbox.withLock { $0.stalledConnectionsClosed += 1 }
+        if observability.isEnabled {
+            observability.connectionsStalled.increment()
+            observability.logger.notice(
+                "APNs connection stalled: a request timed out with nothing answered since it was written; closing it",
+                metadata: ["apns.connection.local_port": "\(port)"])
+        }
     }
 
     /// The local port a socket is bound to, or 0.
@@ -596,17 +698,38 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// remembers it, so a stalled connection can be found by its local port.
     fileprivate func openSocket(family: Int32, type: Int32, protocol: Int32) -> Int32 {
         let socket = Foundation.socket(family, type, `protocol`)
-        if socket >= 0 { openSockets.insert(socket) }
+        if socket >= 0 {
+            openSockets.insert(socket)
+            if observability.isEnabled {
+                observability.connectionsOpen.increment()
+                observability.logger.debug("APNs connection opening", metadata: ["apns.connection.socket": "\(socket)"])
+            }
+        }
         return socket
     }
 
     /// `CURLOPT_CLOSESOCKETFUNCTION`, on the loop thread.
     fileprivate func closeSocket(_ socket: Int32) -> Int32 {
-        openSockets.remove(socket)
         let port = localPort(of: socket)
+        let wasOpen = openSockets.remove(socket) != nil
+        if wasOpen, openSockets.isEmpty { awaitingConnection = true }
+        if wasOpen, observability.isEnabled {
+            observability.connectionsOpen.decrement()
+            observability.logger.info(
+                "APNs connection closed", metadata: ["apns.connection.socket": "\(socket)", "apns.connection.local_port": "\(port)"])
+        }
         lastAnswer[port] = nil
         stalledPorts.remove(port)
         return Foundation.close(socket)
+    }
+
+    /// libcurl's debug callback, on the loop thread: the server sent GOAWAY on a connection.
+    fileprivate func receivedGoAway(_ frame: GoAway) {
+        awaitingConnection = true
+        observability.goaways.increment()
+        observability.logger.notice(
+            "APNs sent GOAWAY: the connection takes no new streams; later requests go on a new connection",
+            metadata: ["http2.error_code": "\(frame.errorCode)", "http2.last_stream_id": "\(frame.lastStreamID)"])
     }
 
     /// Connections closed because they stopped answering.
@@ -629,5 +752,43 @@ final class CurlMultiLoop: @unchecked Sendable {
     private func discard(_ easy: UnsafeMutableRawPointer) {
         curl_easy_cleanup(easy)
         errorBuffers.removeValue(forKey: easy)?.deallocate()
+    }
+}
+
+/// A GOAWAY frame as libcurl's informational line describes it.
+struct GoAway: Equatable {
+    var errorCode: UInt32
+    var lastStreamID: UInt32
+
+    /// Parses `r[e]c[v]eived GOAWAY, error=N, last_stream=M`; nil for any other line.
+    init?(_ line: UnsafeRawBufferPointer) {
+        let goaway = Array("GOAWAY, error=".utf8)
+        guard line.count < 256, let start = GoAway.find(goaway, in: line, from: 0), start <= 12 else { return nil }
+        guard let (error, afterError) = GoAway.number(in: line, from: start + goaway.count) else { return nil }
+        let last = Array("last_stream=".utf8)
+        guard let lastStart = GoAway.find(last, in: line, from: afterError),
+            let (stream, _) = GoAway.number(in: line, from: lastStart + last.count)
+        else { return nil }
+        errorCode = error
+        lastStreamID = stream
+    }
+
+    private static func find(_ needle: [UInt8], in line: UnsafeRawBufferPointer, from start: Int) -> Int? {
+        guard line.count >= needle.count, start <= line.count - needle.count else { return nil }
+        for index in start...(line.count - needle.count) where line[index] == needle[0] {
+            if needle.indices.allSatisfy({ line[index + $0] == needle[$0] }) { return index }
+        }
+        return nil
+    }
+
+    private static func number(in line: UnsafeRawBufferPointer, from start: Int) -> (UInt32, Int)? {
+        var value: UInt64 = 0
+        var index = start
+        while index < line.count, (48...57).contains(line[index]), value <= UInt64(UInt32.max) {
+            value = value * 10 + UInt64(line[index] - 48)
+            index += 1
+        }
+        guard index > start, value <= UInt64(UInt32.max) else { return nil }
+        return (UInt32(value), index)
     }
 }

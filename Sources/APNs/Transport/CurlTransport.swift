@@ -23,7 +23,7 @@ final class CurlTransport: Sendable {
         var headers: [APNsRequest.Header]
     }
 
-    init(configuration: TransportConfiguration, identity: ClientIdentity?) throws(APNsError) {
+    init(configuration: TransportConfiguration, identity: ClientIdentity?, observability: Observability) throws(APNsError) {
         _ = curlGlobalInit
         try configuration.validate()
         requestTimeout = configuration.requestTimeout
@@ -38,7 +38,8 @@ final class CurlTransport: Sendable {
                 maximumIdleSeconds: Int(configuration.maximumIdleTime.components.seconds),
                 tcpKeepAliveSeconds: configuration.tcpKeepAliveInterval.map { max(1, Int($0.components.seconds)) },
                 circuitBreaker: configuration.circuitBreaker,
-                trustedCA: trustedCA, identity: identity),
+                trustedCA: trustedCA, identity: identity, observability: observability,
+                reportsGoAway: configuration.reportsGoAway),
             maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
             maximumConcurrentStreams: configuration.maximumConcurrentStreams)
     }
