@@ -11,12 +11,15 @@ struct SendCommand: AsyncParsableCommand {
             Authenticate with a token (--key-file, --key-id, --team-id) or a certificate (--cert and \
             --key, or --p12). Secrets are read from files or environment variables and never printed.
             With --dry-run the exact request is printed and nothing is sent. With --json, one JSON             object per device per line: {"token":…,"status":…,"apns-id":…} (plus "reason" when             rejected), or {"token":…,"error":{"kind":…,"delivery":"not-sent"|"unknown","message":…}}.             The exit code is 0 only when every device was accepted.
+            With --tokens-file (one hex token a line; - reads standard input) the notification goes             to every token through the bulk path, many requests multiplexed on one connection:             standard error shows a progress bar with rate and ETA on a terminal (a plain progress             line every 2 s otherwise), rejections and failures are printed as they come, and a             summary ends the run (sent, N delivered, rejected by reason, failed by kind, p50/p99             latency, elapsed). With --json only the per-device lines are printed.
             """)
 
     @OptionGroup var connection: ConnectionOptions
 
     @Option(help: "The app's bundle id; the push type's topic suffix is added for you.") var topic: String
     @Option(name: .customLong("token"), help: "A device token in hex (repeatable).") var tokens: [String] = []
+    @Option(name: .customLong("tokens-file"), help: "A file of device tokens, one hex token a line ('-' for standard input): sent with the bulk path.") var tokensFile: String?
+    @Option(name: .customLong("max-in-flight"), help: "With --tokens-file: requests in flight at most (default: the connection's capacity).") var maximumInFlight: Int?
     @Option(help: "Broadcast to this Live Activity channel id instead of devices (update and end only).") var channel: String?
 
     @Option(name: .customLong("push-type"), help: "alert, background, complication, controls, fileprovider, liveactivity, location, mdm, pushtotalk, voip or widgets.") var pushType = "alert"
@@ -52,8 +55,14 @@ struct SendCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await Failure.reporting {
-            guard tokens.isEmpty != (channel == nil) else { throw UsageError("give --token (repeatable) or --channel, not both") }
+            guard (tokens.isEmpty && tokensFile == nil) != (channel == nil) else {
+                throw UsageError("give --token (repeatable), --tokens-file or --channel; a channel takes no tokens")
+            }
+            if tokensFile == nil, maximumInFlight != nil { throw UsageError("--max-in-flight goes with --tokens-file") }
             let connector = try connection.makeConnector()
+            if let tokensFile {
+                return try await bulk(tokens: try tokens.map { try Device(token: $0) } + BulkDelivery.readTokens(from: tokensFile), via: connector)
+            }
             let requests: [APNsRequest]
             if let channel {
                 requests = [try broadcastRequest(to: BroadcastChannel(id: channel, bundleID: topic))]
@@ -77,11 +86,37 @@ struct SendCommand: AsyncParsableCommand {
         }
     }
 
-    private func deliver(_ requests: [APNsRequest], via connector: AnyConnector) async throws {
+    /// `--tokens-file`: one request, checked once, to every device through the bulk path.
+    private func bulk(tokens devices: [Device], via connector: AnyConnector?) async throws {
+        let template = try request(to: devices[0])
+        if let connector { try template.checkRules(for: connector.authenticationMethod) }
+        if dryRun {
+            let auth: [APNsRequest.Header] = connector?.authenticationMethod == .token ? [.init(name: "authorization", value: "bearer ")] : []
+            print(Output.request(method: template.method.rawValue, path: template.path, headers: auth + template.headers, body: template.bodyText))
+            if devices.count > 1 { print("\n(the same request to \(devices.count - 1) more devices, each to its own /3/device/<token>)") }
+            return
+        }
+        guard let connector else {
+            throw UsageError("give credentials: --key-file/--key-id/--team-id, --cert/--key, or --p12/--password-env")
+        }
+        if let maximumInFlight, maximumInFlight < 1 { throw UsageError("--max-in-flight \(maximumInFlight) must be at least 1") }
+        let (timeout, retry) = try sendOptions()
+        let code = try await BulkDelivery(
+            template: template, devices: devices, connector: connector, timeout: timeout, retry: retry,
+            maximumInFlight: maximumInFlight, json: json
+        ).run()
+        if code != .success { throw code }
+    }
+
+    /// `--timeout` and `--retries`, checked.
+    private func sendOptions() throws -> (Duration?, RetryPolicy) {
         if let timeout, !(timeout > 0) || !timeout.isFinite { throw UsageError("--timeout \(timeout) must be a positive number of seconds") }
         if let retries, retries < 1 { throw UsageError("--retries \(retries) must be at least 1 (attempts, the first included)") }
-        let timeout = self.timeout.map { Duration.milliseconds(Int64(($0 * 1000).rounded(.up))) }
-        let retry = retries.map(RetryPolicy.attempts) ?? .none
+        return (self.timeout.map { Duration.milliseconds(Int64(($0 * 1000).rounded(.up))) }, retries.map(RetryPolicy.attempts) ?? .none)
+    }
+
+    private func deliver(_ requests: [APNsRequest], via connector: AnyConnector) async throws {
+        let (timeout, retry) = try sendOptions()
         let results = await withTaskGroup(of: (Int, Result<APNsResponse, APNsError>).self) { group in
             for (index, request) in requests.enumerated() {
                 group.addTask {

@@ -1,0 +1,104 @@
+import APNs
+import APNsMockServer
+import Foundation
+import Testing
+
+/// `apns send --tokens-file`: the bulk path, its progress display and summary. One test at a time:
+/// each sends thousands of pushes through the debug-built CLI and mock server.
+@Suite(.serialized) struct TokensFileTests {
+    /// A tokens file of `count` distinct tokens, two of which the server rejects.
+    static func tokensFile(count: Int, server: MockAPNsServer, folder: URL) throws -> (URL, [String]) {
+        let tokens = (0..<count).map { String(format: "%08x", $0) + String(repeating: "ab", count: 28) }
+        let file = folder.appendingPathComponent("tokens.txt")
+        try Data(("# device tokens\n" + tokens.joined(separator: "\n") + "\n\n").utf8).write(to: file)
+        server.reject(deviceToken: tokens[7], with: .unregistered)
+        server.reject(deviceToken: tokens[count - 1], with: .badDeviceToken)
+        return (file, tokens)
+    }
+
+    /// The judged case: 100,000 tokens from a file through the bulk path. Not a terminal, so the
+    /// progress is plain lines on standard error; the summary ends standard output.
+    @Test func tokensFileOfOneHundredThousandShowsProgressAndSummary() async throws {
+        let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+        var configuration = MockAPNsServer.Configuration(signingKeys: [key])
+        configuration.recordsRequests = false
+        configuration.threads = 2
+        let server = try await MockAPNsServer.start(configuration)
+        let folder = try CLITests.credentials(key: key, server: server)
+        let count = 100_000
+        let (file, tokens) = try Self.tokensFile(count: count, server: server, folder: folder)
+        let run = try CLITests.apns(CLITests.tokenArguments(key: key, server: server, folder: folder) + [
+            "--topic", "com.example.app", "--tokens-file", file.path, "--body", "Hello", "--timeout", "120",
+        ])
+        #expect(run.status == 1)  // two rejections
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        // Rejections as they come, then the summary.
+        #expect(lines.contains("\(tokens[7]) 410 Unregistered"))
+        #expect(lines.contains("\(tokens[count - 1]) 400 BadDeviceToken"))
+        let summary = Array(lines.suffix(6))
+        #expect(summary.count == 6)
+        #expect(summary.first?.hasPrefix("sent 100000 of 100000 in ") == true, "\(summary)")
+        #expect(summary.dropFirst().first == "99998 delivered")
+        #expect(summary.dropFirst(2).first == "2 rejected (BadDeviceToken 1, Unregistered 1)")
+        #expect(summary.dropFirst(3).first == "0 failed")
+        #expect(summary.dropFirst(4).first?.range(of: #"^latency p50 [0-9.]+ ms, p99 [0-9.]+ ms$"#, options: .regularExpression) != nil, "\(summary)")
+        #expect(summary.last?.range(of: #"^elapsed [0-9.]+ s$"#, options: .regularExpression) != nil)
+        // Plain progress lines (not a terminal): at least the final one.
+        let progress = run.stderr.split(separator: "\n").filter { $0.hasPrefix("progress ") }
+        #expect(progress.last?.hasPrefix("progress 100000/100000 100% ") == true, "\(run.stderr.suffix(300))")
+        #expect(progress.allSatisfy { $0.contains("/s ETA ") })
+        #expect(!run.stderr.contains("\u{1B}"))
+        try await server.stop()
+    }
+
+    /// `--json` with a tokens file: exactly one JSON line per device and nothing else.
+    @Test func tokensFileWithJSONPrintsOneLinePerDevice() async throws {
+        let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+        var configuration = MockAPNsServer.Configuration(signingKeys: [key])
+        configuration.recordsRequests = false
+        let server = try await MockAPNsServer.start(configuration)
+        let folder = try CLITests.credentials(key: key, server: server)
+        let (file, tokens) = try Self.tokensFile(count: 5_000, server: server, folder: folder)
+        let run = try CLITests.apns(CLITests.tokenArguments(key: key, server: server, folder: folder) + [
+            "--topic", "com.example.app", "--tokens-file", file.path, "--push-type", "background", "--json",
+        ])
+        #expect(run.status == 1)
+        #expect(run.stderr == "")
+        let lines = run.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+        #expect(lines.count == tokens.count)
+        let objects = try lines.map { try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(Set(objects.compactMap { $0["token"] as? String }) == Set(tokens))
+        #expect(objects.filter { $0["status"] as? Int == 200 }.count == tokens.count - 2)
+        #expect(objects.first { $0["token"] as? String == tokens[7] }?["reason"] as? String == "Unregistered")
+        try await server.stop()
+    }
+
+    /// On a terminal (a pseudo-terminal from `script`), the bar is redrawn in place with rate and ETA.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+    func tokensFileOnATerminalDrawsABar() async throws {
+        let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+        var configuration = MockAPNsServer.Configuration(signingKeys: [key])
+        configuration.recordsRequests = false
+        let server = try await MockAPNsServer.start(configuration)
+        let folder = try CLITests.credentials(key: key, server: server)
+        let (file, _) = try Self.tokensFile(count: 20_000, server: server, folder: folder)
+        let command = ([CLITests.binary.path] + CLITests.tokenArguments(key: key, server: server, folder: folder) + [
+            "--topic", "com.example.app", "--tokens-file", file.path, "--body", "Hello",
+        ]).map { "'\($0)'" }.joined(separator: " ")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        process.arguments = ["-qefc", command, "/dev/null"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 1)
+        #expect(output.contains("\r\u{1B}[2K["))
+        #expect(output.contains("█"))
+        #expect(output.contains("20000/20000 100% "))
+        #expect(output.contains("19998 delivered"))
+        try await server.stop()
+    }
+}
