@@ -13,6 +13,9 @@ struct BulkDelivery {
     let retry: RetryPolicy
     let maximumInFlight: Int?
     let json: Bool
+    /// Where to write the devices APNs answered 410 Unregistered for: CSV for a `.csv` name, JSON
+    /// lines otherwise.
+    let unregisteredOut: String?
 
     /// Reads device tokens, one hex token a line (blank lines and `#` comments skipped), from a
     /// file or, for `-`, standard input. Every line is checked before anything is sent.
@@ -64,8 +67,29 @@ struct BulkDelivery {
         }
         let elapsed = ContinuousClock.now - start
         progress?.finish(done: tally.done, elapsed: elapsed)
+        if let unregisteredOut { try BulkDelivery.write(tally.tokensToForget.unregistered, to: unregisteredOut) }
         if !json { print(tally.summary(elapsed: elapsed)) }
         return tally.exitCode
+    }
+
+    /// Writes `--unregistered-out`: `token,timestamp` CSV (APNs' timestamp in milliseconds since
+    /// 1970, empty when it sent none) for a `.csv` name, else one JSON object a line.
+    static func write(_ unregistered: [TokensToForget.Unregistered], to path: String) throws {
+        let csv = path.lowercased().hasSuffix(".csv")
+        var text = csv ? "token,timestamp\n" : ""
+        for entry in unregistered {
+            let milliseconds = entry.invalidSince.map { String(Int64(($0.timeIntervalSince1970 * 1000).rounded())) }
+            if csv {
+                text += entry.device.token + "," + (milliseconds ?? "") + "\n"
+            } else {
+                text += #"{"token":""# + entry.device.token + #"","timestamp":"# + (milliseconds ?? "null") + "}\n"
+            }
+        }
+        do {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        } catch {
+            throw UsageError("cannot write --unregistered-out \(path): \(error.localizedDescription)")
+        }
     }
 
     /// Outcomes counted for the summary and the exit code.
@@ -78,6 +102,7 @@ struct BulkDelivery {
         var deliveryUnknown = 0
         var latencies: [Int64] = []
         var exitCode: ExitCode = .success
+        var tokensToForget = TokensToForget()
 
         init(total: Int) {
             self.total = total
@@ -87,6 +112,7 @@ struct BulkDelivery {
         mutating func count(_ outcome: BulkOutcome) {
             done += 1
             latencies.append(outcome.duration.nanosecondCount)
+            tokensToForget.collect(outcome)
             switch outcome.result {
             case .success:
                 delivered += 1
@@ -146,7 +172,8 @@ struct BulkDelivery {
     final class Progress {
         let total: Int
         let isTerminal = isatty(STDERR_FILENO) == 1
-        private var lastDraw = ContinuousClock.now - .seconds(10)
+        /// A terminal gets the bar at once; a log gets its first line after one interval.
+        private lazy var lastDraw = isTerminal ? ContinuousClock.now - .seconds(10) : ContinuousClock.now
         private var drawn = false
         /// How often the display changes: 10 times a second on a terminal, every 2 s in a log.
         var interval: Duration { isTerminal ? .milliseconds(100) : .seconds(2) }

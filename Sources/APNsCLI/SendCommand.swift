@@ -20,6 +20,7 @@ struct SendCommand: AsyncParsableCommand {
     @Option(name: .customLong("token"), help: "A device token in hex (repeatable).") var tokens: [String] = []
     @Option(name: .customLong("tokens-file"), help: "A file of device tokens, one hex token a line ('-' for standard input): sent with the bulk path.") var tokensFile: String?
     @Option(name: .customLong("max-in-flight"), help: "With --tokens-file: requests in flight at most (default: the connection's capacity).") var maximumInFlight: Int?
+    @Option(name: .customLong("unregistered-out"), help: "With --tokens-file: write the tokens APNs answered 410 Unregistered for, with its timestamp (CSV for a .csv name, else JSON lines).") var unregisteredOut: String?
     @Option(help: "Broadcast to this Live Activity channel id instead of devices (update and end only).") var channel: String?
 
     @Option(name: .customLong("push-type"), help: "alert, background, complication, controls, fileprovider, liveactivity, location, mdm, pushtotalk, voip or widgets.") var pushType = "alert"
@@ -58,7 +59,9 @@ struct SendCommand: AsyncParsableCommand {
             guard (tokens.isEmpty && tokensFile == nil) != (channel == nil) else {
                 throw UsageError("give --token (repeatable), --tokens-file or --channel; a channel takes no tokens")
             }
-            if tokensFile == nil, maximumInFlight != nil { throw UsageError("--max-in-flight goes with --tokens-file") }
+            if tokensFile == nil, maximumInFlight != nil || unregisteredOut != nil {
+                throw UsageError("--max-in-flight and --unregistered-out go with --tokens-file")
+            }
             let connector = try connection.makeConnector()
             if let tokensFile {
                 return try await bulk(tokens: try tokens.map { try Device(token: $0) } + BulkDelivery.readTokens(from: tokensFile), via: connector)
@@ -103,7 +106,7 @@ struct SendCommand: AsyncParsableCommand {
         let (timeout, retry) = try sendOptions()
         let code = try await BulkDelivery(
             template: template, devices: devices, connector: connector, timeout: timeout, retry: retry,
-            maximumInFlight: maximumInFlight, json: json
+            maximumInFlight: maximumInFlight, json: json, unregisteredOut: unregisteredOut
         ).run()
         if code != .success { throw code }
     }

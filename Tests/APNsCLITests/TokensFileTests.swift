@@ -73,6 +73,56 @@ import Testing
         try await server.stop()
     }
 
+    /// `--unregistered-out`: the tokens APNs answered 410 for, with APNs' timestamps, as CSV and
+    /// as JSON lines.
+    @Test func unregisteredOutWritesTheUnregisteredTokens() async throws {
+        let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+        var configuration = MockAPNsServer.Configuration(signingKeys: [key])
+        configuration.recordsRequests = false
+        configuration.minimumTokenUpdateInterval = nil  // two processes, each with its own token
+        let server = try await MockAPNsServer.start(configuration)
+        let folder = try CLITests.credentials(key: key, server: server)
+        let (file, tokens) = try Self.tokensFile(count: 2_000, server: server, folder: folder)
+        var expected: [String: Int64] = [:]
+        for index in stride(from: 0, to: 2_000, by: 10) where index != 0 {
+            let milliseconds = Int64(1_700_000_000_000 + index)
+            expected[tokens[index]] = milliseconds
+            server.reject(deviceToken: tokens[index], with: .unregistered, timestamp: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+        }
+        server.reject(deviceToken: tokens[7], with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_600_000_000))
+        expected[tokens[7]] = 1_600_000_000_000
+        let csv = folder.appendingPathComponent("gone.csv")
+        let run = try CLITests.apns(CLITests.tokenArguments(key: key, server: server, folder: folder) + [
+            "--topic", "com.example.app", "--tokens-file", file.path, "--push-type", "background", "--json",
+            "--unregistered-out", csv.path,
+        ])
+        #expect(run.status == 1)
+        let rows = try String(contentsOf: csv, encoding: .utf8).split(separator: "\n").map(String.init)
+        #expect(rows.first == "token,timestamp")
+        var written: [String: Int64] = [:]
+        for row in rows.dropFirst() {
+            let fields = row.split(separator: ",").map(String.init)
+            #expect(fields.count == 2)
+            written[fields[0]] = Int64(fields[1])
+        }
+        #expect(written == expected)  // 199 + tokens[7]; BadDeviceToken (the last token) is not among them
+
+        let jsonl = folder.appendingPathComponent("gone.jsonl")
+        let again = try CLITests.apns(CLITests.tokenArguments(key: key, server: server, folder: folder) + [
+            "--topic", "com.example.app", "--tokens-file", file.path, "--push-type", "background",
+            "--unregistered-out", jsonl.path,
+        ])
+        #expect(again.status == 1)
+        let lines = try String(contentsOf: jsonl, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == expected.count)
+        for line in lines {
+            let object = try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let token = try #require(object["token"] as? String)
+            #expect((object["timestamp"] as? NSNumber)?.int64Value == expected[token], "\(line)")
+        }
+        try await server.stop()
+    }
+
     /// On a terminal (a pseudo-terminal from `script`), the bar is redrawn in place with rate and ETA.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
     func tokensFileOnATerminalDrawsABar() async throws {

@@ -55,6 +55,9 @@ public struct BulkSendSummary: Hashable, Sendable, CustomStringConvertible {
     /// Whether the send was cancelled before every device had an outcome: the devices without
     /// one were not sent to, or their push was cancelled in flight.
     public var cancelled = false
+    /// The devices APNs said to stop using (410 `Unregistered` with its timestamp) and those it
+    /// refused as not tokens for this topic or environment: persist them (see ``TokensToForget``).
+    public var tokensToForget = TokensToForget()
 
     /// An empty summary.
     public init() {}
@@ -62,10 +65,14 @@ public struct BulkSendSummary: Hashable, Sendable, CustomStringConvertible {
     /// Every outcome counted.
     public var total: Int { accepted + rejected + failed }
 
-    mutating func count(_ outcome: BulkOutcome) {
+    /// Counts `outcome`; with `collectingTokens`, also adds its device to ``tokensToForget`` when
+    /// APNs said to stop using it.
+    mutating func count(_ outcome: BulkOutcome, collectingTokens: Bool = true) {
         switch outcome.result {
         case .success: accepted += 1
-        case .failure(.rejected): rejected += 1
+        case .failure(.rejected(let rejection)):
+            rejected += 1
+            if collectingTokens { tokensToForget.collect(rejection, for: outcome.device) }
         case .failure(let error):
             failed += 1
             if error.mayHaveBeenDelivered { deliveryUnknown += 1 }
@@ -534,7 +541,7 @@ final class BulkObservation: Sendable {
     /// One device's outcome, as the reader receives it.
     func record(_ outcome: BulkOutcome, duration: Duration, attempts: Int) {
         state.withLock { state in
-            state.counts.count(outcome)
+            state.counts.count(outcome, collectingTokens: false)
             state.retries += attempts - 1
         }
         guard observability.isEnabled else { return }
