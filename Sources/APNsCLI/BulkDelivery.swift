@@ -100,7 +100,7 @@ struct BulkDelivery {
         var rejected: [String: Int] = [:]
         var failed: [String: Int] = [:]
         var deliveryUnknown = 0
-        var latencies: [Int64] = []
+        var latencies: [Duration] = []
         var exitCode: ExitCode = .success
         var tokensToForget = TokensToForget()
 
@@ -111,7 +111,7 @@ struct BulkDelivery {
 
         mutating func count(_ outcome: BulkOutcome) {
             done += 1
-            latencies.append(outcome.duration.nanosecondCount)
+            latencies.append(outcome.duration)
             tokensToForget.collect(outcome)
             switch outcome.result {
             case .success:
@@ -132,7 +132,7 @@ struct BulkDelivery {
 
         /// sent, `N delivered`, rejected by reason, failed by kind, p50/p99 latency, elapsed.
         func summary(elapsed: Duration) -> String {
-            let seconds = elapsed.secondsValue
+            let seconds = elapsed / .seconds(1)
             let rate = seconds > 0 ? Double(done) / seconds : 0
             var lines = ["sent \(done) of \(total) in \(String(format: "%.2f", seconds)) s (\(Int(rate.rounded()))/s)"]
             lines.append("\(delivered) delivered")
@@ -155,15 +155,15 @@ struct BulkDelivery {
         }
 
         /// The nearest-rank percentile of sorted values.
-        static func percentile(_ sorted: [Int64], _ fraction: Double) -> Int64? {
+        static func percentile(_ sorted: [Duration], _ fraction: Double) -> Duration? {
             guard !sorted.isEmpty else { return nil }
             let rank = Int((fraction * Double(sorted.count)).rounded(.up))
             return sorted[min(sorted.count, max(1, rank)) - 1]
         }
 
-        static func milliseconds(_ nanoseconds: Int64?) -> String {
-            guard let nanoseconds else { return "-" }
-            return String(format: "%.1f ms", Double(nanoseconds) / 1_000_000)
+        static func milliseconds(_ duration: Duration?) -> String {
+            guard let duration else { return "-" }
+            return String(format: "%.1f ms", duration / .milliseconds(1))
         }
     }
 
@@ -201,7 +201,7 @@ struct BulkDelivery {
         }
 
         private func draw(done: Int, elapsed: Duration) {
-            let seconds = elapsed.secondsValue
+            let seconds = elapsed / .seconds(1)
             let rate = seconds > 0 ? Double(done) / seconds : 0
             let eta = rate > 0 ? Double(total - done) / rate : 0
             let percent = total > 0 ? Double(done) * 100 / Double(total) : 100
@@ -220,17 +220,5 @@ struct BulkDelivery {
         private func write(_ text: String) {
             FileHandle.standardError.write(Data(text.utf8))
         }
-    }
-}
-
-extension Duration {
-    var secondsValue: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-
-    var nanosecondCount: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }

@@ -196,13 +196,13 @@ final class Observability: Sendable {
     /// `trace`, by the send path's "Sending APNs push").
     func logSend(
         _ summary: RequestSummary, result: Result<APNsResponse, APNsError>, duration: Duration, attempts: Int,
-        device: String?
+        device: @autoclosure () -> String?
     ) {
         guard isEnabled, logger.logLevel <= .debug else { return }
         var metadata = summary.metadata
-        metadata["apns.duration_ms"] = "\(duration.milliseconds)"
+        metadata["apns.duration_ms"] = "\(duration / .milliseconds(1))"
         if attempts > 1 { metadata["apns.retries"] = "\(attempts - 1)" }
-        if let device { metadata["apns.device"] = "\(Observability.tokenPrefix(device))" }
+        if let device = device() { metadata["apns.device"] = "\(Observability.tokenPrefix(device))" }
         switch result {
         case .success(let response):
             metadata["http.response.status_code"] = "\(response.status)"
@@ -309,16 +309,4 @@ struct RequestSummary: Sendable {
         guard path.hasPrefix(prefix) else { return nil }
         return String(path.dropFirst(prefix.count))
     }
-}
-
-extension Duration {
-    /// Whole nanoseconds, saturating.
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : product + attoseconds / 1_000_000_000
-    }
-
-    /// Milliseconds with three decimals, for log metadata.
-    var milliseconds: Double { Double(nanoseconds) / 1_000_000 }
 }

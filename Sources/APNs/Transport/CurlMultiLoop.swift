@@ -615,7 +615,7 @@ final class CurlMultiLoop: @unchecked Sendable {
                     "APNs circuit breaker opened: failing sends at once until a probe succeeds",
                     metadata: [
                         "apns.circuit.last_failure": "\(breaker.lastFailure)",
-                        "apns.circuit.cool_down_ms": "\(breaker.coolDown.map { $0.milliseconds } ?? 0)",
+                        "apns.circuit.cool_down_ms": "\(breaker.coolDown.map { $0 / .milliseconds(1) } ?? 0)",
                     ])
             }
         } else if !wasClosed, breaker.isClosed, observability.isEnabled {
