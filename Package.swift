@@ -106,7 +106,7 @@ let package = Package(
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
         ),
-        .testTarget(name: "APNsCLITests", dependencies: ["APNsCLI", "APNsMockServer", "APNs"]),
+        .testTarget(name: "APNsCLITests", dependencies: ["APNsCLI", "APNsMockServer", "APNs", "APNsTesting"]),
         .testTarget(
             name: "CompileTimeTests",
             dependencies: ["APNs", "APNsTesting"],

@@ -6,7 +6,8 @@
 #
 # Harnesses (Fuzz/Harnesses): responses (status, headers, body from the server), json (writer and
 # app-data encoder: output must parse and round-trip), tokens (device token and apns-id parsing),
-# credentials (.p8, PEM, encrypted PEM, PKCS#12 through libcrypto). Any crash, leak (LeakSanitizer,
+# credentials (.p8, PEM, encrypted PEM, PKCS#12 and DER certificates through libcrypto, Apple's topic
+# list). Any crash, leak (LeakSanitizer,
 # on by default with ASan on Linux) or violated invariant fails the run; its input is kept in
 # .build-fuzz/artifacts. Prints one line per harness and exits non-zero if any failed.
 set -uo pipefail

@@ -116,9 +116,9 @@ public struct ChannelManager<Via: Connector>: Sendable {
     private func perform(_ build: () throws(APNsValidationError) -> APNsRequest) async throws(APNsError) -> APNsHTTPResponse {
         let request: APNsRequest
         do { request = try build() } catch { throw .validation(error) }
-        do { try request.checkRules(for: connector.authenticationMethod) } catch { throw .validation(error) }
+        let shipped = try checkBeforeSending(request, via: connector)
         let response = try await APNs.perform(
-            checked: request, via: connector, shipped: unwrapped(connector) as? any ShippedConnector, deadline: nil)
+            checked: request, via: connector, shipped: shipped, deadline: nil)
         do { _ = try APNsResponse(interpreting: response) } catch { throw .rejected(error) }
         return response
     }

@@ -80,13 +80,8 @@ func deliver(
     try retry.validate()
     let deadline = try deadline(after: timeout, via: connector, retry: retry)
     let request: APNsRequest
-    do {
-        request = try build()
-        try request.checkRules(for: connector.authenticationMethod)
-    } catch {
-        throw .validation(error)
-    }
-    let shipped = unwrapped(connector) as? any ShippedConnector
+    do { request = try build() } catch { throw .validation(error) }
+    let shipped = try checkBeforeSending(request, via: connector)
     let observability = shipped?.observability ?? .spansOnly
     let summary = RequestSummary(request)
     let span = observability.startSpan("apns.send", summary: summary)
@@ -179,7 +174,25 @@ protocol ShippedConnector: Sendable {
     var defaultTimeout: Duration { get }
     /// Where the connector's logs and metrics go.
     var observability: Observability { get }
+    /// Refuses, before any I/O, a request the connector's credential cannot carry (a certificate
+    /// that does not cover its topic). Runs after ``APNsRequest/checkRules(for:)``.
+    func checkCredential(for request: APNsRequest) throws(CredentialError)
     func performChecked(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse
+}
+
+extension ShippedConnector {
+    /// Token connectors: a token covers every topic of its team.
+    func checkCredential(for request: APNsRequest) throws(CredentialError) {}
+}
+
+/// What every send path checks before any I/O: the request against its push type's rules for the
+/// connector's authentication, then against what a shipped connector's credential covers.
+/// Returns the shipped connector inside `connector`, if any.
+func checkBeforeSending(_ request: APNsRequest, via connector: some Connector) throws(APNsError) -> (any ShippedConnector)? {
+    do { try request.checkRules(for: connector.authenticationMethod) } catch { throw .validation(error) }
+    let shipped = unwrapped(connector) as? any ShippedConnector
+    do { try shipped?.checkCredential(for: request) } catch { throw .credential(error) }
+    return shipped
 }
 
 /// Performs a request whose rules are checked, turning whatever the connector throws into an

@@ -33,7 +33,7 @@ struct ConnectionOptions: ParsableArguments {
         }
         if let certificate {
             guard let privateKey else { throw UsageError("--cert needs --key") }
-            let passphrase = try passphraseEnvironment.map { try secret(from: $0) }
+            let passphrase = try passphraseEnvironment.map { try Self.secret(from: $0) }
             return AnyConnector(try CertificateConnector(
                     certificate: .file(path: certificate), privateKey: .file(path: privateKey), passphrase: passphrase,
                     environment: environment, transport: transport))
@@ -41,7 +41,7 @@ struct ConnectionOptions: ParsableArguments {
         if let pkcs12 {
             guard let passwordEnvironment else { throw UsageError("--p12 needs --password-env VAR") }
             return AnyConnector(try CertificateConnector(
-                    pkcs12: .file(path: pkcs12), password: try secret(from: passwordEnvironment), environment: environment, transport: transport))
+                    pkcs12: .file(path: pkcs12), password: try Self.secret(from: passwordEnvironment), environment: environment, transport: transport))
         }
         return nil
     }
@@ -54,7 +54,8 @@ struct ConnectionOptions: ParsableArguments {
         return connector
     }
 
-    private func secret(from variable: String) throws -> String {
+    /// The value of the environment variable that holds a passphrase or password.
+    static func secret(from variable: String) throws -> String {
         guard let value = ProcessInfo.processInfo.environment[variable] else {
             throw UsageError("the environment variable \(variable) is not set")
         }

@@ -1,3 +1,4 @@
+import APNsCore
 import Crypto
 import Foundation
 import SwiftASN1
@@ -84,32 +85,75 @@ public struct MockCertificateAuthority: Sendable {
             })
     }
 
-    /// A client certificate shaped like Apple's push certificates:
-    /// `CN=Apple Push Services: <bundleID>`.
-    public func issueClientCertificate(bundleID: String) throws -> IssuedCertificate {
-        try issue(
-            commonName: "Apple Push Services: \(bundleID)",
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                try ExtendedKeyUsage([.clientAuth])
-            })
+    /// A client certificate shaped like Apple's push certificates: subject
+    /// `UID=<bundleID>, CN=Apple Push Services: <bundleID>`, and when asked, Apple's environment
+    /// extensions and topic list (``PushCertificate``).
+    ///
+    /// ```swift
+    /// let universal = try authority.issueClientCertificate(
+    ///     bundleID: "com.example.app", environments: [.sandbox, .production],
+    ///     topics: [.init("com.example.app", kinds: ["app"]), .init("com.example.app.voip", kinds: ["voip"])])
+    /// let expired = try authority.issueClientCertificate(
+    ///     bundleID: "com.example.app", notValidBefore: .now - 86400 * 400, notValidAfter: .now - 86400)
+    /// ```
+    /// - Parameters:
+    ///   - environments: Which of the sandbox and production extensions it carries (none by default,
+    ///     as older certificates).
+    ///   - topics: Its topic list (`1.2.840.113635.100.6.3.6`); nil for none, so that it covers the
+    ///     `UID` only.
+    ///   - notValidBefore: Default an hour ago.
+    ///   - notValidAfter: Default 180 days from now.
+    public func issueClientCertificate(
+        bundleID: String, environments: Set<PushCertificate.Environment> = [], topics: [PushCertificate.Topic]? = nil,
+        notValidBefore: Date? = nil, notValidAfter: Date? = nil
+    ) throws -> IssuedCertificate {
+        let nullValue: ArraySlice<UInt8> = [0x05, 0x00]
+        var apple: [Certificate.Extension] = []
+        for environment in environments.sorted() {
+            let oid = environment == .sandbox ? PushCertificate.sandboxOID : PushCertificate.productionOID
+            apple.append(Certificate.Extension(oid: try ASN1ObjectIdentifier(dotRepresentation: oid), critical: false, value: nullValue))
+        }
+        if let topics {
+            apple.append(Certificate.Extension(
+                oid: try ASN1ObjectIdentifier(dotRepresentation: PushCertificate.topicsOID), critical: false,
+                value: ArraySlice(PushCertificate.extensionValue(for: topics))))
+        }
+        var extensions = try Certificate.Extensions {
+            Critical(BasicConstraints.notCertificateAuthority)
+            Critical(KeyUsage(digitalSignature: true))
+            try ExtendedKeyUsage([.clientAuth])
+        }
+        for item in apple { try extensions.append(item) }
+        let subject = DistinguishedName([
+            RelativeDistinguishedName(.init(type: try ASN1ObjectIdentifier(dotRepresentation: PushCertificate.userIDOID), utf8String: bundleID)),
+            RelativeDistinguishedName(.init(type: .RDNAttributeType.commonName, utf8String: "Apple Push Services: \(bundleID)")),
+            RelativeDistinguishedName(.init(type: .RDNAttributeType.organizationName, utf8String: "swift-apns tests")),
+        ])
+        return try issue(subject: subject, extensions: extensions, notValidBefore: notValidBefore, notValidAfter: notValidAfter)
     }
 
     private func issue(commonName: String, extensions: Certificate.Extensions) throws -> IssuedCertificate {
+        try issue(
+            subject: try DistinguishedName {
+                OrganizationName("swift-apns tests")
+                CommonName(commonName)
+            },
+            extensions: extensions, notValidBefore: nil, notValidAfter: nil)
+    }
+
+    private func issue(
+        subject: DistinguishedName, extensions: Certificate.Extensions, notValidBefore: Date?, notValidAfter: Date?
+    ) throws -> IssuedCertificate {
         let key = P256.Signing.PrivateKey()
         let now = Date()
         let issued = try Certificate(
             version: .v3,
             serialNumber: Certificate.SerialNumber(),
             publicKey: Certificate.PublicKey(key.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600),
-            notValidAfter: now.addingTimeInterval(30 * 86400),
+            notValidBefore: notValidBefore ?? now.addingTimeInterval(-3600),
+            notValidAfter: notValidAfter ?? now.addingTimeInterval(180 * 86400),
             issuer: certificate.subject,
-            subject: try DistinguishedName {
-                OrganizationName("swift-apns tests")
-                CommonName(commonName)
-            },
+            subject: subject,
             signatureAlgorithm: .ecdsaWithSHA256,
             extensions: extensions,
             issuerPrivateKey: Certificate.PrivateKey(privateKey))

@@ -20,8 +20,9 @@ struct RequestValidator {
         var path: String
         var headers: [APNsRequest.Header]
         var body: [UInt8]
-        /// The common name of a verified client certificate, if the connection presented one.
-        var clientCertificateName: String?
+        /// A verified client certificate's common name and Apple topic list, if the connection
+        /// presented one.
+        var clientCertificate: (commonName: String, topics: [PushCertificate.Topic]?)?
 
         func header(_ name: String) -> String? { headers.first(where: { $0.name == name })?.value }
     }
@@ -73,7 +74,7 @@ struct RequestValidator {
     }
 
     private func authenticate(_ request: Incoming) -> Authenticated {
-        if let commonName = request.clientCertificateName { return .success(.certificate(commonName: commonName)) }
+        if let certificate = request.clientCertificate { return .success(.certificate(commonName: certificate.commonName)) }
         guard let authorization = request.header("authorization") else { return .failure(.missingProviderToken) }
         switch state.verifyToken(authorization) {
         case .valid(let teamID, let keyID, let issuedAt): return .success(.token(teamID: teamID, keyID: keyID, issuedAt: issuedAt))
@@ -131,6 +132,11 @@ struct RequestValidator {
         // MDM topics are certificate UIDs, not the team's bundle ids.
         if let reason = authorize(authentication, bundleID: bundleID, mismatch: .topicDisallowed, checkAllowedBundles: pushType != .mdm) {
             return .reject(reason, authentication)
+        }
+        // A certificate with Apple's topic list covers only its topics, by kind (the rule the
+        // client checks before sending).
+        if let topics = request.clientCertificate?.topics, !PushCertificate.covers(topics, topic: topic, pushType: pushType) {
+            return .reject(.topicDisallowed, authentication)
         }
 
         if let reason = checkPriority(request.header("apns-priority"), for: pushType) { return .reject(reason, authentication) }

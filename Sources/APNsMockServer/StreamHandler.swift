@@ -4,6 +4,7 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 import NIOSSL
+import SwiftASN1
 import X509
 
 /// Per-connection state, used only on the connection's event loop.
@@ -16,7 +17,7 @@ final class ConnectionContext {
     /// The stream limit was raised after the first accepted request (`oneStreamUntilFirstSuccess`).
     var streamLimitRaised = false
     /// The verified client certificate's common name: nil until looked up, then `.some(nil)` for none.
-    var clientCommonName: String??
+    var clientCertificateCache: (commonName: String, topics: [PushCertificate.Topic]?)??
     var acceptedStreams = 0
     var goAwayLastStreamID: HTTP2StreamID?
     var openStreams = 0
@@ -49,22 +50,30 @@ final class ConnectionContext {
         }
     }
 
-    func commonName() -> String? {
-        if let cached = clientCommonName { return cached }
-        var name: String?
+    /// The verified client certificate's common name and, when it carries Apple's topic list, its
+    /// topics (``PushCertificate``); read once per connection.
+    func clientCertificate() -> (commonName: String, topics: [PushCertificate.Topic]?)? {
+        if let cached = clientCertificateCache { return cached }
+        var found: (commonName: String, topics: [PushCertificate.Topic]?)?
         if let handler = try? channel.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self),
             let peer = handler.peerCertificate,
             let der = try? peer.toDERBytes(),
             let certificate = try? Certificate(derEncoded: der)
         {
+            var name: String?
             for relative in certificate.subject {
                 for attribute in relative where attribute.type == .RDNAttributeType.commonName {
                     name = String(describing: attribute.value)
                 }
             }
+            let topicsOID = try? ASN1ObjectIdentifier(dotRepresentation: PushCertificate.topicsOID)
+            let list = certificate.extensions.first { $0.oid == topicsOID }
+            if let name {
+                found = (name, list.flatMap { try? PushCertificate.topics(fromExtensionValue: Array($0.value)) })
+            }
         }
-        clientCommonName = .some(name)
-        return name
+        clientCertificateCache = .some(found)
+        return found
     }
 
     /// After GOAWAY, the client closes the connection once its last stream is answered. Closing it
@@ -220,7 +229,7 @@ final class StreamHandler: ChannelInboundHandler {
         for (name, value, _) in head where !name.hasPrefix(":") { headers.append(.init(name: name, value: value)) }
         let incoming = RequestValidator.Incoming(
             method: head.first(name: ":method") ?? "", path: head.first(name: ":path") ?? "",
-            headers: headers, body: body, clientCertificateName: connection.value.commonName())
+            headers: headers, body: body, clientCertificate: connection.value.clientCertificate())
         let verdict = RequestValidator(state: state).evaluate(incoming)
 
         var responseHeaders = HPACKHeaders([(":status", String(verdict.status))])

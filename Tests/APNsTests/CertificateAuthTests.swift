@@ -1,4 +1,4 @@
-import APNs
+@_spi(RawRequests) import APNs
 import APNsMockServer
 import APNsTesting
 import Foundation
@@ -79,12 +79,19 @@ import Testing
         try await fixture.stop()
     }
 
+    /// The connector refuses a topic its certificate does not cover before any I/O; sent anyway
+    /// (SPI that skips the checks), the mock refuses it as APNs does.
     @Test func topicMustMatchTheCertificate() async throws {
         let fixture = try await Fixture.start()
         let connector = try fixture.certificateConnector()
-        await expectRejection(.topicDisallowed, status: 400) {
-            try await send(AlertNotification(bundleID: "com.other.app") { Alert("x") }, via: connector, to: .test)
+        let notification = AlertNotification(bundleID: "com.other.app") { Alert("x") }
+        await #expect(throws: APNsError.credential(.topicNotCovered(topic: "com.other.app", pushType: .alert, covered: ["com.example.app"]))) {
+            try await send(notification, via: connector, to: .test)
         }
+        #expect(fixture.server.requests.isEmpty)
+        let response = try await connector.performWithoutRuleCheck(try notification.request(to: .test))
+        #expect(response.status == 400)
+        #expect(APNsRejection(response).reason == .topicDisallowed)
         try await fixture.stop()
     }
 }

@@ -14,6 +14,8 @@ struct Fixture {
     let server: MockAPNsServer
     let signingKey: MockCertificateAuthority.SigningKey
     let client: MockCertificateAuthority.IssuedCertificate
+    /// The CA the server trusts for client certificates: issue more with it.
+    let authority: MockCertificateAuthority
     var environment: APNsEnvironment { .custom(host: server.host, port: server.port) }
 
     var transport: TransportConfiguration {
@@ -31,7 +33,8 @@ struct Fixture {
         configuration.strict = true  // our client never omits apns-push-type nor writes unknown aps keys
         adjust(&configuration)
         let server = try await MockAPNsServer.start(configuration)
-        return Fixture(server: server, signingKey: key, client: try authority.issueClientCertificate(bundleID: bundleID))
+        return Fixture(
+            server: server, signingKey: key, client: try authority.issueClientCertificate(bundleID: bundleID), authority: authority)
     }
 
     func tokenConnector(clock: @escaping @Sendable () -> Date = { Date() }, adjust: (inout TransportConfiguration) -> Void = { _ in }) throws -> TokenConnector {

@@ -268,11 +268,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     ) throws(APNsError) where Devices.Element == Device {
         try retry.validate()
         guard !template.headers.contains(where: { $0.name == "apns-id" }) else { throw .validation(.apnsIDInBulkSend) }
-        do {
-            try template.checkRules(for: connector.authenticationMethod)
-        } catch {
-            throw .validation(error)
-        }
+        _ = try checkBeforeSending(template, via: connector)
         if let timeout, timeout <= .zero { throw .validation(.invalidTimeout(timeout)) }
         if let maximumInFlight, maximumInFlight < 1 {
             throw .validation(.invalidTransportSetting(name: "maximumInFlight", value: "\(maximumInFlight)"))

@@ -1,10 +1,17 @@
 import CoreMetrics
+import Foundation
 import Logging
 
 /// Sends with certificate authentication: a TLS client certificate for your app (APNs reference §8).
 ///
 /// The certificate and key are checked when the connector is made, then handed to libcurl in
 /// memory. No `authorization` header is ever sent on this connector.
+///
+/// What the certificate is good for (``certificate``, a ``CertificateDetails``) is checked too:
+/// an expired certificate, or one issued for the other environment, is refused when the connector
+/// is made; one that expires within 30 days is logged as a warning (`apns.certificate.expires_soon`);
+/// and a push to a topic the certificate does not cover fails before any I/O with
+/// ``CredentialError/topicNotCovered(topic:pushType:covered:)``, naming the topics it covers.
 ///
 /// ```swift
 /// let connector = try CertificateConnector(
@@ -23,6 +30,8 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
     public let environment: APNsEnvironment
     /// The certificate's subject (RFC 2253), e.g. `UID=com.example.app,CN=Apple Push Services: …`.
     public let subject: String
+    /// What the certificate is good for: validity, environments, topics.
+    public let certificate: CertificateDetails
 
     let transport: CurlTransport
     let observability: Observability
@@ -40,7 +49,8 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
     ///     nothing. See <doc:Observability>.
     ///   - metricsFactory: Where its metrics go; nil uses `MetricsSystem.factory`.
     /// - Throws: ``APNsError/credential(_:)`` (wrong passphrase, key not matching the certificate,
-    ///   …); ``APNsError/validation(_:)`` for a transport setting no connection can use.
+    ///   a certificate that has expired or is for the other environment, …);
+    ///   ``APNsError/validation(_:)`` for a transport setting no connection can use.
     public init(
         certificate: CredentialSource, privateKey: CredentialSource, passphrase: String? = nil,
         environment: APNsEnvironment, transport: TransportConfiguration = TransportConfiguration(),
@@ -54,8 +64,10 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
             throw .credential(error)
         }
         self.environment = environment
-        subject = identity.subject
+        subject = identity.details.subject
+        self.certificate = identity.details
         observability = Observability(logger: logger, metricsFactory: metricsFactory)
+        try CertificateConnector.check(identity.details, for: environment, observability: observability)
         self.transport = try CurlTransport(configuration: transport, identity: identity, observability: observability)
     }
 
@@ -76,8 +88,10 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
             throw .credential(error)
         }
         self.environment = environment
-        subject = identity.subject
+        subject = identity.details.subject
+        self.certificate = identity.details
         observability = Observability(logger: logger, metricsFactory: metricsFactory)
+        try CertificateConnector.check(identity.details, for: environment, observability: observability)
         self.transport = try CurlTransport(configuration: transport, identity: identity, observability: observability)
     }
 
@@ -92,7 +106,45 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
     /// Sends one request, giving up at `deadline`; checked as ``perform(_:)`` is.
     public func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse {
         do { try request.checkRules(for: .certificate) } catch { throw APNsError.validation(error) }
+        do { try checkCredential(for: request) } catch { throw APNsError.credential(error) }
         return try await performChecked(request, deadline: deadline)
+    }
+
+    /// Refuses a certificate that cannot be used now or in `environment`, and warns when it
+    /// expires within ``CertificateDetails/expiryWarningPeriod``.
+    private static func check(
+        _ details: CertificateDetails, for environment: APNsEnvironment, observability: Observability
+    ) throws(APNsError) {
+        do { try details.checkValidity() } catch { throw .credential(error) }
+        let wanted: PushCertificate.Environment?
+        switch environment {
+        case .sandbox: wanted = .sandbox
+        case .production: wanted = .production
+        default: wanted = nil  // a custom host (a mock or a proxy) takes either
+        }
+        if let wanted, !details.environments.isEmpty, !details.environments.contains(wanted) {
+            throw .credential(.certificateEnvironmentMismatch(connector: wanted, certificate: details.environments))
+        }
+        if case .expiresSoon(let remaining) = details.validity() {
+            observability.logger.warning(
+                "APNs certificate expires soon",
+                metadata: [
+                    "apns.certificate.subject": "\(details.subject)",
+                    "apns.certificate.not_after": "\(details.notValidAfter.formatted(.iso8601))",
+                    "apns.certificate.days_left": "\(remaining.components.seconds / 86400)",
+                ])
+        }
+    }
+
+    /// Refuses, before any I/O, a request the certificate cannot carry: it has expired since the
+    /// connector was made, or it does not cover the request's topic for its push type.
+    func checkCredential(for request: APNsRequest) throws(CredentialError) {
+        if Date() > certificate.notValidAfter {
+            throw .certificateExpired(subject: certificate.subject, notValidAfter: certificate.notValidAfter)
+        }
+        guard request.service == .device, !certificate.topics.isEmpty, let topic = request[header: "apns-topic"] else { return }
+        let pushType = request[header: "apns-push-type"].flatMap(PushType.init(rawValue:)) ?? .alert
+        try certificate.checkCovers(topic: topic, pushType: pushType)
     }
 
     /// Sends `request` without checking its push type's rules: SPI for tests that show how a server

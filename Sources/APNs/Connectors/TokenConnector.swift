@@ -96,8 +96,8 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
         teamID: String, keyID: String, key: CredentialSource, environment: APNsEnvironment, transport: TransportConfiguration,
         refreshInterval: Duration, clock: @escaping @Sendable () -> Date, observability: Observability
     ) throws(APNsError) {
-        guard TokenConnector.isAppleID(teamID) else { throw .credential(.invalidTeamID(teamID)) }
-        guard TokenConnector.isAppleID(keyID) else { throw .credential(.invalidKeyID(keyID)) }
+        guard ProviderTokenRules.isAppleID(teamID) else { throw .credential(.invalidTeamID(teamID)) }
+        guard ProviderTokenRules.isAppleID(keyID) else { throw .credential(.invalidKeyID(keyID)) }
         let seconds = Int(refreshInterval.components.seconds)
         guard TokenConnector.refreshWindow.contains(seconds), seconds < 60 * 60 else {
             throw .credential(.refreshIntervalOutOfRange(seconds: seconds))
@@ -203,8 +203,8 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     }
 
     private func mint(issuedAt: Int) throws(CredentialError) -> Token {
-        let header = #"{"alg":"ES256","kid":""# + keyID + #""}"#
-        let claims = #"{"iss":""# + teamID + #"","iat":"# + String(issuedAt) + "}"
+        let header = ProviderTokenRules.header(keyID: keyID)
+        let claims = ProviderTokenRules.claims(teamID: teamID, issuedAt: issuedAt)
         let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
         let signature = try signer.sign(Array(signingInput.utf8))
         if observability.isEnabled {
@@ -215,11 +215,6 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
                 metadata: ["apns.team_id": "\(teamID)", "apns.key_id": "\(keyID)", "apns.token.issued_at": "\(issuedAt)"])
         }
         return Token(value: signingInput + "." + Base64URL.encode(signature), issuedAt: issuedAt)
-    }
-
-    /// Apple's team and key ids: 10 ASCII letters and digits.
-    static func isAppleID(_ id: String) -> Bool {
-        id.utf8.count == 10 && id.utf8.allSatisfy { (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }
     }
 
     /// The transport's capacity: `maximumConcurrentStreams × maximumConnectionsPerHost`.

@@ -9,8 +9,8 @@ struct ClientIdentity: Sendable {
     let certificateChainPEM: [UInt8]
     /// The private key, unencrypted PKCS#8 PEM. Secret: never printed.
     let privateKeyPEM: [UInt8]
-    /// The certificate's subject, e.g. `CN=Apple Push Services: com.example.app,UID=com.example.app`.
-    let subject: String
+    /// What the leaf certificate is good for: subject, validity, environments, topics.
+    let details: CertificateDetails
 
     /// A PEM certificate (optionally followed by its chain) and a PEM private key, optionally
     /// encrypted with `passphrase`.
@@ -31,19 +31,19 @@ struct ClientIdentity: Sendable {
             throw .invalidPrivateKey(detail)
         }
         defer { EVP_PKEY_free(key) }
-        self = try ClientIdentity.make(leaf: certificates[0], chain: Array(certificates.dropFirst()), key: key)
+        self = try ClientIdentity.make(leaf: certificates[0], chain: Array(certificates.dropFirst()), key: key, format: .pem)
     }
 
     /// A PKCS#12 bundle (`.p12`) and its password. A bundle encrypted with RC2-40 is read through
     /// OpenSSL's legacy provider when it is installed; otherwise ``CredentialError/legacyPKCS12``
     /// says how to re-export it.
     init(pkcs12 bytes: [UInt8], password: String) throws(CredentialError) {
-        var attempt = try ClientIdentity.parsePKCS12(bytes, password: password)
+        var attempt = try ClientIdentity.parsePKCS12(bytes, password: password, format: .pkcs12)
         if case .unsupportedCipher = attempt {
             // Older Keychain exports use RC2-40; OpenSSL 3 keeps it in the legacy provider.
             // `retain_fallbacks = 1` keeps the default provider available alongside it.
             if OSSL_PROVIDER_try_load(nil, "legacy", 1) != nil {
-                attempt = try ClientIdentity.parsePKCS12(bytes, password: password)
+                attempt = try ClientIdentity.parsePKCS12(bytes, password: password, format: .legacyPKCS12)
             }
         }
         switch attempt {
@@ -57,7 +57,9 @@ struct ClientIdentity: Sendable {
         case unsupportedCipher
     }
 
-    private static func parsePKCS12(_ bytes: [UInt8], password: String) throws(CredentialError) -> PKCS12Attempt {
+    private static func parsePKCS12(
+        _ bytes: [UInt8], password: String, format: CertificateDetails.Format
+    ) throws(CredentialError) -> PKCS12Attempt {
         guard let bio = OpenSSL.bio(bytes) else { throw .invalidPKCS12("out of memory") }
         defer { BIO_free(bio) }
         guard let p12 = d2i_PKCS12_bio(bio, nil) else { throw .invalidPKCS12(OpenSSL.lastError()) }
@@ -87,16 +89,18 @@ struct ClientIdentity: Sendable {
                 if let certificate = ccrypto_sk_x509_value(chain, index) { chainCertificates.append(certificate) }
             }
         }
-        return .parsed(try make(leaf: leaf, chain: chainCertificates, key: key))
+        return .parsed(try make(leaf: leaf, chain: chainCertificates, key: key, format: format))
     }
 
-    private init(certificateChainPEM: [UInt8], privateKeyPEM: [UInt8], subject: String) {
+    private init(certificateChainPEM: [UInt8], privateKeyPEM: [UInt8], details: CertificateDetails) {
         self.certificateChainPEM = certificateChainPEM
         self.privateKeyPEM = privateKeyPEM
-        self.subject = subject
+        self.details = details
     }
 
-    private static func make(leaf: OpaquePointer, chain: [OpaquePointer], key: OpaquePointer) throws(CredentialError) -> ClientIdentity {
+    private static func make(
+        leaf: OpaquePointer, chain: [OpaquePointer], key: OpaquePointer, format: CertificateDetails.Format
+    ) throws(CredentialError) -> ClientIdentity {
         guard X509_check_private_key(leaf, key) == 1 else {
             ERR_clear_error()
             throw .keyDoesNotMatchCertificate
@@ -117,7 +121,7 @@ struct ClientIdentity: Sendable {
         return ClientIdentity(
             certificateChainPEM: OpenSSL.contents(of: certificateBIO),
             privateKeyPEM: OpenSSL.contents(of: keyBIO),
-            subject: subjectText(of: leaf))
+            details: try CertificateDetails(leaf: leaf, format: format))
     }
 
     private static func readCertificates(_ pem: [UInt8]) throws(CredentialError) -> [OpaquePointer] {
@@ -128,12 +132,5 @@ struct ClientIdentity: Sendable {
         ERR_clear_error()  // the end of the data reads as an error
         guard !certificates.isEmpty else { throw .invalidCertificate("no -----BEGIN CERTIFICATE----- block") }
         return certificates
-    }
-
-    private static func subjectText(of certificate: OpaquePointer) -> String {
-        guard let name = X509_get_subject_name(certificate), let bio = BIO_new(BIO_s_mem()) else { return "?" }
-        defer { BIO_free(bio) }
-        X509_NAME_print_ex(bio, name, 0, ccrypto_xn_flag_rfc2253())
-        return String(decoding: OpenSSL.contents(of: bio), as: UTF8.self)
     }
 }

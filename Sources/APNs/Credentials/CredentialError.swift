@@ -1,3 +1,10 @@
+import APNsCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// A key, certificate or passphrase that cannot be used, found when a connector is made.
 ///
 /// Messages name the problem and what to do; they never contain key bytes, certificates or
@@ -29,6 +36,15 @@ public enum CredentialError: Error, Hashable, Sendable, CustomStringConvertible 
     case refreshIntervalOutOfRange(seconds: Int)
     /// Signing a token failed inside libcrypto.
     case signingFailed(String)
+    /// The certificate's validity ended; APNs refuses it.
+    case certificateExpired(subject: String, notValidAfter: Date)
+    /// The certificate is not valid yet (or this machine's clock is wrong).
+    case certificateNotYetValid(subject: String, notValidBefore: Date)
+    /// The certificate was issued for the other APNs environment.
+    case certificateEnvironmentMismatch(connector: PushCertificate.Environment, certificate: [PushCertificate.Environment])
+    /// The certificate does not cover the request's topic for its push type; `covered` lists the
+    /// topics it does cover, with their kinds.
+    case topicNotCovered(topic: String, pushType: PushType, covered: [String])
 
     /// A readable form for logs and test failures; it never contains a secret.
     public var description: String {
@@ -59,6 +75,16 @@ public enum CredentialError: Error, Hashable, Sendable, CustomStringConvertible 
             return "A token refresh interval of \(seconds) s is outside Apple's window: refresh no more often than every 20 minutes and at least every 60 (APNs reference §7)."
         case let .signingFailed(detail):
             return "Signing the provider token failed: \(detail)."
+        case let .certificateExpired(subject, notValidAfter):
+            return "The certificate \(subject) expired at \(notValidAfter.formatted(.iso8601)); APNs refuses it. Create a new one on the Certificates page of your developer account, or use token authentication (a .p8 key does not expire)."
+        case let .certificateNotYetValid(subject, notValidBefore):
+            return "The certificate \(subject) is valid only from \(notValidBefore.formatted(.iso8601)); check this machine's clock."
+        case let .certificateEnvironmentMismatch(connector, certificate):
+            let names = certificate.map(\.rawValue).joined(separator: " and ")
+            return "The certificate is for the \(names) environment, not \(connector): APNs would answer BadCertificateEnvironment. Use environment .\(certificate.first?.rawValue ?? "sandbox"), or a certificate for \(connector) (a universal certificate covers both)."
+        case let .topicNotCovered(topic, pushType, covered):
+            let list = covered.isEmpty ? "none" : covered.joined(separator: ", ")
+            return "The certificate does not cover topic \(topic) for \(pushType) pushes; it covers: \(list). Send to a topic it covers, use a certificate issued for this app and push type, or use token authentication."
         }
     }
 }

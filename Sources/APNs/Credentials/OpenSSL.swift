@@ -46,8 +46,11 @@ enum OpenSSL {
         case .pem(let text): return Array(text.utf8)
         case .bytes(let bytes): return bytes
         case .file(let path):
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw .unreadableFile(path: path, reason: FileManager.default.fileExists(atPath: path) ? "permission denied" : "no such file")
+            let files = FileManager.default
+            guard let data = files.contents(atPath: path) else {
+                let reason = !files.fileExists(atPath: path) ? "no such file"
+                    : !files.isReadableFile(atPath: path) ? "permission denied" : "not a regular file"
+                throw .unreadableFile(path: path, reason: reason)
             }
             return Array(data)
         }
