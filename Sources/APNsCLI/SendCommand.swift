@@ -1,6 +1,7 @@
 @_spi(RawRequests) import APNs
 import ArgumentParser
 import Foundation
+import Synchronization
 
 /// `apns send`: one notification to one or more devices.
 struct SendCommand: AsyncParsableCommand {
@@ -36,6 +37,8 @@ struct SendCommand: AsyncParsableCommand {
     @Option(name: .customLong("collapse-id")) var collapseID: String?
     @Option(name: .customLong("apns-id")) var apnsID: String?
     @Flag(name: .customLong("dry-run"), help: "Print the exact request; send nothing.") var dryRun = false
+    @Flag(help: "alert: shorten the body (then subtitle, then title) so the payload fits 4096 bytes, and say what was cut.")
+    var truncate = false
     @Option(help: "Seconds each send may take, from the start, retries included (default 30).") var timeout: Double?
     @Option(help: "Attempts per device, the first included: retries only what was not sent and 429/5xx (default 1).") var retries: Int?
     @Flag(help: "One JSON object per device per line.") var json = false
@@ -164,6 +167,9 @@ struct SendCommand: AsyncParsableCommand {
 
     // MARK: Building the request
 
+    /// Whether `--truncate`'s report was printed: once per run, not once per device.
+    private static let truncationReported = Mutex(false)
+
     private func request(to device: Device) throws -> APNsRequest {
         guard let type = PushType(rawValue: pushType) else {
             throw UsageError("--push-type \(pushType) is not an APNs push type; use one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -171,6 +177,9 @@ struct SendCommand: AsyncParsableCommand {
         let hasAlertFlags = title != nil || subtitle != nil || body != nil || badge != nil || sound != nil
         if hasAlertFlags && ![PushType.alert, .liveactivity].contains(type) {
             throw UsageError("\(pushType) has no alert, badge or sound; drop --title/--subtitle/--body/--badge/--sound")
+        }
+        if truncate, type != .alert || payload != nil {
+            throw UsageError("--truncate shortens the text of --title/--subtitle/--body on an alert; it does not apply to \(payload != nil ? "a --payload file" : pushType)")
         }
         var request = try buildRequest(type, to: device, template: payload != nil)
         if let payload {
@@ -212,7 +221,7 @@ struct SendCommand: AsyncParsableCommand {
             case 1?: level = .low
             case let other?: throw Self.disallowed(priority: other, for: .alert)
             }
-            return try AlertNotification(
+            var notification = AlertNotification(
                 bundleID: topic, appData: appData, priority: level, expiration: expiry, collapseID: collapse, apnsID: identifier
             ) {
                 if !template {
@@ -226,7 +235,17 @@ struct SendCommand: AsyncParsableCommand {
                     if let badge { Badge(badge) }
                     if let sound { Sound(sound) }
                 }
-            }.request(to: device)
+            }
+            if truncate {
+                let fitted = try notification.truncatedToFit()
+                notification = fitted.notification
+                if fitted.wasTruncated, SendCommand.truncationReported.withLock({ reported in defer { reported = true }; return !reported }) {
+                    FileHandle.standardError.write(Data((
+                        "apns: truncated to fit \(fitted.limit) bytes (was \(fitted.originalSize)): "
+                            + fitted.cuts.map(\.description).joined(separator: "; ") + "\n").utf8))
+                }
+            }
+            return try notification.request(to: device)
         case .background:
             if let priority, priority != PushType.background.defaultPriority.rawValue { throw Self.disallowed(priority: priority, for: .background) }
             return try BackgroundNotification(bundleID: topic, appData: appData, expiration: expiry, collapseID: collapse, apnsID: identifier)

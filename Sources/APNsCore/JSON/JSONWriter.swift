@@ -319,6 +319,23 @@ public struct JSONWriter: Sendable {
         }
     }
 
+    /// How many bytes `utf8` takes inside a JSON string as ``string(_:)`` writes it (without the
+    /// quotes): 2 for `"` and `\`, 6 for a control character (`\u00xx`), 1 for any other byte.
+    /// Truncation measures text with it; it mirrors `appendEscaped`.
+    static func escapedCount(_ utf8: some Sequence<UInt8>) -> Int {
+        var count = 0
+        for byte in utf8 {
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                count += 2
+            } else if byte < 0x20 {
+                count += 6
+            } else {
+                count += 1
+            }
+        }
+        return count
+    }
+
     private mutating func appendEscaped(_ byte: UInt8) {
         switch byte {
         case UInt8(ascii: "\""):

@@ -6,6 +6,9 @@
 public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The encoded payload is larger than the push type allows.
     case payloadTooLarge(pushType: PushType, size: Int, limit: Int)
+    /// The payload is still larger than the limit with every truncatable field cut: what is left
+    /// (app data, other keys) must shrink.
+    case payloadTooLargeAfterTruncation(pushType: PushType, size: Int, limit: Int, fields: [String])
     /// The collapse id is longer than 64 bytes of UTF-8.
     case collapseIDTooLong(bytes: Int, limit: Int)
     /// The collapse id is empty.
@@ -76,7 +79,9 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
     public var description: String {
         switch self {
         case let .payloadTooLarge(pushType, size, limit):
-            return "The \(pushType) payload is \(size) bytes; APNs accepts at most \(limit). Shorten the text or move data out of the notification (the app can fetch it)."
+            return "The \(pushType) payload is \(size) bytes; APNs accepts at most \(limit). Shorten the text, let truncatedToFit() shorten it, or move data out of the notification (the app can fetch it)."
+        case let .payloadTooLargeAfterTruncation(pushType, size, limit, fields):
+            return "The \(pushType) payload is still \(size) bytes with \(fields.joined(separator: ", ")) cut short; APNs accepts at most \(limit). Move other data out of the notification (the app can fetch it)."
         case let .collapseIDTooLong(bytes, limit):
             return "The collapse id is \(bytes) bytes of UTF-8; APNs accepts at most \(limit). Use a shorter id, for example a hash of the long one."
         case .emptyCollapseID:
