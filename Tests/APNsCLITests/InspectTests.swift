@@ -16,6 +16,22 @@ import Testing
         .init("com.example.app.complication", kinds: ["complication"]),
     ]
 
+    /// The rows after the header of a valid universal certificate with `universalTopics`.
+    static let validUniversalRows = """
+        status        valid
+        environments  sandbox, production (universal)
+        topics        com.example.app (app)
+                      com.example.app.voip (voip)
+                      com.example.app.complication (complication)
+        push types    alert         com.example.app
+                      background    com.example.app
+                      complication  com.example.app.complication
+                      liveactivity  com.example.app.push-type.liveactivity
+                      pushtotalk    com.example.app.voip-ptt
+                      voip          com.example.app.voip
+
+        """
+
     static func folder() throws -> URL {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("inspect-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -77,18 +93,7 @@ import Testing
         #expect(run.stderr == "")
         let expected = try Self.header(
             file: file, format: "PEM", certificatePEM: issued.certificatePEM, folder: folder,
-            notBefore: "2026-01-01T00:00:00Z", notAfter: "2036-01-01T00:00:00Z") + """
-            status        valid
-            environments  sandbox, production (universal)
-            topics        com.example.app (app)
-                          com.example.app.voip (voip)
-                          com.example.app.complication (complication)
-            push types    alert         com.example.app
-                          background    com.example.app
-                          complication  com.example.app.complication
-                          liveactivity  com.example.app.push-type.liveactivity
-                          pushtotalk    com.example.app.voip-ptt
-                          voip          com.example.app.voip
+            notBefore: "2026-01-01T00:00:00Z", notAfter: "2036-01-01T00:00:00Z") + Self.validUniversalRows + """
             check         alert: covered (com.example.app)
             check         voip: covered (com.example.app.voip)
             private key   matches the certificate
@@ -198,18 +203,7 @@ import Testing
         #expect(run.status == 0, "\(run.stderr)")
         let expected = try Self.header(
             file: file.path, format: "PKCS#12 (legacy RC2-40 encryption)", certificatePEM: issued.certificatePEM, folder: folder,
-            notBefore: "2026-01-01T00:00:00Z", notAfter: "2036-01-01T00:00:00Z") + """
-            status        valid
-            environments  sandbox, production (universal)
-            topics        com.example.app (app)
-                          com.example.app.voip (voip)
-                          com.example.app.complication (complication)
-            push types    alert         com.example.app
-                          background    com.example.app
-                          complication  com.example.app.complication
-                          liveactivity  com.example.app.push-type.liveactivity
-                          pushtotalk    com.example.app.voip-ptt
-                          voip          com.example.app.voip
+            notBefore: "2026-01-01T00:00:00Z", notAfter: "2036-01-01T00:00:00Z") + Self.validUniversalRows + """
             check         complication: covered (com.example.app.complication)
             private key   in the bundle, matches the certificate
 
