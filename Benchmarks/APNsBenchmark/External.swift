@@ -3,9 +3,10 @@ import APNsMockServer
 import CLibcurlReference
 import Foundation
 
-/// The mock server in its own process: this executable re-run with `--serve`.
+/// The mock server in its own process: this executable re-run with `--serve`, or one already
+/// running (`--external-server`, for valgrind, under which a child process cannot be spawned).
 struct MockServerProcess {
-    let process: Process
+    let process: Process?
     let port: Int
     let caPath: String
 
@@ -13,7 +14,7 @@ struct MockServerProcess {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("apns-bench-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let keyFile = folder.appendingPathComponent("key.json")
-        try JSONEncoder().encode([key.teamID, key.keyID, key.privateKeyPEM, key.publicKeyPEM]).write(to: keyFile)
+        try writeKey(key, to: keyFile.path)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         process.arguments = ["--serve", "--key-file", keyFile.path, "--server-threads", String(threads)]
@@ -35,23 +36,46 @@ struct MockServerProcess {
         return MockServerProcess(process: process, port: port, caPath: String(parts[3]))
     }
 
+    /// A server started with `--serve --key-file keyFile` and listening on `port`.
+    static func attach(port: Int, keyFile: String) -> MockServerProcess {
+        MockServerProcess(process: nil, port: port, caPath: caPath(forKeyFile: keyFile))
+    }
+
+    /// Kills the child, if this process started it. SIGKILL, not `terminate()`'s SIGTERM: the
+    /// child is spawned from a concurrency thread, whose signal mask (libdispatch blocks SIGTERM on
+    /// its workers) it inherits, so it would never see a SIGTERM.
     func stop() {
-        process.terminate()
+        guard let process else { return }
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
 
-    /// The child: a fast mock server (no recording, several threads) until terminated.
-    static func serve(keyFile: String?, threads: Int) async throws {
-        guard let keyFile, let data = FileManager.default.contents(atPath: keyFile),
+    /// A signing key as the server and the client share it: a JSON array of its four fields.
+    static func writeKey(_ key: MockCertificateAuthority.SigningKey, to path: String) throws {
+        try JSONEncoder().encode([key.teamID, key.keyID, key.privateKeyPEM, key.publicKeyPEM]).write(to: URL(fileURLWithPath: path))
+    }
+
+    static func readKey(_ path: String?) throws -> MockCertificateAuthority.SigningKey {
+        guard let path, let data = FileManager.default.contents(atPath: path),
             let fields = try? JSONDecoder().decode([String].self, from: data), fields.count == 4
-        else { throw BenchmarkError("--serve needs --key-file") }
-        let key = MockCertificateAuthority.SigningKey(teamID: fields[0], keyID: fields[1], privateKeyPEM: fields[2], publicKeyPEM: fields[3])
+        else { throw BenchmarkError("--key-file must name a key written by --write-key") }
+        return MockCertificateAuthority.SigningKey(teamID: fields[0], keyID: fields[1], privateKeyPEM: fields[2], publicKeyPEM: fields[3])
+    }
+
+    /// Where `--serve` writes its CA certificate: beside the key file.
+    static func caPath(forKeyFile keyFile: String) -> String {
+        URL(fileURLWithPath: keyFile).deletingLastPathComponent().appendingPathComponent("ca.pem").path
+    }
+
+    /// The child: a fast mock server (no recording, several threads) until killed.
+    static func serve(keyFile: String?, threads: Int) async throws {
+        let key = try readKey(keyFile)
         var configuration = MockAPNsServer.Configuration(signingKeys: [key])
         configuration.recordsRequests = false
         configuration.threads = threads
         configuration.minimumTokenUpdateInterval = nil
         let server = try await MockAPNsServer.start(configuration)
-        let caPath = URL(fileURLWithPath: keyFile).deletingLastPathComponent().appendingPathComponent("ca.pem").path
+        let caPath = caPath(forKeyFile: keyFile ?? "")
         try Data(server.certificateAuthorityPEM.utf8).write(to: URL(fileURLWithPath: caPath))
         FileHandle.standardOutput.write(Data("port \(server.port) ca \(caPath)\n".utf8))
         while true { try await Task.sleep(for: .seconds(3600)) }

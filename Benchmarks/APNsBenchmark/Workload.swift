@@ -80,6 +80,36 @@ enum Workload {
         return Result(pushes: devices, seconds: elapsed, cpuSeconds: cpu, outcomes: outcomes)
     }
 
+    /// The naive alternative to the bulk send, the one issue 14 compares it with: a task group that
+    /// keeps `inFlight` single `send`s going until `devices` are sent.
+    static func runSingles(_ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, inFlight: Int) async throws -> Result {
+        let cpuBefore = Usage.cpuSeconds()
+        let start = ContinuousClock.now
+        var outcomes = 0
+        var accepted = 0
+        await withTaskGroup(of: Bool.self) { group in
+            var next = 0
+            while next < min(inFlight, devices) {
+                let device = Workload.device(next)
+                group.addTask { (try? await send(notification, via: connector, to: device)) != nil }
+                next += 1
+            }
+            while let ok = await group.next() {
+                outcomes += 1
+                if ok { accepted += 1 }
+                if next < devices {
+                    let device = Workload.device(next)
+                    group.addTask { (try? await send(notification, via: connector, to: device)) != nil }
+                    next += 1
+                }
+            }
+        }
+        let elapsed = (ContinuousClock.now - start).seconds
+        let cpu = Usage.cpuSeconds() - cpuBefore
+        if accepted < outcomes { print("warning: \(outcomes - accepted) single sends were not accepted") }
+        return Result(pushes: devices, seconds: elapsed, cpuSeconds: cpu, outcomes: outcomes)
+    }
+
     static func memory(_ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, checkpoint: Int, inFlight: Int) async throws -> (atCheckpoint: Int, atEnd: Int, outcomes: Int) {
         var outcomes = 0
         var atCheckpoint = 0
