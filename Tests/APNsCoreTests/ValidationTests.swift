@@ -28,6 +28,9 @@ import Testing
     @Test func deviceTokens() throws {
         #expect(try Device(token: "ABCDEF0123").token == "abcdef0123")
         #expect(try Device(tokenBytes: [0x00, 0xFF, 0x10]).token == "00ff10")
+        // Contiguous bytes are read through one buffer; any other collection through a copy.
+        #expect(try Device(tokenBytes: [UInt8](repeating: 0xAB, count: 32)[4..<8]).token == "abababab")
+        #expect(try Device(tokenBytes: (0..<4).lazy.map { UInt8($0 * 17) }).token == "00112233")
         #expect(throws: APNsValidationError.self) { try Device(token: "") }
         #expect(throws: APNsValidationError.self) { try Device(token: "abc") }
         #expect(throws: APNsValidationError.self) { try Device(token: "zz") }
