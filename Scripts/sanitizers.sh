@@ -16,7 +16,8 @@ for sanitizer in "${@:-thread address}"; do
     swift build --build-tests --sanitize="$one" --scratch-path ".build-$one" 2>&1 | tail -1
     status=0
     swift test --skip-build --sanitize="$one" --scratch-path ".build-$one" --no-parallel --filter "$suites" >"$log" 2>&1 || status=$?
-    grep -E "Test run with|✘" "$log" | head -20 || true
+    # A failed expectation's comment follows it on lines that start with "↳".
+    grep -E -A3 "Test run with|✘" "$log" | grep -E "Test run with|✘|↳" | grep -v -E "↳ (Testing Library|Target Platform|///)" | head -30 || true
     reports=$(grep -c -E "WARNING: ThreadSanitizer: |ERROR: AddressSanitizer: |ERROR: LeakSanitizer: " "$log" || true)
     echo "$one sanitizer reports: $reports"
     if [ "$status" -ne 0 ] || [ "$reports" -ne 0 ]; then
