@@ -18,6 +18,12 @@ struct Benchmark: AsyncParsableCommand {
     @Option(name: .customLong("memory-count"), help: "Sends for the memory run (RSS is read after 100k and at the end).") var memoryCount = 1_000_000
     @Option(name: .customLong("server-threads"), help: "Event-loop threads of the mock server.") var serverThreads = 2
     @Option(name: .customLong("serialization-iterations")) var serializationIterations = 200_000
+    @Option(name: .customLong("latency-count"), help: "Sequential single sends (one at a time) for the latency rows, and as many through the C loop.")
+    var latencyCount = 2_000
+    @Option(name: .customLong("pool-count"), help: "Pushes per pool size for the pool curve (0 skips it).") var poolCount = 50_000
+    @Option(name: .customLong("pool-sizes"), help: "Connections per pool, comma-separated.") var poolSizes = "1,2,4"
+    @Option(name: .customLong("pool-server-threads"), help: "Event-loop threads of the mock server the pool curve runs against.")
+    var poolServerThreads = 4
     @Flag(name: .customLong("skip-h2load")) var skipH2load = false
     @Flag(name: .customLong("serve"), help: .hidden) var serve = false
     @Option(name: .customLong("key-file"), help: .hidden) var keyFile: String?
@@ -47,6 +53,13 @@ struct Benchmark: AsyncParsableCommand {
         defer { server.stop() }
         var rows: [(String, String)] = []
         print("mock server: separate process, \(serverThreads) event-loop threads, no recording, port \(server.port)")
+
+        // 0. Memory of an idle connector, measured before anything else has grown the heap.
+        if only == nil {
+            let idle = try await IdleMemory.measure(key: key, server: server)
+            rows.append(("RSS of an idle connector with one open connection (a second connector in the process)", Format.megabytes(idle.second)))
+            rows.append(("the same for the process's first connector (with libcurl's and OpenSSL's own set-up)", Format.megabytes(idle.first)))
+        }
 
         // 1–3. swift-apns, libcurl alone and h2load on the same server, in alternating rounds so
         // that noise from the rest of the machine hits all three alike.
@@ -150,19 +163,55 @@ struct Benchmark: AsyncParsableCommand {
             rows.append(("h2load", skipH2load ? "skipped" : "not installed (apt-get install nghttp2-client)"))
         }
 
-        // 4. Serialisation.
+        // 4. Latency at low load: one send at a time, in alternating halves with the C loop.
+        var ourLatencies: [Double] = []
+        var cLatencies: [Double] = []
+        for half in [latencyCount / 2, latencyCount - latencyCount / 2] where half > 0 {
+            ourLatencies += try await Workload.sequential(notification, via: connector, count: half)
+            cLatencies += try LibcurlReference.sequential(port: server.port, caPath: server.caPath, count: half, token: token, request: request)
+        }
+        if !ourLatencies.isEmpty {
+            let (p50, p99) = (Workload.percentile(ourLatencies, 0.5), Workload.percentile(ourLatencies, 0.99))
+            let (c50, c99) = (Workload.percentile(cLatencies, 0.5), Workload.percentile(cLatencies, 0.99))
+            rows.append(("single send latency, one at a time (\(ourLatencies.count) sends): p50 / p99", "\(Format.milliseconds(p50)) / \(Format.milliseconds(p99))"))
+            rows.append(("libcurl alone, the same sequential requests: p50 / p99", "\(Format.milliseconds(c50)) / \(Format.milliseconds(c99))"))
+            rows.append(("ratio swift-apns / libcurl alone, p50", Format.ratio(p50 / c50)))
+            rows.append(("ratio swift-apns / libcurl alone, p99 (target <= 1.5)", Format.ratio(p99 / c99)))
+        }
+
+        // 5. Serialisation.
         let serialization = Serialization.measure(iterations: serializationIterations)
         rows.append(("serialise alert + app data, swift-apns ns/op (median of 20 rounds)", String(format: "%.0f", serialization.ours)))
         rows.append(("serialise alert + app data, JSONEncoder(.sortedKeys) ns/op", String(format: "%.0f", serialization.jsonEncoder)))
         rows.append(("ratio JSONEncoder / swift-apns (target >= 5)", Format.ratio(serialization.ratio)))
 
-        // 5. Memory: peak RSS after 100k and after memoryCount sends, in one bulk send.
+        // 6. Memory: peak RSS after 100k and after memoryCount sends, in one bulk send.
         let reset = Usage.resetPeakRSS()  // the memory run's own peak, not the references'
         if !reset { print("note: could not reset peak RSS; the memory rows include the earlier runs") }
         let memory = try await Workload.memory(notification, via: connector, devices: memoryCount, checkpoint: min(100_000, memoryCount), inFlight: streams)
         rows.append(("peak RSS after \(min(100_000, memoryCount)) sends", Format.megabytes(memory.atCheckpoint)))
         rows.append(("peak RSS after \(memoryCount) sends (target: within 5 MB)", Format.megabytes(memory.atEnd)))
         rows.append(("memory run outcomes / devices", "\(memory.outcomes) / \(memoryCount)"))
+
+        // 7. The pool curve: N connections against a server with several threads (last: its connectors
+        // grow the heap, which would shift the memory rows).
+        let sizes = poolSizes.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.filter { $0 >= 1 }
+        if poolCount > 0, !sizes.isEmpty {
+            let poolServer = try MockServerProcess.launch(key: key, threads: poolServerThreads)
+            defer { poolServer.stop() }
+            let curve = try await PoolCurve.measure(
+                notification, key: key, server: poolServer, sizes: sizes, pushes: poolCount, streams: streams)
+            for point in curve {
+                rows.append((
+                    "pool of \(point.size) connection\(point.size == 1 ? "" : "s") (\(poolServerThreads)-thread server), pushes/s; connections opened",
+                    "\(Format.rate(point.result.rate)); \(point.connections)"))
+            }
+            if let first = curve.first, first.result.rate > 0 {
+                rows.append((
+                    "pool speed-up over 1 connection, N = \(curve.map { "\($0.size)" }.joined(separator: ", "))",
+                    curve.map { Format.ratio($0.result.rate / first.result.rate) }.joined(separator: ", ")))
+            }
+        }
 
         print(Format.table(rows))
         let lost = ours.outcomes != count || memory.outcomes != memoryCount

@@ -148,3 +148,27 @@ enum LibcurlReference {
             pushes: count, seconds: result.seconds, cpuSeconds: result.cpu_seconds, outcomes: result.succeeded - min(100, result.succeeded))
     }
 }
+
+extension LibcurlReference {
+    /// `count` requests one at a time through the C loop; each one's latency in seconds.
+    static func sequential(port: Int, caPath: String, count: Int, token: String, request: APNsRequest) throws -> [Double] {
+        let headers = ["authorization: bearer \(token)"] + request.headers.map { "\($0.name): \($0.value)" }
+        var cHeaders = headers.map { strdup($0) }
+        defer { cHeaders.forEach { free($0) } }
+        var result = libcurl_reference_result()
+        var latencies = [Double](repeating: 0, count: count)
+        let body = request.body.map { CChar(bitPattern: $0) }
+        let status = cHeaders.withUnsafeMutableBufferPointer { pointers in
+            pointers.withMemoryRebound(to: UnsafePointer<CChar>?.self) { headerPointers in
+                latencies.withUnsafeMutableBufferPointer { out in
+                    libcurl_reference_sequential(
+                        "https://127.0.0.1:\(port)", caPath, headerPointers.baseAddress, Int32(headers.count), body, body.count,
+                        count, 100, out.baseAddress, &result)
+                }
+            }
+        }
+        guard status == 0 else { throw BenchmarkError("the libcurl reference could not start") }
+        if result.failed > 0 { print("warning: libcurl reference (sequential): \(result.failed) requests failed") }
+        return latencies
+    }
+}

@@ -1,4 +1,5 @@
 import APNs
+import APNsMockServer
 import Foundation
 
 /// The notification, devices and measurements of the swift-apns runs.
@@ -110,6 +111,26 @@ enum Workload {
         return Result(pushes: devices, seconds: elapsed, cpuSeconds: cpu, outcomes: outcomes)
     }
 
+    /// `count` single sends one after another (after 100 to warm up); each one's latency in seconds.
+    static func sequential(_ notification: AlertNotification<Game>, via connector: TokenConnector, count: Int) async throws -> [Double] {
+        var latencies: [Double] = []
+        latencies.reserveCapacity(count)
+        for index in 0..<(count + 100) {
+            let start = ContinuousClock.now
+            _ = try await send(notification, via: connector, to: device(index))
+            if index >= 100 { latencies.append((ContinuousClock.now - start).seconds) }
+        }
+        return latencies
+    }
+
+    /// The value at `fraction` (0.5 for the median) of `values`, by the nearest-rank method.
+    static func percentile(_ values: [Double], _ fraction: Double) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let sorted = values.sorted()
+        let rank = Int((fraction * Double(sorted.count)).rounded(.up))
+        return sorted[min(sorted.count - 1, max(0, rank - 1))]
+    }
+
     static func memory(_ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, checkpoint: Int, inFlight: Int) async throws -> (atCheckpoint: Int, atEnd: Int, outcomes: Int) {
         var outcomes = 0
         var atCheckpoint = 0
@@ -139,16 +160,22 @@ enum Usage {
         return (try? handle.write(contentsOf: Data("5".utf8))) != nil
     }
 
+    /// Resident set size of this process now, in bytes: `VmRSS` from /proc/self/status.
+    static func currentRSS() -> Int { statusField("VmRSS:") ?? 0 }
+
+    private static func statusField(_ name: String) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name) }),
+            let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        else { return nil }
+        return kilobytes * 1024
+    }
+
     /// Peak resident set size of this process, in bytes: `VmHWM` from /proc/self/status.
     /// (`getrusage`'s `ru_maxrss` survives `execve`, so under `swift run` it would report the
     /// driver's peak instead of the benchmark's.)
     static func peakRSS() -> Int {
-        if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-            let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
-        {
-            return kilobytes * 1024
-        }
+        if let peak = statusField("VmHWM:") { return peak }
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return usage.ru_maxrss * 1024
@@ -167,6 +194,7 @@ enum Format {
     static func seconds(_ value: Double) -> String { String(format: "%.2f", value) }
     static func ratio(_ value: Double) -> String { String(format: "%.2f", value) }
     static func megabytes(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_048_576) }
+    static func milliseconds(_ seconds: Double) -> String { String(format: "%.3f ms", seconds * 1000) }
 
     static func table(_ rows: [(String, String)]) -> String {
         let width = rows.map(\.0.count).max() ?? 10
@@ -176,5 +204,78 @@ enum Format {
             lines.append("| " + name.padding(toLength: width, withPad: " ", startingAt: 0) + " | \(value) |")
         }
         return lines.joined(separator: "\n")
+    }
+}
+
+/// The resident memory an idle connector costs: a connector is made, sends one push (so its
+/// connection is open) and idles; the difference of the process's RSS is its cost. The first
+/// connector of a process also pays for libcurl's and OpenSSL's global set-up, so a second is made
+/// the same way.
+enum IdleMemory {
+    static func measure(key: MockCertificateAuthority.SigningKey, server: MockServerProcess) async throws -> (first: Int, second: Int) {
+        var transport = TransportConfiguration()
+        transport.trustedCertificateAuthority = .file(path: server.caPath)
+        func connector() throws -> TokenConnector {
+            try TokenConnector(
+                teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
+                environment: .custom(host: "127.0.0.1", port: server.port), transport: transport)
+        }
+        let notification = Workload.notification()
+        func settle() async throws -> Int {
+            try await Task.sleep(for: .milliseconds(300))
+            return Usage.currentRSS()
+        }
+        let before = try await settle()
+        let first = try connector()
+        _ = try await send(notification, via: first, to: Workload.device(0))
+        let afterFirst = try await settle()
+        let second = try connector()
+        _ = try await send(notification, via: second, to: Workload.device(1))
+        let afterSecond = try await settle()
+        await first.shutdown()
+        await second.shutdown()
+        return (afterFirst - before, afterSecond - afterFirst)
+    }
+}
+
+/// Bulk sends through pools of N connections (`maximumConnectionsPerHost`, each with `streams`
+/// streams), in two alternating rounds.
+enum PoolCurve {
+    struct Point {
+        var size: Int
+        var result = Workload.Result()
+        var connections = 0
+    }
+
+    static func measure(
+        _ notification: AlertNotification<Workload.Game>, key: MockCertificateAuthority.SigningKey, server: MockServerProcess,
+        sizes: [Int], pushes: Int, streams: Int
+    ) async throws -> [Point] {
+        var connectors: [TokenConnector] = []
+        for size in sizes {
+            var transport = TransportConfiguration()
+            transport.trustedCertificateAuthority = .file(path: server.caPath)
+            transport.maximumConcurrentStreams = streams
+            transport.maximumConnectionsPerHost = size
+            transport.requestTimeout = .seconds(120)
+            let connector = try TokenConnector(
+                teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
+                environment: .custom(host: "127.0.0.1", port: server.port), transport: transport)
+            try await Workload.warmUp(notification, via: connector, inFlight: streams * size)
+            connectors.append(connector)
+        }
+        var points = sizes.map { Point(size: $0) }
+        for round in 0..<2 {
+            let share = pushes / 2 + (round == 0 ? pushes % 2 : 0)
+            for (index, connector) in connectors.enumerated() {
+                points[index].result.add(
+                    try await Workload.run(notification, via: connector, devices: share, inFlight: streams * sizes[index]))
+            }
+        }
+        for (index, connector) in connectors.enumerated() {
+            points[index].connections = connector.connectionsOpened
+            await connector.shutdown()
+        }
+        return points
     }
 }

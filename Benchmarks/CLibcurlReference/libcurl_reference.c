@@ -40,6 +40,31 @@ static void device_url(char *out, size_t size, const char *base_url, long index)
     snprintf(out, size, "%s/3/device/%s", base_url, hex);
 }
 
+// The request headers as a list, without the ones libcurl would add on its own.
+static struct curl_slist *header_list(const char *const *headers, int header_count) {
+    struct curl_slist *list = NULL;
+    for (int index = 0; index < header_count; index++) list = curl_slist_append(list, headers[index]);
+    list = curl_slist_append(list, "Accept:");
+    list = curl_slist_append(list, "Content-Type:");
+    list = curl_slist_append(list, "Expect:");
+    return list;
+}
+
+// An easy handle for the POST of `body`, configured as swift-apns configures its own.
+static CURL *make_easy(const char *ca_path, struct curl_slist *list, const char *body, long body_length) {
+    CURL *easy = curl_easy_init();
+    if (!easy) return NULL;
+    curl_easy_setopt(easy, CURLOPT_CAINFO, ca_path);
+    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, list);
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_length);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
+    return easy;
+}
+
 int libcurl_reference_run(const char *base_url, const char *ca_path, const char *const *headers, int header_count,
                           const char *body, long body_length, long count, long warmup, long streams,
                           libcurl_reference_result *result) {
@@ -49,11 +74,7 @@ int libcurl_reference_run(const char *base_url, const char *ca_path, const char 
     curl_multi_setopt(multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
     curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
     curl_multi_setopt(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, streams);
-    struct curl_slist *list = NULL;
-    for (int index = 0; index < header_count; index++) list = curl_slist_append(list, headers[index]);
-    list = curl_slist_append(list, "Accept:");
-    list = curl_slist_append(list, "Content-Type:");
-    list = curl_slist_append(list, "Expect:");
+    struct curl_slist *list = header_list(headers, header_count);
 
     long total = count + warmup, started = 0, done = 0;
     double cpu_start = cpu_seconds(), wall_start = now_seconds();
@@ -61,16 +82,8 @@ int libcurl_reference_run(const char *base_url, const char *ca_path, const char 
     CURL **handles = calloc((size_t)streams, sizeof(CURL *));
     if (!handles) return -1;
     for (long index = 0; index < streams && index < total; index++) {
-        CURL *easy = curl_easy_init();
+        CURL *easy = make_easy(ca_path, list, body, body_length);
         handles[index] = easy;
-        curl_easy_setopt(easy, CURLOPT_CAINFO, ca_path);
-        curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-        curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
-        curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(easy, CURLOPT_HTTPHEADER, list);
-        curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_length);
-        curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
         device_url(url, sizeof url, base_url, started);
         curl_easy_setopt(easy, CURLOPT_URL, url);
         curl_multi_add_handle(multi, easy);
@@ -108,6 +121,52 @@ int libcurl_reference_run(const char *base_url, const char *ca_path, const char 
     result->seconds = now_seconds() - wall_start;
     for (long index = 0; index < streams && index < total; index++) curl_easy_cleanup(handles[index]);
     free(handles);
+    curl_slist_free_all(list);
+    curl_multi_cleanup(multi);
+    return 0;
+}
+
+int libcurl_reference_sequential(const char *base_url, const char *ca_path, const char *const *headers, int header_count,
+                                 const char *body, long body_length, long count, long warmup, double *latencies,
+                                 libcurl_reference_result *result) {
+    memset(result, 0, sizeof *result);
+    CURLM *multi = curl_multi_init();
+    if (!multi) return -1;
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
+    struct curl_slist *list = header_list(headers, header_count);
+    CURL *easy = make_easy(ca_path, list, body, body_length);
+    if (!easy) return -1;
+    char url[512];
+    double cpu_start = cpu_seconds(), wall_start = now_seconds();
+    for (long index = 0; index < count + warmup; index++) {
+        if (index == warmup) {
+            cpu_start = cpu_seconds();
+            wall_start = now_seconds();
+        }
+        device_url(url, sizeof url, base_url, index);
+        curl_easy_setopt(easy, CURLOPT_URL, url);
+        double started = now_seconds();
+        curl_multi_add_handle(multi, easy);
+        int running = 1;
+        CURLMsg *message = NULL;
+        while (!message) {
+            curl_multi_perform(multi, &running);
+            int left;
+            while ((message = curl_multi_info_read(multi, &left)) && message->msg != CURLMSG_DONE) {}
+            if (!message) curl_multi_poll(multi, NULL, 0, 1000, NULL);
+        }
+        long status = 0, connects = 0;
+        curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &connects);
+        result->connects += connects;
+        if (message->data.result == CURLE_OK && status == 200) result->succeeded++; else result->failed++;
+        curl_multi_remove_handle(multi, easy);
+        if (index >= warmup) latencies[index - warmup] = now_seconds() - started;
+    }
+    result->cpu_seconds = cpu_seconds() - cpu_start;
+    result->seconds = now_seconds() - wall_start;
+    curl_easy_cleanup(easy);
     curl_slist_free_all(list);
     curl_multi_cleanup(multi);
     return 0;

@@ -18,4 +18,12 @@ int libcurl_reference_run(const char *base_url, const char *ca_path, const char 
                           const char *body, long body_length, long count, long warmup, long streams,
                           libcurl_reference_result *result);
 
+/// The same requests one at a time (`warmup + count` of them, each started when the previous one
+/// finished) through the same multi loop, on one connection; the latency of each measured
+/// request, from adding its handle until libcurl reports it done, goes to `latencies[0..<count]`,
+/// in seconds. Returns 0, or -1 if libcurl could not start.
+int libcurl_reference_sequential(const char *base_url, const char *ca_path, const char *const *headers, int header_count,
+                                 const char *body, long body_length, long count, long warmup, double *latencies,
+                                 libcurl_reference_result *result);
+
 #endif

@@ -26,6 +26,8 @@ final class BulkChannel<Element: Sendable>: Sendable {
         var waitingReceiver: CheckedContinuation<Element?, Never>?
         var waitingProducer: CheckedContinuation<Int, Never>?
         var wanted = 0
+        /// A wake-up of the waiting consumer is held until the transport's pass ends.
+        var wakeScheduled = false
         var onClose: (@Sendable () -> Void)?
 
         mutating func popFirst() -> Element? {
@@ -145,21 +147,57 @@ final class BulkChannel<Element: Sendable>: Sendable {
     // MARK: Transport
 
     /// The result of one started request. Never waits; dropped once the consumer has gone.
+    ///
+    /// On the transport's loop thread, a waiting consumer is woken once at the end of the loop's
+    /// pass (``DeferredWakes``) for everything the pass delivered, instead of once per result.
     func deliver(_ element: Element) {
-        let action = state.withLock { state -> (CheckedContinuation<Element?, Never>, (CheckedContinuation<Int, Never>, Int)?)? in
+        let deferredWakes = DeferredWakes.current
+        let action = state.withLock { state -> DeliverAction in
             state.outstanding -= 1
-            if state.closed { return nil }
+            if state.closed { return .none }
             if let receiver = state.waitingReceiver {
+                if deferredWakes != nil {
+                    state.items.append(element)
+                    if state.wakeScheduled { return .none }
+                    state.wakeScheduled = true
+                    return .scheduleWake
+                }
                 // Handed straight to the waiting consumer: read, so its permit is free again.
                 state.waitingReceiver = nil
                 state.taken -= 1
-                return (receiver, state.grantToWaitingProducer(limit: limit, wakeBatch: wakeBatch))
+                return .handOver(receiver, state.grantToWaitingProducer(limit: limit, wakeBatch: wakeBatch))
             }
             state.items.append(element)
-            return nil
+            return .none
         }
-        if let (receiver, producer) = action {
+        switch action {
+        case .none:
+            break
+        case .scheduleWake:
+            deferredWakes?.schedule { [self] in wakeReceiver() }
+        case .handOver(let receiver, let producer):
             receiver.resume(returning: element)
+            if let (continuation, granted) = producer { continuation.resume(returning: granted) }
+        }
+    }
+
+    private enum DeliverAction {
+        case none
+        case scheduleWake
+        case handOver(CheckedContinuation<Element?, Never>, (CheckedContinuation<Int, Never>, Int)?)
+    }
+
+    /// The deferred wake-up: hands the first result to the consumer if it is still waiting.
+    private func wakeReceiver() {
+        let action = state.withLock { state -> (CheckedContinuation<Element?, Never>, Element, (CheckedContinuation<Int, Never>, Int)?)? in
+            state.wakeScheduled = false
+            guard let receiver = state.waitingReceiver, let item = state.popFirst() else { return nil }
+            state.waitingReceiver = nil
+            state.taken -= 1
+            return (receiver, item, state.grantToWaitingProducer(limit: limit, wakeBatch: wakeBatch))
+        }
+        if let (receiver, item, producer) = action {
+            receiver.resume(returning: item)
             if let (continuation, granted) = producer { continuation.resume(returning: granted) }
         }
     }

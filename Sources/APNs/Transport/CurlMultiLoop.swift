@@ -207,6 +207,9 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     private func run() {
         guard let multi else { return }
+        // Outcomes of bulk sends wake their readers once per pass, not once per push.
+        let wakes = DeferredWakes.install()
+        defer { wakes.uninstall() }
         var running: Int32 = 0
         while true {
             let (operations, phase) = inbox.withLock { state -> ([Operation], Phase) in
@@ -237,6 +240,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             collectFinished(on: multi)
             startWaiting(on: multi)
             if waitingHead < waiting.count { pollLimit = min(pollLimit, CurlMultiLoop.deadlineSweepInterval) }
+            wakes.run()
             let sleep = inbox.withLock { state -> Bool in
                 guard state.operations.isEmpty else { return false }
                 state.sleeping = true
@@ -271,6 +275,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         errorBuffers.values.forEach { $0.deallocate() }
         errorBuffers.removeAll()
         curl_multi_cleanup(multi)
+        DeferredWakes.current?.run()  // every outcome reaches its reader before shutdown returns
         let waiters = inbox.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.exited = true
             defer { state.exitWaiters.removeAll() }

@@ -1,0 +1,60 @@
+import Foundation
+
+/// Wake-ups the transport's loop thread holds back until the end of a pass of its loop.
+///
+/// One `curl_multi_perform` pass often finishes many requests of the same bulk send. Waking the
+/// bulk send's reader for each of them costs a task resumption and, most of the time, a
+/// worker-thread wake-up (a futex call) per push; waking it once after the pass, for everything
+/// the pass delivered, costs one. ``BulkChannel`` asks ``current`` whether it runs on a loop thread:
+/// there it appends the outcome and schedules one wake-up with ``schedule(_:)``; anywhere else
+/// (a retry's task, a producer failing a batch at once) it wakes the reader immediately.
+///
+/// Thread safety: not `Sendable`. Each loop thread makes one with ``install()``, and only that
+/// thread reaches it, through a thread-specific pointer.
+final class DeferredWakes {
+    private var pending: [@Sendable () -> Void] = []
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    private init() {}
+
+    /// The calling thread's deferred wake-ups, when it is a transport loop thread.
+    static var current: DeferredWakes? {
+        guard let pointer = pthread_getspecific(key) else { return nil }
+        return Unmanaged<DeferredWakes>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    /// Makes the calling thread defer wake-ups until ``run()``; the caller keeps the returned
+    /// object alive and calls ``uninstall()`` before it goes.
+    static func install() -> DeferredWakes {
+        let wakes = DeferredWakes()
+        pthread_setspecific(key, Unmanaged.passUnretained(wakes).toOpaque())
+        return wakes
+    }
+
+    /// Runs what is pending and stops deferring on the calling thread.
+    func uninstall() {
+        run()
+        pthread_setspecific(DeferredWakes.key, nil)
+    }
+
+    /// Holds `wake` until the end of the pass.
+    func schedule(_ wake: @escaping @Sendable () -> Void) {
+        pending.append(wake)
+    }
+
+    /// Runs every held wake-up, in the order they were scheduled.
+    func run() {
+        var index = 0
+        while index < pending.count {  // a wake-up that schedules another is run in this call too
+            let wake = pending[index]
+            index += 1
+            wake()
+        }
+        pending.removeAll(keepingCapacity: true)
+    }
+}
