@@ -22,10 +22,11 @@ struct ChannelsCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await Failure.reporting {
-                let manager = ChannelManager(try connection.requireConnector())
-                let channel = try await manager.create(
-                    bundleID: bundleID, storagePolicy: policy == .noMessageStored ? .noMessageStored : .mostRecentMessageStored,
-                    requestID: try ChannelsCommand.requestID(requestID))
+                let channel = try await connection.withRequiredConnector { connector in
+                    try await ChannelManager(connector).create(
+                        bundleID: bundleID, storagePolicy: policy == .noMessageStored ? .noMessageStored : .mostRecentMessageStored,
+                        requestID: try ChannelsCommand.requestID(requestID))
+                }
                 print(channel.id)
             }
         }
@@ -39,8 +40,9 @@ struct ChannelsCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await Failure.reporting {
-                let info = try await ChannelManager(try connection.requireConnector())
-                    .read(BroadcastChannel(id: channel, bundleID: bundleID))
+                let info = try await connection.withRequiredConnector { connector in
+                    try await ChannelManager(connector).read(BroadcastChannel(id: channel, bundleID: bundleID))
+                }
                 print("message-storage-policy \(info.storagePolicy.rawValue) push-type \(info.pushType)")
             }
         }
@@ -54,7 +56,9 @@ struct ChannelsCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await Failure.reporting {
-                try await ChannelManager(try connection.requireConnector()).delete(BroadcastChannel(id: channel, bundleID: bundleID))
+                try await connection.withRequiredConnector { connector in
+                    try await ChannelManager(connector).delete(BroadcastChannel(id: channel, bundleID: bundleID))
+                }
                 print("deleted \(channel)")
             }
         }
@@ -67,7 +71,10 @@ struct ChannelsCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await Failure.reporting {
-                for channel in try await ChannelManager(try connection.requireConnector()).list(bundleID: bundleID) {
+                let channels = try await connection.withRequiredConnector { connector in
+                    try await ChannelManager(connector).list(bundleID: bundleID)
+                }
+                for channel in channels {
                     print(channel.id)
                 }
             }

@@ -46,12 +46,31 @@ struct ConnectionOptions: ParsableArguments {
         return nil
     }
 
-    /// The connector, or a usage error naming the options to give.
-    func requireConnector() throws -> AnyConnector {
-        guard let connector = try makeConnector() else {
-            throw UsageError("give credentials: --key-file/--key-id/--team-id, --cert/--key, or --p12/--password-env")
+    /// Runs `body` with the connector the options describe (nil when no credentials were given),
+    /// then shuts it down, also when `body` throws: every send has finished by then, and the
+    /// process never exits with the transport's thread still inside libcurl and OpenSSL.
+    func withConnector<T>(_ body: (AnyConnector?) async throws -> T) async throws -> T {
+        let connector = try makeConnector()
+        let result: T
+        do {
+            result = try await body(connector)
+        } catch {
+            await connector?.shutdown(gracePeriod: .zero)
+            throw error
         }
-        return connector
+        await connector?.shutdown(gracePeriod: .zero)
+        return result
+    }
+
+    /// ``withConnector(_:)`` for commands that cannot run without credentials: no credentials is
+    /// a usage error naming the options to give.
+    func withRequiredConnector<T>(_ body: (AnyConnector) async throws -> T) async throws -> T {
+        try await withConnector { connector in
+            guard let connector else {
+                throw UsageError("give credentials: --key-file/--key-id/--team-id, --cert/--key, or --p12/--password-env")
+            }
+            return try await body(connector)
+        }
     }
 
     /// The value of the environment variable that holds a passphrase or password.

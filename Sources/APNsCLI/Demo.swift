@@ -158,6 +158,9 @@ struct Demo: AsyncParsableCommand {
                 }
             }
 
+            await token.shutdown(gracePeriod: .zero)
+            await certificate.shutdown(gracePeriod: .zero)
+            await mdm.shutdown(gracePeriod: .zero)
             try await server.stop()
             print("\(tally.total - tally.failures) of \(tally.total) steps succeeded.")
             if tally.failures > 0 { throw ExitCode(1) }

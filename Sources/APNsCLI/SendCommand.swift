@@ -65,31 +65,35 @@ struct SendCommand: AsyncParsableCommand {
             if tokensFile == nil, maximumInFlight != nil || unregisteredOut != nil {
                 throw UsageError("--max-in-flight and --unregistered-out go with --tokens-file")
             }
-            let connector = try connection.makeConnector()
-            if let tokensFile {
-                return try await bulk(tokens: try tokens.map { try Device(token: $0) } + BulkDelivery.readTokens(from: tokensFile), via: connector)
-            }
-            let requests: [APNsRequest]
-            if let channel {
-                requests = [try broadcastRequest(to: BroadcastChannel(id: channel, bundleID: topic))]
-            } else {
-                requests = try tokens.map { try request(to: Device(token: $0)) }
-            }
-            // The library checks again on every send; checking here also covers --dry-run.
-            if let connector { for request in requests { try request.checkRules(for: connector.authenticationMethod) } }
-            if dryRun {
-                let blocks = requests.map { request in
-                    let auth: [APNsRequest.Header] = connector?.authenticationMethod == .token ? [.init(name: "authorization", value: "bearer ")] : []
-                    return Output.request(method: request.method.rawValue, path: request.path, headers: auth + request.headers, body: request.bodyText)
-                }
-                print(blocks.joined(separator: "\n\n"))
-                return
-            }
-            guard let connector else {
-                throw UsageError("give credentials: --key-file/--key-id/--team-id, --cert/--key, or --p12/--password-env")
-            }
-            try await deliver(requests, via: connector)
+            try await connection.withConnector { connector in try await sendOrPrint(via: connector) }
         }
+    }
+
+    /// Builds the requests and sends them (or prints them under `--dry-run`).
+    private func sendOrPrint(via connector: AnyConnector?) async throws {
+        if let tokensFile {
+            return try await bulk(tokens: try tokens.map { try Device(token: $0) } + BulkDelivery.readTokens(from: tokensFile), via: connector)
+        }
+        let requests: [APNsRequest]
+        if let channel {
+            requests = [try broadcastRequest(to: BroadcastChannel(id: channel, bundleID: topic))]
+        } else {
+            requests = try tokens.map { try request(to: Device(token: $0)) }
+        }
+        // The library checks again on every send; checking here also covers --dry-run.
+        if let connector { for request in requests { try request.checkRules(for: connector.authenticationMethod) } }
+        if dryRun {
+            let blocks = requests.map { request in
+                let auth: [APNsRequest.Header] = connector?.authenticationMethod == .token ? [.init(name: "authorization", value: "bearer ")] : []
+                return Output.request(method: request.method.rawValue, path: request.path, headers: auth + request.headers, body: request.bodyText)
+            }
+            print(blocks.joined(separator: "\n\n"))
+            return
+        }
+        guard let connector else {
+            throw UsageError("give credentials: --key-file/--key-id/--team-id, --cert/--key, or --p12/--password-env")
+        }
+        try await deliver(requests, via: connector)
     }
 
     /// `--tokens-file`: one request, checked once, to every device through the bulk path.

@@ -23,6 +23,18 @@ import Testing
     }
 
     /// Past the grace period, what is still on the wire fails as shut down, delivery unknown.
+    @Test func anyConnectorShutsDownWhatItWraps() async throws {
+        let fixture = try await Fixture.start()
+        let wrapped = try fixture.tokenConnector()
+        let connector = AnyConnector(wrapped)
+        #expect(try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test).status == 200)
+        await connector.shutdown(gracePeriod: .seconds(1))
+        await #expect(throws: APNsError.transport(TransportError(kind: .shutDown, delivery: .notSent, message: "the connector's transport was shut down"))) {
+            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("late") }, via: wrapped, to: .test)
+        }
+        try await fixture.stop()
+    }
+
     @Test func shutdownEndsWhatOutlivesTheGracePeriod() async throws {
         let fixture = try await Fixture.start()
         fixture.server.inject(.neverAnswer)

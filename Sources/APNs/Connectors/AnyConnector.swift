@@ -16,7 +16,8 @@
 /// // An MDM push through the token connector throws .validation(.authenticationNotAllowed(…)).
 /// ```
 ///
-/// Keep the connector you wrapped for its `shutdown(gracePeriod:)`.
+/// ``shutdown(gracePeriod:)`` shuts the wrapped ``TokenConnector`` or ``CertificateConnector``
+/// down; await it before the process exits.
 ///
 /// Thread safety: `Sendable`; use one value from any number of tasks (it forwards to the wrapped
 /// connector, which must be safe to call concurrently, as every connector is).
@@ -54,6 +55,27 @@ public struct AnyConnector: Connector, CustomStringConvertible {
     /// The wrapped connector's.
     public var concurrencyLimit: Int { base.concurrencyLimit }
 
+    /// Shuts the wrapped ``TokenConnector`` or ``CertificateConnector`` down: it stops taking
+    /// sends, lets those in flight finish for up to `gracePeriod`, fails the rest and closes the
+    /// connections. Any other connector (a recording one, say) has nothing to release, and this
+    /// returns at once.
+    ///
+    /// ```swift
+    /// await connector.shutdown(gracePeriod: .seconds(5))
+    /// ```
+    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
+        await (base as? any ShutsDown)?.shutdown(gracePeriod: gracePeriod)
+    }
+
     /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { "AnyConnector(\(base))" }
 }
+
+/// A connector that holds connections to release: what ``AnyConnector/shutdown(gracePeriod:)``
+/// forwards to.
+protocol ShutsDown: Sendable {
+    func shutdown(gracePeriod: Duration) async
+}
+
+extension TokenConnector: ShutsDown {}
+extension CertificateConnector: ShutsDown {}

@@ -8,6 +8,13 @@ import Foundation
 
 /// Small helpers over libcrypto. Every function here is thread-safe: it uses only its own objects.
 enum OpenSSL {
+    /// OpenSSL's initialisation, done before the library's first other OpenSSL call (loading a
+    /// credential, or libcurl's global initialisation). It asks OpenSSL not to free its global
+    /// state in an `atexit` handler: a program that exits while a connector's thread is still
+    /// inside a TLS call (it dropped the connector without awaiting `shutdown`) would otherwise
+    /// crash in that thread as the handler frees what the call is using.
+    static let initialized: Bool = OPENSSL_init_crypto(UInt64(OPENSSL_INIT_NO_ATEXIT), nil) == 1
+
     /// The last libcrypto error as text, clearing the queue. OpenSSL's messages name algorithms
     /// and formats, never key material.
     static func lastError() -> String {
@@ -22,6 +29,7 @@ enum OpenSSL {
 
     /// A read-only memory BIO over a copy of `bytes`; the caller frees it with `BIO_free`.
     static func bio(_ bytes: [UInt8]) -> OpaquePointer? {
+        _ = initialized
         let bio = BIO_new(BIO_s_mem())
         guard let bio else { return nil }
         let written = bytes.withUnsafeBytes { BIO_write(bio, $0.baseAddress, Int32($0.count)) }

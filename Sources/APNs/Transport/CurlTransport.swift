@@ -1,8 +1,12 @@
 internal import CCurl
 import Foundation
 
-/// libcurl's one-time global initialisation, done before the first transport starts.
-private let curlGlobalInit: Int = Int(curl_global_init(Int(CURL_GLOBAL_ALL)).rawValue)
+/// libcurl's one-time global initialisation, done before the first transport starts (after
+/// OpenSSL's own, which decides how OpenSSL cleans up at exit: ``OpenSSL/initialized``).
+private let curlGlobalInit: Int = {
+    _ = OpenSSL.initialized
+    return Int(curl_global_init(Int(CURL_GLOBAL_ALL)).rawValue)
+}()
 
 /// Sends ``APNsRequest``s over HTTP/2 with libcurl's multi interface: many concurrent streams on
 /// one connection per host (`CURLPIPE_MULTIPLEX`, `CURLOPT_PIPEWAIT`), driven by one thread.
