@@ -1,0 +1,328 @@
+import APNs
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import Metrics
+import NIOCore
+import Synchronization
+
+/// The gateway's HTTP API (`openapi.yaml` describes it):
+///
+/// - `POST /v1/notifications`: checks the notification with the library's rules and queues one
+///   device-send per device, durably, before answering 202 with the notification's id.
+/// - `GET /v1/notifications/{id}`: progress and per-device outcomes.
+/// - `GET /v1/unregistered?since=…` and `DELETE /v1/unregistered`: tokens APNs answered 410 for.
+/// - `GET /healthz`, `GET /readyz`, `GET /metrics`.
+///
+/// Every `/v1` route needs `Authorization: Bearer <key>`; a key sends only to its apps, at its
+/// rate. Errors are `application/problem+json` that name the rule.
+///
+/// Thread safety: `Sendable`; the router it builds serves requests concurrently.
+public struct GatewayAPI: Sendable {
+    /// Limits of the API.
+    public struct Configuration: Sendable {
+        /// Devices in one `POST /v1/notifications`.
+        public var maximumDevicesPerRequest = 5_000
+        /// Bytes of one request body.
+        public var maximumBodyBytes = 1 << 20
+        /// Unfinished device-sends above which `POST` answers 503 with `Retry-After`.
+        public var maximumQueueDepth = 1_000_000
+        /// The `Retry-After` of that 503, in seconds.
+        public var queueFullRetryAfter = 5
+        /// How long a key looked up in the store is remembered.
+        public var keyCacheLifetime: Duration = .seconds(5)
+
+        public init() {}
+    }
+
+    let store: any GatewayStore
+    let configuration: Configuration
+    /// How the gateway's connector authenticates: what push types it can send.
+    let authenticationMethod: AuthenticationMethod
+    /// Called after a notification is stored (wakes the dispatcher).
+    let onAccepted: @Sendable () -> Void
+    /// `GET /metrics`' text, when metrics are served.
+    let metricsText: (@Sendable () -> String)?
+    private let keys: KeyCache
+    private let limiter = RateLimiter()
+    private let accepted = Counter(label: "apns_gateway_notifications_accepted_total")
+
+    public init(
+        store: any GatewayStore, configuration: Configuration = .init(), authenticationMethod: AuthenticationMethod,
+        metricsText: (@Sendable () -> String)? = nil, onAccepted: @escaping @Sendable () -> Void = {}
+    ) {
+        self.store = store
+        self.configuration = configuration
+        self.authenticationMethod = authenticationMethod
+        self.metricsText = metricsText
+        self.onAccepted = onAccepted
+        keys = KeyCache(lifetime: configuration.keyCacheLifetime)
+    }
+
+    /// The SHA-256 of an API key, lower-case hex: what the store keeps instead of the key.
+    public static func hash(apiKey: String) -> String {
+        SHA256.hash(data: Array(apiKey.utf8)).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+
+    /// A new random API key (32 bytes, hex): give it to the caller once, store its ``hash(apiKey:)``.
+    public static func makeAPIKey() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return "agk_" + (0..<32).map { _ in
+            let byte = UInt8.random(in: 0...255, using: &generator)
+            return byte < 16 ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
+        }.joined()
+    }
+
+    /// The routes.
+    public func router() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.post("/v1/notifications") { request, context in try await counted { try await self.accept(request, context: context) } }
+        router.get("/v1/notifications/:id") { request, context in try await counted { try await self.progress(request, context: context) } }
+        router.get("/v1/unregistered") { request, context in try await counted { try await self.unregistered(request, context: context) } }
+        router.delete("/v1/unregistered") { request, context in try await counted { try await self.acknowledge(request, context: context) } }
+        router.get("/healthz") { _, _ in jsonResponse(.ok, .object(["status": .string("ok")])) }
+        router.get("/readyz") { _, _ in
+            do {
+                let depth = try await self.store.queueDepth()
+                return jsonResponse(.ok, .object(["status": .string("ready"), "queue-depth": .integer(Int64(depth))]))
+            } catch {
+                throw Problem(.serviceUnavailable, "the queue's database cannot be read: \(error)")
+            }
+        }
+        if let metricsText {
+            router.get("/metrics") { _, _ in
+                Response(
+                    status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                    body: .init(byteBuffer: ByteBuffer(string: metricsText())))
+            }
+        }
+        return router
+    }
+
+    // MARK: Routes
+
+    private func accept(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let key = try await authenticate(request)
+        let body = try await readBody(request)
+        let notification: NotificationRequest
+        do throws(RequestProblem) {
+            notification = try NotificationRequest(body: body, maximumDevices: configuration.maximumDevicesPerRequest)
+            try notification.check(for: authenticationMethod)
+        } catch {
+            throw Problem(error)
+        }
+        guard key.apps.contains(notification.app) else {
+            throw Problem(
+                .forbidden, "the key \(key.name) may not send to \(notification.app); it may send to \(key.apps.sorted().joined(separator: ", "))",
+                field: notification.pushType == .mdm ? "topic" : "bundle-id")
+        }
+        let id = UUID().uuidString.lowercased()
+        let queued = QueuedNotification(
+            id: id, keyName: key.name, pushType: notification.pushType.rawValue, app: notification.app, storedJSON: notification.storedJSON,
+            tokens: notification.devices.map(\.token), createdAt: Date())
+        switch try await store.enqueue(queued, maximumQueueDepth: configuration.maximumQueueDepth) {
+        case .accepted:
+            accepted.increment()
+            onAccepted()
+            return jsonResponse(
+                .accepted, .object(["id": .string(id), "devices": .integer(Int64(queued.tokens.count))]),
+                headers: [.location: "/v1/notifications/\(id)"])
+        case .queueFull(let depth):
+            throw Problem(
+                .serviceUnavailable, "the queue holds \(depth) unfinished device-sends (limit \(configuration.maximumQueueDepth)); try again later",
+                retryAfter: configuration.queueFullRetryAfter)
+        }
+    }
+
+    private func progress(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let key = try await authenticate(request)
+        let id = context.parameters.get("id") ?? ""
+        // Another key's notification is as absent as one that never was.
+        guard let progress = try await store.progress(of: id), key.apps.contains(progress.app) else {
+            throw Problem(.notFound, "no notification \(id) for this key")
+        }
+        var counts: [String: Int] = ["queued": 0, "accepted": 0, "rejected": 0, "failed": 0]
+        let deliveries: [JSONValue] = progress.deliveries.map { delivery in
+            var members: [String: JSONValue] = ["token": .string(delivery.token), "attempts": .integer(Int64(delivery.attempts))]
+            if delivery.state != "done" {
+                counts["queued", default: 0] += 1
+                members["state"] = .string("queued")
+            } else if let status = delivery.status {
+                counts[status == 200 ? "accepted" : "rejected", default: 0] += 1
+                members["state"] = .string(status == 200 ? "accepted" : "rejected")
+                members["status"] = .integer(Int64(status))
+            } else {
+                counts["failed", default: 0] += 1
+                members["state"] = .string("failed")
+            }
+            if let reason = delivery.reason { members["reason"] = .string(reason) }
+            if let apnsID = delivery.apnsID { members["apns-id"] = .string(apnsID) }
+            if delivery.state == "done", delivery.status == nil {
+                members["error"] = .object([
+                    "kind": .string(delivery.errorKind ?? "other"), "delivery": .string(delivery.delivery ?? "unknown"),
+                    "message": .string(delivery.message ?? ""),
+                ])
+            }
+            return .object(members)
+        }
+        return jsonResponse(.ok, .object([
+            "id": .string(progress.id), "push-type": .string(progress.pushType), "app": .string(progress.app),
+            "created-at": .integer(Int64((progress.createdAt.timeIntervalSince1970 * 1000).rounded())),
+            "done": .bool(counts["queued"] == 0), "counts": .object(counts.mapValues { .integer(Int64($0)) }),
+            "deliveries": .array(deliveries),
+        ]))
+    }
+
+    private func unregistered(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let key = try await authenticate(request)
+        let query = request.uri.queryParameters
+        var cursor: Int64 = 0
+        if let since = query["since"] {
+            guard let value = Int64(String(since)), value >= 0 else {
+                throw Problem(.badRequest, "since=\(since) is not a cursor; give the next-since of the previous page, or leave it out", field: "since")
+            }
+            cursor = value
+        }
+        var limit = 1_000
+        if let text = query["limit"] {
+            guard let value = Int(String(text)), (1...10_000).contains(value) else {
+                throw Problem(.badRequest, "limit=\(text) is not a number from 1 to 10000", field: "limit")
+            }
+            limit = value
+        }
+        var apps = key.apps
+        if let app = query["app"] {
+            guard key.apps.contains(String(app)) else { throw Problem(.forbidden, "the key \(key.name) may not read \(app)", field: "app") }
+            apps = [String(app)]
+        }
+        let tokens = try await store.unregistered(apps: apps, after: cursor, limit: limit)
+        return jsonResponse(.ok, .object([
+            "tokens": .array(tokens.map { token in
+                var members: [String: JSONValue] = [
+                    "app": .string(token.app), "token": .string(token.token),
+                    "reported-at": .integer(Int64((token.reportedAt.timeIntervalSince1970 * 1000).rounded())),
+                ]
+                members["invalid-since"] = token.invalidSince.map { .integer(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? .null
+                return .object(members)
+            }),
+            "next-since": .integer(tokens.last?.cursor ?? cursor),
+        ]))
+    }
+
+    private func acknowledge(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let key = try await authenticate(request)
+        let body = try await readBody(request)
+        guard let root = try? JSONDecoder().decode([String: JSONValue].self, from: Data(body)),
+            case .string(let app)? = root["app"], case .array(let values)? = root["tokens"], Set(root.keys) == ["app", "tokens"]
+        else {
+            throw Problem(.badRequest, #"give {"app": "<bundle id>", "tokens": ["<hex token>", …]}"#)
+        }
+        guard key.apps.contains(app) else { throw Problem(.forbidden, "the key \(key.name) may not change \(app)", field: "app") }
+        guard values.count <= configuration.maximumDevicesPerRequest else {
+            throw Problem(.badRequest, "at most \(configuration.maximumDevicesPerRequest) tokens in one request", field: "tokens")
+        }
+        var tokens: [String] = []
+        for (index, value) in values.enumerated() {
+            guard case .string(let text) = value, let device = try? Device(token: text) else {
+                throw Problem(.badRequest, "is not a hex device token", field: "tokens[\(index)]")
+            }
+            tokens.append(device.token)
+        }
+        let deleted = try await store.acknowledgeUnregistered(app: app, tokens: tokens)
+        return jsonResponse(.ok, .object(["deleted": .integer(Int64(deleted))]))
+    }
+
+    // MARK: Shared steps
+
+    /// Runs a `/v1` route, counting refusals by status (`apns_gateway_requests_refused_total`).
+    private func counted(_ route: () async throws -> Response) async throws -> Response {
+        do {
+            return try await route()
+        } catch let problem as Problem {
+            Counter(label: "apns_gateway_requests_refused_total", dimensions: [("status", String(problem.status.code))]).increment()
+            throw problem
+        }
+    }
+
+    /// The caller's key: `Authorization: Bearer <key>`, known, and within its rate.
+    private func authenticate(_ request: Request) async throws -> APIKey {
+        guard let header = request.headers[.authorization] else {
+            throw Problem(.unauthorized, "give an API key: Authorization: Bearer <key>")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
+            throw Problem(.unauthorized, "the Authorization header is not \"Bearer <key>\"")
+        }
+        let hash = GatewayAPI.hash(apiKey: String(parts[1]))
+        guard let key = try await keys.key(hash: hash, store: store) else {
+            throw Problem(.unauthorized, "the API key is not known")
+        }
+        if let wait = limiter.admit(key: key.name, rate: key.requestsPerSecond) {
+            throw Problem(
+                .tooManyRequests, "the key \(key.name) may make \(key.requestsPerSecond) requests a second; wait and try again",
+                retryAfter: max(1, Int(wait.rounded(.up))))
+        }
+        return key
+    }
+
+    private func readBody(_ request: Request) async throws -> [UInt8] {
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > configuration.maximumBodyBytes {
+            throw Problem(.contentTooLarge, "the body has \(length) bytes; at most \(configuration.maximumBodyBytes) are accepted")
+        }
+        do {
+            let buffer = try await request.body.collect(upTo: configuration.maximumBodyBytes)
+            return Array(buffer.readableBytesView)
+        } catch {
+            throw Problem(.contentTooLarge, "the body is larger than \(configuration.maximumBodyBytes) bytes")
+        }
+    }
+}
+
+/// API keys looked up in the store, remembered for a short while (both known and unknown ones,
+/// so that guessing keys does not load the database).
+///
+/// Thread safety: a `Mutex` guards the table.
+final class KeyCache: Sendable {
+    private let lifetime: Duration
+    private let entries = Mutex<[String: (key: APIKey?, until: ContinuousClock.Instant)]>([:])
+
+    init(lifetime: Duration) { self.lifetime = lifetime }
+
+    func key(hash: String, store: any GatewayStore) async throws -> APIKey? {
+        let now = ContinuousClock.now
+        if let entry = entries.withLock({ $0[hash] }), entry.until > now { return entry.key }
+        let key = try await store.apiKey(hash: hash)
+        entries.withLock { entries in
+            if entries.count > 10_000 { entries.removeAll() }
+            entries[hash] = (key, now + lifetime)
+        }
+        return key
+    }
+}
+
+/// One token bucket per key: `rate` requests a second, bursts of up to twice that.
+///
+/// Thread safety: a `Mutex` guards the buckets.
+final class RateLimiter: Sendable {
+    private let buckets = Mutex<[String: (tokens: Double, at: ContinuousClock.Instant)]>([:])
+
+    /// nil when the request may go ahead; else the seconds until it could.
+    func admit(key: String, rate: Double, now: ContinuousClock.Instant = .now) -> Double? {
+        guard rate > 0 else { return 1 }
+        let burst = max(1, rate * 2)
+        return buckets.withLock { buckets in
+            var bucket = buckets[key] ?? (burst, now)
+            bucket.tokens = min(burst, bucket.tokens + (now - bucket.at).seconds * rate)
+            bucket.at = now
+            defer { buckets[key] = bucket }
+            guard bucket.tokens >= 1 else { return (1 - bucket.tokens) / rate }
+            bucket.tokens -= 1
+            return nil
+        }
+    }
+}

@@ -1,0 +1,424 @@
+import APNs
+import Foundation
+
+/// A `POST /v1/notifications` body, read into the library's typed notification for its push type,
+/// so that what the gateway queues has passed the same rules as a Swift caller's notification.
+///
+/// The fields (the wire format's names where APNs has one; `openapi.yaml` describes them):
+///
+/// ```json
+/// {"push-type": "alert", "bundle-id": "com.example.app", "priority": 10,
+///  "alert": {"title": "Hello", "body": "World"}, "badge": 1, "data": {"gameID": 7},
+///  "devices": ["00fc13adff78…"]}
+/// ```
+///
+/// Thread safety: a value type; `Sendable`.
+public struct NotificationRequest: Sendable {
+    /// The push type.
+    public let pushType: PushType
+    /// The app the notification is for: its bundle id (for `mdm`, the MDM topic). API keys are
+    /// allowed by this name.
+    public let app: String
+    /// The devices, each token checked.
+    public let devices: [Device]
+    /// The typed notification, every rule checked.
+    public let notification: any PushNotification
+    /// The body without `devices`, compact with sorted keys: what the queue stores and the sender
+    /// reads back (``NotificationRequest/init(storedJSON:)``). A Live Activity's `timestamp`, when
+    /// absent, is fixed here at acceptance so that every device gets the same one.
+    public let storedJSON: String
+
+    /// Reads and checks a request body; `maximumDevices` bounds `devices`.
+    ///
+    /// - Throws: ``RequestProblem`` naming the field and the rule, with nothing queued.
+    public init(body: [UInt8], maximumDevices: Int, now: Date = Date()) throws(RequestProblem) {
+        var fields = try NotificationRequest.object(body)
+        guard let devicesValue = fields.removeValue(forKey: "devices") else {
+            throw RequestProblem(field: "devices", "give the device tokens to send to: \"devices\": [\"<hex token>\", …]")
+        }
+        guard case .array(let tokens) = devicesValue, !tokens.isEmpty else {
+            throw RequestProblem(field: "devices", "is \(devicesValue.typeName == "an array" ? "empty" : devicesValue.typeName); give an array of 1 to \(maximumDevices) hex device tokens")
+        }
+        guard tokens.count <= maximumDevices else {
+            throw RequestProblem(field: "devices", "has \(tokens.count) tokens; at most \(maximumDevices) go in one request: split it")
+        }
+        var devices: [Device] = []
+        devices.reserveCapacity(tokens.count)
+        var seen = Set<String>()
+        for (index, token) in tokens.enumerated() {
+            guard case .string(let text) = token else {
+                throw RequestProblem(field: "devices[\(index)]", "is \(token.typeName); a device token is a hex string")
+            }
+            let device: Device
+            do { device = try Device(token: text) } catch {
+                throw RequestProblem(field: "devices[\(index)]", error.description)
+            }
+            guard seen.insert(device.token).inserted else {
+                throw RequestProblem(field: "devices[\(index)]", "repeats the token \(device.token): give each device once")
+            }
+            devices.append(device)
+        }
+        if fields["push-type"] == .string("liveactivity"), fields["timestamp"] == nil {
+            fields["timestamp"] = .integer(Int64(now.timeIntervalSince1970))
+        }
+        let spec = try NotificationSpec(fields)
+        self.pushType = spec.pushType
+        self.app = spec.app
+        self.devices = devices
+        self.notification = spec.notification
+        self.storedJSON = JSONValue.object(fields).compactText
+    }
+
+    /// Checks the rules that need a request (payload size, what the push type allows) and that
+    /// the gateway's connector, authenticating with `method`, may send this push type.
+    public func check(for method: AuthenticationMethod) throws(RequestProblem) {
+        do {
+            try notification.request(to: devices[0]).checkRules(for: method)
+        } catch {
+            throw RequestProblem(error.description)
+        }
+    }
+
+    /// The notification stored by ``storedJSON``, read and checked again before it is sent.
+    static func notification(storedJSON: String) throws(RequestProblem) -> NotificationSpec {
+        try NotificationSpec(object(Array(storedJSON.utf8)))
+    }
+
+    /// The body as a JSON object, or a problem that says what it is instead.
+    static func object(_ body: [UInt8]) throws(RequestProblem) -> [String: JSONValue] {
+        do {
+            return try JSONDecoder().decode([String: JSONValue].self, from: Data(body))
+        } catch {
+            if let value = try? JSONDecoder().decode(JSONValue.self, from: Data(body)) {
+                throw RequestProblem("the body is \(value.typeName); give a JSON object")
+            }
+            throw RequestProblem("the body is not valid JSON: \(describe(error))")
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        switch error as? DecodingError {
+        case .dataCorrupted(let context)?: return context.underlyingError.map { "\($0)" } ?? context.debugDescription
+        case .typeMismatch(_, let context)?: return context.debugDescription
+        default: return "\(error)"
+        }
+    }
+}
+
+/// What is wrong with a request, naming the field and the rule: the `detail` of a 400
+/// problem+json answer.
+public struct RequestProblem: Error, CustomStringConvertible, Sendable, Equatable {
+    /// The field at fault (`devices[3]`, `alert.title`), when one is.
+    public let field: String?
+    /// What is wrong and how to fix it.
+    public let message: String
+
+    init(field: String? = nil, _ message: String) {
+        self.field = field
+        self.message = message
+    }
+
+    public var description: String { field.map { "\($0): \(message)" } ?? message }
+}
+
+/// The notification fields of a request (everything but `devices`), built into the push type's
+/// typed notification.
+struct NotificationSpec: Sendable {
+    let pushType: PushType
+    let app: String
+    let notification: any PushNotification
+
+    /// The fields every push type takes.
+    static let common: Set<String> = ["push-type", "bundle-id", "topic", "priority", "expiration", "collapse-id"]
+    /// The fields each push type adds.
+    static let specific: [String: Set<String>] = [
+        "alert": [
+            "alert", "badge", "sound", "thread-id", "category", "interruption-level", "relevance-score", "mutable-content",
+            "target-content-id", "data",
+        ],
+        "background": ["data"],
+        "voip": ["data"],
+        "complication": ["data"],
+        "pushtotalk": ["data"],
+        "widgets": [],
+        "controls": [],
+        "location": [],
+        "fileprovider": ["container-identifier", "domain"],
+        "mdm": ["push-magic"],
+        "liveactivity": [
+            "event", "content-state", "timestamp", "dismissal-date", "stale-date", "relevance-score", "alert", "sound",
+            "attributes-type", "attributes", "input-push-token", "input-push-channel",
+        ],
+    ]
+
+    init(_ fields: [String: JSONValue]) throws(RequestProblem) {
+        let reader = FieldReader(fields: fields)
+        guard let typeName = try reader.string("push-type") else {
+            throw RequestProblem(field: "push-type", "is missing; give one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        guard let type = PushType(rawValue: typeName), let allowed = NotificationSpec.specific[typeName] else {
+            throw RequestProblem(field: "push-type", "\(typeName) is not an APNs push type; use one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        for key in fields.keys.sorted() where !NotificationSpec.common.contains(key) && !allowed.contains(key) {
+            let belongsTo = NotificationSpec.specific.filter { $0.value.contains(key) }.keys.sorted()
+            throw RequestProblem(
+                field: key,
+                belongsTo.isEmpty ? "is not a field of a notification request; see openapi.yaml"
+                    : "does not apply to \(typeName) (it belongs to \(belongsTo.joined(separator: ", ")))")
+        }
+        let appKey = type == .mdm ? "topic" : "bundle-id"
+        let otherKey = type == .mdm ? "bundle-id" : "topic"
+        if fields[otherKey] != nil {
+            throw RequestProblem(field: otherKey, type == .mdm ? "mdm is addressed by \"topic\" (the MDM push certificate's topic), not a bundle id" : "give the app as \"bundle-id\"; the topic follows from it and the push type")
+        }
+        guard let app = try reader.string(appKey), !app.isEmpty else {
+            throw RequestProblem(field: appKey, "is missing; give the app's \(type == .mdm ? "MDM topic" : "bundle id, e.g. com.example.app")")
+        }
+        self.pushType = type
+        self.app = app
+        self.notification = try NotificationSpec.build(type, app: app, reader)
+    }
+
+    private static func build(_ type: PushType, app: String, _ reader: FieldReader) throws(RequestProblem) -> any PushNotification {
+        var expiration: Expiration?
+        if let seconds = try reader.integer("expiration") {
+            do throws(APNsValidationError) {
+                expiration = try Expiration(unixSeconds: seconds)
+            } catch {
+                throw RequestProblem(field: "expiration", error.description)
+            }
+        }
+        let collapse = try reader.string("collapse-id").map { CollapseID($0) }
+        let priority = try reader.integer("priority")
+        func standard() throws(RequestProblem) -> StandardPriority {
+            switch priority {
+            case nil, 10?: return .immediate
+            case 5?: return .powerConsiderate
+            case let other?: throw disallowed(other, for: type)
+            }
+        }
+        func appData() throws(RequestProblem) -> RawJSONObject {
+            guard let data = reader.fields["data"] else { return try raw("{}", field: "data") }
+            guard case .object = data else { throw RequestProblem(field: "data", "is \(data.typeName); app data is a JSON object") }
+            return try raw(data.compactText, field: "data")
+        }
+        switch type {
+        case .alert:
+            let level: AlertNotification<RawJSONObject>.Priority
+            switch priority {
+            case nil, 10?: level = .immediate
+            case 5?: level = .powerConsiderate
+            case 1?: level = .low
+            case let other?: throw disallowed(other, for: .alert)
+            }
+            let alert = try reader.alert()
+            let badge = try reader.integer("badge")
+            let sound = try reader.string("sound")
+            let thread = try reader.string("thread-id")
+            let category = try reader.string("category")
+            let interruption = try reader.interruptionLevel()
+            let relevance = try reader.number("relevance-score")
+            let mutable = try reader.bool("mutable-content") ?? false
+            let target = try reader.string("target-content-id")
+            return AlertNotification(
+                bundleID: app, appData: try appData(), priority: level, expiration: expiration, collapseID: collapse
+            ) {
+                if let alert {
+                    Alert {
+                        if let title = alert.title { Title(title) }
+                        if let subtitle = alert.subtitle { Subtitle(subtitle) }
+                        if let body = alert.body { Body(body) }
+                    }
+                }
+                if let badge { Badge(badge) }
+                if let sound { Sound(sound) }
+                if let thread { ThreadID(thread) }
+                if let category { APNs.Category(category) }
+                if let interruption { interruption }
+                if let relevance { RelevanceScore(relevance) }
+                if mutable { MutableContent() }
+                if let target { TargetContentID(target) }
+            }
+        case .background:
+            if let priority, priority != type.defaultPriority.rawValue { throw disallowed(priority, for: type) }
+            return BackgroundNotification(bundleID: app, appData: try appData(), expiration: expiration, collapseID: collapse)
+        case .voip:
+            return VoIPNotification(bundleID: app, appData: try appData(), priority: try standard(), expiration: expiration, collapseID: collapse)
+        case .complication:
+            return ComplicationNotification(
+                bundleID: app, appData: try appData(), priority: try standard(), expiration: expiration, collapseID: collapse)
+        case .pushtotalk:
+            if let priority, priority != type.defaultPriority.rawValue { throw disallowed(priority, for: type) }
+            if let value = try reader.integer("expiration"), let required = type.requiredExpiration, value != required {
+                throw RequestProblem(field: "expiration", "pushtotalk notifications always expire at once (\(required)); leave it out")
+            }
+            return PushToTalkNotification(bundleID: app, appData: try appData(), collapseID: collapse)
+        case .widgets:
+            return WidgetNotification(bundleID: app, priority: try standard(), expiration: expiration, collapseID: collapse)
+        case .controls:
+            return ControlsNotification(bundleID: app, priority: try standard(), expiration: expiration, collapseID: collapse)
+        case .location:
+            return LocationNotification(bundleID: app, priority: try standard(), expiration: expiration, collapseID: collapse)
+        case .fileprovider:
+            guard let container = try reader.string("container-identifier"), let domain = try reader.string("domain") else {
+                throw RequestProblem(field: "container-identifier", "fileprovider needs \"container-identifier\" and \"domain\"")
+            }
+            return FileProviderNotification(
+                bundleID: app, containerIdentifier: container, domain: domain, priority: try standard(), expiration: expiration,
+                collapseID: collapse)
+        case .mdm:
+            guard let magic = try reader.string("push-magic") else {
+                throw RequestProblem(field: "push-magic", "mdm needs the device's \"push-magic\" string")
+            }
+            return MDMNotification(topic: app, pushMagic: magic, priority: try standard(), expiration: expiration, collapseID: collapse)
+        default:
+            return try liveActivity(app: app, reader, priority: try standard(), expiration: expiration, collapse: collapse)
+        }
+    }
+
+    private static func liveActivity(
+        app: String, _ reader: FieldReader, priority: StandardPriority, expiration: Expiration?, collapse: CollapseID?
+    ) throws(RequestProblem) -> any PushNotification {
+        guard let stateValue = reader.fields["content-state"] else {
+            throw RequestProblem(field: "content-state", "liveactivity needs \"content-state\", the activity's ContentState as a JSON object")
+        }
+        guard case .object = stateValue else { throw RequestProblem(field: "content-state", "is \(stateValue.typeName); it is a JSON object") }
+        let state = try raw(stateValue.compactText, field: "content-state")
+        let timestamp = Date(timeIntervalSince1970: TimeInterval(try reader.integer("timestamp") ?? 0))
+        let stale = try reader.integer("stale-date").map { Date(timeIntervalSince1970: TimeInterval($0)) }
+        let relevance = try reader.number("relevance-score")
+        let sound = try reader.string("sound")
+        var alert: LiveActivityAlert?
+        if let text = try reader.alert() {
+            if text.subtitle != nil { throw RequestProblem(field: "alert.subtitle", "a Live Activity alert has a title and a body only") }
+            alert = LiveActivityAlert(title: .text(text.title ?? ""), body: .text(text.body ?? ""), sound: sound)
+        } else if sound != nil {
+            throw RequestProblem(field: "sound", "a Live Activity plays a sound with its alert: give \"alert\" too")
+        }
+        let event = try reader.string("event") ?? ""
+        let startOnly = ["attributes-type", "attributes", "input-push-token", "input-push-channel"].filter { reader.fields[$0] != nil }
+        if event != "start", let first = startOnly.first { throw RequestProblem(field: first, "belongs to the start event") }
+        if event != "end", reader.fields["dismissal-date"] != nil { throw RequestProblem(field: "dismissal-date", "belongs to the end event") }
+        switch event {
+        case "update":
+            return LiveActivityNotification(
+                bundleID: app, update: state, timestamp: timestamp, alert: alert, staleDate: stale, relevanceScore: relevance,
+                priority: priority, expiration: expiration, collapseID: collapse)
+        case "end":
+            let dismissal = try reader.integer("dismissal-date").map { Date(timeIntervalSince1970: TimeInterval($0)) }
+            return LiveActivityNotification(
+                bundleID: app, end: state, timestamp: timestamp, dismissalDate: dismissal, alert: alert, staleDate: stale,
+                relevanceScore: relevance, priority: priority, expiration: expiration, collapseID: collapse)
+        case "start":
+            guard let attributesType = try reader.string("attributes-type"), let attributesValue = reader.fields["attributes"] else {
+                throw RequestProblem(field: "attributes", "a Live Activity start needs \"attributes-type\" and \"attributes\"")
+            }
+            guard case .object = attributesValue else { throw RequestProblem(field: "attributes", "is \(attributesValue.typeName); it is a JSON object") }
+            guard let alert else { throw RequestProblem(field: "alert", "a Live Activity start needs an alert with a title and a body") }
+            let wantsToken = try reader.bool("input-push-token") ?? false
+            let channel = try reader.string("input-push-channel")
+            let input: LiveActivityPushInput?
+            switch (wantsToken, channel) {
+            case (true, nil): input = .token
+            case (false, let id?):
+                do { input = .channel(try BroadcastChannel(id: id, bundleID: app)) } catch {
+                    throw RequestProblem(field: "input-push-channel", error.description)
+                }
+            case (false, nil): input = nil
+            case (true, _?): throw RequestProblem(field: "input-push-channel", "give \"input-push-token\" or \"input-push-channel\", not both")
+            }
+            return LiveActivityNotification(
+                bundleID: app, start: state, attributesType: attributesType, attributes: try raw(attributesValue.compactText, field: "attributes"),
+                alert: alert, timestamp: timestamp, pushInput: input, staleDate: stale, relevanceScore: relevance, priority: priority,
+                expiration: expiration, collapseID: collapse)
+        default:
+            throw RequestProblem(field: "event", "liveactivity needs \"event\": \"start\", \"update\" or \"end\"")
+        }
+    }
+
+    private static func raw(_ text: String, field: String) throws(RequestProblem) -> RawJSONObject {
+        do { return try RawJSONObject(text) } catch { throw RequestProblem(field: field, error.description) }
+    }
+
+    private static func disallowed(_ priority: Int, for type: PushType) -> RequestProblem {
+        let allowed = type.allowedPriorities.map(\.rawValue).sorted(by: >).map(String.init)
+        return RequestProblem(
+            field: "priority",
+            "\(priority) is not allowed for \(type.rawValue): "
+                + (allowed.count == 1 ? "it is always \(allowed[0])" : "use " + allowed.joined(separator: " or ")))
+    }
+}
+
+/// Typed access to request fields, with messages that name the field and the type it needs.
+private struct FieldReader {
+    let fields: [String: JSONValue]
+
+    struct AlertText { var title, subtitle, body: String? }
+
+    func string(_ key: String) throws(RequestProblem) -> String? {
+        switch fields[key] {
+        case nil: return nil
+        case .string(let value)?: return value
+        case let other?: throw RequestProblem(field: key, "is \(other.typeName); give a string")
+        }
+    }
+
+    func integer(_ key: String) throws(RequestProblem) -> Int? {
+        switch fields[key] {
+        case nil: return nil
+        case .integer(let value)?:
+            guard let value = Int(exactly: value) else { throw RequestProblem(field: key, "is out of range") }
+            return value
+        case let other?: throw RequestProblem(field: key, "is \(other.typeName); give a whole number")
+        }
+    }
+
+    func number(_ key: String) throws(RequestProblem) -> Double? {
+        switch fields[key] {
+        case nil: return nil
+        case .integer(let value)?: return Double(value)
+        case .number(let value)?: return value
+        case let other?: throw RequestProblem(field: key, "is \(other.typeName); give a number")
+        }
+    }
+
+    func bool(_ key: String) throws(RequestProblem) -> Bool? {
+        switch fields[key] {
+        case nil: return nil
+        case .bool(let value)?: return value
+        case let other?: throw RequestProblem(field: key, "is \(other.typeName); give true or false")
+        }
+    }
+
+    /// `"alert": "text"` (the body) or `"alert": {"title", "subtitle", "body"}`.
+    func alert() throws(RequestProblem) -> AlertText? {
+        switch fields["alert"] {
+        case nil: return nil
+        case .string(let body)?: return AlertText(body: body)
+        case .object(let members)?:
+            var text = AlertText()
+            for (key, value) in members.sorted(by: { $0.key < $1.key }) {
+                guard case .string(let string) = value else { throw RequestProblem(field: "alert.\(key)", "is \(value.typeName); give a string") }
+                switch key {
+                case "title": text.title = string
+                case "subtitle": text.subtitle = string
+                case "body": text.body = string
+                default: throw RequestProblem(field: "alert.\(key)", "is not an alert field; give title, subtitle and body")
+                }
+            }
+            return text
+        case let other?: throw RequestProblem(field: "alert", "is \(other.typeName); give a string or {\"title\", \"subtitle\", \"body\"}")
+        }
+    }
+
+    func interruptionLevel() throws(RequestProblem) -> InterruptionLevel? {
+        guard let name = try string("interruption-level") else { return nil }
+        switch name {
+        case "passive": return .passive
+        case "active": return .active
+        case "time-sensitive": return .timeSensitive
+        case "critical": return .critical
+        default: throw RequestProblem(field: "interruption-level", "\(name) is not one of passive, active, time-sensitive, critical")
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// An error answer as `application/problem+json` (RFC 9457): the status, its title, a detail that
+/// says what is wrong and how to fix it, and the request field at fault when there is one.
+///
+/// Thread safety: a value type; `Sendable`.
+public struct Problem: HTTPResponseError, Sendable, Equatable {
+    public let status: HTTPResponse.Status
+    public let detail: String
+    public let field: String?
+    /// Seconds to wait before trying again (429, 503).
+    public let retryAfter: Int?
+
+    public init(_ status: HTTPResponse.Status, _ detail: String, field: String? = nil, retryAfter: Int? = nil) {
+        self.status = status
+        self.detail = detail
+        self.field = field
+        self.retryAfter = retryAfter
+    }
+
+    /// A 400 for a request the notification rules refuse.
+    init(_ problem: RequestProblem) {
+        self.init(.badRequest, problem.description, field: problem.field)
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var members: [String: JSONValue] = [
+            "type": .string("about:blank"), "title": .string(status.reasonPhrase), "status": .integer(Int64(status.code)),
+            "detail": .string(detail),
+        ]
+        if let field { members["field"] = .string(field) }
+        var headers: HTTPFields = [.contentType: "application/problem+json"]
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
+        return Response(
+            status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: JSONValue.object(members).compactText)))
+    }
+}
+
+/// A JSON answer.
+func jsonResponse(_ status: HTTPResponse.Status, _ value: JSONValue, headers extra: HTTPFields = [:]) -> Response {
+    var headers: HTTPFields = [.contentType: "application/json"]
+    headers.append(contentsOf: extra)
+    return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: value.compactText)))
+}

@@ -1,0 +1,240 @@
+import APNs
+import Foundation
+import Logging
+import Metrics
+import ServiceLifecycle
+import Synchronization
+
+/// Sends what the queue holds: claims due device-sends under a lease, sends each notification to
+/// its claimed devices through the library's bulk path (one connector, its retry policy and its
+/// honest outcomes), and writes the outcomes back in batches.
+///
+/// A failure that provably did not reach APNs (`delivery: not-sent`, after the library's own
+/// retries) is queued again with back-off, up to ``Configuration/maximumAttempts``; a failure
+/// that may have been delivered (`unknown`) is final and says so, so nothing is silently sent twice.
+///
+/// Thread safety: `Sendable`; ``wake()`` may be called from any task while ``run()`` runs.
+public final class Dispatcher: Service, Sendable {
+    /// How the dispatcher claims and sends.
+    public struct Configuration: Sendable {
+        /// Device-sends claimed at once.
+        public var claimBatch = 2_000
+        /// How long a claim is held before another sender may take it over.
+        public var lease: Duration = .seconds(120)
+        /// How often the queue is checked when nothing woke the dispatcher (other instances'
+        /// work, expired leases, back-off).
+        public var pollInterval: Duration = .seconds(1)
+        /// Outcomes written in one transaction, at most.
+        public var writeBatch = 500
+        /// Outcomes are written at least this often while a notification is being sent: what a
+        /// killed sender had sent but not written (and is sent again) is at most this much of its
+        /// sending, plus what was in flight.
+        public var writeInterval: Duration = .milliseconds(100)
+        /// Attempts of a device-send whose failures were all provably not sent, the first included.
+        public var maximumAttempts = 5
+        /// The library's retry policy inside one attempt.
+        public var retry: RetryPolicy = .standard
+        /// The deadline of each device-send.
+        public var timeout: Duration = .seconds(30)
+        /// This sender's name in claims; unique among live senders on one database, and the
+        /// same after a restart, so that a restarted sender takes back at once what it held when
+        /// it died. Default: `gateway-` and the host name.
+        public var instance = "gateway-" + ProcessInfo.processInfo.hostName
+
+        public init() {}
+    }
+
+    private let store: any GatewayStore
+    private let connector: AnyConnector
+    private let configuration: Configuration
+    private let logger: Logger
+    /// This sender's name in leases.
+    public let owner: String
+    private let wakeUps: AsyncStream<Void>
+    private let wakeUpContinuation: AsyncStream<Void>.Continuation
+    /// Device-sends finished or queued again, by result: accepted, rejected, failed, requeued.
+    private let results: [String: Counter] = Dictionary(uniqueKeysWithValues: ["accepted", "rejected", "failed", "requeued"].map {
+        ($0, Counter(label: "apns_gateway_device_sends_total", dimensions: [("result", $0)]))
+    })
+    /// Unfinished device-sends, read at each poll.
+    private let queueDepth = Gauge(label: "apns_gateway_queue_depth")
+
+    public init(store: any GatewayStore, connector: AnyConnector, configuration: Configuration = .init(), logger: Logger) {
+        self.store = store
+        self.connector = connector
+        self.configuration = configuration
+        self.logger = logger
+        owner = configuration.instance
+        (wakeUps, wakeUpContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Asks the dispatcher to look at the queue now (a notification was accepted).
+    public func wake() { wakeUpContinuation.yield() }
+
+    /// Takes back what this instance held when it last stopped, then claims and sends until
+    /// graceful shutdown (or cancellation); work claimed when shutdown begins is finished first.
+    public func run() async throws {
+        let released = try await store.releaseClaims(of: owner)
+        if released > 0 {
+            logger.notice("queued again what this instance held when it stopped", metadata: ["device-sends": "\(released)"])
+        }
+        let wakeUps = self.wakeUps
+        let pollInterval = configuration.pollInterval
+        let continuation = wakeUpContinuation
+        try await cancelWhenGracefulShutdown {
+            try await withThrowingDiscardingTaskGroup { group in
+                // Turns the poll interval into wake-ups.
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: pollInterval)
+                        continuation.yield()
+                    }
+                }
+                for await _ in wakeUps {
+                    while try await self.dispatchOnce() > 0 {}
+                    if let depth = try? await self.store.queueDepth() { self.queueDepth.record(depth) }
+                }
+            }
+        }
+    }
+
+    /// Claims one batch due at `now` and sends it; returns how many device-sends it claimed.
+    @discardableResult
+    public func dispatchOnce(now: Date = Date()) async throws -> Int {
+        let claimed = try await store.claim(
+            owner: owner, limit: configuration.claimBatch, now: now, leaseUntil: now.addingTimeInterval(configuration.lease.seconds))
+        guard !claimed.isEmpty else { return 0 }
+        // Finish what was claimed even if shutdown begins meanwhile: a lease left to expire would
+        // delay these sends by its length.
+        // (An unstructured task: cancelling the caller does not cancel it.)
+        await Task {
+            await withDiscardingTaskGroup { group in
+                for notification in claimed {
+                    group.addTask { await self.send(notification) }
+                }
+            }
+        }.value
+        return claimed.reduce(0) { $0 + $1.deliveries.count }
+    }
+
+    private func send(_ claimed: ClaimedNotification) async {
+        let spec: NotificationSpec
+        do {
+            spec = try NotificationRequest.notification(storedJSON: claimed.storedJSON)
+        } catch {
+            // Checked before it was stored: only a gateway of another version could get here.
+            logger.error("stored notification no longer valid", metadata: ["notification": "\(claimed.id)", "problem": "\(error)"])
+            await write(claimed.deliveries.map { failure(claimed, $0, app: "", kind: "invalid", delivery: .notSent, message: error.description, final: true) })
+            return
+        }
+        var byToken: [String: ClaimedDelivery] = [:]
+        var devices: [Device] = []
+        var pending: [DeliveryOutcome] = []
+        for delivery in claimed.deliveries {
+            do {
+                let device = try Device(token: delivery.token)
+                byToken[device.token] = delivery
+                devices.append(device)
+            } catch {
+                pending.append(failure(claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: error.description, final: true))
+            }
+        }
+        do {
+            let results = try bulkSendOutcomes(
+                spec.notification, via: connector, to: devices, timeout: configuration.timeout, retry: configuration.retry)
+            var lastWrite = ContinuousClock.now
+            for try await outcome in results {
+                guard let delivery = byToken[outcome.device.token] else { continue }
+                pending.append(record(outcome, claimed, delivery, app: spec.app))
+                if pending.count >= configuration.writeBatch || ContinuousClock.now - lastWrite >= configuration.writeInterval {
+                    await write(pending)
+                    pending.removeAll(keepingCapacity: true)
+                    lastWrite = ContinuousClock.now
+                }
+            }
+        } catch {
+            // The connector refused the notification as a whole (its authentication cannot send
+            // this push type, say): every device-send ends with that reason, nothing was sent.
+            for delivery in claimed.deliveries where !pending.contains(where: { $0.position == delivery.position }) {
+                pending.append(failure(claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: "\(error)", final: true))
+            }
+        }
+        await write(pending)
+    }
+
+    private func record(_ outcome: BulkOutcome, _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, app: String) -> DeliveryOutcome {
+        var record = DeliveryOutcome(notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app)
+        switch outcome.result {
+        case .success(let response):
+            record.status = response.status
+            record.apnsID = response.apnsID?.description
+        case .failure(.rejected(let rejection)):
+            record.status = rejection.status
+            record.reason = rejection.reason?.rawValue
+            record.apnsID = rejection.apnsID?.description
+            record.invalidSince = rejection.timestamp
+            record.message = rejection.description
+        case .failure(.transport(let failure)):
+            return self.failure(
+                claimed, delivery, app: app, kind: failure.kind.rawValue, delivery: failure.delivery, message: failure.description, final: false)
+        case .failure(let error):
+            return self.failure(
+                claimed, delivery, app: app, kind: "other", delivery: error.mayHaveBeenDelivered ? .unknown : .notSent,
+                message: error.description, final: false)
+        }
+        return record
+    }
+
+    /// A failure without an answer: queued again with back-off when it was provably not sent and
+    /// attempts remain, else final.
+    private func failure(
+        _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, app: String, kind: String, delivery sent: Delivery, message: String,
+        final: Bool
+    ) -> DeliveryOutcome {
+        var record = DeliveryOutcome(notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app)
+        record.errorKind = kind
+        record.delivery = sent.rawValue
+        record.message = message
+        if !final, sent == .notSent, delivery.attempts + 1 < configuration.maximumAttempts {
+            let backOff = min(60, pow(2, Double(delivery.attempts))) * Double.random(in: 0.5...1)
+            record.retryAt = Date().addingTimeInterval(backOff)
+        }
+        return record
+    }
+
+    private func write(_ outcomes: [DeliveryOutcome]) async {
+        guard !outcomes.isEmpty else { return }
+        for outcome in outcomes {
+            let result = outcome.retryAt != nil ? "requeued" : outcome.status == 200 ? "accepted" : outcome.status != nil ? "rejected" : "failed"
+            results[result]?.increment()
+        }
+        // The outcome of a send is not lost to a passing database error: try again while the
+        // lease keeps the device-sends ours. After that they are claimed and sent again.
+        var delay: Duration = .milliseconds(50)
+        let giveUp = ContinuousClock.now + configuration.lease
+        while true {
+            do {
+                _ = try await store.complete(outcomes, owner: owner, now: Date())
+                return
+            } catch {
+                guard ContinuousClock.now + delay < giveUp else {
+                    logger.error(
+                        "writing outcomes failed until the lease ran out: these device-sends will be sent again",
+                        metadata: ["error": "\(error)", "outcomes": "\(outcomes.count)"])
+                    return
+                }
+                logger.warning("writing outcomes failed; retrying", metadata: ["error": "\(error)", "outcomes": "\(outcomes.count)"])
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,229 @@
+import Foundation
+
+/// Where the gateway keeps API keys, the queue of device-sends, their outcomes and the tokens APNs
+/// reported unregistered. One protocol, two backends: ``SQLiteStore`` (one file, the default) and,
+/// for several gateway instances on one database, PostgreSQL.
+///
+/// Every device-send is a row that moves `queued` → `claimed` (by one sender, until its lease
+/// expires) → `done`; a sender that dies leaves its claims to expire, and another sender (or the
+/// same one restarted) claims them again. A device-send is therefore sent at least once after it
+/// was accepted, and more than once only if a sender stopped between sending and writing its
+/// outcome.
+///
+/// Thread safety: implementations are `Sendable` and safe to call from any number of tasks.
+public protocol GatewayStore: Sendable {
+    /// Creates or upgrades the schema. Safe to call on every start.
+    func prepare() async throws
+
+    /// Adds an API key (only its hash is stored).
+    func addAPIKey(_ key: APIKey) async throws
+    /// The key with this SHA-256 hash, if any.
+    func apiKey(hash: String) async throws -> APIKey?
+
+    /// Stores a notification and one queued device-send per device in one transaction, unless the
+    /// queue already holds `maximumQueueDepth` or more unfinished device-sends.
+    func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult
+    /// Unfinished device-sends (queued or claimed).
+    func queueDepth() async throws -> Int
+
+    /// Claims up to `limit` device-sends that are due (queued and available, or claimed under an
+    /// expired lease) for `owner` until `leaseUntil`, oldest notification first.
+    func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification]
+    /// Queues again every device-send `owner` holds a claim on: called when a sender starts, since
+    /// a sender of that name that held them has died (each live sender has its own name).
+    func releaseClaims(of owner: String) async throws -> Int
+    /// Writes outcomes of device-sends `owner` claimed, in one transaction: each is done, or, when
+    /// ``DeliveryOutcome/retryAt`` is set, queued again for then. Outcomes of claims `owner` no
+    /// longer holds are ignored (another sender took them over) and not counted.
+    func complete(_ outcomes: [DeliveryOutcome], owner: String, now: Date) async throws -> Int
+
+    /// A notification's progress and per-device outcomes.
+    func progress(of id: String) async throws -> NotificationProgress?
+    /// Tokens APNs answered 410 Unregistered for, for `apps`, reported after the entry `cursor`
+    /// (0: from the start), in the order they were reported. A token reported again moves to the end.
+    func unregistered(apps: Set<String>, after cursor: Int64, limit: Int) async throws -> [UnregisteredToken]
+    /// Forgets reported tokens of `app` (the caller has removed them); returns how many.
+    func acknowledgeUnregistered(app: String, tokens: [String]) async throws -> Int
+}
+
+/// An API key as stored: a name, the SHA-256 of the secret, the apps it may send to, and its rate.
+public struct APIKey: Sendable, Hashable {
+    /// A name for logs and metrics (never the secret).
+    public var name: String
+    /// Lower-case hex SHA-256 of the secret.
+    public var hash: String
+    /// Bundle ids (MDM topics for mdm) the key may send to.
+    public var apps: Set<String>
+    /// Requests per second allowed (a token bucket with this rate and a burst of twice it).
+    public var requestsPerSecond: Double
+
+    public init(name: String, hash: String, apps: Set<String>, requestsPerSecond: Double) {
+        self.name = name
+        self.hash = hash
+        self.apps = apps
+        self.requestsPerSecond = requestsPerSecond
+    }
+}
+
+/// A notification accepted for queueing.
+public struct QueuedNotification: Sendable {
+    public var id: String
+    public var keyName: String
+    public var pushType: String
+    public var app: String
+    /// ``NotificationRequest/storedJSON``.
+    public var storedJSON: String
+    /// Device tokens, lower-case hex, in request order (their position is their index).
+    public var tokens: [String]
+    public var createdAt: Date
+
+    public init(id: String, keyName: String, pushType: String, app: String, storedJSON: String, tokens: [String], createdAt: Date) {
+        self.id = id
+        self.keyName = keyName
+        self.pushType = pushType
+        self.app = app
+        self.storedJSON = storedJSON
+        self.tokens = tokens
+        self.createdAt = createdAt
+    }
+}
+
+/// What ``GatewayStore/enqueue(_:maximumQueueDepth:)`` did.
+public enum EnqueueResult: Sendable, Equatable {
+    case accepted
+    /// Nothing was stored: the queue held `depth` unfinished device-sends.
+    case queueFull(depth: Int)
+}
+
+/// A notification with the device-sends claimed for it.
+public struct ClaimedNotification: Sendable {
+    public var id: String
+    public var storedJSON: String
+    public var deliveries: [ClaimedDelivery]
+
+    public init(id: String, storedJSON: String, deliveries: [ClaimedDelivery]) {
+        self.id = id
+        self.storedJSON = storedJSON
+        self.deliveries = deliveries
+    }
+}
+
+/// One claimed device-send.
+public struct ClaimedDelivery: Sendable, Hashable {
+    public var position: Int
+    public var token: String
+    /// Attempts before this one.
+    public var attempts: Int
+
+    public init(position: Int, token: String, attempts: Int) {
+        self.position = position
+        self.token = token
+        self.attempts = attempts
+    }
+}
+
+/// The outcome of one device-send, as written back.
+public struct DeliveryOutcome: Sendable, Hashable {
+    public var notificationID: String
+    public var position: Int
+    public var token: String
+    public var app: String
+    /// APNs' status, when it answered.
+    public var status: Int?
+    /// APNs' reason for a rejection.
+    public var reason: String?
+    /// APNs' apns-id (its own when the request carried none).
+    public var apnsID: String?
+    /// For 410 Unregistered: when the token stopped being valid.
+    public var invalidSince: Date?
+    /// For a failure without an answer: the kind (timeout, connection, …).
+    public var errorKind: String?
+    /// For a failure without an answer: `not-sent` or `unknown`.
+    public var delivery: String?
+    /// A readable description of the failure.
+    public var message: String?
+    /// Set to queue the device-send again (a failure that was provably not sent), instead of done.
+    public var retryAt: Date?
+
+    public init(notificationID: String, position: Int, token: String, app: String, status: Int? = nil, reason: String? = nil, apnsID: String? = nil, invalidSince: Date? = nil, errorKind: String? = nil, delivery: String? = nil, message: String? = nil, retryAt: Date? = nil) {
+        self.notificationID = notificationID
+        self.position = position
+        self.token = token
+        self.app = app
+        self.status = status
+        self.reason = reason
+        self.apnsID = apnsID
+        self.invalidSince = invalidSince
+        self.errorKind = errorKind
+        self.delivery = delivery
+        self.message = message
+        self.retryAt = retryAt
+    }
+}
+
+/// Progress of one notification.
+public struct NotificationProgress: Sendable, Hashable {
+    public var id: String
+    public var keyName: String
+    public var pushType: String
+    public var app: String
+    public var createdAt: Date
+    public var deliveries: [DeliveryRecord]
+
+    public init(id: String, keyName: String, pushType: String, app: String, createdAt: Date, deliveries: [DeliveryRecord]) {
+        self.id = id
+        self.keyName = keyName
+        self.pushType = pushType
+        self.app = app
+        self.createdAt = createdAt
+        self.deliveries = deliveries
+    }
+}
+
+/// One device-send as the progress endpoint shows it.
+public struct DeliveryRecord: Sendable, Hashable {
+    public var token: String
+    /// `queued`, `claimed` or `done`.
+    public var state: String
+    public var attempts: Int
+    public var status: Int?
+    public var reason: String?
+    public var apnsID: String?
+    public var errorKind: String?
+    public var delivery: String?
+    public var message: String?
+    public var finishedAt: Date?
+
+    public init(token: String, state: String, attempts: Int, status: Int? = nil, reason: String? = nil, apnsID: String? = nil, errorKind: String? = nil, delivery: String? = nil, message: String? = nil, finishedAt: Date? = nil) {
+        self.token = token
+        self.state = state
+        self.attempts = attempts
+        self.status = status
+        self.reason = reason
+        self.apnsID = apnsID
+        self.errorKind = errorKind
+        self.delivery = delivery
+        self.message = message
+        self.finishedAt = finishedAt
+    }
+}
+
+/// A token APNs answered 410 Unregistered for.
+public struct UnregisteredToken: Sendable, Hashable {
+    /// The entry's place in the order of reports: pass the last one seen as `since` to page on.
+    public var cursor: Int64
+    public var app: String
+    public var token: String
+    /// When APNs said the token stopped being valid (its `timestamp`), if it said.
+    public var invalidSince: Date?
+    /// When the gateway learned it.
+    public var reportedAt: Date
+
+    public init(cursor: Int64, app: String, token: String, invalidSince: Date? = nil, reportedAt: Date) {
+        self.cursor = cursor
+        self.app = app
+        self.token = token
+        self.invalidSince = invalidSince
+        self.reportedAt = reportedAt
+    }
+}

@@ -1,0 +1,139 @@
+import APNs
+import APNsGateway
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import Metrics
+import Prometheus
+import ServiceLifecycle
+
+/// `apns-gateway`: the push gateway's server, and its key management.
+@main
+struct GatewayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "apns-gateway",
+        abstract: "An HTTP push gateway in front of APNs: a durable queue (SQLite), API keys per app, outcomes and unregistered tokens.",
+        subcommands: [Serve.self, AddKey.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// Where the queue lives.
+struct DatabaseOptions: ParsableArguments {
+    @Option(help: "The SQLite file of the queue (created if missing).") var database = "apns-gateway.sqlite"
+
+    func open() async throws -> any GatewayStore {
+        let store = try SQLiteStore(path: database)
+        try await store.prepare()
+        return store
+    }
+}
+
+struct AddKey: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add-key", abstract: "Create an API key for some apps; prints the key once (only its hash is stored).")
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "A name for the key (shown in logs and metrics).") var name: String
+    @Option(help: "A bundle id (or MDM topic) the key may send to; repeat for more.") var app: [String]
+    @Option(help: "Requests per second the key may make.") var rate: Double = 50
+
+    func run() async throws {
+        guard !app.isEmpty else { throw ValidationError("give at least one --app") }
+        guard rate > 0, rate.isFinite else { throw ValidationError("--rate \(rate) must be a positive number") }
+        let key = GatewayAPI.makeAPIKey()
+        let store = try await database.open()
+        try await store.addAPIKey(APIKey(name: name, hash: GatewayAPI.hash(apiKey: key), apps: Set(app), requestsPerSecond: rate))
+        print(key)
+    }
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Serve the API and send what is queued (the default).")
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "Address to listen on.") var host = "127.0.0.1"
+    @Option(help: "Port to listen on (0 picks a free one and prints it).") var port = 8080
+    @Option(name: .customLong("key-file"), help: "The .p8 signing key (token authentication).") var keyFile: String?
+    @Option(name: .customLong("key-id"), help: "The 10-character key id.") var keyID: String?
+    @Option(name: .customLong("team-id"), help: "The 10-character team id.") var teamID: String?
+    @Option(name: .customLong("p12"), help: "PKCS#12 bundle (certificate authentication).") var pkcs12: String?
+    @Option(name: .customLong("password-env"), help: "Environment variable holding the --p12 password.") var passwordEnvironment: String?
+    @Flag(help: "Send to APNs' production environment (default: sandbox).") var production = false
+    @Option(name: .customLong("apns-host"), help: "HOST:PORT of another APNs server, e.g. `apns mock-server`.") var apnsHost: String?
+    @Option(name: .customLong("ca-file"), help: "Trust only this CA (PEM) for the APNs server's certificate.") var caFile: String?
+    @Option(name: .customLong("max-devices"), help: "Devices in one request.") var maximumDevices = 5_000
+    @Option(name: .customLong("max-queue-depth"), help: "Unfinished device-sends above which POST answers 503.") var maximumQueueDepth = 1_000_000
+    @Option(help: "This instance's name in claims: unique among running instances, the same after a restart.") var instance: String?
+    @Option(name: .customLong("lease-seconds"), help: "How long a claim is held before another instance may take it over.") var leaseSeconds = 120
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error.") var logLevel = "info"
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        let logger = Logger(label: "apns-gateway")
+
+        let (connector, connectorService) = try makeConnector(logger: Logger(label: "apns"))
+        let store = try await database.open()
+        var sending = Dispatcher.Configuration()
+        if let instance { sending.instance = instance }
+        guard leaseSeconds > 0 else { throw ValidationError("--lease-seconds \(leaseSeconds) must be positive") }
+        sending.lease = .seconds(leaseSeconds)
+        let dispatcher = Dispatcher(store: store, connector: connector, configuration: sending, logger: logger)
+        var limits = GatewayAPI.Configuration()
+        limits.maximumDevicesPerRequest = maximumDevices
+        limits.maximumQueueDepth = maximumQueueDepth
+        let api = GatewayAPI(
+            store: store, configuration: limits, authenticationMethod: connector.authenticationMethod,
+            metricsText: {
+                var buffer: [UInt8] = []
+                registry.emit(into: &buffer)
+                return String(decoding: buffer, as: UTF8.self)
+            },
+            onAccepted: { dispatcher.wake() })
+        let app = Application(
+            router: api.router(), configuration: .init(address: .hostname(host, port: port)),
+            onServerRunning: { channel in
+                // One line on standard output for scripts that start the gateway on port 0.
+                print("listening \(channel.localAddress?.ipAddress ?? "?"):\(channel.localAddress?.port ?? 0)")
+                fflush(nil)
+            },
+            logger: logger)
+        // Shut down in reverse order: stop taking requests, finish claimed sends, close APNs connections.
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: connectorService), .init(service: dispatcher), .init(service: app)],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+
+    private func makeConnector(logger: Logger) throws -> (AnyConnector, any Service) {
+        var transport = TransportConfiguration()
+        if let caFile { transport.trustedCertificateAuthority = .file(path: caFile) }
+        var environment: APNsEnvironment = production ? .production : .sandbox
+        if let apnsHost {
+            guard let colon = apnsHost.lastIndex(of: ":"), let port = Int(apnsHost[apnsHost.index(after: colon)...]), (1...65535).contains(port) else {
+                throw ValidationError("--apns-host \(apnsHost) is not HOST:PORT")
+            }
+            environment = .custom(host: String(apnsHost[..<colon]), port: port)
+        }
+        if let keyFile {
+            guard let keyID, let teamID else { throw ValidationError("--key-file needs --key-id and --team-id") }
+            let connector = try TokenConnector(
+                teamID: teamID, keyID: keyID, key: .file(path: keyFile), environment: environment, transport: transport, logger: logger)
+            return (AnyConnector(connector), connector)
+        }
+        if let pkcs12 {
+            guard let passwordEnvironment, let password = ProcessInfo.processInfo.environment[passwordEnvironment] else {
+                throw ValidationError("--p12 needs --password-env naming a set environment variable")
+            }
+            let connector = try CertificateConnector(
+                pkcs12: .file(path: pkcs12), password: password, environment: environment, transport: transport, logger: logger)
+            return (AnyConnector(connector), connector)
+        }
+        throw ValidationError("give APNs credentials: --key-file/--key-id/--team-id or --p12/--password-env")
+    }
+}

@@ -1,0 +1,118 @@
+import APNs
+import APNsGateway
+import APNsMockServer
+import Foundation
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The built `apns-gateway` killed with SIGKILL while it sends, then restarted on the same SQLite
+/// file: every accepted device-send reaches the mock APNs at least once, and the duplicates are
+/// bounded by what the killed process had claimed.
+@Suite struct CrashSafetyTests {
+    static var binary: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("apns-gateway")
+    }
+
+    /// A running `apns-gateway serve` and its address.
+    final class Gateway: @unchecked Sendable {
+        // @unchecked: `process` is only touched by the test that made it, one call at a time.
+        let process = Process()
+        let address: String
+
+        init(arguments: [String], log: URL) throws {
+            process.executableURL = CrashSafetyTests.binary
+            process.arguments = ["serve", "--port", "0"] + arguments
+            let out = Pipe()
+            process.standardOutput = out
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: log)
+            try process.run()
+            // The first line is `listening HOST:PORT`.
+            var line = Data()
+            while let byte = try out.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+                line.append(byte)
+            }
+            address = String(decoding: line, as: UTF8.self).replacingOccurrences(of: "listening ", with: "")
+        }
+
+        func kill9() {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+
+        func terminate() -> Int32 {
+            process.terminate()  // SIGTERM: graceful shutdown
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+    }
+
+    static func post(_ body: String, to address: String, key: String) async throws -> Int {
+        var request = URLRequest(url: URL(string: "http://\(address)/v1/notifications")!)
+        request.httpMethod = "POST"
+        request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+        request.httpBody = Data(body.utf8)
+        let (_, response) = try await URLSession.shared.data(for: request)
+        return (response as? HTTPURLResponse)?.statusCode ?? 0
+    }
+
+    @Test func killedWhileSendingThenRestartedLosesNothing() async throws {
+        let signingKey = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+        var configuration = MockAPNsServer.Configuration(signingKeys: [signingKey])
+        configuration.strict = true
+        configuration.minimumTokenUpdateInterval = nil  // two processes, each mints its own token
+        configuration.maximumConcurrentStreams = 50  // about 1,000 pushes a second with the delay: time to kill mid-way
+        let server = try await MockAPNsServer.start(configuration)
+        server.inject(.delay(.milliseconds(50)))
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-crash-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let keyFile = folder.appendingPathComponent("AuthKey.p8")
+        try signingKey.privateKeyPEM.write(to: keyFile, atomically: true, encoding: .utf8)
+        let caFile = folder.appendingPathComponent("ca.pem")
+        try server.certificateAuthorityPEM.write(to: caFile, atomically: true, encoding: .utf8)
+        let database = folder.appendingPathComponent("queue.sqlite").path
+        let store = try SQLiteStore(path: database)
+        try await store.prepare()
+        let apiKey = GatewayAPI.makeAPIKey()
+        try await store.addAPIKey(APIKey(name: "crash", hash: GatewayAPI.hash(apiKey: apiKey), apps: ["com.example.app"], requestsPerSecond: 100))
+        let arguments = [
+            "--database", database, "--apns-host", "\(server.host):\(server.port)", "--ca-file", caFile.path,
+            "--key-file", keyFile.path, "--key-id", signingKey.keyID, "--team-id", signingKey.teamID, "--instance", "crash-test",
+        ]
+
+        let first = try Gateway(arguments: arguments, log: folder.appendingPathComponent("first.log"))
+        let tokens = (0..<10_000).map { String(format: "%064x", $0 + 1) }
+        for half in [tokens[..<5_000], tokens[5_000...]] {
+            let body = #"{"push-type":"alert","bundle-id":"com.example.app","alert":"Hi","devices":[\#(half.map { "\"\($0)\"" }.joined(separator: ","))]}"#
+            #expect(try await Self.post(body, to: first.address, key: apiKey) == 202)
+        }
+        // Kill it mid-way: some outcomes written, some sends in flight, most still queued.
+        let killAt = ContinuousClock.now + .seconds(60)
+        while server.requests.count < 3_000, ContinuousClock.now < killAt { try await Task.sleep(for: .milliseconds(20)) }
+        first.kill9()
+        let sentBeforeKill = server.requests.count
+        let depthAtKill = try await store.queueDepth()
+        #expect(sentBeforeKill >= 3_000)
+        #expect(depthAtKill > 0, "the kill came after everything was sent: the test proves nothing")
+
+        let second = try Gateway(arguments: arguments, log: folder.appendingPathComponent("second.log"))
+        let doneBy = ContinuousClock.now + .seconds(120)
+        while try await store.queueDepth() > 0, ContinuousClock.now < doneBy { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(second.terminate() == 0, "the restarted gateway stops cleanly on SIGTERM")
+
+        #expect(try await store.queueDepth() == 0)
+        var perToken: [String: Int] = [:]
+        for request in server.requests { perToken[String(request.path.dropFirst("/3/device/".count)), default: 0] += 1 }
+        let missing = tokens.filter { perToken[$0] == nil }
+        #expect(missing.isEmpty, "\(missing.count) accepted device-sends never reached APNs")
+        let duplicates = server.requests.count - perToken.count
+        // Only what the killed process had claimed and not yet written back can be sent twice.
+        #expect(duplicates <= Dispatcher.Configuration().claimBatch, "\(duplicates) duplicates")
+        print("crash safety: \(sentBeforeKill) sent before SIGKILL (queue depth \(depthAtKill)), \(duplicates) sent twice after the restart, 0 lost")
+        try await server.stop()
+    }
+}

@@ -1,0 +1,244 @@
+import APNs
+import APNsGateway
+import APNsMockServer
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import Testing
+
+/// The gateway end to end, in process: the HTTP API (Hummingbird's test client), a real SQLite
+/// file, the dispatcher, and the library's token connector through libcurl to the mock APNs.
+@Suite struct GatewayAPITests {
+    static let token = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
+    static let unregistered = "ab" + String(repeating: "cd", count: 31)
+
+    /// A gateway on a fresh SQLite file, a mock APNs, a connector to it, and two API keys.
+    struct Setup {
+        let server: MockAPNsServer
+        let connector: TokenConnector
+        let store: SQLiteStore
+        let dispatcher: Dispatcher
+        let api: GatewayAPI
+        let folder: URL
+        /// May send to com.example.app.
+        let key: String
+        /// May send to com.other.app only.
+        let otherKey: String
+
+        static func start(
+            limits: (inout GatewayAPI.Configuration) -> Void = { _ in }, sending: (inout Dispatcher.Configuration) -> Void = { _ in }
+        ) async throws -> Setup {
+            let signingKey = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+            var configuration = MockAPNsServer.Configuration(signingKeys: [signingKey])
+            configuration.strict = true
+            let server = try await MockAPNsServer.start(configuration)
+            var transport = TransportConfiguration()
+            transport.trustedCertificateAuthority = .pem(server.certificateAuthorityPEM)
+            let connector = try TokenConnector(
+                teamID: signingKey.teamID, keyID: signingKey.keyID, key: .pem(signingKey.privateKeyPEM),
+                environment: .custom(host: server.host, port: server.port), transport: transport)
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let store = try SQLiteStore(path: folder.appendingPathComponent("queue.sqlite").path)
+            try await store.prepare()
+            let key = GatewayAPI.makeAPIKey()
+            let otherKey = GatewayAPI.makeAPIKey()
+            try await store.addAPIKey(APIKey(name: "app", hash: GatewayAPI.hash(apiKey: key), apps: ["com.example.app"], requestsPerSecond: 1000))
+            try await store.addAPIKey(APIKey(name: "other", hash: GatewayAPI.hash(apiKey: otherKey), apps: ["com.other.app"], requestsPerSecond: 1))
+            var sendingConfiguration = Dispatcher.Configuration()
+            sending(&sendingConfiguration)
+            let dispatcher = Dispatcher(
+                store: store, connector: AnyConnector(connector), configuration: sendingConfiguration, logger: Logger(label: "test"))
+            var apiConfiguration = GatewayAPI.Configuration()
+            limits(&apiConfiguration)
+            let api = GatewayAPI(store: store, configuration: apiConfiguration, authenticationMethod: .token)
+            return Setup(
+                server: server, connector: connector, store: store, dispatcher: dispatcher, api: api, folder: folder, key: key,
+                otherKey: otherKey)
+        }
+
+        func stop() async throws {
+            await connector.shutdown(gracePeriod: .zero)
+            try await server.stop()
+            try? FileManager.default.removeItem(at: folder)
+        }
+
+        /// Runs `body` with a client of the API.
+        func client<Value: Sendable>(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
+            try await Application(router: api.router()).test(.router, body)
+        }
+    }
+
+    static func alert(to tokens: [String], app: String = "com.example.app") -> String {
+        #"{"push-type":"alert","bundle-id":"\#(app)","alert":{"title":"Hi","body":"There"},"devices":[\#(tokens.map { "\"\($0)\"" }.joined(separator: ","))]}"#
+    }
+
+    static func bearer(_ key: String) -> HTTPFields { [.authorization: "Bearer \(key)"] }
+
+    @Test func acceptedNotificationsAreSentAndTheirOutcomesAndUnregisteredTokensServed() async throws {
+        let setup = try await Setup.start()
+        setup.server.reject(deviceToken: Self.unregistered, with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000))
+        let key = setup.key
+        let id = try await setup.client { client in
+            try await client.execute(
+                uri: "/v1/notifications", method: .post, headers: Self.bearer(key),
+                body: ByteBuffer(string: Self.alert(to: [Self.token, Self.unregistered]))
+            ) { response in
+                #expect(response.status == .accepted)
+                let body = String(buffer: response.body)
+                let id = String(body.dropFirst(#"{"devices":2,"id":""#.count).prefix(36))
+                #expect(body == #"{"devices":2,"id":"\#(id)"}"#)
+                #expect(response.headers[.location] == "/v1/notifications/\(id)")
+                return id
+            }
+        }
+        #expect(try await setup.store.queueDepth() == 2)
+        #expect(try await setup.dispatcher.dispatchOnce() == 2)
+        #expect(try await setup.store.queueDepth() == 0)
+        #expect(setup.server.requests.map(\.path).sorted() == ["/3/device/\(Self.token)", "/3/device/\(Self.unregistered)"].sorted())
+        let accepted = setup.server.requests.first { $0.path.hasSuffix(Self.token) }
+        let acceptedID = accepted?.responseHeaders.first { $0.name == "apns-id" }?.value ?? "?"
+        let rejectedID = setup.server.requests.first { $0.path.hasSuffix(Self.unregistered) }?.responseHeaders.first { $0.name == "apns-id" }?.value ?? "?"
+        try await setup.client { client in
+            try await client.execute(uri: "/v1/notifications/\(id)", method: .get, headers: Self.bearer(key)) { response in
+                #expect(response.status == .ok)
+                let body = String(buffer: response.body)
+                let created = body.split(separator: "\"created-at\":").last?.prefix(while: \.isNumber) ?? ""
+                #expect(body == """
+                    {"app":"com.example.app","counts":{"accepted":1,"failed":0,"queued":0,"rejected":1},"created-at":\(created),\
+                    "deliveries":[{"apns-id":"\(acceptedID)","attempts":1,"state":"accepted","status":200,"token":"\(Self.token)"},\
+                    {"apns-id":"\(rejectedID)","attempts":1,"reason":"Unregistered","state":"rejected","status":410,"token":"\(Self.unregistered)"}],\
+                    "done":true,"id":"\(id)","push-type":"alert"}
+                    """)
+            }
+            // Another app's key sees no such notification.
+            try await client.execute(uri: "/v1/notifications/\(id)", method: .get, headers: Self.bearer(setup.otherKey)) { response in
+                #expect(response.status == .notFound)
+            }
+            try await client.execute(uri: "/v1/unregistered", method: .get, headers: Self.bearer(key)) { response in
+                #expect(response.status == .ok)
+                let body = String(buffer: response.body)
+                let reported = body.split(separator: "\"reported-at\":").last?.prefix(while: \.isNumber) ?? ""
+                #expect(body == """
+                    {"next-since":1,"tokens":[{"app":"com.example.app","invalid-since":1700000000000,"reported-at":\(reported),"token":"\(Self.unregistered)"}]}
+                    """)
+            }
+            try await client.execute(uri: "/v1/unregistered?since=1", method: .get, headers: Self.bearer(key)) { response in
+                #expect(String(buffer: response.body) == #"{"next-since":1,"tokens":[]}"#)
+            }
+            try await client.execute(uri: "/v1/unregistered", method: .get, headers: Self.bearer(setup.otherKey)) { response in
+                #expect(String(buffer: response.body) == #"{"next-since":0,"tokens":[]}"#)
+            }
+            try await client.execute(
+                uri: "/v1/unregistered", method: .delete, headers: Self.bearer(key),
+                body: ByteBuffer(string: #"{"app":"com.example.app","tokens":["\#(Self.unregistered)"]}"#)
+            ) { response in
+                #expect(response.status == .ok)
+                #expect(String(buffer: response.body) == #"{"deleted":1}"#)
+            }
+            try await client.execute(uri: "/v1/unregistered", method: .get, headers: Self.bearer(key)) { response in
+                #expect(String(buffer: response.body) == #"{"next-since":0,"tokens":[]}"#)
+            }
+        }
+        try await setup.stop()
+    }
+
+    @Test func badRequestsGetTheRight4xxAndNothingIsQueued() async throws {
+        let setup = try await Setup.start { $0.maximumBodyBytes = 1 << 20 }
+        let key = setup.key
+        let otherKey = setup.otherKey
+        let tenThousand = (0..<10_000).map { String(format: "%064x", $0) }
+        try await setup.client { client in
+            func expectProblem(
+                _ status: HTTPResponse.Status, _ detail: String, field: String? = nil, headers: HTTPFields = [:], body: String?,
+                sourceLocation: SourceLocation = #_sourceLocation
+            ) async throws {
+                try await client.execute(
+                    uri: "/v1/notifications", method: .post, headers: headers, body: body.map { ByteBuffer(string: $0) }
+                ) { response in
+                    #expect(response.status == status, sourceLocation: sourceLocation)
+                    #expect(response.headers[.contentType] == "application/problem+json", sourceLocation: sourceLocation)
+                    let fieldMember = field.map { #","field":"\#($0)""# } ?? ""
+                    let expected = #"{"detail":"\#(detail)"\#(fieldMember),"status":\#(status.code),"title":"\#(status.reasonPhrase)","type":"about:blank"}"#
+                    #expect(String(buffer: response.body) == expected, sourceLocation: sourceLocation)
+                }
+            }
+            let good = Self.alert(to: [Self.token])
+            try await expectProblem(.unauthorized, "give an API key: Authorization: Bearer <key>", body: good)
+            try await expectProblem(.unauthorized, #"the Authorization header is not \"Bearer <key>\""#, headers: [.authorization: "Basic eA=="], body: good)
+            try await expectProblem(.unauthorized, "the API key is not known", headers: Self.bearer("agk_wrong"), body: good)
+            try await expectProblem(
+                .forbidden, "the key other may not send to com.example.app; it may send to com.other.app", field: "bundle-id",
+                headers: Self.bearer(otherKey), body: good)
+            try await expectProblem(
+                .badRequest, "the body is not valid JSON: The given data was not valid JSON.", headers: Self.bearer(key), body: "{nope")
+            try await expectProblem(
+                .badRequest, "devices: has 10000 tokens; at most 5000 go in one request: split it", field: "devices", headers: Self.bearer(key),
+                body: Self.alert(to: tenThousand))
+            try await expectProblem(
+                .badRequest, "devices[0]: Invalid device token: the token has 5 hex digits; a device token has an even number.", field: "devices[0]", headers: Self.bearer(key),
+                body: Self.alert(to: ["12345"]))
+            try await expectProblem(
+                .contentTooLarge, "the body has 2097152 bytes; at most 1048576 are accepted", headers: Self.bearer(key),
+                body: String(repeating: " ", count: 2 << 20))
+        }
+        #expect(try await setup.store.queueDepth() == 0)
+        #expect(try await setup.dispatcher.dispatchOnce() == 0)
+        #expect(setup.server.requests.isEmpty)
+        try await setup.stop()
+    }
+
+    @Test func aFullQueueAnswers503WithRetryAfterAndAFastKey429() async throws {
+        let setup = try await Setup.start { $0.maximumQueueDepth = 2 }
+        let key = setup.key
+        let otherKey = setup.otherKey
+        try await setup.client { client in
+            let two = Self.alert(to: [Self.token, Self.unregistered])
+            try await client.execute(uri: "/v1/notifications", method: .post, headers: Self.bearer(key), body: ByteBuffer(string: two)) {
+                #expect($0.status == .accepted)
+            }
+            try await client.execute(uri: "/v1/notifications", method: .post, headers: Self.bearer(key), body: ByteBuffer(string: two)) { response in
+                #expect(response.status == .serviceUnavailable)
+                #expect(response.headers[.retryAfter] == "5")
+            }
+            // The other key allows 1 request a second with a burst of 2: the third in a row waits.
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<3 {
+                statuses.append(try await client.execute(uri: "/v1/unregistered", method: .get, headers: Self.bearer(otherKey)) { $0.status })
+            }
+            #expect(statuses == [.ok, .ok, .tooManyRequests])
+        }
+        #expect(try await setup.store.queueDepth() == 2)
+        try await setup.stop()
+    }
+
+    @Test func aSenderThatDiesLeavesItsClaimsToAnotherAfterTheLease() async throws {
+        let setup = try await Setup.start()
+        let tokens = (0..<300).map { String(format: "%064x", $0 + 1) }
+        let request = try NotificationRequest(body: Array(Self.alert(to: tokens).utf8), maximumDevices: 5000)
+        let queued = QueuedNotification(
+            id: "n1", keyName: "app", pushType: "alert", app: "com.example.app", storedJSON: request.storedJSON, tokens: tokens,
+            createdAt: Date())
+        #expect(try await setup.store.enqueue(queued, maximumQueueDepth: 1000) == .accepted)
+        // A sender claims 100 and dies before writing anything.
+        let now = Date()
+        let lost = try await setup.store.claim(owner: "dead", limit: 100, now: now, leaseUntil: now.addingTimeInterval(60))
+        #expect(lost.first?.deliveries.count == 100)
+        // The live sender takes the other 200 at once, and the dead one's after its lease.
+        #expect(try await setup.dispatcher.dispatchOnce(now: now) == 200)
+        #expect(try await setup.dispatcher.dispatchOnce(now: now.addingTimeInterval(59)) == 0)
+        #expect(try await setup.dispatcher.dispatchOnce(now: now.addingTimeInterval(61)) == 100)
+        #expect(try await setup.store.queueDepth() == 0)
+        #expect(Set(setup.server.requests.map(\.path)) == Set(tokens.map { "/3/device/\($0)" }))
+        #expect(setup.server.requests.count == 300)
+        // The dead sender's late outcome changes nothing: the claim is no longer its own.
+        let late = DeliveryOutcome(notificationID: "n1", position: 0, token: tokens[0], app: "com.example.app", status: 400, reason: "BadDeviceToken")
+        #expect(try await setup.store.complete([late], owner: "dead", now: Date()) == 0)
+        #expect(try await setup.store.progress(of: "n1")?.deliveries.allSatisfy { $0.status == 200 } == true)
+        try await setup.stop()
+    }
+}
+

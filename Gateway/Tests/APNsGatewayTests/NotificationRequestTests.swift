@@ -1,0 +1,112 @@
+import APNs
+@testable import APNsGateway
+import Foundation
+import Testing
+
+/// Request bodies read into typed notifications: what is accepted is stored exactly, and what is
+/// refused names the field and the rule.
+@Suite struct NotificationRequestTests {
+    static let token = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
+    static let other = "11fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
+
+    func read(_ json: String, maximumDevices: Int = 10) throws(RequestProblem) -> NotificationRequest {
+        try NotificationRequest(body: Array(json.utf8), maximumDevices: maximumDevices, now: Date(timeIntervalSince1970: 1_700_000_000))
+    }
+
+    func problem(_ json: String, maximumDevices: Int = 10) -> RequestProblem? {
+        do {
+            _ = try read(json, maximumDevices: maximumDevices)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func anAlertIsStoredCompactWithoutItsDevicesAndBuildsTheLibrarysRequest() throws {
+        let request = try read("""
+            {"push-type": "alert", "bundle-id": "com.example.app", "priority": 5, "collapse-id": "score",
+             "alert": {"title": "Goal", "body": "2-1"}, "badge": 3, "sound": "default", "data": {"match": 7},
+             "devices": ["\(Self.token)", "\(Self.other.uppercased())"]}
+            """)
+        #expect(request.pushType == .alert)
+        #expect(request.app == "com.example.app")
+        #expect(request.devices.map(\.token) == [Self.token, Self.other])
+        #expect(request.storedJSON == #"{"alert":{"body":"2-1","title":"Goal"},"badge":3,"bundle-id":"com.example.app","collapse-id":"score","data":{"match":7},"priority":5,"push-type":"alert","sound":"default"}"#)
+        let wire = try request.notification.request(to: request.devices[0])
+        #expect(wire.bodyText == #"{"aps":{"alert":{"title":"Goal","body":"2-1"},"badge":3,"sound":"default"},"match":7}"#)
+        #expect(wire.headers.map { "\($0.name): \($0.value)" } == [
+            "apns-push-type: alert", "apns-topic: com.example.app", "apns-priority: 5", "apns-collapse-id: score",
+        ])
+        // What the sender reads back builds the same request.
+        let again = try NotificationRequest.notification(storedJSON: request.storedJSON)
+        #expect(try again.notification.request(to: request.devices[0]) == wire)
+    }
+
+    @Test func everyPushTypeIsReadIntoItsOwnStruct() throws {
+        let bodies: [(String, String)] = [
+            (#""push-type":"background","bundle-id":"com.example.app","data":{"k":1}"#, "com.example.app"),
+            (#""push-type":"voip","bundle-id":"com.example.app","data":{"caller":"Ann"}"#, "com.example.app.voip"),
+            (#""push-type":"complication","bundle-id":"com.example.app""#, "com.example.app.complication"),
+            (#""push-type":"pushtotalk","bundle-id":"com.example.app""#, "com.example.app.voip-ptt"),
+            (#""push-type":"widgets","bundle-id":"com.example.app""#, "com.example.app.push-type.widgets"),
+            (#""push-type":"controls","bundle-id":"com.example.app""#, "com.example.app.push-type.controls"),
+            (#""push-type":"location","bundle-id":"com.example.app""#, "com.example.app.location-query"),
+            (#""push-type":"fileprovider","bundle-id":"com.example.app","container-identifier":"c","domain":"d""#, "com.example.app.pushkit.fileprovider"),
+            (#""push-type":"mdm","topic":"com.apple.mgmt.External.1","push-magic":"m""#, "com.apple.mgmt.External.1"),
+            (#""push-type":"liveactivity","bundle-id":"com.example.app","event":"update","content-state":{"n":1}"#, "com.example.app.push-type.liveactivity"),
+        ]
+        for (fields, topic) in bodies {
+            let request = try read("{\(fields),\"devices\":[\"\(Self.token)\"]}")
+            #expect(request.notification.topic == topic, "\(fields)")
+        }
+    }
+
+    @Test func aLiveActivityWithoutTimestampGetsTheAcceptanceTime() throws {
+        let request = try read(#"{"push-type":"liveactivity","bundle-id":"a.b","event":"end","content-state":{},"devices":["\#(Self.token)"]}"#)
+        #expect(request.storedJSON.contains(#""timestamp":1700000000"#))
+    }
+
+    @Test func refusalsNameTheFieldAndTheRule() {
+        let device = "\"devices\":[\"\(Self.token)\"]"
+        let cases: [(String, RequestProblem)] = [
+            ("[1]", RequestProblem("the body is an array; give a JSON object")),
+            (#"{"push-type":"alert","bundle-id":"a.b"}"#, RequestProblem(field: "devices", #"give the device tokens to send to: "devices": ["<hex token>", …]"#)),
+            (#"{"push-type":"alert","bundle-id":"a.b","devices":[]}"#, RequestProblem(field: "devices", "is empty; give an array of 1 to 10 hex device tokens")),
+            (#"{"push-type":"alert","bundle-id":"a.b","devices":["xyz"]}"#, RequestProblem(field: "devices[0]", "Invalid device token: the token has 3 hex digits; a device token has an even number.")),
+            ("{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"devices\":[\"\(Self.token)\",\"\(Self.token)\"]}",
+             RequestProblem(field: "devices[1]", "repeats the token \(Self.token): give each device once")),
+            ("{\"push-type\":\"shout\",\"bundle-id\":\"a.b\",\(device)}",
+             RequestProblem(field: "push-type", "shout is not an APNs push type; use one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")),
+            ("{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"titel\":\"x\",\(device)}",
+             RequestProblem(field: "titel", "is not a field of a notification request; see openapi.yaml")),
+            ("{\"push-type\":\"background\",\"bundle-id\":\"a.b\",\"alert\":\"x\",\(device)}",
+             RequestProblem(field: "alert", "does not apply to background (it belongs to alert, liveactivity)")),
+            ("{\"push-type\":\"background\",\"bundle-id\":\"a.b\",\"priority\":10,\(device)}",
+             RequestProblem(field: "priority", "10 is not allowed for background: it is always 5")),
+            ("{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"priority\":7,\(device)}",
+             RequestProblem(field: "priority", "7 is not allowed for alert: use 10 or 5 or 1")),
+            ("{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"badge\":\"3\",\(device)}", RequestProblem(field: "badge", "is a string; give a whole number")),
+            ("{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"data\":{\"aps\":1},\(device)}",
+             RequestProblem(field: "data", APNsValidationError.reservedAppDataKey("aps").description)),
+            ("{\"push-type\":\"mdm\",\"bundle-id\":\"a.b\",\"push-magic\":\"m\",\(device)}",
+             RequestProblem(field: "bundle-id", #"mdm is addressed by "topic" (the MDM push certificate's topic), not a bundle id"#)),
+            ("{\"push-type\":\"liveactivity\",\"bundle-id\":\"a.b\",\"event\":\"update\",\"content-state\":{},\"dismissal-date\":1,\(device)}",
+             RequestProblem(field: "dismissal-date", "belongs to the end event")),
+        ]
+        for (body, expected) in cases {
+            #expect(problem(body) == expected, "\(body)")
+        }
+        let many = (0..<11).map { "\"" + String(format: "%064x", $0) + "\"" }.joined(separator: ",")
+        #expect(problem(#"{"push-type":"alert","bundle-id":"a.b","devices":[\#(many)]}"#)
+            == RequestProblem(field: "devices", "has 11 tokens; at most 10 go in one request: split it"))
+    }
+
+    @Test func rulesThatNeedTheWholeRequestAreCheckedToo() throws {
+        let big = String(repeating: "x", count: 5000)
+        let request = try read("{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"alert\":\"\(big)\",\"devices\":[\"\(Self.token)\"]}")
+        #expect(throws: RequestProblem.self) { try request.check(for: .token) }
+        let mdm = try read("{\"push-type\":\"mdm\",\"topic\":\"com.apple.mgmt.X\",\"push-magic\":\"m\",\"devices\":[\"\(Self.token)\"]}")
+        #expect(throws: RequestProblem.self) { try mdm.check(for: .token) }
+        try mdm.check(for: .certificate)
+    }
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Starts `apns mock-server` and the push gateway against it (token authentication, SQLite queue in
+# a temporary folder), creates an API key for com.example.app and prints it with a curl to try.
+#
+#   bash Gateway/run-with-mock.sh           # serve on 127.0.0.1:8080 until Ctrl-C
+#   bash Gateway/run-with-mock.sh --smoke   # POST, follow the outcome, /metrics, SIGTERM (CI)
+#
+# Builds both first (the first build takes several minutes).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+smoke=false
+[ "${1:-}" = "--smoke" ] && smoke=true
+
+build() { swift build "$@" >"${TMPDIR:-/tmp}/gateway-build.log" 2>&1 || { cat "${TMPDIR:-/tmp}/gateway-build.log" >&2; exit 1; }; }
+build --package-path "$root" --product apns
+build --package-path "$root/Gateway" --product apns-gateway
+apns="$(swift build --package-path "$root" --show-bin-path)/apns"
+gateway="$(swift build --package-path "$root/Gateway" --show-bin-path)/apns-gateway"
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The mock server prints its address and the credentials it generated, one per line.
+"$apns" mock-server --dir "$work" --allow-frequent-token-updates >"$work/mock.out" &
+pids+=($!)
+for _ in $(seq 100); do grep -q '^client-cert' "$work/mock.out" 2>/dev/null && break; sleep 0.1; done
+listening=$(awk '/^listening/ {print $2}' "$work/mock.out")
+read -r _ key_file _ key_id _ team_id < <(grep '^key-file' "$work/mock.out")
+echo "mock APNs on $listening"
+
+database="$work/queue.sqlite"
+api_key=$("$gateway" add-key --database "$database" --name example --app com.example.app --rate 100)
+port=8080
+$smoke && port=0
+"$gateway" serve --database "$database" --port $port --apns-host "$listening" --ca-file "$work/ca.pem" \
+  --key-file "$key_file" --key-id "$key_id" --team-id "$team_id" --log-level "${LOG_LEVEL:-info}" \
+  >"$work/gateway.out" 2>"$work/gateway.log" &
+gateway_pid=$!
+pids+=($gateway_pid)
+for _ in $(seq 100); do grep -q '^listening' "$work/gateway.out" 2>/dev/null && break; sleep 0.1; done
+address=$(awk '/^listening/ {print $2}' "$work/gateway.out")
+if [ -z "$address" ]; then cat "$work/gateway.log"; echo "the gateway did not start" >&2; exit 1; fi
+echo "push gateway on http://$address (SQLite queue $database)"
+
+token=00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0
+if ! $smoke; then
+  cat <<USAGE
+API key for com.example.app: $api_key
+try:
+  curl -s -X POST http://$address/v1/notifications -H 'authorization: Bearer $api_key' \\
+       -d '{"push-type":"alert","bundle-id":"com.example.app","alert":{"title":"Hi","body":"There"},"devices":["$token"]}'
+  curl -s http://$address/v1/notifications/<id> -H 'authorization: Bearer $api_key'
+USAGE
+  tail -f "$work/gateway.log" &
+  pids+=($!)
+  wait "$gateway_pid"
+  exit 0
+fi
+
+# --smoke
+fail() { echo "smoke: $*" >&2; cat "$work/gateway.log" >&2; exit 1; }
+body='{"push-type":"alert","bundle-id":"com.example.app","alert":{"title":"Hi","body":"There"},"devices":["'$token'"]}'
+answer=$(curl -s -w ' %{http_code}' -X POST "http://$address/v1/notifications" -H "authorization: Bearer $api_key" -d "$body")
+echo "POST /v1/notifications -> $answer"
+[[ "$answer" == *' 202' ]] || fail "expected 202"
+id=$(echo "$answer" | sed -E 's/.*"id":"([^"]+)".*/\1/')
+for _ in $(seq 100); do
+  progress=$(curl -s "http://$address/v1/notifications/$id" -H "authorization: Bearer $api_key")
+  [[ "$progress" == *'"done":true'* ]] && break
+  sleep 0.1
+done
+echo "GET /v1/notifications/$id -> $progress"
+[[ "$progress" == *'"state":"accepted","status":200'* ]] || fail "expected the device-send accepted"
+answer=$(curl -s -w ' %{http_code}' -X POST "http://$address/v1/notifications" -d "$body")
+[[ "$answer" == *' 401' ]] || fail "expected 401 without a key, got $answer"
+metrics=$(curl -s "http://$address/metrics")
+echo "$metrics" | grep -E '^apns_gateway_' | sort
+echo "$metrics" | grep -qE '^apns_gateway_device_sends_total\{result="accepted"\} 1$' || fail "/metrics has no accepted device-send"
+kill -TERM "$gateway_pid"
+wait "$gateway_pid" || fail "the gateway did not stop cleanly on SIGTERM"
+echo "smoke: ok (POST, outcome, 401 without a key, /metrics, graceful SIGTERM)"
