@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite: the library's (one suite after another: the fault-matrix and deadline
 # tests assert per-send timing, which thousands of CPU-busy tasks from other suites on two cores
-# would distort), then the push gateway's (Gateway/, its own package: Hummingbird, GRDB/SQLite).
-# CI runs this through .ci/run.
+# would distort), then the push gateway's (Gateway/, its own package: Hummingbird, GRDB/SQLite,
+# postgres-nio), every store test on both backends: a throwaway PostgreSQL cluster on 127.0.0.1 is
+# started first (Scripts/start-postgres.sh). CI runs this through .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash Scripts/install-dependencies.sh
 swift test --no-parallel
-swift test --package-path Gateway
+APNS_GATEWAY_POSTGRES_URL=$(bash Scripts/start-postgres.sh) swift test --package-path Gateway

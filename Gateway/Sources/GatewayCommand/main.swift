@@ -20,12 +20,23 @@ struct GatewayCommand: AsyncParsableCommand {
 
 /// Where the queue lives.
 struct DatabaseOptions: ParsableArguments {
-    @Option(help: "The SQLite file of the queue (created if missing).") var database = "apns-gateway.sqlite"
+    @Option(help: "The queue: a SQLite file (created if missing), or postgres://user[:password]@host[:port]/database to share it between instances.")
+    var database = "apns-gateway.sqlite"
 
-    func open() async throws -> any GatewayStore {
-        let store = try SQLiteStore(path: database)
-        try await store.prepare()
-        return store
+    /// Runs `body` with the store, its schema prepared; a PostgreSQL pool runs until `body` returns.
+    func withStore<T: Sendable>(logger: Logger, _ body: @Sendable (any GatewayStore) async throws -> T) async throws -> T {
+        guard database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") else {
+            let store = try SQLiteStore(path: database)
+            try await store.prepare()
+            return try await body(store)
+        }
+        let store = try PostgresStore(url: database, logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await store.run() }
+            defer { group.cancelAll() }
+            try await store.prepare()
+            return try await body(store)
+        }
     }
 }
 
@@ -41,8 +52,8 @@ struct AddKey: AsyncParsableCommand {
         guard !app.isEmpty else { throw ValidationError("give at least one --app") }
         guard rate > 0, rate.isFinite else { throw ValidationError("--rate \(rate) must be a positive number") }
         let key = GatewayAPI.makeAPIKey()
-        let store = try await database.open()
-        try await store.addAPIKey(APIKey(name: name, hash: GatewayAPI.hash(apiKey: key), apps: Set(app), requestsPerSecond: rate))
+        let record = APIKey(name: name, hash: GatewayAPI.hash(apiKey: key), apps: Set(app), requestsPerSecond: rate)
+        try await database.withStore(logger: Logger(label: "apns-gateway")) { store in try await store.addAPIKey(record) }
         print(key)
     }
 }
@@ -78,7 +89,14 @@ struct Serve: AsyncParsableCommand {
         let logger = Logger(label: "apns-gateway")
 
         let (connector, connectorService) = try makeConnector(logger: Logger(label: "apns"))
-        let store = try await database.open()
+        try await database.withStore(logger: logger) { store in
+            try await serve(store: store, connector: connector, connectorService: connectorService, registry: registry, logger: logger)
+        }
+    }
+
+    private func serve(
+        store: any GatewayStore, connector: AnyConnector, connectorService: any Service, registry: PrometheusCollectorRegistry, logger: Logger
+    ) async throws {
         var sending = Dispatcher.Configuration()
         if let instance { sending.instance = instance }
         guard leaseSeconds > 0 else { throw ValidationError("--lease-seconds \(leaseSeconds) must be positive") }

@@ -7,8 +7,8 @@ import Testing
 import FoundationNetworking
 #endif
 
-/// The built `apns-gateway` killed with SIGKILL while it sends, then restarted on the same SQLite
-/// file: every accepted device-send reaches the mock APNs at least once, and the duplicates are
+/// The built `apns-gateway` killed with SIGKILL while it sends, then restarted on the same queue
+/// (SQLite file or PostgreSQL database): every accepted device-send reaches the mock APNs at least once, and the duplicates are
 /// bounded by what the killed process had claimed.
 @Suite struct CrashSafetyTests {
     static var binary: URL {
@@ -59,7 +59,8 @@ import FoundationNetworking
         return (response as? HTTPURLResponse)?.statusCode ?? 0
     }
 
-    @Test func killedWhileSendingThenRestartedLosesNothing() async throws {
+    @Test(arguments: Backend.allCases)
+    func killedWhileSendingThenRestartedLosesNothing(_ backend: Backend) async throws {
         let signingKey = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
         var configuration = MockAPNsServer.Configuration(signingKeys: [signingKey])
         configuration.strict = true
@@ -74,9 +75,9 @@ import FoundationNetworking
         try signingKey.privateKeyPEM.write(to: keyFile, atomically: true, encoding: .utf8)
         let caFile = folder.appendingPathComponent("ca.pem")
         try server.certificateAuthorityPEM.write(to: caFile, atomically: true, encoding: .utf8)
-        let database = folder.appendingPathComponent("queue.sqlite").path
-        let store = try SQLiteStore(path: database)
-        try await store.prepare()
+        let queue = try await TestStore(backend)
+        let store = queue.store
+        let database = queue.url
         let apiKey = GatewayAPI.makeAPIKey()
         try await store.addAPIKey(APIKey(name: "crash", hash: GatewayAPI.hash(apiKey: apiKey), apps: ["com.example.app"], requestsPerSecond: 100))
         let arguments = [
@@ -112,7 +113,8 @@ import FoundationNetworking
         let duplicates = server.requests.count - perToken.count
         // Only what the killed process had claimed and not yet written back can be sent twice.
         #expect(duplicates <= Dispatcher.Configuration().claimBatch, "\(duplicates) duplicates")
-        print("crash safety: \(sentBeforeKill) sent before SIGKILL (queue depth \(depthAtKill)), \(duplicates) sent twice after the restart, 0 lost")
+        print("crash safety (\(backend)): \(sentBeforeKill) sent before SIGKILL (queue depth \(depthAtKill)), \(duplicates) sent twice after the restart, 0 lost")
         try await server.stop()
+        await queue.remove()
     }
 }

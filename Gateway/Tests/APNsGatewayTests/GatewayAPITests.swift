@@ -10,7 +10,8 @@ import NIOCore
 import Testing
 
 /// The gateway end to end, in process: the HTTP API (Hummingbird's test client), a real SQLite
-/// file, the dispatcher, and the library's token connector through libcurl to the mock APNs.
+/// file or PostgreSQL database, the dispatcher, and the library's token connector through libcurl
+/// to the mock APNs.
 @Suite struct GatewayAPITests {
     static let token = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
     static let unregistered = "ab" + String(repeating: "cd", count: 31)
@@ -19,17 +20,17 @@ import Testing
     struct Setup {
         let server: MockAPNsServer
         let connector: TokenConnector
-        let store: SQLiteStore
+        let queue: TestStore
+        var store: any GatewayStore { queue.store }
         let dispatcher: Dispatcher
         let api: GatewayAPI
-        let folder: URL
         /// May send to com.example.app.
         let key: String
         /// May send to com.other.app only.
         let otherKey: String
 
         static func start(
-            limits: (inout GatewayAPI.Configuration) -> Void = { _ in }, sending: (inout Dispatcher.Configuration) -> Void = { _ in }
+            _ backend: Backend, limits: (inout GatewayAPI.Configuration) -> Void = { _ in }, sending: (inout Dispatcher.Configuration) -> Void = { _ in }
         ) async throws -> Setup {
             let signingKey = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
             var configuration = MockAPNsServer.Configuration(signingKeys: [signingKey])
@@ -40,10 +41,8 @@ import Testing
             let connector = try TokenConnector(
                 teamID: signingKey.teamID, keyID: signingKey.keyID, key: .pem(signingKey.privateKeyPEM),
                 environment: .custom(host: server.host, port: server.port), transport: transport)
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            let store = try SQLiteStore(path: folder.appendingPathComponent("queue.sqlite").path)
-            try await store.prepare()
+            let queue = try await TestStore(backend)
+            let store = queue.store
             let key = GatewayAPI.makeAPIKey()
             let otherKey = GatewayAPI.makeAPIKey()
             try await store.addAPIKey(APIKey(name: "app", hash: GatewayAPI.hash(apiKey: key), apps: ["com.example.app"], requestsPerSecond: 1000))
@@ -56,14 +55,14 @@ import Testing
             limits(&apiConfiguration)
             let api = GatewayAPI(store: store, configuration: apiConfiguration, authenticationMethod: .token)
             return Setup(
-                server: server, connector: connector, store: store, dispatcher: dispatcher, api: api, folder: folder, key: key,
+                server: server, connector: connector, queue: queue, dispatcher: dispatcher, api: api, key: key,
                 otherKey: otherKey)
         }
 
         func stop() async throws {
             await connector.shutdown(gracePeriod: .zero)
             try await server.stop()
-            try? FileManager.default.removeItem(at: folder)
+            await queue.remove()
         }
 
         /// Runs `body` with a client of the API.
@@ -78,8 +77,9 @@ import Testing
 
     static func bearer(_ key: String) -> HTTPFields { [.authorization: "Bearer \(key)"] }
 
-    @Test func acceptedNotificationsAreSentAndTheirOutcomesAndUnregisteredTokensServed() async throws {
-        let setup = try await Setup.start()
+    @Test(arguments: Backend.allCases)
+    func acceptedNotificationsAreSentAndTheirOutcomesAndUnregisteredTokensServed(_ backend: Backend) async throws {
+        let setup = try await Setup.start(backend)
         setup.server.reject(deviceToken: Self.unregistered, with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000))
         let key = setup.key
         let id = try await setup.client { client in
@@ -146,8 +146,9 @@ import Testing
         try await setup.stop()
     }
 
-    @Test func badRequestsGetTheRight4xxAndNothingIsQueued() async throws {
-        let setup = try await Setup.start { $0.maximumBodyBytes = 1 << 20 }
+    @Test(arguments: Backend.allCases)
+    func badRequestsGetTheRight4xxAndNothingIsQueued(_ backend: Backend) async throws {
+        let setup = try await Setup.start(backend, limits: { $0.maximumBodyBytes = 1 << 20 })
         let key = setup.key
         let otherKey = setup.otherKey
         let tenThousand = (0..<10_000).map { String(format: "%064x", $0) }
@@ -191,8 +192,9 @@ import Testing
         try await setup.stop()
     }
 
-    @Test func aFullQueueAnswers503WithRetryAfterAndAFastKey429() async throws {
-        let setup = try await Setup.start { $0.maximumQueueDepth = 2 }
+    @Test(arguments: Backend.allCases)
+    func aFullQueueAnswers503WithRetryAfterAndAFastKey429(_ backend: Backend) async throws {
+        let setup = try await Setup.start(backend, limits: { $0.maximumQueueDepth = 2 })
         let key = setup.key
         let otherKey = setup.otherKey
         try await setup.client { client in
@@ -215,8 +217,9 @@ import Testing
         try await setup.stop()
     }
 
-    @Test func aSenderThatDiesLeavesItsClaimsToAnotherAfterTheLease() async throws {
-        let setup = try await Setup.start()
+    @Test(arguments: Backend.allCases)
+    func aSenderThatDiesLeavesItsClaimsToAnotherAfterTheLease(_ backend: Backend) async throws {
+        let setup = try await Setup.start(backend)
         let tokens = (0..<300).map { String(format: "%064x", $0 + 1) }
         let request = try NotificationRequest(body: Array(Self.alert(to: tokens).utf8), maximumDevices: 5000)
         let queued = QueuedNotification(
@@ -240,5 +243,48 @@ import Testing
         #expect(try await setup.store.progress(of: "n1")?.deliveries.allSatisfy { $0.status == 200 } == true)
         try await setup.stop()
     }
-}
 
+    @Test(arguments: Backend.allCases)
+    func twoLiveSendersOnOneQueueNeverClaimTheSameDeviceSend(_ backend: Backend) async throws {
+        let setup = try await Setup.start(backend)
+        let tokens = (0..<4_000).map { String(format: "%064x", $0 + 1) }
+        for (index, part) in [tokens[..<2_000], tokens[2_000...]].enumerated() {
+            let request = try NotificationRequest(body: Array(Self.alert(to: Array(part)).utf8), maximumDevices: 5000)
+            let queued = QueuedNotification(
+                id: "n\(index)", keyName: "app", pushType: "alert", app: "com.example.app", storedJSON: request.storedJSON,
+                tokens: Array(part), createdAt: Date())
+            #expect(try await setup.store.enqueue(queued, maximumQueueDepth: 10_000) == .accepted)
+        }
+        let connector = AnyConnector(setup.connector)
+        let claimed = try await setup.queue.withSecondStore { second in
+            // Two instances, each with its own store (its own connections for PostgreSQL), small batches.
+            var configuration = Dispatcher.Configuration()
+            configuration.claimBatch = 100
+            configuration.instance = "a"
+            let a = Dispatcher(store: setup.store, connector: connector, configuration: configuration, logger: Logger(label: "a"))
+            configuration.instance = "b"
+            let b = Dispatcher(store: second, connector: connector, configuration: configuration, logger: Logger(label: "b"))
+            async let byA = Self.drain(a)
+            async let byB = Self.drain(b)
+            return try await (byA, byB)
+        }
+        #expect(claimed.0 + claimed.1 == 4_000)
+        #expect(claimed.0 > 0 && claimed.1 > 0, "both instances took work: \(claimed)")
+        var perToken: [String: Int] = [:]
+        for request in setup.server.requests { perToken[request.path, default: 0] += 1 }
+        #expect(perToken.count == 4_000)
+        #expect(perToken.values.allSatisfy { $0 == 1 }, "\(perToken.values.filter { $0 > 1 }.count) device-sends sent twice")
+        #expect(try await setup.store.queueDepth() == 0)
+        try await setup.stop()
+    }
+
+    /// Dispatches until nothing is due; returns how many device-sends it claimed.
+    static func drain(_ dispatcher: Dispatcher) async throws -> Int {
+        var total = 0
+        while true {
+            let claimed = try await dispatcher.dispatchOnce()
+            if claimed == 0 { return total }
+            total += claimed
+        }
+    }
+}

@@ -1,0 +1,278 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// The shared queue: PostgreSQL (postgres-nio's connection pool), for several gateway instances
+/// on one database. Work is claimed with `FOR UPDATE SKIP LOCKED`, so two live instances never
+/// claim the same device-send, and each claim carries a lease, so a crashed instance's work is
+/// taken over once its lease expires. The unregistered list is shared.
+///
+/// It is a `Service`: run it (in the gateway's `ServiceGroup`, or a task of its own) before using
+/// it; its connections close when ``run()`` returns.
+///
+/// Thread safety: `Sendable`; the pool serves any number of tasks.
+public final class PostgresStore: GatewayStore, Service {
+    private let client: PostgresClient
+    private let logger: Logger
+    /// How long a report to the unregistered list is held back from readers, so that one whose
+    /// transaction commits late (its sequence number was taken earlier) is not skipped by a reader
+    /// already past it.
+    private let settleTime: Double
+
+    /// A store on the database `url` names: `postgres://user[:password]@host[:port]/database`
+    /// (`?sslmode=disable` turns TLS off; it is preferred otherwise).
+    public init(url: String, settleTime: Duration = .seconds(5), logger: Logger) throws {
+        guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
+            let host = components.host, !host.isEmpty
+        else {
+            throw StoreError("\(url.prefix(11))… is not a PostgreSQL URL: give postgres://user[:password]@host[:port]/database")
+        }
+        let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        let disableTLS = components.queryItems?.contains { $0.name == "sslmode" && $0.value == "disable" } ?? false
+        var configuration = PostgresClient.Configuration(
+            host: host, port: components.port ?? 5432, username: components.user ?? "postgres", password: components.password,
+            database: database.isEmpty ? nil : database,
+            tls: disableTLS ? .disable : .prefer(.makeClientConfiguration()))
+        configuration.options.maximumConnections = 20
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.logger = logger
+        self.settleTime = settleTime.seconds
+    }
+
+    /// Runs the connection pool until cancelled or shut down gracefully.
+    public func run() async {
+        await cancelWhenGracefulShutdown { await self.client.run() }
+    }
+
+    public func prepare() async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            // Instances starting together create the schema one at a time.
+            try await connection.query("SELECT pg_advisory_xact_lock(7309354181)", logger: logger)
+            for statement: PostgresQuery in [
+                """
+                CREATE TABLE IF NOT EXISTS api_keys (
+                    hash text PRIMARY KEY, name text NOT NULL UNIQUE, apps text NOT NULL, requests_per_second double precision NOT NULL)
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS notifications (
+                    id text PRIMARY KEY, key_name text NOT NULL, push_type text NOT NULL, app text NOT NULL, request text NOT NULL,
+                    created_at double precision NOT NULL)
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS deliveries (
+                    notification_id text NOT NULL REFERENCES notifications(id), position integer NOT NULL, token text NOT NULL,
+                    state text NOT NULL, available_at double precision NOT NULL, created_at double precision NOT NULL,
+                    lease_owner text, lease_until double precision, attempts integer NOT NULL DEFAULT 0,
+                    status integer, reason text, apns_id text, error_kind text, delivery text, message text,
+                    finished_at double precision, PRIMARY KEY (notification_id, position))
+                """,
+                "CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (created_at, notification_id, position) WHERE state <> 'done'",
+                """
+                CREATE TABLE IF NOT EXISTS unregistered (
+                    seq bigserial PRIMARY KEY, app text NOT NULL, token text NOT NULL, invalid_since double precision,
+                    reported_at double precision NOT NULL, UNIQUE (app, token))
+                """,
+                "CREATE TABLE IF NOT EXISTS counters (name text PRIMARY KEY, value bigint NOT NULL)",
+                "INSERT INTO counters(name, value) VALUES ('queue_depth', 0) ON CONFLICT DO NOTHING",
+            ] {
+                try await connection.query(statement, logger: logger)
+            }
+        }
+    }
+
+    public func addAPIKey(_ key: APIKey) async throws {
+        let apps = key.apps.sorted().joined(separator: "\n")
+        try await client.query(
+            "INSERT INTO api_keys(hash, name, apps, requests_per_second) VALUES (\(key.hash), \(key.name), \(apps), \(key.requestsPerSecond))",
+            logger: logger)
+    }
+
+    public func apiKey(hash: String) async throws -> APIKey? {
+        let rows = try await client.query(
+            "SELECT name, hash, apps, requests_per_second FROM api_keys WHERE hash = \(hash)", logger: logger)
+        for try await (name, hash, apps, rate) in rows.decode((String, String, String, Double).self) {
+            return APIKey(name: name, hash: hash, apps: Set(apps.split(separator: "\n").map(String.init)), requestsPerSecond: rate)
+        }
+        return nil
+    }
+
+    public func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection -> EnqueueResult in
+            let depth = try await connection.query(
+                "SELECT value FROM counters WHERE name = 'queue_depth' FOR UPDATE", logger: logger
+            ).collect().first?.decode(Int.self) ?? 0
+            guard depth < maximumQueueDepth else { return .queueFull(depth: depth) }
+            let created = notification.createdAt.timeIntervalSince1970
+            try await connection.query(
+                """
+                INSERT INTO notifications(id, key_name, push_type, app, request, created_at)
+                VALUES (\(notification.id), \(notification.keyName), \(notification.pushType), \(notification.app), \(notification.storedJSON), \(created))
+                """, logger: logger)
+            let positions = Array(0..<notification.tokens.count)
+            try await connection.query(
+                """
+                INSERT INTO deliveries(notification_id, position, token, state, available_at, created_at)
+                SELECT \(notification.id), p, t, 'queued', \(created), \(created) FROM unnest(\(positions)::integer[], \(notification.tokens)::text[]) AS u(p, t)
+                """, logger: logger)
+            try await connection.query(
+                "UPDATE counters SET value = value + \(notification.tokens.count) WHERE name = 'queue_depth'", logger: logger)
+            return .accepted
+        }
+    }
+
+    public func queueDepth() async throws -> Int {
+        try await client.query("SELECT value FROM counters WHERE name = 'queue_depth'", logger: logger).collect().first?.decode(Int.self) ?? 0
+    }
+
+    public func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification] {
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection -> [ClaimedNotification] in
+            let nowSeconds = now.timeIntervalSince1970
+            let rows = try await connection.query(
+                """
+                WITH due AS (
+                    SELECT notification_id, position FROM deliveries
+                    WHERE state <> 'done' AND ((state = 'queued' AND available_at <= \(nowSeconds)) OR (state = 'claimed' AND lease_until < \(nowSeconds)))
+                    ORDER BY created_at, notification_id, position
+                    LIMIT \(limit)
+                    FOR UPDATE SKIP LOCKED)
+                UPDATE deliveries d SET state = 'claimed', lease_owner = \(owner), lease_until = \(leaseUntil.timeIntervalSince1970)
+                FROM due WHERE d.notification_id = due.notification_id AND d.position = due.position
+                RETURNING d.notification_id, d.position, d.token, d.attempts, d.created_at
+                """, logger: logger)
+            var claimed: [(id: String, position: Int, token: String, attempts: Int, created: Double)] = []
+            for try await row in rows.decode((String, Int, String, Int, Double).self) {
+                claimed.append((row.0, row.1, row.2, row.3, row.4))
+            }
+            guard !claimed.isEmpty else { return [] }
+            claimed.sort { ($0.created, $0.id, $0.position) < ($1.created, $1.id, $1.position) }
+            let ids = Array(Set(claimed.map(\.id)))
+            var requests: [String: String] = [:]
+            for try await (id, request) in try await connection.query(
+                "SELECT id, request FROM notifications WHERE id = ANY(\(ids)::text[])", logger: logger
+            ).decode((String, String).self) {
+                requests[id] = request
+            }
+            var notifications: [ClaimedNotification] = []
+            for entry in claimed {
+                let delivery = ClaimedDelivery(position: entry.position, token: entry.token, attempts: entry.attempts)
+                if notifications.last?.id == entry.id {
+                    notifications[notifications.count - 1].deliveries.append(delivery)
+                } else {
+                    notifications.append(ClaimedNotification(id: entry.id, storedJSON: requests[entry.id] ?? "{}", deliveries: [delivery]))
+                }
+            }
+            return notifications
+        }
+    }
+
+    public func releaseClaims(of owner: String) async throws -> Int {
+        try await client.query(
+            """
+            UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_until = NULL
+            WHERE state = 'claimed' AND lease_owner = \(owner) RETURNING 1
+            """, logger: logger
+        ).collect().count
+    }
+
+    public func complete(_ outcomes: [DeliveryOutcome], owner: String, now: Date) async throws -> Int {
+        guard !outcomes.isEmpty else { return 0 }
+        let logger = self.logger
+        let nowSeconds = now.timeIntervalSince1970
+        return try await client.withTransaction(logger: logger) { connection -> Int in
+            var finished = 0
+            for outcome in outcomes {
+                if let retryAt = outcome.retryAt {
+                    try await connection.query(
+                        """
+                        UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_until = NULL, attempts = attempts + 1,
+                            available_at = \(retryAt.timeIntervalSince1970), error_kind = \(outcome.errorKind), delivery = \(outcome.delivery),
+                            message = \(outcome.message)
+                        WHERE notification_id = \(outcome.notificationID) AND position = \(outcome.position)
+                            AND state = 'claimed' AND lease_owner = \(owner)
+                        """, logger: logger)
+                    continue
+                }
+                let updated = try await connection.query(
+                    """
+                    UPDATE deliveries SET state = 'done', lease_owner = NULL, lease_until = NULL, attempts = attempts + 1,
+                        status = \(outcome.status), reason = \(outcome.reason), apns_id = \(outcome.apnsID), error_kind = \(outcome.errorKind),
+                        delivery = \(outcome.delivery), message = \(outcome.message), finished_at = \(nowSeconds)
+                    WHERE notification_id = \(outcome.notificationID) AND position = \(outcome.position)
+                        AND state = 'claimed' AND lease_owner = \(owner)
+                    RETURNING 1
+                    """, logger: logger
+                ).collect().count
+                guard updated == 1 else { continue }
+                finished += 1
+                if outcome.status == 410 {
+                    try await connection.query(
+                        """
+                        INSERT INTO unregistered(app, token, invalid_since, reported_at)
+                        VALUES (\(outcome.app), \(outcome.token), \(outcome.invalidSince?.timeIntervalSince1970), \(nowSeconds))
+                        ON CONFLICT (app, token) DO UPDATE SET invalid_since = EXCLUDED.invalid_since,
+                            reported_at = EXCLUDED.reported_at, seq = nextval('unregistered_seq_seq')
+                        """, logger: logger)
+                }
+            }
+            try await connection.query("UPDATE counters SET value = value - \(finished) WHERE name = 'queue_depth'", logger: logger)
+            return finished
+        }
+    }
+
+    public func progress(of id: String) async throws -> NotificationProgress? {
+        var progress: NotificationProgress?
+        for try await (id, keyName, pushType, app, created) in try await client.query(
+            "SELECT id, key_name, push_type, app, created_at FROM notifications WHERE id = \(id)", logger: logger
+        ).decode((String, String, String, String, Double).self) {
+            progress = NotificationProgress(
+                id: id, keyName: keyName, pushType: pushType, app: app, createdAt: Date(timeIntervalSince1970: created), deliveries: [])
+        }
+        guard var progress else { return nil }
+        let rows = try await client.query(
+            """
+            SELECT token, state, attempts, status, reason, apns_id, error_kind, delivery, message, finished_at
+            FROM deliveries WHERE notification_id = \(id) ORDER BY position
+            """, logger: logger)
+        for try await row in rows {
+            let (token, state, attempts, status, reason, apnsID, errorKind, delivery, message, finished) = try row.decode(
+                (String, String, Int, Int?, String?, String?, String?, String?, String?, Double?).self)
+            progress.deliveries.append(DeliveryRecord(
+                token: token, state: state, attempts: attempts, status: status, reason: reason, apnsID: apnsID, errorKind: errorKind,
+                delivery: delivery, message: message, finishedAt: finished.map(Date.init(timeIntervalSince1970:))))
+        }
+        return progress
+    }
+
+    public func unregistered(apps: Set<String>, after cursor: Int64, limit: Int) async throws -> [UnregisteredToken] {
+        guard !apps.isEmpty else { return [] }
+        let settled = Date().timeIntervalSince1970 - settleTime
+        var tokens: [UnregisteredToken] = []
+        for try await (seq, app, token, invalidSince, reported) in try await client.query(
+            """
+            SELECT seq, app, token, invalid_since, reported_at FROM unregistered
+            WHERE app = ANY(\(apps.sorted())::text[]) AND seq > \(cursor) AND reported_at <= \(settled)
+            ORDER BY seq LIMIT \(limit)
+            """, logger: logger
+        ).decode((Int64, String, String, Double?, Double).self) {
+            tokens.append(UnregisteredToken(
+                cursor: seq, app: app, token: token, invalidSince: invalidSince.map(Date.init(timeIntervalSince1970:)),
+                reportedAt: Date(timeIntervalSince1970: reported)))
+        }
+        return tokens
+    }
+
+    public func acknowledgeUnregistered(app: String, tokens: [String]) async throws -> Int {
+        try await client.query(
+            "DELETE FROM unregistered WHERE app = \(app) AND token = ANY(\(tokens)::text[]) RETURNING 1", logger: logger
+        ).collect().count
+    }
+}
+
+/// A store that cannot be opened as configured.
+public struct StoreError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,106 @@
+import APNsGateway
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+
+/// The two queue backends every store-facing test runs on.
+enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite, postgres
+
+    var testDescription: String { rawValue }
+
+    /// Where a test's PostgreSQL server is: `Scripts/test.sh` starts one and sets this.
+    static var postgresURL: String {
+        get throws {
+            guard let url = ProcessInfo.processInfo.environment["APNS_GATEWAY_POSTGRES_URL"], !url.isEmpty else {
+                throw SetupError("""
+                    these tests need PostgreSQL: run `export APNS_GATEWAY_POSTGRES_URL=$(bash Scripts/start-postgres.sh)` \
+                    (a throwaway cluster on 127.0.0.1:55432), or run everything with `bash Scripts/test.sh`
+                    """)
+            }
+            return url
+        }
+    }
+}
+
+struct SetupError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A fresh, empty queue for one test: a new SQLite file, or a new PostgreSQL database. `url` is
+/// what `apns-gateway --database` takes to open the same queue.
+final class TestStore: Sendable {
+    let backend: Backend
+    let url: String
+    let store: any GatewayStore
+    private let folder: URL
+    private let pool: Task<Void, Never>?
+    private let database: String?
+
+    init(_ backend: Backend) async throws {
+        self.backend = backend
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        switch backend {
+        case .sqlite:
+            url = folder.appendingPathComponent("queue.sqlite").path
+            store = try SQLiteStore(path: url)
+            pool = nil
+            database = nil
+        case .postgres:
+            let base = try Backend.postgresURL
+            let name = "gateway_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+            try await TestStore.admin(base) { client in try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)")) }
+            var components = URLComponents(string: base)
+            components?.path = "/" + name
+            components?.query = "sslmode=disable"
+            url = components?.string ?? base
+            let postgres = try PostgresStore(url: url, settleTime: .zero, logger: Logger(label: "test-postgres"))
+            store = postgres
+            pool = Task { await postgres.run() }
+            database = name
+        }
+        try await store.prepare()
+    }
+
+    /// Another store on the same queue (a second gateway instance's), run until `body` returns.
+    func withSecondStore<T: Sendable>(_ body: @Sendable (any GatewayStore) async throws -> T) async throws -> T {
+        switch backend {
+        case .sqlite:
+            return try await body(try SQLiteStore(path: url))
+        case .postgres:
+            let second = try PostgresStore(url: url, settleTime: .zero, logger: Logger(label: "test-postgres-2"))
+            let pool = Task { await second.run() }
+            defer { pool.cancel() }
+            return try await body(second)
+        }
+    }
+
+    func remove() async {
+        pool?.cancel()
+        _ = await pool?.value
+        if let database, let base = try? Backend.postgresURL {
+            try? await TestStore.admin(base) { client in
+                try await client.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(database) WITH (FORCE)"))
+            }
+        }
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// Runs `body` with a client on the server's default database.
+    private static func admin(_ url: String, _ body: @Sendable (PostgresClient) async throws -> Void) async throws {
+        guard let components = URLComponents(string: url), let host = components.host else { throw SetupError("bad URL \(url)") }
+        let client = PostgresClient(
+            configuration: .init(
+                host: host, port: components.port ?? 5432, username: components.user ?? "postgres", password: components.password,
+                database: String(components.path.dropFirst()), tls: .disable),
+            backgroundLogger: Logger(label: "test-postgres-admin"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            try await body(client)
+        }
+    }
+}
