@@ -182,6 +182,10 @@ import Testing
             try await expectProblem(
                 .badRequest, "devices[0]: Invalid device token: the token has 5 hex digits; a device token has an even number.", field: "devices[0]", headers: Self.bearer(key),
                 body: Self.alert(to: ["12345"]))
+            try await client.execute(uri: "/v1/notifications", method: .put, headers: Self.bearer(key)) { response in
+                #expect(response.status == .methodNotAllowed)
+                #expect(response.headers[.allow] == "POST")
+            }
             try await expectProblem(
                 .contentTooLarge, "the body has 2097152 bytes; at most 1048576 are accepted", headers: Self.bearer(key),
                 body: String(repeating: " ", count: 2 << 20))

@@ -94,11 +94,27 @@ public struct GatewayAPI: Sendable {
                 throw Problem(.serviceUnavailable, "the queue's database cannot be read: \(error)")
             }
         }
+        var served: [String: [HTTPRequest.Method]] = [
+            "/v1/notifications": [.post], "/v1/notifications/:id": [.get], "/v1/unregistered": [.get, .delete],
+            "/healthz": [.get], "/readyz": [.get],
+        ]
         if let metricsText {
             router.get("/metrics") { _, _ in
                 Response(
                     status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                     body: .init(byteBuffer: ByteBuffer(string: metricsText())))
+            }
+            served["/metrics"] = [.get]
+        }
+        // Another method on a known path is 405 with Allow, not 404.
+        var methods: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options, .trace, .connect]
+        if let query = HTTPRequest.Method("QUERY") { methods.append(query) }
+        for (path, allowed) in served {
+            let allow = allowed.map(\.rawValue).joined(separator: ", ")
+            for method in methods where !allowed.contains(method) && !(method == .head && allowed.contains(.get)) {
+                router.on(RouterPath(path), method: method) { _, _ -> Response in
+                    throw Problem(.methodNotAllowed, "\(path) answers \(allow) only", allow: allow)
+                }
             }
         }
         return router

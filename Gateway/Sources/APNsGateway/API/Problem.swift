@@ -13,12 +13,15 @@ public struct Problem: HTTPResponseError, Sendable, Equatable {
     public let field: String?
     /// Seconds to wait before trying again (429, 503).
     public let retryAfter: Int?
+    /// The methods the path answers (405).
+    public let allow: String?
 
-    public init(_ status: HTTPResponse.Status, _ detail: String, field: String? = nil, retryAfter: Int? = nil) {
+    public init(_ status: HTTPResponse.Status, _ detail: String, field: String? = nil, retryAfter: Int? = nil, allow: String? = nil) {
         self.status = status
         self.detail = detail
         self.field = field
         self.retryAfter = retryAfter
+        self.allow = allow
     }
 
     /// A 400 for a request the notification rules refuse.
@@ -34,6 +37,7 @@ public struct Problem: HTTPResponseError, Sendable, Equatable {
         if let field { members["field"] = .string(field) }
         var headers: HTTPFields = [.contentType: "application/problem+json"]
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
+        if let allow { headers[.allow] = allow }
         return Response(
             status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: JSONValue.object(members).compactText)))
     }
