@@ -153,6 +153,47 @@ import Testing
         }
     }
 
+    /// Each device's own apns-id, derived here from the token as a caller would from its records.
+    static func apnsID(for device: Device) -> APNsID {
+        let digits = Array(device.token.suffix(12))
+        return APNsID("7f3c9a2b-1d4e-4f5a-8b6c-" + String(digits)) ?? APNsID()
+    }
+
+    @Test func eachDeviceCanHaveItsOwnAPNsIDThroughTheTransport() async throws {
+        let fixture = try await Fixture.start()
+        let connector = try fixture.tokenConnector()
+        let devices = Self.devices(300)
+        var answered: [String: String] = [:]
+        for try await outcome in try bulkSendOutcomes(
+            AlertNotification(bundleID: Fixture.bundleID, collapseID: "c") { Alert("x") }, via: connector, to: devices,
+            apnsID: { Self.apnsID(for: $0) })
+        {
+            answered[outcome.device.token] = (try? outcome.result.get())?.apnsID?.description
+        }
+        #expect(answered.count == 300)
+        #expect(devices.allSatisfy { answered[$0.token] == Self.apnsID(for: $0).description })
+        let sent = fixture.server.requests
+        #expect(sent.count == 300)
+        #expect(sent.allSatisfy { request in
+            request[header: "apns-id"] == APNsID("7f3c9a2b-1d4e-4f5a-8b6c-" + String(request.path.suffix(12)))?.description
+                && request.headers.filter { $0.name == "apns-id" }.count == 1 && request[header: "apns-collapse-id"] == "c"
+        })
+        await connector.shutdown(gracePeriod: .zero)
+        try await fixture.stop()
+    }
+
+    @Test func eachDeviceCanHaveItsOwnAPNsIDThroughAnyConnector() async throws {
+        let connector = CertificateRecordingConnector()
+        let devices = Self.devices(3)
+        for try await _ in try bulkSendOutcomes(
+            AlertNotification(bundleID: "com.example.app", expiration: .immediately, collapseID: "c") { Alert("x") }, via: connector,
+            to: devices, apnsID: { Self.apnsID(for: $0) })
+        {}
+        let request = try #require(connector.requests.first { $0.path == devices[1].path })
+        #expect(request.headers.map(\.name) == ["apns-push-type", "apns-topic", "apns-priority", "apns-expiration", "apns-id", "apns-collapse-id"])
+        #expect(request[header: "apns-id"] == Self.apnsID(for: devices[1]).description)
+    }
+
     @Test func poolOpensTheConfiguredConnections() async throws {
         let fixture = try await Fixture.start {
             $0.maximumConcurrentStreams = 10

@@ -173,37 +173,47 @@ public func send<Notification: PushNotification, Devices: Sequence & Sendable>(
 ///     if outcome.rejection?.reason == .unregistered { await forget(outcome.device) }
 /// }
 /// ```
+///
+/// `apnsID` gives each device's request its own apns-id (a notification sent in bulk may not set
+/// one): derive it from your own records, and a send repeated after a crash carries the same id,
+/// so it can be recognised in APNs' answers and your logs.
+///
+/// ```swift
+/// let results = try bulkSendOutcomes(notification, via: connector, to: devices, apnsID: { device in
+///     ids[device] ?? APNsID()   // e.g. stored beside the device row when the send was queued
+/// })
+/// ```
 /// - Throws: ``APNsError/validation(_:)`` at once if the notification or an option is invalid
 ///   (nothing is sent).
 public func bulkSendOutcomes<Notification: TokenDeliverable, Via: Connector, Devices: Sequence & Sendable>(
     _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil,
-    timeout: Duration? = nil, retry: RetryPolicy = .none
+    timeout: Duration? = nil, retry: RetryPolicy = .none, apnsID: (@Sendable (Device) -> APNsID)? = nil
 ) throws(APNsError) -> BulkSendResults where Via.Authentication == TokenAuthentication, Devices.Element == Device {
     try BulkSendResults(
         notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout,
-        retry: retry)
+        retry: retry, apnsID: apnsID)
 }
 
 /// The outcomes of sending one notification to many devices through a certificate connector; see
 /// the token variant.
 public func bulkSendOutcomes<Notification: CertificateDeliverable, Via: Connector, Devices: Sequence & Sendable>(
     _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil,
-    timeout: Duration? = nil, retry: RetryPolicy = .none
+    timeout: Duration? = nil, retry: RetryPolicy = .none, apnsID: (@Sendable (Device) -> APNsID)? = nil
 ) throws(APNsError) -> BulkSendResults where Via.Authentication == CertificateAuthentication, Devices.Element == Device {
     try BulkSendResults(
         notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout,
-        retry: retry)
+        retry: retry, apnsID: apnsID)
 }
 
 /// The outcomes of sending one notification to many devices through a connector chosen at run
 /// time; see the token variant.
 public func bulkSendOutcomes<Notification: PushNotification, Devices: Sequence & Sendable>(
     _ notification: Notification, via connector: AnyConnector, to devices: Devices, maximumInFlight: Int? = nil,
-    timeout: Duration? = nil, retry: RetryPolicy = .none
+    timeout: Duration? = nil, retry: RetryPolicy = .none, apnsID: (@Sendable (Device) -> APNsID)? = nil
 ) throws(APNsError) -> BulkSendResults where Devices.Element == Device {
     try BulkSendResults(
         notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout,
-        retry: retry)
+        retry: retry, apnsID: apnsID)
 }
 
 /// The outcomes of sending an already-built request to many devices (each gets the request with its
@@ -247,7 +257,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
 
     init<Notification: PushNotification, Via: Connector, Devices: Sequence & Sendable>(
         notification: Notification, connector: Via, devices: Devices, maximumInFlight: Int?, timeout: Duration?,
-        retry: RetryPolicy
+        retry: RetryPolicy, apnsID: (@Sendable (Device) -> APNsID)? = nil
     ) throws(APNsError) where Devices.Element == Device {
         // Validate and serialise once; each device only changes the path.
         guard notification.apnsID == nil else { throw .validation(.apnsIDInBulkSend) }
@@ -259,12 +269,14 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         }
         try self.init(
             template: template, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout,
-            retry: retry)
+            retry: retry, apnsID: apnsID)
     }
 
-    /// A bulk send of a request already built (its path is replaced per device).
+    /// A bulk send of a request already built (its path is replaced per device, and its apns-id
+    /// set to `apnsID(device)` when given).
     init<Via: Connector, Devices: Sequence & Sendable>(
-        template: APNsRequest, connector: Via, devices: Devices, maximumInFlight: Int?, timeout: Duration?, retry: RetryPolicy
+        template: APNsRequest, connector: Via, devices: Devices, maximumInFlight: Int?, timeout: Duration?, retry: RetryPolicy,
+        apnsID: (@Sendable (Device) -> APNsID)? = nil
     ) throws(APNsError) where Devices.Element == Device {
         try retry.validate()
         guard !template.headers.contains(where: { $0.name == "apns-id" }) else { throw .validation(.apnsIDInBulkSend) }
@@ -280,10 +292,11 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             Task {
                 if let direct = unwrapped(connector) as? any BatchSubmitting {
                     await BulkSendResults.produce(
-                        template, devices: devices, into: channel, via: direct, timeout: timeout, retry: retry,
+                        template, devices: devices, apnsID: apnsID, into: channel, via: direct, timeout: timeout, retry: retry,
                         observability: direct.observability)
                 } else {
-                    await BulkSendResults.produce(template, devices: devices, into: channel, via: connector, timeout: timeout, retry: retry)
+                    await BulkSendResults.produce(
+                        template, devices: devices, apnsID: apnsID, into: channel, via: connector, timeout: timeout, retry: retry)
                 }
                 channel.finish()
             }
@@ -309,8 +322,8 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     /// swift-apns' own connectors: each batch of devices is handed to the transport at once, and
     /// results come back on its thread straight into the channel — no task per device.
     private static func produce<Devices: Sequence>(
-        _ template: APNsRequest, devices: Devices, into channel: BulkChannel<Raw>, via connector: any BatchSubmitting,
-        timeout: Duration?, retry: RetryPolicy, observability: Observability
+        _ template: APNsRequest, devices: Devices, apnsID: (@Sendable (Device) -> APNsID)?, into channel: BulkChannel<Raw>,
+        via connector: any BatchSubmitting, timeout: Duration?, retry: RetryPolicy, observability: Observability
     ) async where Devices.Element == Device {
         let owner = BulkOwner()
         channel.onClose { connector.cancelAll(ownedBy: owner) }
@@ -332,7 +345,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                             return channel.deliver((device, result, ContinuousClock.now - started, attempt))
                         }
                         connector.submit(
-                            template, to: [device], deadline: deadline, owner: owner,
+                            template, to: [device], apnsID: apnsID, deadline: deadline, owner: owner,
                             completion: completion(attempt: attempt + 1, deadline: deadline, started: started))
                     }
                 } else {
@@ -355,7 +368,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             let deadline = started + timeout
             if observability.isEnabled { observability.sendsInFlight.increment(by: Double(batch.count)) }
             connector.submit(
-                template, to: batch, deadline: deadline, owner: owner,
+                template, to: batch, apnsID: apnsID, deadline: deadline, owner: owner,
                 completion: completion(attempt: 1, deadline: deadline, started: started))
             if batch.count < permits { return }
         }
@@ -363,8 +376,8 @@ public struct BulkSendResults: AsyncSequence, Sendable {
 
     /// Any other connector (a recording connector, your own): one child task per device.
     private static func produce<Devices: Sequence, Via: Connector>(
-        _ template: APNsRequest, devices: Devices, into channel: BulkChannel<Raw>, via connector: Via, timeout: Duration?,
-        retry: RetryPolicy
+        _ template: APNsRequest, devices: Devices, apnsID: (@Sendable (Device) -> APNsID)?, into channel: BulkChannel<Raw>,
+        via connector: Via, timeout: Duration?, retry: RetryPolicy
     ) async where Devices.Element == Device {
         var iterator = devices.makeIterator()
         await withDiscardingTaskGroup { group in
@@ -375,6 +388,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                 while started < permits, let device = iterator.next() {
                     var request = template
                     request.path = device.path
+                    if let apnsID { request.setAPNsID(apnsID(device)) }
                     let deadline = APNs.deadline(afterValid: timeout, via: connector, retry: retry)  // checked in init
                     group.addTask {
                         let started = ContinuousClock.now
@@ -500,9 +514,10 @@ public struct BulkSendResults: AsyncSequence, Sendable {
 protocol BatchSubmitting: ShippedConnector {
     /// Starts `template` once per device (each to the device's path); `completion` gets exactly
     /// one call per device, on the transport's thread.
+    /// With `apnsID`, each device's request carries `apnsID(device)` as its apns-id.
     func submit(
-        _ template: APNsRequest, to devices: [Device], deadline: ContinuousClock.Instant?, owner: BulkOwner,
-        completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void)
+        _ template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)?, deadline: ContinuousClock.Instant?,
+        owner: BulkOwner, completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void)
 
     /// Cancels what `submit` started with `owner` and has not finished, and refuses what it starts
     /// with `owner` later.
@@ -573,6 +588,20 @@ final class BulkObservation: Sendable {
             metadata["apns.bulk.delivery_unknown"] = "\(counts.deliveryUnknown)"
             metadata["apns.bulk.cancelled"] = "\(counts.cancelled)"
             observability.logger.debug("APNs bulk send finished", metadata: metadata)
+        }
+    }
+}
+
+extension APNsRequest {
+    /// Sets the apns-id header where a notification's own request has it (before
+    /// apns-collapse-id), replacing any.
+    mutating func setAPNsID(_ id: APNsID) {
+        headers.removeAll { $0.name == "apns-id" }
+        let header = Header(name: "apns-id", value: id.description)
+        if let collapse = headers.firstIndex(where: { $0.name == "apns-collapse-id" }) {
+            headers.insert(header, at: collapse)
+        } else {
+            headers.append(header)
         }
     }
 }

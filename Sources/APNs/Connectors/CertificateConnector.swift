@@ -193,11 +193,11 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
 
 extension CertificateConnector: BatchSubmitting {
     func submit(
-        _ template: APNsRequest, to devices: [Device], deadline: ContinuousClock.Instant?, owner: BulkOwner,
-        completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void
+        _ template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)?, deadline: ContinuousClock.Instant?,
+        owner: BulkOwner, completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void
     ) {
         transport.submit(
-            template, to: devices, endpoint: environment.endpoint(for: template.service), authorization: nil,
+            template, to: devices, apnsID: apnsID, endpoint: environment.endpoint(for: template.service), authorization: nil,
             deadline: deadline ?? .now + transport.requestTimeout, owner: owner, completion: completion)
     }
 

@@ -252,8 +252,8 @@ enum Base64URL {
 
 extension TokenConnector: BatchSubmitting {
     func submit(
-        _ template: APNsRequest, to devices: [Device], deadline: ContinuousClock.Instant?, owner: BulkOwner,
-        completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void
+        _ template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)?, deadline: ContinuousClock.Instant?,
+        owner: BulkOwner, completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void
     ) {
         let deadline = deadline ?? .now + transport.requestTimeout
         let token: Token
@@ -265,7 +265,8 @@ extension TokenConnector: BatchSubmitting {
         }
         let endpoint = environment.endpoint(for: template.service)
         transport.submit(
-            template, to: devices, endpoint: endpoint, authorization: "bearer " + token.value, deadline: deadline, owner: owner
+            template, to: devices, apnsID: apnsID, endpoint: endpoint, authorization: "bearer " + token.value, deadline: deadline,
+            owner: owner
         ) {
             [self] device, result in
             // As in `perform`: on ExpiredProviderToken, one retry with a fresh token.
@@ -274,8 +275,8 @@ extension TokenConnector: BatchSubmitting {
             {
                 observability.retried(.expiredToken)
                 transport.submit(
-                    template, to: [device], endpoint: endpoint, authorization: "bearer " + fresh.value, deadline: deadline,
-                    owner: owner, completion: completion)
+                    template, to: [device], apnsID: apnsID, endpoint: endpoint, authorization: "bearer " + fresh.value,
+                    deadline: deadline, owner: owner, completion: completion)
                 return
             }
             completion(device, result)

@@ -93,8 +93,8 @@ final class CurlTransport: Sendable {
     /// exactly one call, including when the transfer fails, times out or is cancelled with
     /// ``cancelAll(ownedBy:)``.
     func submit(
-        _ template: APNsRequest, to devices: [Device], endpoint: APNsEnvironment.Endpoint, authorization: String?,
-        deadline: ContinuousClock.Instant, owner: BulkOwner,
+        _ template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)? = nil,
+        endpoint: APNsEnvironment.Endpoint, authorization: String?, deadline: ContinuousClock.Instant, owner: BulkOwner,
         completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void
     ) {
         guard !devices.isEmpty else { return }
@@ -104,8 +104,10 @@ final class CurlTransport: Sendable {
         var transfers: [Transfer] = []
         transfers.reserveCapacity(devices.count)
         for device in devices {
+            // A device's own apns-id goes in one list node ahead of the shared list.
             let transfer = Transfer(
-                url: base + device.path, method: template.method, headerList: headers, body: body,
+                url: base + device.path, method: template.method,
+                headerList: apnsID.map { HeaderList(first: "apns-id: " + $0(device).description, then: headers) } ?? headers, body: body,
                 deadline: deadline, device: device, owner: owner)
             transfer.completion = .callback(completion)
             transfers.append(transfer)
@@ -136,6 +138,11 @@ final class CurlTransport: Sendable {
 /// `@unchecked Sendable`: the list is built in `init` and never modified; libcurl only reads it.
 final class HeaderList: @unchecked Sendable {
     let list: UnsafeMutablePointer<curl_slist>?
+    /// The shared list this one leads into (``init(first:then:)``), kept alive as long as this one.
+    private let rest: HeaderList?
+    /// The nodes this value frees: all of `list`, only its first node, or none.
+    private let owned: Owned
+    private enum Owned { case all, firstNode, none }
 
     init(authorization: String?, headers: [APNsRequest.Header]) {
         var list: UnsafeMutablePointer<curl_slist>?
@@ -144,10 +151,29 @@ final class HeaderList: @unchecked Sendable {
         // Remove what libcurl would add on its own, so the request is exactly the value's.
         for removal in ["Accept:", "Content-Type:", "Expect:"] { list = curl_slist_append(list, removal) }
         self.list = list
+        rest = nil
+        owned = .all
+    }
+
+    /// `line`, then every header of `rest`: one node of its own whose `next` is `rest`'s first, so
+    /// a request's own header costs one allocation, not a copy of the list.
+    init(first line: String, then rest: HeaderList) {
+        let node = curl_slist_append(nil, line)
+        node?.pointee.next = rest.list
+        list = node ?? rest.list  // out of memory: the shared list alone
+        self.rest = rest
+        owned = node == nil ? .none : .firstNode
     }
 
     deinit {
-        if let list { curl_slist_free_all(list) }
+        guard let list else { return }
+        switch owned {
+        case .all: curl_slist_free_all(list)
+        case .firstNode:
+            list.pointee.next = nil  // the rest is the shared list's, freed with it
+            curl_slist_free_all(list)
+        case .none: break
+        }
     }
 }
 
