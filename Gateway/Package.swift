@@ -56,6 +56,16 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        .executableTarget(
+            name: "GatewayBenchmark",
+            dependencies: [
+                "APNsGateway",
+                .product(name: "APNs", package: "swift-apns"),
+                .product(name: "APNsMockServer", package: "swift-apns"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "APNsGatewayTests",
             dependencies: [

@@ -111,6 +111,11 @@ import FoundationNetworking
         let missing = tokens.filter { perToken[$0] == nil }
         #expect(missing.isEmpty, "\(missing.count) accepted device-sends never reached APNs")
         let duplicates = server.requests.count - perToken.count
+        // A device-send sent twice carries the same apns-id both times: recognisable.
+        var idsPerToken: [String: Set<String>] = [:]
+        for request in server.requests { idsPerToken[request.path, default: []].insert(request[header: "apns-id"] ?? "none") }
+        #expect(idsPerToken.values.allSatisfy { $0.count == 1 && !$0.contains("none") })
+        #expect(Set(idsPerToken.values.flatMap { $0 }).count == tokens.count)
         // Only what the killed process had claimed and not yet written back can be sent twice.
         #expect(duplicates <= Dispatcher.Configuration().claimBatch, "\(duplicates) duplicates")
         print("crash safety (\(backend)): \(sentBeforeKill) sent before SIGKILL (queue depth \(depthAtKill)), \(duplicates) sent twice after the restart, 0 lost")

@@ -101,6 +101,8 @@ import Testing
         #expect(setup.server.requests.map(\.path).sorted() == ["/3/device/\(Self.token)", "/3/device/\(Self.unregistered)"].sorted())
         let accepted = setup.server.requests.first { $0.path.hasSuffix(Self.token) }
         let acceptedID = accepted?.responseHeaders.first { $0.name == "apns-id" }?.value ?? "?"
+        // Each device-send's apns-id is derived from the notification and the device's position.
+        #expect(acceptedID == Dispatcher.apnsID(notification: id, position: 0).description)
         let rejectedID = setup.server.requests.first { $0.path.hasSuffix(Self.unregistered) }?.responseHeaders.first { $0.name == "apns-id" }?.value ?? "?"
         try await setup.client { client in
             try await client.execute(uri: "/v1/notifications/\(id)", method: .get, headers: Self.bearer(key)) { response in
