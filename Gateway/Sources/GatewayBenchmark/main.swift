@@ -78,118 +78,127 @@ do {
     exit(2)
 }
 
-let signingKey = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
-var mockConfiguration = MockAPNsServer.Configuration(signingKeys: [signingKey])
-mockConfiguration.recordsRequests = false
-mockConfiguration.minimumTokenUpdateInterval = nil
-let server = try await MockAPNsServer.start(mockConfiguration)
-let transport = {
-    var configuration = TransportConfiguration()
-    configuration.trustedCertificateAuthority = .pem(server.certificateAuthorityPEM)
-    return configuration
-}()
-@MainActor func connector() throws -> TokenConnector {
-    try TokenConnector(
-        teamID: signingKey.teamID, keyID: signingKey.keyID, key: .pem(signingKey.privateKeyPEM),
-        environment: .custom(host: server.host, port: server.port), transport: transport)
-}
-let tokens = (0..<options.devices).map { String(format: "%064x", $0 + 1) }
-let devices = try tokens.map { try Device(token: $0) }
-print("gateway benchmark: \(options.devices) devices, \(options.perRequest) per request, \(options.acceptRequests) single-device POSTs, queue \(options.postgres == nil ? "SQLite" : "PostgreSQL")")
-
-// direct
-let direct = try connector()
-let notification = AlertNotification(bundleID: "com.example.app") { Alert { Title("Hi"); Body("There") } }
-_ = try await send(notification, via: direct, to: devices.prefix(200))  // warm up: connection, token
-var start = ContinuousClock.now
-let summary = try await send(notification, via: direct, to: devices)
-let directElapsed = ContinuousClock.now - start
-guard summary.accepted == options.devices else { throw SetupError("direct: \(summary)") }
-await direct.shutdown()
-
-// the gateway
-let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-benchmark-\(UUID().uuidString)")
-try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-defer { try? FileManager.default.removeItem(at: folder) }
-let store: any GatewayStore
-var pool: Task<Void, Never>?
-if let url = options.postgres {
-    let postgres = try PostgresStore(url: url, logger: Logger(label: "benchmark"))
-    pool = Task { await postgres.run() }
-    store = postgres
-} else {
-    store = try SQLiteStore(path: folder.appendingPathComponent("queue.sqlite").path)
-}
-try await store.prepare()
-let key = GatewayAPI.makeAPIKey()
-try await store.addAPIKey(APIKey(name: "bench-\(UUID().uuidString.prefix(8))", hash: GatewayAPI.hash(apiKey: key), apps: ["com.example.app"], requestsPerSecond: 1e9))
-let gatewayConnector = try connector()
-var sending = Dispatcher.Configuration()
-sending.instance = "benchmark-\(UUID().uuidString.prefix(8))"
-let dispatcher = Dispatcher(store: store, connector: AnyConnector(gatewayConnector), configuration: sending, logger: Logger(label: "benchmark"))
-var limits = GatewayAPI.Configuration()
-limits.maximumDevicesPerRequest = max(options.perRequest, 5_000)
-limits.maximumBodyBytes = max(1 << 20, options.perRequest * 70 + 1024)
-let api = GatewayAPI(store: store, configuration: limits, authenticationMethod: .token, onAccepted: { dispatcher.wake() })
-let port = Mutex<Int?>(nil)
-var quiet = Logger(label: "benchmark-http")
-quiet.logLevel = .critical  // the server is cancelled at the end, which it reports as errors
-let app = Application(
-    router: api.router(), configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-    onServerRunning: { channel in port.withLock { $0 = channel.localAddress?.port } }, logger: quiet)
-let serving = Task { try await app.runService() }
-while port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
-let endpoint = URL(string: "http://127.0.0.1:\(port.withLock { $0 } ?? 0)/v1/notifications")!
-let session = URLSession(configuration: .ephemeral)
-
-// accepted: the dispatcher is not running, so this is the API and the durable insert alone.
-start = ContinuousClock.now
-let acceptedCount = try await withThrowingTaskGroup(of: Int.self) { group in
-    var next = 0
-    var accepted = 0
-    for _ in 0..<8 where next < options.acceptRequests {
-        let token = tokens[next % tokens.count]
-        group.addTask { try await post(alert(to: [token]), to: endpoint, key: key, session: session) == 202 ? 1 : 0 }
-        next += 1
+func benchmark(_ options: Options) async throws {
+    let signingKey = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+    var mockConfiguration = MockAPNsServer.Configuration(signingKeys: [signingKey])
+    mockConfiguration.recordsRequests = false
+    mockConfiguration.minimumTokenUpdateInterval = nil
+    let server = try await MockAPNsServer.start(mockConfiguration)
+    let transport = {
+        var configuration = TransportConfiguration()
+        configuration.trustedCertificateAuthority = .pem(server.certificateAuthorityPEM)
+        return configuration
+    }()
+    func connector() throws -> TokenConnector {
+        try TokenConnector(
+            teamID: signingKey.teamID, keyID: signingKey.keyID, key: .pem(signingKey.privateKeyPEM),
+            environment: .custom(host: server.host, port: server.port), transport: transport)
     }
-    while let one = try await group.next() {
-        accepted += one
-        if next < options.acceptRequests {
+    let tokens = (0..<options.devices).map { String(format: "%064x", $0 + 1) }
+    let devices = try tokens.map { try Device(token: $0) }
+    print("gateway benchmark: \(options.devices) devices, \(options.perRequest) per request, \(options.acceptRequests) single-device POSTs, queue \(options.postgres == nil ? "SQLite" : "PostgreSQL")")
+
+    // direct
+    let direct = try connector()
+    let notification = AlertNotification(bundleID: "com.example.app") { Alert { Title("Hi"); Body("There") } }
+    _ = try await send(notification, via: direct, to: devices.prefix(200))  // warm up: connection, token
+    var start = ContinuousClock.now
+    let summary = try await send(notification, via: direct, to: devices)
+    let directElapsed = ContinuousClock.now - start
+    guard summary.accepted == options.devices else { throw SetupError("direct: \(summary)") }
+    await direct.shutdown()
+
+    // the gateway
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-benchmark-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let store: any GatewayStore
+    var pool: Task<Void, Never>?
+    if let url = options.postgres {
+        let postgres = try PostgresStore(url: url, logger: Logger(label: "benchmark"))
+        pool = Task { await postgres.run() }
+        store = postgres
+    } else {
+        store = try SQLiteStore(path: folder.appendingPathComponent("queue.sqlite").path)
+    }
+    try await store.prepare()
+    let key = GatewayAPI.makeAPIKey()
+    try await store.addAPIKey(APIKey(name: "bench-\(UUID().uuidString.prefix(8))", hash: GatewayAPI.hash(apiKey: key), apps: ["com.example.app"], requestsPerSecond: 1e9))
+    let gatewayConnector = try connector()
+    var sending = Dispatcher.Configuration()
+    sending.instance = "benchmark-\(UUID().uuidString.prefix(8))"
+    let dispatcher = Dispatcher(store: store, connector: AnyConnector(gatewayConnector), configuration: sending, logger: Logger(label: "benchmark"))
+    var limits = GatewayAPI.Configuration()
+    limits.maximumDevicesPerRequest = max(options.perRequest, 5_000)
+    limits.maximumBodyBytes = max(1 << 20, options.perRequest * 70 + 1024)
+    let api = GatewayAPI(store: store, configuration: limits, authenticationMethod: .token, onAccepted: { dispatcher.wake() })
+    let port = Mutex<Int?>(nil)
+    var quiet = Logger(label: "benchmark-http")
+    quiet.logLevel = .critical  // the server is cancelled at the end, which it reports as errors
+    let app = Application(
+        router: api.router(), configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+        onServerRunning: { channel in port.withLock { $0 = channel.localAddress?.port } }, logger: quiet)
+    let serving = Task { try await app.runService() }
+    while port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+    let endpoint = URL(string: "http://127.0.0.1:\(port.withLock { $0 } ?? 0)/v1/notifications")!
+    let session = URLSession(configuration: .ephemeral)
+
+    // accepted: the dispatcher is not running, so this is the API and the durable insert alone.
+    start = ContinuousClock.now
+    let acceptedCount = try await withThrowingTaskGroup(of: Int.self) { group in
+        var next = 0
+        var accepted = 0
+        for _ in 0..<8 where next < options.acceptRequests {
             let token = tokens[next % tokens.count]
             group.addTask { try await post(alert(to: [token]), to: endpoint, key: key, session: session) == 202 ? 1 : 0 }
             next += 1
         }
+        while let one = try await group.next() {
+            accepted += one
+            if next < options.acceptRequests {
+                let token = tokens[next % tokens.count]
+                group.addTask { try await post(alert(to: [token]), to: endpoint, key: key, session: session) == 202 ? 1 : 0 }
+                next += 1
+            }
+        }
+        return accepted
     }
-    return accepted
-}
-let acceptElapsed = ContinuousClock.now - start
-guard acceptedCount == options.acceptRequests else { throw SetupError("accepted \(acceptedCount) of \(options.acceptRequests)") }
-while try await dispatcher.dispatchOnce() > 0 {}  // send those, untimed
+    let acceptElapsed = ContinuousClock.now - start
+    guard acceptedCount == options.acceptRequests else { throw SetupError("accepted \(acceptedCount) of \(options.acceptRequests)") }
+    while try await dispatcher.dispatchOnce() > 0 {}  // send those, untimed
 
-// end to end: the dispatcher runs; post every device, then wait for the last outcome.
-let dispatching = Task { try await dispatcher.run() }
-start = ContinuousClock.now
-var offset = 0
-while offset < tokens.count {
-    let part = tokens[offset..<min(offset + options.perRequest, tokens.count)]
-    let status = try await post(alert(to: part), to: endpoint, key: key, session: session)
-    guard status == 202 else { throw SetupError("POST of \(part.count) devices answered \(status)") }
-    offset += part.count
-}
-let postedElapsed = ContinuousClock.now - start
-while try await store.queueDepth() > 0 { try await Task.sleep(for: .milliseconds(5)) }
-let endToEndElapsed = ContinuousClock.now - start
-dispatching.cancel()
-serving.cancel()
-await gatewayConnector.shutdown()
-pool?.cancel()
-try await server.stop()
+    // end to end: the dispatcher runs; post every device, then wait for the last outcome.
+    let dispatching = Task { try await dispatcher.run() }
+    start = ContinuousClock.now
+    var offset = 0
+    while offset < tokens.count {
+        let part = tokens[offset..<min(offset + options.perRequest, tokens.count)]
+        let status = try await post(alert(to: part), to: endpoint, key: key, session: session)
+        guard status == 202 else { throw SetupError("POST of \(part.count) devices answered \(status)") }
+        offset += part.count
+    }
+    let postedElapsed = ContinuousClock.now - start
+    while try await store.queueDepth() > 0 { try await Task.sleep(for: .milliseconds(5)) }
+    let endToEndElapsed = ContinuousClock.now - start
+    dispatching.cancel()
+    serving.cancel()
+    await gatewayConnector.shutdown()
+    pool?.cancel()
+    try await server.stop()
 
-let directRate = rate(options.devices, directElapsed)
-let endToEndRate = rate(options.devices, endToEndElapsed)
-func figure(_ value: Double) -> String { String(Int(value.rounded())) }
-print("direct bulk send                 \(figure(directRate)) device-sends/s")
-print("gateway: POST accepted           \(figure(rate(options.acceptRequests, acceptElapsed))) notifications/s (1 device each, 8 concurrent)")
-print("gateway: devices posted          \(figure(rate(options.devices, postedElapsed))) device-sends/s accepted")
-print("gateway: end to end              \(figure(endToEndRate)) device-sends/s (POST to last outcome written)")
-print("end to end / direct              \(String(format: "%.2f", endToEndRate / directRate)) (target ≥ 0.50: \(endToEndRate / directRate >= 0.5 ? "met" : "not met"))")
+    let directRate = rate(options.devices, directElapsed)
+    let endToEndRate = rate(options.devices, endToEndElapsed)
+    func figure(_ value: Double) -> String { String(Int(value.rounded())) }
+    print("direct bulk send                 \(figure(directRate)) device-sends/s")
+    print("gateway: POST accepted           \(figure(rate(options.acceptRequests, acceptElapsed))) notifications/s (1 device each, 8 concurrent)")
+    print("gateway: devices posted          \(figure(rate(options.devices, postedElapsed))) device-sends/s accepted")
+    print("gateway: end to end              \(figure(endToEndRate)) device-sends/s (POST to last outcome written)")
+    print("end to end / direct              \(String(format: "%.2f", endToEndRate / directRate)) (target ≥ 0.50: \(endToEndRate / directRate >= 0.5 ? "met" : "not met"))")
+}
+
+do {
+    try await benchmark(options)
+} catch {
+    FileHandle.standardError.write(Data("GatewayBenchmark: \(error)\n".utf8))
+    exit(1)
+}

@@ -20,6 +20,8 @@ public final class Dispatcher: Service, Sendable {
     public struct Configuration: Sendable {
         /// Device-sends claimed at once.
         public var claimBatch = 2_000
+        /// Batches being sent at once (each claimed while the others are on the wire).
+        public var concurrentBatches = 2
         /// How long a claim is held before another sender may take it over.
         public var lease: Duration = .seconds(120)
         /// How often the queue is checked when nothing woke the dispatcher (other instances'
@@ -92,10 +94,27 @@ public final class Dispatcher: Service, Sendable {
                     }
                 }
                 for await _ in wakeUps {
-                    while try await self.dispatchOnce() > 0 {}
+                    // Batches overlap: one is claimed (and its outcomes written) while another is
+                    // on the wire, so the connection does not idle between them.
+                    await withDiscardingTaskGroup { batches in
+                        for _ in 0..<self.configuration.concurrentBatches {
+                            batches.addTask { while await self.dispatchLogged() > 0 {} }
+                        }
+                    }
                     if let depth = try? await self.store.queueDepth() { self.queueDepth.record(depth) }
                 }
             }
+        }
+    }
+
+    /// ``dispatchOnce(now:)``, with a failure to claim logged (the next wake-up tries again)
+    /// instead of ending the service.
+    private func dispatchLogged() async -> Int {
+        do {
+            return try await dispatchOnce()
+        } catch {
+            logger.error("claiming from the queue failed; trying again at the next poll", metadata: ["error": "\(error)"])
+            return 0
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import ServiceLifecycle
+import Synchronization
 
 /// The shared queue: PostgreSQL (postgres-nio's connection pool), for several gateway instances
 /// on one database. Work is claimed with `FOR UPDATE SKIP LOCKED`, so two live instances never
@@ -11,10 +12,18 @@ import ServiceLifecycle
 /// It is a `Service`: run it (in the gateway's `ServiceGroup`, or a task of its own) before using
 /// it; its connections close when ``run()`` returns.
 ///
-/// Thread safety: `Sendable`; the pool serves any number of tasks.
+/// The queue depth is counted (an index-only count of unfinished rows), not kept in a row every
+/// instance would update: back-pressure reads a count at most 200 ms old, plus what this instance
+/// queued since, so several instances together may exceed `maximumQueueDepth` by what they accept
+/// in that time.
+///
+/// Thread safety: `Sendable`; the pool serves any number of tasks, and a `Mutex` guards the
+/// cached depth.
 public final class PostgresStore: GatewayStore, Service {
     private let client: PostgresClient
     private let logger: Logger
+    /// The last count of unfinished device-sends, when it was taken, plus what was queued since.
+    private let depth = Mutex<(count: Int, at: ContinuousClock.Instant)?>(nil)
     /// How long a report to the unregistered list is held back from readers, so that one whose
     /// transaction commits late (its sequence number was taken earlier) is not skipped by a reader
     /// already past it.
@@ -73,8 +82,6 @@ public final class PostgresStore: GatewayStore, Service {
                     seq bigserial PRIMARY KEY, app text NOT NULL, token text NOT NULL, invalid_since double precision,
                     reported_at double precision NOT NULL, UNIQUE (app, token))
                 """,
-                "CREATE TABLE IF NOT EXISTS counters (name text PRIMARY KEY, value bigint NOT NULL)",
-                "INSERT INTO counters(name, value) VALUES ('queue_depth', 0) ON CONFLICT DO NOTHING",
             ] {
                 try await connection.query(statement, logger: logger)
             }
@@ -98,12 +105,10 @@ public final class PostgresStore: GatewayStore, Service {
     }
 
     public func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
+        let depth = try await recentDepth()
+        guard depth < maximumQueueDepth else { return .queueFull(depth: depth) }
         let logger = self.logger
-        return try await client.withTransaction(logger: logger) { connection -> EnqueueResult in
-            let depth = try await connection.query(
-                "SELECT value FROM counters WHERE name = 'queue_depth' FOR UPDATE", logger: logger
-            ).collect().first?.decode(Int.self) ?? 0
-            guard depth < maximumQueueDepth else { return .queueFull(depth: depth) }
+        try await client.withTransaction(logger: logger) { connection in
             let created = notification.createdAt.timeIntervalSince1970
             try await connection.query(
                 """
@@ -116,14 +121,23 @@ public final class PostgresStore: GatewayStore, Service {
                 INSERT INTO deliveries(notification_id, position, token, state, available_at, created_at)
                 SELECT \(notification.id), p, t, 'queued', \(created), \(created) FROM unnest(\(positions)::integer[], \(notification.tokens)::text[]) AS u(p, t)
                 """, logger: logger)
-            try await connection.query(
-                "UPDATE counters SET value = value + \(notification.tokens.count) WHERE name = 'queue_depth'", logger: logger)
-            return .accepted
         }
+        self.depth.withLock { cached in cached?.count += notification.tokens.count }
+        return .accepted
     }
 
     public func queueDepth() async throws -> Int {
-        try await client.query("SELECT value FROM counters WHERE name = 'queue_depth'", logger: logger).collect().first?.decode(Int.self) ?? 0
+        let count = try await client.query(
+            "SELECT count(*) FROM deliveries WHERE state <> 'done'", logger: logger
+        ).collect().first?.decode(Int.self) ?? 0
+        depth.withLock { $0 = (count, .now) }
+        return count
+    }
+
+    /// The depth counted at most 200 ms ago, plus what this instance queued since.
+    private func recentDepth() async throws -> Int {
+        if let cached = depth.withLock({ $0 }), ContinuousClock.now - cached.at < .milliseconds(200) { return cached.count }
+        return try await queueDepth()
     }
 
     public func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification] {
@@ -181,44 +195,63 @@ public final class PostgresStore: GatewayStore, Service {
         guard !outcomes.isEmpty else { return 0 }
         let logger = self.logger
         let nowSeconds = now.timeIntervalSince1970
+        // Each kind of write is one statement over the batch, as JSON rows (NULLs kept).
+        func rows(_ outcomes: [DeliveryOutcome]) -> String {
+            JSONValue.array(outcomes.map { outcome in
+                func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+                return .object([
+                    "notification_id": .string(outcome.notificationID), "position": .integer(Int64(outcome.position)),
+                    "status": outcome.status.map { .integer(Int64($0)) } ?? .null, "reason": text(outcome.reason),
+                    "apns_id": text(outcome.apnsID), "error_kind": text(outcome.errorKind), "delivery": text(outcome.delivery),
+                    "message": text(outcome.message), "retry_at": outcome.retryAt.map { .number($0.timeIntervalSince1970) } ?? .null,
+                    "app": .string(outcome.app), "token": .string(outcome.token),
+                    "invalid_since": outcome.invalidSince.map { .number($0.timeIntervalSince1970) } ?? .null,
+                ])
+            }).compactText
+        }
+        let requeued = outcomes.filter { $0.retryAt != nil }
+        let finishing = outcomes.filter { $0.retryAt == nil }
         return try await client.withTransaction(logger: logger) { connection -> Int in
-            var finished = 0
-            for outcome in outcomes {
-                if let retryAt = outcome.retryAt {
-                    try await connection.query(
-                        """
-                        UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_until = NULL, attempts = attempts + 1,
-                            available_at = \(retryAt.timeIntervalSince1970), error_kind = \(outcome.errorKind), delivery = \(outcome.delivery),
-                            message = \(outcome.message)
-                        WHERE notification_id = \(outcome.notificationID) AND position = \(outcome.position)
-                            AND state = 'claimed' AND lease_owner = \(owner)
-                        """, logger: logger)
-                    continue
-                }
-                let updated = try await connection.query(
+            if !requeued.isEmpty {
+                try await connection.query(
                     """
-                    UPDATE deliveries SET state = 'done', lease_owner = NULL, lease_until = NULL, attempts = attempts + 1,
-                        status = \(outcome.status), reason = \(outcome.reason), apns_id = \(outcome.apnsID), error_kind = \(outcome.errorKind),
-                        delivery = \(outcome.delivery), message = \(outcome.message), finished_at = \(nowSeconds)
-                    WHERE notification_id = \(outcome.notificationID) AND position = \(outcome.position)
-                        AND state = 'claimed' AND lease_owner = \(owner)
-                    RETURNING 1
-                    """, logger: logger
-                ).collect().count
-                guard updated == 1 else { continue }
-                finished += 1
-                if outcome.status == 410 {
-                    try await connection.query(
-                        """
-                        INSERT INTO unregistered(app, token, invalid_since, reported_at)
-                        VALUES (\(outcome.app), \(outcome.token), \(outcome.invalidSince?.timeIntervalSince1970), \(nowSeconds))
-                        ON CONFLICT (app, token) DO UPDATE SET invalid_since = EXCLUDED.invalid_since,
-                            reported_at = EXCLUDED.reported_at, seq = nextval('unregistered_seq_seq')
-                        """, logger: logger)
-                }
+                    UPDATE deliveries d SET state = 'queued', lease_owner = NULL, lease_until = NULL, attempts = d.attempts + 1,
+                        available_at = o.retry_at, error_kind = o.error_kind, delivery = o.delivery, message = o.message
+                    FROM jsonb_to_recordset(\(rows(requeued))::jsonb) AS o(
+                        notification_id text, position integer, error_kind text, delivery text, message text, retry_at double precision)
+                    WHERE d.notification_id = o.notification_id AND d.position = o.position
+                        AND d.state = 'claimed' AND d.lease_owner = \(owner)
+                    """, logger: logger)
             }
-            try await connection.query("UPDATE counters SET value = value - \(finished) WHERE name = 'queue_depth'", logger: logger)
-            return finished
+            guard !finishing.isEmpty else { return 0 }
+            var finished = Set<String>()
+            for try await (id, position) in try await connection.query(
+                """
+                UPDATE deliveries d SET state = 'done', lease_owner = NULL, lease_until = NULL, attempts = d.attempts + 1,
+                    status = o.status, reason = o.reason, apns_id = o.apns_id, error_kind = o.error_kind, delivery = o.delivery,
+                    message = o.message, finished_at = \(nowSeconds)
+                FROM jsonb_to_recordset(\(rows(finishing))::jsonb) AS o(
+                    notification_id text, position integer, status integer, reason text, apns_id text, error_kind text,
+                    delivery text, message text)
+                WHERE d.notification_id = o.notification_id AND d.position = o.position
+                    AND d.state = 'claimed' AND d.lease_owner = \(owner)
+                RETURNING d.notification_id, d.position
+                """, logger: logger
+            ).decode((String, Int).self) {
+                finished.insert("\(id)/\(position)")
+            }
+            let unregistered = finishing.filter { $0.status == 410 && finished.contains("\($0.notificationID)/\($0.position)") }
+            if !unregistered.isEmpty {
+                try await connection.query(
+                    """
+                    INSERT INTO unregistered(app, token, invalid_since, reported_at)
+                    SELECT DISTINCT ON (o.app, o.token) o.app, o.token, o.invalid_since, \(nowSeconds)
+                    FROM jsonb_to_recordset(\(rows(unregistered))::jsonb) AS o(app text, token text, invalid_since double precision)
+                    ON CONFLICT (app, token) DO UPDATE SET invalid_since = EXCLUDED.invalid_since,
+                        reported_at = EXCLUDED.reported_at, seq = nextval('unregistered_seq_seq')
+                    """, logger: logger)
+            }
+            return finished.count
         }
     }
 
