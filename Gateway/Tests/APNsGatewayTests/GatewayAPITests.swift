@@ -284,6 +284,35 @@ import Testing
         try await setup.stop()
     }
 
+    @Test(arguments: Backend.allCases)
+    func aLiveActivityUpdateIsBroadcastToItsChannel(_ backend: Backend) async throws {
+        let setup = try await Setup.start(backend)
+        let channel = try await ChannelManager(setup.connector).create(bundleID: "com.example.app", storagePolicy: .noMessageStored)
+        let key = setup.key
+        let body = #"{"push-type":"liveactivity","bundle-id":"com.example.app","event":"update","content-state":{"score":3},"timestamp":1700000000,"channel":"\#(channel.id)"}"#
+        let id = try await setup.client { client in
+            try await client.execute(uri: "/v1/notifications", method: .post, headers: Self.bearer(key), body: ByteBuffer(string: body)) { response in
+                #expect(response.status == .accepted)
+                let text = String(buffer: response.body)
+                #expect(text.hasPrefix(#"{"channel":"\#(channel.id)","id":""#))
+                return String(text.dropFirst(#"{"channel":"\#(channel.id)","id":""#.count).prefix(36))
+            }
+        }
+        #expect(try await setup.dispatcher.dispatchOnce() == 1)
+        let sent = try #require(setup.server.requests.last)
+        #expect(sent.path == "/4/broadcasts/apps/com.example.app")
+        #expect(sent[header: "apns-channel-id"] == channel.id)
+        #expect(sent.bodyText == #"{"aps":{"content-state":{"score":3},"timestamp":1700000000,"event":"update"}}"#)
+        try await setup.client { client in
+            try await client.execute(uri: "/v1/notifications/\(id)", method: .get, headers: Self.bearer(key)) { response in
+                let text = String(buffer: response.body)
+                #expect(text.contains(#""deliveries":[{"apns-id":""#))
+                #expect(text.contains(#""channel":"\#(channel.id)","state":"accepted","status":200}]"#))
+            }
+        }
+        try await setup.stop()
+    }
+
     /// Dispatches until nothing is due; returns how many device-sends it claimed.
     static func drain(_ dispatcher: Dispatcher) async throws -> Int {
         var total = 0

@@ -70,7 +70,12 @@ import Testing
         let device = "\"devices\":[\"\(Self.token)\"]"
         let cases: [(String, RequestProblem)] = [
             ("[1]", RequestProblem("the body is an array; give a JSON object")),
-            (#"{"push-type":"alert","bundle-id":"a.b"}"#, RequestProblem(field: "devices", #"give the device tokens to send to: "devices": ["<hex token>", …]"#)),
+            (#"{"push-type":"alert","bundle-id":"a.b"}"#,
+             RequestProblem(field: "devices", #"give the device tokens to send to: "devices": ["<hex token>", …], or a broadcast channel: "channel": "<channel id>""#)),
+            ("{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"channel\":\"dHN0\"}",
+             RequestProblem(field: "channel", #"a broadcast channel takes a liveactivity update or end; send alert to "devices""#)),
+            ("{\"push-type\":\"liveactivity\",\"bundle-id\":\"a.b\",\"event\":\"update\",\"content-state\":{},\"channel\":\"dHN0\",\(device)}",
+             RequestProblem(field: "channel", #"give "devices" or "channel", not both"#)),
             (#"{"push-type":"alert","bundle-id":"a.b","devices":[]}"#, RequestProblem(field: "devices", "is empty; give an array of 1 to 10 hex device tokens")),
             (#"{"push-type":"alert","bundle-id":"a.b","devices":["xyz"]}"#, RequestProblem(field: "devices[0]", "Invalid device token: the token has 3 hex digits; a device token has an even number.")),
             ("{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"devices\":[\"\(Self.token)\",\"\(Self.token)\"]}",
@@ -99,6 +104,17 @@ import Testing
         let many = (0..<11).map { "\"" + String(format: "%064x", $0) + "\"" }.joined(separator: ",")
         #expect(problem(#"{"push-type":"alert","bundle-id":"a.b","devices":[\#(many)]}"#)
             == RequestProblem(field: "devices", "has 11 tokens; at most 10 go in one request: split it"))
+    }
+
+    @Test func aLiveActivityUpdateCanGoToABroadcastChannel() throws {
+        let request = try read(#"{"push-type":"liveactivity","bundle-id":"a.b","event":"update","content-state":{"n":1},"channel":"dHN0LXNyY2gtY2hubA=="}"#)
+        #expect(request.devices.isEmpty)
+        #expect(request.channel?.id == "dHN0LXNyY2gtY2hubA==")
+        #expect(request.targets == ["channel:dHN0LXNyY2gtY2hubA=="])
+        try request.check(for: .token)
+        // A collapse id is refused for a channel: channels have none.
+        let collapsed = try read(#"{"push-type":"liveactivity","bundle-id":"a.b","event":"end","content-state":{},"collapse-id":"x","channel":"dHN0"}"#)
+        #expect(throws: RequestProblem.self) { try collapsed.check(for: .token) }
     }
 
     @Test func rulesThatNeedTheWholeRequestAreCheckedToo() throws {

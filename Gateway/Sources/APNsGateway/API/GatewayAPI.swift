@@ -140,13 +140,15 @@ public struct GatewayAPI: Sendable {
         let id = UUID().uuidString.lowercased()
         let queued = QueuedNotification(
             id: id, keyName: key.name, pushType: notification.pushType.rawValue, app: notification.app, storedJSON: notification.storedJSON,
-            tokens: notification.devices.map(\.token), createdAt: Date())
+            tokens: notification.targets, createdAt: Date())
         switch try await store.enqueue(queued, maximumQueueDepth: configuration.maximumQueueDepth) {
         case .accepted:
             accepted.increment()
             onAccepted()
             return jsonResponse(
-                .accepted, .object(["id": .string(id), "devices": .integer(Int64(queued.tokens.count))]),
+                .accepted,
+                .object(notification.channel.map { ["id": .string(id), "channel": .string($0.id)] }
+                    ?? ["id": .string(id), "devices": .integer(Int64(queued.tokens.count))]),
                 headers: [.location: "/v1/notifications/\(id)"])
         case .queueFull(let depth):
             throw Problem(
@@ -164,7 +166,12 @@ public struct GatewayAPI: Sendable {
         }
         var counts: [String: Int] = ["queued": 0, "accepted": 0, "rejected": 0, "failed": 0]
         let deliveries: [JSONValue] = progress.deliveries.map { delivery in
-            var members: [String: JSONValue] = ["token": .string(delivery.token), "attempts": .integer(Int64(delivery.attempts))]
+            var members: [String: JSONValue] = ["attempts": .integer(Int64(delivery.attempts))]
+            if delivery.token.hasPrefix(NotificationRequest.channelPrefix) {
+                members["channel"] = .string(String(delivery.token.dropFirst(NotificationRequest.channelPrefix.count)))
+            } else {
+                members["token"] = .string(delivery.token)
+            }
             if delivery.state != "done" {
                 counts["queued", default: 0] += 1
                 members["state"] = .string("queued")

@@ -19,7 +19,7 @@ public struct NotificationRequest: Sendable {
     /// The app the notification is for: its bundle id (for `mdm`, the MDM topic). API keys are
     /// allowed by this name.
     public let app: String
-    /// The devices, each token checked.
+    /// The devices, each token checked; empty when the notification goes to a ``channel``.
     public let devices: [Device]
     /// The typed notification, every rule checked.
     public let notification: any PushNotification
@@ -33,11 +33,63 @@ public struct NotificationRequest: Sendable {
     /// - Throws: ``RequestProblem`` naming the field and the rule, with nothing queued.
     public init(body: [UInt8], maximumDevices: Int, now: Date = Date()) throws(RequestProblem) {
         var fields = try NotificationRequest.object(body)
-        guard let devicesValue = fields.removeValue(forKey: "devices") else {
-            throw RequestProblem(field: "devices", "give the device tokens to send to: \"devices\": [\"<hex token>\", …]")
+        let devicesValue = fields.removeValue(forKey: "devices")
+        let channelValue = fields.removeValue(forKey: "channel")
+        var devices: [Device] = []
+        var channelID: String?
+        switch (devicesValue, channelValue) {
+        case (nil, nil):
+            throw RequestProblem(
+                field: "devices",
+                "give the device tokens to send to: \"devices\": [\"<hex token>\", …], or a broadcast channel: \"channel\": \"<channel id>\"")
+        case (_?, _?):
+            throw RequestProblem(field: "channel", "give \"devices\" or \"channel\", not both")
+        case (nil, let value?):
+            guard case .string(let id) = value else { throw RequestProblem(field: "channel", "is \(value.typeName); give the channel id APNs returned") }
+            channelID = id
+        case (let value?, nil):
+            devices = try NotificationRequest.devices(value, maximumDevices: maximumDevices)
         }
-        guard case .array(let tokens) = devicesValue, !tokens.isEmpty else {
-            throw RequestProblem(field: "devices", "is \(devicesValue.typeName == "an array" ? "empty" : devicesValue.typeName); give an array of 1 to \(maximumDevices) hex device tokens")
+        if fields["push-type"] == .string("liveactivity"), fields["timestamp"] == nil {
+            fields["timestamp"] = .integer(Int64(now.timeIntervalSince1970))
+        }
+        let spec = try NotificationSpec(fields)
+        self.pushType = spec.pushType
+        self.app = spec.app
+        self.devices = devices
+        self.notification = spec.notification
+        self.storedJSON = JSONValue.object(fields).compactText
+        if let channelID {
+            guard spec.notification is any BroadcastDeliverable else {
+                throw RequestProblem(
+                    field: "channel", "a broadcast channel takes a liveactivity update or end; send \(spec.pushType.rawValue) to \"devices\"")
+            }
+            do {
+                channel = try BroadcastChannel(id: channelID, bundleID: spec.app)
+            } catch {
+                throw RequestProblem(field: "channel", error.description)
+            }
+        } else {
+            channel = nil
+        }
+    }
+
+    /// The broadcast channel, when the notification goes to one instead of devices.
+    public let channel: BroadcastChannel?
+
+    /// What the queue stores per target: each device's token, or `channel:` and the channel id.
+    public var targets: [String] {
+        if let channel { return [NotificationRequest.channelPrefix + channel.id] }
+        return devices.map(\.token)
+    }
+
+    /// The prefix of a channel target in the queue.
+    static let channelPrefix = "channel:"
+
+    /// `devices`, every token checked, none repeated, at most `maximumDevices`.
+    private static func devices(_ value: JSONValue, maximumDevices: Int) throws(RequestProblem) -> [Device] {
+        guard case .array(let tokens) = value, !tokens.isEmpty else {
+            throw RequestProblem(field: "devices", "is \(value.typeName == "an array" ? "empty" : value.typeName); give an array of 1 to \(maximumDevices) hex device tokens")
         }
         guard tokens.count <= maximumDevices else {
             throw RequestProblem(field: "devices", "has \(tokens.count) tokens; at most \(maximumDevices) go in one request: split it")
@@ -58,24 +110,20 @@ public struct NotificationRequest: Sendable {
             }
             devices.append(device)
         }
-        if fields["push-type"] == .string("liveactivity"), fields["timestamp"] == nil {
-            fields["timestamp"] = .integer(Int64(now.timeIntervalSince1970))
-        }
-        let spec = try NotificationSpec(fields)
-        self.pushType = spec.pushType
-        self.app = spec.app
-        self.devices = devices
-        self.notification = spec.notification
-        self.storedJSON = JSONValue.object(fields).compactText
+        return devices
     }
 
     /// Checks the rules that need a request (payload size, what the push type allows) and that
     /// the gateway's connector, authenticating with `method`, may send this push type.
     public func check(for method: AuthenticationMethod) throws(RequestProblem) {
         do {
-            try notification.request(to: devices[0]).checkRules(for: method)
+            if let channel, let broadcast = notification as? any BroadcastDeliverable {
+                try broadcast.request(to: channel).checkRules(for: method)
+            } else if let device = devices.first {
+                try notification.request(to: device).checkRules(for: method)
+            }
         } catch {
-            throw RequestProblem(error.description)
+            throw RequestProblem(field: channel != nil ? "channel" : nil, error.description)
         }
     }
 

@@ -152,6 +152,10 @@ public final class Dispatcher: Service, Sendable {
         var devices: [Device] = []
         var pending: [DeliveryOutcome] = []
         for delivery in claimed.deliveries {
+            if delivery.token.hasPrefix(NotificationRequest.channelPrefix) {
+                pending.append(await broadcast(spec, claimed, delivery))
+                continue
+            }
             do {
                 let device = try Device(token: delivery.token)
                 byToken[device.token] = delivery
@@ -161,28 +165,49 @@ public final class Dispatcher: Service, Sendable {
                 pending.append(failure(claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: error.description, final: true))
             }
         }
-        do {
-            let results = try bulkSendOutcomes(
-                spec.notification, via: connector, to: devices, timeout: configuration.timeout, retry: configuration.retry,
-                apnsID: { [ids] device in ids[device.token] ?? APNsID() })
-            var lastWrite = ContinuousClock.now
-            for try await outcome in results {
-                guard let delivery = byToken[outcome.device.token] else { continue }
-                pending.append(record(outcome, claimed, delivery, app: spec.app))
-                if pending.count >= configuration.writeBatch || ContinuousClock.now - lastWrite >= configuration.writeInterval {
-                    await write(pending)
-                    pending.removeAll(keepingCapacity: true)
-                    lastWrite = ContinuousClock.now
+        // Devices go through the bulk path (a channel's notification has none).
+        if !devices.isEmpty {
+            do {
+                let results = try bulkSendOutcomes(
+                    spec.notification, via: connector, to: devices, timeout: configuration.timeout, retry: configuration.retry,
+                    apnsID: { [ids] device in ids[device.token] ?? APNsID() })
+                var lastWrite = ContinuousClock.now
+                for try await outcome in results {
+                    guard let delivery = byToken[outcome.device.token] else { continue }
+                    pending.append(record(outcome.result, claimed, delivery, app: spec.app))
+                    if pending.count >= configuration.writeBatch || ContinuousClock.now - lastWrite >= configuration.writeInterval {
+                        await write(pending)
+                        pending.removeAll(keepingCapacity: true)
+                        lastWrite = ContinuousClock.now
+                    }
                 }
-            }
-        } catch {
-            // The connector refused the notification as a whole (its authentication cannot send
-            // this push type, say): every device-send ends with that reason, nothing was sent.
-            for delivery in claimed.deliveries where !pending.contains(where: { $0.position == delivery.position }) {
-                pending.append(failure(claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: "\(error)", final: true))
+            } catch {
+                // The connector refused the notification as a whole (its authentication cannot send
+                // this push type, say): every device-send ends with that reason, nothing was sent.
+                for delivery in claimed.deliveries where !pending.contains(where: { $0.position == delivery.position }) {
+                    pending.append(failure(claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: "\(error)", final: true))
+                }
             }
         }
         await write(pending)
+    }
+
+    /// Sends a Live Activity update or end to its broadcast channel (one request for every
+    /// subscribed device).
+    private func broadcast(_ spec: NotificationSpec, _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery) async -> DeliveryOutcome {
+        let id = String(delivery.token.dropFirst(NotificationRequest.channelPrefix.count))
+        guard let notification = spec.notification as? any BroadcastDeliverable, let channel = try? BroadcastChannel(id: id, bundleID: spec.app) else {
+            return failure(claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: "not a channel notification", final: true)
+        }
+        let result: Result<APNsResponse, APNsError>
+        do throws(APNsError) {
+            result = .success(try await APNs.send(notification, via: connector, to: channel, timeout: configuration.timeout, retry: configuration.retry))
+        } catch {
+            result = .failure(error)
+        }
+        var outcome = record(result, claimed, delivery, app: spec.app)
+        if case .success(let response) = result, outcome.apnsID == nil { outcome.apnsID = response.requestID }
+        return outcome
     }
 
     /// The apns-id of a device-send: the same for every attempt and every sender, so a send
@@ -198,9 +223,11 @@ public final class Dispatcher: Service, Sendable {
         return APNsID(uuid)
     }
 
-    private func record(_ outcome: BulkOutcome, _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, app: String) -> DeliveryOutcome {
+    private func record(
+        _ result: Result<APNsResponse, APNsError>, _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, app: String
+    ) -> DeliveryOutcome {
         var record = DeliveryOutcome(notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app)
-        switch outcome.result {
+        switch result {
         case .success(let response):
             record.status = response.status
             record.apnsID = response.apnsID?.description
