@@ -83,6 +83,7 @@ import FoundationNetworking
         let arguments = [
             "--database", database, "--apns-host", "\(server.host):\(server.port)", "--ca-file", caFile.path,
             "--key-file", keyFile.path, "--key-id", signingKey.keyID, "--team-id", signingKey.teamID, "--instance", "crash-test",
+            "--log-level", "trace",
         ]
 
         let first = try Gateway(arguments: arguments, log: folder.appendingPathComponent("first.log"))
@@ -118,6 +119,13 @@ import FoundationNetworking
         #expect(Set(idsPerToken.values.flatMap { $0 }).count == tokens.count)
         // Only what the killed process had claimed and not yet written back can be sent twice.
         #expect(duplicates <= Dispatcher.Configuration().claimBatch, "\(duplicates) duplicates")
+        // Every log line, at trace level, of both processes: no API key, no signing key, no JWT.
+        let logs = try ["first.log", "second.log"].map { try String(contentsOf: folder.appendingPathComponent($0), encoding: .utf8) }.joined()
+        #expect(logs.contains("APNs provider token minted"), "the logs were read")
+        #expect(!logs.contains(apiKey))
+        let keyLines = signingKey.privateKeyPEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }
+        #expect(keyLines.allSatisfy { !logs.contains($0) })
+        #expect(!logs.lowercased().contains("bearer ey"))
         print("crash safety (\(backend)): \(sentBeforeKill) sent before SIGKILL (queue depth \(depthAtKill)), \(duplicates) sent twice after the restart, 0 lost")
         try await server.stop()
         await queue.remove()
