@@ -97,9 +97,13 @@ echo "GET /v1/notifications/$id -> $progress"
 [[ "$progress" == *'"state":"accepted","status":200'* ]] || fail "expected the device-send accepted"
 answer=$(curl -s -w ' %{http_code}' -X POST "http://$address/v1/notifications" -d "$body")
 [[ "$answer" == *' 401' ]] || fail "expected 401 without a key, got $answer"
+keys=$("$gateway" list-keys --database "$database")
+echo "list-keys -> $keys"
+[[ "$keys" == example*com.example.app ]] || fail "list-keys did not show the key"
+[[ "$keys" != *"$api_key"* ]] || fail "list-keys printed the key itself"
 metrics=$(curl -s "http://$address/metrics")
 echo "$metrics" | grep -E '^apns_gateway_' | sort
 echo "$metrics" | grep -qE '^apns_gateway_device_sends_total\{result="accepted"\} 1$' || fail "/metrics has no accepted device-send"
 kill -TERM "$gateway_pid"
 wait "$gateway_pid" || fail "the gateway did not stop cleanly on SIGTERM"
-echo "smoke: ok (POST, outcome, 401 without a key, /metrics, graceful SIGTERM)"
+echo "smoke: ok (POST, outcome, 401 without a key, list-keys, /metrics, graceful SIGTERM)"

@@ -14,7 +14,7 @@ struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apns-gateway",
         abstract: "An HTTP push gateway in front of APNs: a durable queue (SQLite), API keys per app, outcomes and unregistered tokens.",
-        subcommands: [Serve.self, AddKey.self],
+        subcommands: [Serve.self, AddKey.self, ListKeys.self, RevokeKey.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -55,6 +55,33 @@ struct AddKey: AsyncParsableCommand {
         let record = APIKey(name: name, hash: GatewayAPI.hash(apiKey: key), apps: Set(app), requestsPerSecond: rate)
         try await database.withStore(logger: Logger(label: "apns-gateway")) { store in try await store.addAPIKey(record) }
         print(key)
+    }
+}
+
+struct ListKeys: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list-keys", abstract: "Print each API key's name, rate and apps (never the key; the store has only its hash).")
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        let keys = try await database.withStore(logger: Logger(label: "apns-gateway")) { store in try await store.apiKeys() }
+        for key in keys {
+            print("\(key.name)\t\(key.requestsPerSecond)/s\t\(key.apps.sorted().joined(separator: ","))")
+        }
+    }
+}
+
+struct RevokeKey: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "revoke-key", abstract: "Remove an API key; running gateways refuse it within 5 seconds.")
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "The key's name.") var name: String
+
+    func run() async throws {
+        let name = self.name
+        let removed = try await database.withStore(logger: Logger(label: "apns-gateway")) { store in try await store.revokeAPIKey(name: name) }
+        guard removed else { throw ValidationError("no API key is called \(name); apns-gateway list-keys shows them") }
+        print("revoked \(name)")
     }
 }
 

@@ -313,6 +313,28 @@ import Testing
         try await setup.stop()
     }
 
+    @Test(arguments: Backend.allCases)
+    func keysAreListedWithoutSecretsAndARevokedKeyIsRefused(_ backend: Backend) async throws {
+        let setup = try await Setup.start(backend, limits: { $0.keyCacheLifetime = .zero })
+        let keys = try await setup.store.apiKeys()
+        #expect(keys.map(\.name) == ["app", "other"])
+        #expect(keys.map(\.apps) == [["com.example.app"], ["com.other.app"]])
+        #expect(keys.allSatisfy { $0.hash.count == 64 && $0.hash != setup.key && $0.hash != setup.otherKey })
+        let otherKey = setup.otherKey
+        let before = try await setup.client { client in
+            try await client.execute(uri: "/v1/unregistered", method: .get, headers: Self.bearer(otherKey)) { $0.status }
+        }
+        #expect(before == .ok)
+        #expect(try await setup.store.revokeAPIKey(name: "other"))
+        #expect(try await setup.store.revokeAPIKey(name: "other") == false)
+        let after = try await setup.client { client in
+            try await client.execute(uri: "/v1/unregistered", method: .get, headers: Self.bearer(otherKey)) { $0.status }
+        }
+        #expect(after == .unauthorized)
+        #expect(try await setup.store.apiKeys().map(\.name) == ["app"])
+        try await setup.stop()
+    }
+
     /// Dispatches until nothing is due; returns how many device-sends it claimed.
     static func drain(_ dispatcher: Dispatcher) async throws -> Int {
         var total = 0

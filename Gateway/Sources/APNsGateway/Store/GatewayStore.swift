@@ -19,6 +19,11 @@ public protocol GatewayStore: Sendable {
     func addAPIKey(_ key: APIKey) async throws
     /// The key with this SHA-256 hash, if any.
     func apiKey(hash: String) async throws -> APIKey?
+    /// Every key, by name.
+    func apiKeys() async throws -> [APIKey]
+    /// Removes the key called `name`; whether there was one. Running instances stop accepting it
+    /// within their key cache's lifetime (5 s by default).
+    func revokeAPIKey(name: String) async throws -> Bool
 
     /// Stores a notification and one queued device-send per device in one transaction, unless the
     /// queue already holds `maximumQueueDepth` or more unfinished device-sends.

@@ -104,6 +104,20 @@ public final class PostgresStore: GatewayStore, Service {
         return nil
     }
 
+    public func apiKeys() async throws -> [APIKey] {
+        var keys: [APIKey] = []
+        for try await (name, hash, apps, rate) in try await client.query(
+            "SELECT name, hash, apps, requests_per_second FROM api_keys ORDER BY name", logger: logger
+        ).decode((String, String, String, Double).self) {
+            keys.append(APIKey(name: name, hash: hash, apps: Set(apps.split(separator: "\n").map(String.init)), requestsPerSecond: rate))
+        }
+        return keys
+    }
+
+    public func revokeAPIKey(name: String) async throws -> Bool {
+        try await client.query("DELETE FROM api_keys WHERE name = \(name) RETURNING 1", logger: logger).collect().count > 0
+    }
+
     public func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
         let depth = try await recentDepth()
         guard depth < maximumQueueDepth else { return .queueFull(depth: depth) }

@@ -60,6 +60,24 @@ public final class SQLiteStore: GatewayStore {
         }
     }
 
+    public func apiKeys() async throws -> [APIKey] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM api_keys ORDER BY name").map { row in
+                let apps: String = row["apps"]
+                return APIKey(
+                    name: row["name"], hash: row["hash"], apps: Set(apps.split(separator: "\n").map(String.init)),
+                    requestsPerSecond: row["requests_per_second"])
+            }
+        }
+    }
+
+    public func revokeAPIKey(name: String) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM api_keys WHERE name = ?", arguments: [name])
+            return db.changesCount > 0
+        }
+    }
+
     public func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
         try await pool.write { db in
             let depth = try Int.fetchOne(db, sql: "SELECT value FROM counters WHERE name = 'queue_depth'") ?? 0
