@@ -29,6 +29,11 @@ import Testing
         var notSent: [TransportError] = []
         var unknown: [TransportError] = []
         var total: Int { accepted + rejected.count + notSent.count + unknown.count }
+        /// Each distinct (kind, curl code, message) among the unknown outcomes, with its count.
+        var unknownKinds: String {
+            Dictionary(grouping: unknown, by: { "\($0.kind) curl \($0.curlCode.map(String.init) ?? "-"): \($0.message)" })
+                .map { "\($0.value.count)× \($0.key)" }.sorted().joined(separator: "; ")
+        }
     }
 
     static let count = 1_000
@@ -36,7 +41,7 @@ import Testing
     static let cases: [Case] = [
         Case(fault: .resetAfterProcessing(requests: 20), connections: 2) { tally in
             #expect(tally.unknown.count >= 20)
-            #expect(tally.unknown.allSatisfy { $0.kind == .connectionLost })
+            #expect(tally.unknown.allSatisfy { $0.kind == .connectionLost }, "\(tally.unknownKinds)")
             #expect(tally.accepted + tally.unknown.count == count)
         },
         Case(fault: .closeAfterProcessing(requests: 20), connections: 2) { tally in
@@ -47,13 +52,13 @@ import Testing
         // on it fails at once (written, so unknown), and the connector opens a new one.
         Case(fault: .neverAnswer, connections: 1, timeout: .seconds(2)) { tally in
             #expect(tally.unknown.count == count)
-            #expect(tally.unknown.allSatisfy { $0.kind == .timeout || $0.kind == .connectionLost })
+            #expect(tally.unknown.allSatisfy { $0.kind == .timeout || $0.kind == .connectionLost }, "\(tally.unknownKinds)")
         },
         // Sends written to the slow connection time out (unknown); once the first times out with
         // nothing answered since, the connection is replaced and later ones may still succeed.
         Case(fault: .delay(Duration.seconds(3).scaledForSanitizers), connections: 1, timeout: .seconds(1)) { tally in
             #expect(tally.unknown.count >= count / 2)
-            #expect(tally.unknown.allSatisfy { $0.kind == .timeout || $0.kind == .connectionLost })
+            #expect(tally.unknown.allSatisfy { $0.kind == .timeout || $0.kind == .connectionLost }, "\(tally.unknownKinds)")
             #expect(tally.accepted + tally.unknown.count == count)
         },
         // REFUSED_STREAM promises the request was not processed: the transport sends it again.
@@ -63,7 +68,7 @@ import Testing
         // Any other stream error after processing: may have been delivered.
         Case(fault: .resetStreamsAfterProcessing(errorCode: 2), requests: 50) { tally in
             #expect(tally.unknown.count == 50)
-            #expect(tally.unknown.allSatisfy { $0.kind == .protocolError })
+            #expect(tally.unknown.allSatisfy { $0.kind == .protocolError }, "\(tally.unknownKinds)")
             #expect(tally.accepted == count - 50)
         },
         // Streams above the GOAWAY's last-stream-id were never processed: all sent again, once.
