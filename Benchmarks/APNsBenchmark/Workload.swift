@@ -182,13 +182,6 @@ enum Usage {
     }
 }
 
-extension Duration {
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}
-
 enum Format {
     static func rate(_ value: Double) -> String { String(format: "%.0f", value) }
     static func seconds(_ value: Double) -> String { String(format: "%.2f", value) }

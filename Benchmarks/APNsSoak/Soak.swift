@@ -186,10 +186,3 @@ struct Soak: AsyncParsableCommand {
         return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) / 1024
     }
 }
-
-extension Duration {
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}

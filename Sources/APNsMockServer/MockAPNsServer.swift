@@ -253,9 +253,8 @@ final class HoldInbound: ChannelInboundHandler, RemovableChannelHandler {
     init(for delay: Duration) { self.delay = delay }
 
     func channelActive(context: ChannelHandlerContext) {
-        let (seconds, attoseconds) = delay.components
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        context.eventLoop.scheduleTask(in: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)) {
+        context.eventLoop.scheduleTask(in: .nanoseconds(delay.nanoseconds)) {
             let (handler, context) = loopBound.value
             handler.open = true
             for data in handler.held { context.fireChannelRead(data) }

@@ -184,11 +184,9 @@ final class StreamHandler: ChannelInboundHandler {
         case .neverAnswer:
             state.markProcessed(apnsID: apnsID)
         case .delay(let delay):
-            let (seconds, attoseconds) = delay.components
-            let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
             let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
             let context = NIOLoopBound(context, eventLoop: context.eventLoop)
-            context.value.eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) {
+            context.value.eventLoop.scheduleTask(in: .nanoseconds(delay.nanoseconds)) {
                 handler.value.answer(context: context.value)
             }
         case .resetStreams(let code):

@@ -53,10 +53,6 @@ struct SetupError: Error, CustomStringConvertible {
 
 func rate(_ count: Int, _ elapsed: Duration) -> Double { Double(count) / max(elapsed.seconds, 1e-9) }
 
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}
-
 func post(_ body: String, to url: URL, key: String, session: URLSession) async throws -> Int {
     var request = URLRequest(url: url)
     request.httpMethod = "POST"

@@ -7,13 +7,6 @@ extension Duration {
         return Int(seconds) * 1000 + Int((attoseconds + perMillisecond - 1) / perMillisecond)
     }
 
-    /// Whole nanoseconds, saturating (for swift-metrics timers).
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : product + attoseconds / 1_000_000_000
-    }
-
     /// This duration times `factor` (for jitter), to the nanosecond.
     func scaled(by factor: Double) -> Duration {
         let (seconds, attoseconds) = components

@@ -295,8 +295,8 @@ public final class Dispatcher: Service, Sendable {
 }
 
 extension Duration {
-    /// The duration in seconds, as a `Double`.
-    var seconds: Double {
+    /// The duration in seconds, as a `Double` (also for the gateway's benchmark).
+    package var seconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
     }
