@@ -42,6 +42,18 @@ import Testing
         #expect(try again.notification.request(to: request.devices[0]) == wire)
     }
 
+    /// App data is written back by the library's JSON writer: its escaping (`\u000a`, not `\n`)
+    /// and numbers (`2.5`, `3` for 3.0) are those of every payload.
+    @Test func appDataFollowsTheLibrarysJSONRules() throws {
+        let request = try read("""
+            {"push-type": "background", "bundle-id": "com.example.app",
+             "data": {"z": [true, null, 3.0, 2.5, -7], "a": "line\\nbreak \\"q\\" \\u0001 é/"},
+             "devices": ["\(Self.token)"]}
+            """)
+        let wire = try request.notification.request(to: request.devices[0])
+        #expect(wire.bodyText == #"{"aps":{"content-available":1},"a":"line\u000abreak \"q\" \u0001 é/","z":[true,null,3,2.5,-7]}"#)
+    }
+
     @Test func everyPushTypeIsReadIntoItsOwnStruct() throws {
         let bodies: [(String, String)] = [
             (#""push-type":"background","bundle-id":"com.example.app","data":{"k":1}"#, "com.example.app"),

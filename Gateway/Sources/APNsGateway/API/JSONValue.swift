@@ -1,3 +1,5 @@
+import APNs
+
 /// Any JSON value, as a request body carries it: read field by field so that unknown and
 /// misplaced fields are reported by name, and written back compactly with sorted keys (for app
 /// data, content state and the stored request).
@@ -44,55 +46,33 @@ enum JSONValue: Codable, Sendable, Hashable {
         }
     }
 
-    /// The compact JSON text, object keys sorted.
+    /// The compact JSON text, object keys sorted, written by the library's `JSONWriter` (so app
+    /// data and content state follow the same escaping and number rules as every payload).
     var compactText: String {
-        var text = ""
-        write(into: &text)
-        return text
+        var writer = JSONWriter(capacity: 256)
+        write(into: &writer)
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 
-    private func write(into text: inout String) {
+    private func write(into writer: inout JSONWriter) {
         switch self {
-        case .null: text += "null"
-        case .bool(let value): text += value ? "true" : "false"
-        case .integer(let value): text += String(value)
-        case .number(let value): text += value.isFinite ? "\(value)" : "null"
-        case .string(let value): JSONValue.quote(value, into: &text)
+        case .null: writer.null()
+        case .bool(let value): writer.bool(value)
+        case .integer(let value): writer.int(value)
+        case .number(let value): writer.double(value)
+        case .string(let value): writer.string(value)
         case .array(let values):
-            text += "["
-            for (index, value) in values.enumerated() {
-                if index > 0 { text += "," }
-                value.write(into: &text)
-            }
-            text += "]"
+            writer.beginArray()
+            for value in values { value.write(into: &writer) }
+            writer.endArray()
         case .object(let members):
-            text += "{"
-            for (index, key) in members.keys.sorted().enumerated() {
-                if index > 0 { text += "," }
-                JSONValue.quote(key, into: &text)
-                text += ":"
-                members[key]?.write(into: &text)
+            writer.beginObject()
+            for key in members.keys.sorted() {
+                writer.key(key)
+                members[key]?.write(into: &writer)
             }
-            text += "}"
+            writer.endObject()
         }
-    }
-
-    private static func quote(_ string: String, into text: inout String) {
-        text += "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            case let control where control.value < 0x20:
-                let hex = String(control.value, radix: 16)
-                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: text.unicodeScalars.append(scalar)
-            }
-        }
-        text += "\""
     }
 
     /// A JSON type name for messages: "a string", "an object", ….
