@@ -209,22 +209,12 @@ struct SendCommand: AsyncParsableCommand {
         }
         let expiry = try expiration.map { try Expiration(unixSeconds: $0) }
         let collapse = collapseID.map { CollapseID($0) }
-        func standard() throws -> StandardPriority {
-            switch priority {
-            case nil, 10?: return .immediate
-            case 5?: return .powerConsiderate
-            case let other?: throw Self.disallowed(priority: other, for: type)
-            }
-        }
+        // --priority, checked by the push type; the typed notification's priority is then exact.
+        let checkedPriority = try priority.map { value throws(APNsValidationError) in try type.priority(value) }
+        func standard() -> StandardPriority { checkedPriority.flatMap(StandardPriority.init) ?? .immediate }
         switch type {
         case .alert:
-            let level: AlertNotification<RawJSONObject>.Priority
-            switch priority {
-            case nil, 10?: level = .immediate
-            case 5?: level = .powerConsiderate
-            case 1?: level = .low
-            case let other?: throw Self.disallowed(priority: other, for: .alert)
-            }
+            let level = checkedPriority.map(AlertNotification<RawJSONObject>.Priority.init) ?? .immediate
             var notification = AlertNotification(
                 bundleID: topic, appData: appData, priority: level, expiration: expiry, collapseID: collapse, apnsID: identifier
             ) {
@@ -251,7 +241,6 @@ struct SendCommand: AsyncParsableCommand {
             }
             return try notification.request(to: device)
         case .background:
-            if let priority, priority != PushType.background.defaultPriority.rawValue { throw Self.disallowed(priority: priority, for: .background) }
             return try BackgroundNotification(bundleID: topic, appData: appData, expiration: expiry, collapseID: collapse, apnsID: identifier)
                 .request(to: device)
         case .widgets:
@@ -274,7 +263,6 @@ struct SendCommand: AsyncParsableCommand {
                 topic: topic, pushMagic: pushMagic ?? "", priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier
             ).request(to: device)
         case .pushtotalk:
-            if let priority, priority != PushType.pushtotalk.defaultPriority.rawValue { throw Self.disallowed(priority: priority, for: .pushtotalk) }
             if let expiration, let required = PushType.pushtotalk.requiredExpiration, expiration != required {
                 throw UsageError("--expiration \(expiration) is not allowed for pushtotalk: it is always \(required)")
             }
@@ -305,12 +293,8 @@ struct SendCommand: AsyncParsableCommand {
         let time = Date(timeIntervalSince1970: TimeInterval(timestamp ?? Int(Date().timeIntervalSince1970)))
         let stale = staleDate.map { Date(timeIntervalSince1970: TimeInterval($0)) }
         let alert = (title != nil || body != nil) ? LiveActivityAlert(title: .text(title ?? ""), body: .text(body ?? ""), sound: sound) : nil
-        let level: StandardPriority
-        switch priority {
-        case nil, 10?: level = .immediate
-        case 5?: level = .powerConsiderate
-        case let other?: throw Self.disallowed(priority: other, for: .liveactivity)
-        }
+        let level = try priority.map { value throws(APNsValidationError) in try PushType.liveactivity.priority(value) }
+            .flatMap(StandardPriority.init) ?? .immediate
         let expiry = try expiration.map { try Expiration(unixSeconds: $0) }
         let identifier = apnsID.flatMap(APNsID.init)
         if event == LiveActivityEvent.End.name {
@@ -379,14 +363,5 @@ struct SendCommand: AsyncParsableCommand {
         default:
             throw UsageError("liveactivity needs --event start, update or end")
         }
-    }
-
-
-    /// The usage error for a priority the push type's rules do not allow, naming the ones they do.
-    static func disallowed(priority: Int, for type: PushType) -> UsageError {
-        let allowed = type.allowedPriorities.sorted(by: >).map(\.description)
-        let text = allowed.count == 1
-            ? "it is always \(allowed[0])" : "use " + allowed.dropLast().joined(separator: ", ") + " or " + (allowed.last ?? "")
-        return UsageError("--priority \(priority) is not allowed for \(type): \(text)")
     }
 }

@@ -66,7 +66,7 @@ import Testing
         #expect(badToken.stderr == "apns: Invalid device token: the token has 3 hex digits; a device token has an even number.\n")
         let badPriority = try Self.apns(["send", "--dry-run", "--push-type", "background", "--priority", "10", "--topic", "a.b", "--token", "ab"])
         #expect(badPriority.status == 2)
-        #expect(badPriority.stderr == "apns: --priority 10 is not allowed for background: it is always 5\n")
+        #expect(badPriority.stderr == "apns: Priority 10 is not allowed for background pushes: it is always 5.\n")
         let noCredentials = try Self.apns(["send", "--topic", "a.b", "--token", "ab", "--body", "x"])
         #expect(noCredentials.status == 2)
         #expect(noCredentials.stderr.hasPrefix("apns: give credentials"))
@@ -212,7 +212,7 @@ import Testing
     @Test func typeRulesAreUsageErrors() throws {
         let low = try Self.apns(["send", "--dry-run", "--push-type", "widgets", "--priority", "1", "--topic", "a.b", "--token", "ab"])
         #expect(low.status == 2)
-        #expect(low.stderr == "apns: --priority 1 is not allowed for widgets: use 10 or 5\n")
+        #expect(low.stderr == "apns: Priority 1 is not allowed for widgets pushes: use 10 or 5.\n")
         let start = try Self.apns(["send", "--dry-run", "--push-type", "liveactivity", "--event", "start", "--content-state", "{}", "--topic", "a.b", "--token", "ab"])
         #expect(start.stderr == "apns: a Live Activity start needs --attributes, --attributes-type and an alert (--title and --body)\n")
         let badge = try Self.apns(["send", "--dry-run", "--push-type", "voip", "--badge", "1", "--topic", "a.b", "--token", "ab"])

@@ -89,6 +89,28 @@ import Testing
         #expect(PushType.mdm.authentication == [.certificate])
         #expect(PushType(rawValue: "widget") == nil)
     }
+
+    /// A priority read as a number (CLI, gateway) is checked by the push type and mapped onto the
+    /// typed notification's own priority; the error names what the push type takes.
+    @Test func numericPrioritiesAreCheckedByThePushType() throws {
+        #expect(try PushType.alert.priority(1) == .low)
+        #expect(try PushType.widgets.priority(5) == .powerConsiderate)
+        #expect(try PushType.pushtotalk.priority(10) == .immediate)
+        #expect(throws: APNsValidationError.priorityNotAllowed(pushType: .widgets, priority: "1")) { try PushType.widgets.priority(1) }
+        #expect(throws: APNsValidationError.priorityNotAllowed(pushType: .alert, priority: "7")) { try PushType.alert.priority(7) }
+        #expect(APNsValidationError.priorityNotAllowed(pushType: .background, priority: "10").description
+            == "Priority 10 is not allowed for background pushes: it is always 5.")
+        #expect(APNsValidationError.priorityNotAllowed(pushType: .widgets, priority: "1").description
+            == "Priority 1 is not allowed for widgets pushes: use 10 or 5.")
+        #expect(APNsValidationError.priorityNotAllowed(pushType: .alert, priority: "7").description
+            == "Priority 7 is not allowed for alert pushes: use 10, 5 or 1.")
+        #expect(StandardPriority(.powerConsiderate) == .powerConsiderate)
+        #expect(StandardPriority(.immediate) == .immediate)
+        #expect(StandardPriority(.low) == nil)
+        #expect(AlertNotification<NoAppData>.Priority(.low) == .low)
+        #expect(AlertNotification<NoAppData>.Priority(.powerConsiderate) == .powerConsiderate)
+        #expect(AlertNotification<NoAppData>.Priority(.immediate) == .immediate)
+    }
 }
 
 @Suite struct APNsIDParsingTests {

@@ -134,8 +134,10 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
             let accepted = AuthenticationMethod.allCases.filter { pushType.authentication.contains($0) }.map(\.rawValue)
             return "\(pushType) pushes cannot be sent through a \(method) connector; APNs accepts them only with \(accepted.joined(separator: " or ")) authentication. Send them through a connector made with that credential."
         case let .priorityNotAllowed(pushType, priority):
-            let allowed = pushType.allowedPriorities.sorted(by: >).map(\.description).joined(separator: ", ")
-            return "Priority \(priority) is not allowed for \(pushType) pushes; use \(allowed)."
+            let allowed = pushType.allowedPriorities.sorted(by: >).map(\.description)
+            let advice = allowed.count == 1
+                ? "it is always \(allowed[0])" : "use " + allowed.dropLast().joined(separator: ", ") + " or " + (allowed.last ?? "")
+            return "Priority \(priority) is not allowed for \(pushType) pushes: \(advice)."
         case let .expirationRequired(pushType, seconds):
             return "\(pushType) pushes must have apns-expiration \(seconds)."
         case let .notBroadcastable(pushType):

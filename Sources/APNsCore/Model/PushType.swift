@@ -51,6 +51,24 @@ public struct PushType: Hashable, Sendable, CustomStringConvertible {
         self = known
     }
 
+    /// The priority `value` names, if this push type allows it: for code that reads a priority as
+    /// a number (from a command line, configuration or a request body) before it builds the typed
+    /// notification, whose own `Priority` type then makes the choice exact.
+    ///
+    /// ```swift
+    /// let priority = try PushType.widgets.priority(5)                  // .powerConsiderate
+    /// let level = StandardPriority(priority) ?? .immediate             // for WidgetNotification
+    /// try PushType.background.priority(10)   // throws: "… it is always 5."
+    /// ```
+    /// - Throws: ``APNsValidationError/priorityNotAllowed(pushType:priority:)``, which names the
+    ///   priorities this push type takes.
+    public func priority(_ value: Int) throws(APNsValidationError) -> PushPriority {
+        guard let priority = allowedPriorities.first(where: { $0.rawValue == value }) else {
+            throw .priorityNotAllowed(pushType: self, priority: String(value))
+        }
+        return priority
+    }
+
     /// All eleven push types Apple defines (APNs reference §3).
     public static let allCases: [PushType] = [
         .alert, .background, .complication, .controls, .fileprovider, .liveactivity, .location,

@@ -7,6 +7,16 @@ public enum StandardPriority: Hashable, Sendable, CaseIterable {
     /// 5: deliver when it saves power.
     case powerConsiderate
 
+    /// The standard priority with this `apns-priority` value; `nil` for `.low` (1), which only
+    /// alerts take.
+    public init?(_ priority: PushPriority) {
+        switch priority {
+        case .immediate: self = .immediate
+        case .powerConsiderate: self = .powerConsiderate
+        default: return nil
+        }
+    }
+
     /// The `apns-priority` header value.
     public var pushPriority: PushPriority {
         switch self {

@@ -237,14 +237,15 @@ struct NotificationSpec: Sendable {
             }
         }
         let collapse = try reader.string("collapse-id").map { CollapseID($0) }
-        let priority = try reader.integer("priority")
-        func standard() throws(RequestProblem) -> StandardPriority {
-            switch priority {
-            case nil, 10?: return .immediate
-            case 5?: return .powerConsiderate
-            case let other?: throw disallowed(other, for: type)
-            }
+        // Checked by the push type (the library's message); the typed priority is then exact.
+        let priority: PushPriority?
+        let number = try reader.integer("priority")
+        do throws(APNsValidationError) {
+            priority = try number.map { value throws(APNsValidationError) in try type.priority(value) }
+        } catch {
+            throw RequestProblem(field: "priority", error.description)
         }
+        func standard() -> StandardPriority { priority.flatMap(StandardPriority.init) ?? .immediate }
         func appData() throws(RequestProblem) -> RawJSONObject {
             guard let data = reader.fields["data"] else { return try raw("{}", field: "data") }
             guard case .object = data else { throw RequestProblem(field: "data", "is \(data.typeName); app data is a JSON object") }
@@ -252,13 +253,7 @@ struct NotificationSpec: Sendable {
         }
         switch type {
         case .alert:
-            let level: AlertNotification<RawJSONObject>.Priority
-            switch priority {
-            case nil, 10?: level = .immediate
-            case 5?: level = .powerConsiderate
-            case 1?: level = .low
-            case let other?: throw disallowed(other, for: .alert)
-            }
+            let level = priority.map(AlertNotification<RawJSONObject>.Priority.init) ?? .immediate
             let alert = try reader.alert()
             let badge = try reader.integer("badge")
             let sound = try reader.string("sound")
@@ -288,39 +283,37 @@ struct NotificationSpec: Sendable {
                 if let target { TargetContentID(target) }
             }
         case .background:
-            if let priority, priority != type.defaultPriority.rawValue { throw disallowed(priority, for: type) }
             return BackgroundNotification(bundleID: app, appData: try appData(), expiration: expiration, collapseID: collapse)
         case .voip:
-            return VoIPNotification(bundleID: app, appData: try appData(), priority: try standard(), expiration: expiration, collapseID: collapse)
+            return VoIPNotification(bundleID: app, appData: try appData(), priority: standard(), expiration: expiration, collapseID: collapse)
         case .complication:
             return ComplicationNotification(
-                bundleID: app, appData: try appData(), priority: try standard(), expiration: expiration, collapseID: collapse)
+                bundleID: app, appData: try appData(), priority: standard(), expiration: expiration, collapseID: collapse)
         case .pushtotalk:
-            if let priority, priority != type.defaultPriority.rawValue { throw disallowed(priority, for: type) }
             if let value = try reader.integer("expiration"), let required = type.requiredExpiration, value != required {
                 throw RequestProblem(field: "expiration", "pushtotalk notifications always expire at once (\(required)); leave it out")
             }
             return PushToTalkNotification(bundleID: app, appData: try appData(), collapseID: collapse)
         case .widgets:
-            return WidgetNotification(bundleID: app, priority: try standard(), expiration: expiration, collapseID: collapse)
+            return WidgetNotification(bundleID: app, priority: standard(), expiration: expiration, collapseID: collapse)
         case .controls:
-            return ControlsNotification(bundleID: app, priority: try standard(), expiration: expiration, collapseID: collapse)
+            return ControlsNotification(bundleID: app, priority: standard(), expiration: expiration, collapseID: collapse)
         case .location:
-            return LocationNotification(bundleID: app, priority: try standard(), expiration: expiration, collapseID: collapse)
+            return LocationNotification(bundleID: app, priority: standard(), expiration: expiration, collapseID: collapse)
         case .fileprovider:
             guard let container = try reader.string("container-identifier"), let domain = try reader.string("domain") else {
                 throw RequestProblem(field: "container-identifier", "fileprovider needs \"container-identifier\" and \"domain\"")
             }
             return FileProviderNotification(
-                bundleID: app, containerIdentifier: container, domain: domain, priority: try standard(), expiration: expiration,
+                bundleID: app, containerIdentifier: container, domain: domain, priority: standard(), expiration: expiration,
                 collapseID: collapse)
         case .mdm:
             guard let magic = try reader.string("push-magic") else {
                 throw RequestProblem(field: "push-magic", "mdm needs the device's \"push-magic\" string")
             }
-            return MDMNotification(topic: app, pushMagic: magic, priority: try standard(), expiration: expiration, collapseID: collapse)
+            return MDMNotification(topic: app, pushMagic: magic, priority: standard(), expiration: expiration, collapseID: collapse)
         default:
-            return try liveActivity(app: app, reader, priority: try standard(), expiration: expiration, collapse: collapse)
+            return try liveActivity(app: app, reader, priority: standard(), expiration: expiration, collapse: collapse)
         }
     }
 
@@ -386,14 +379,6 @@ struct NotificationSpec: Sendable {
 
     private static func raw(_ text: String, field: String) throws(RequestProblem) -> RawJSONObject {
         do { return try RawJSONObject(text) } catch { throw RequestProblem(field: field, error.description) }
-    }
-
-    private static func disallowed(_ priority: Int, for type: PushType) -> RequestProblem {
-        let allowed = type.allowedPriorities.map(\.rawValue).sorted(by: >).map(String.init)
-        return RequestProblem(
-            field: "priority",
-            "\(priority) is not allowed for \(type.rawValue): "
-                + (allowed.count == 1 ? "it is always \(allowed[0])" : "use " + allowed.joined(separator: " or ")))
     }
 }
 

@@ -30,6 +30,15 @@ public struct AlertNotification<AppData: Encodable & Sendable>: TokenDeliverable
         /// 1: lowest; delivered when the device is awake anyway.
         case low
 
+        /// The alert priority with this `apns-priority` value (every value is one).
+        public init(_ priority: PushPriority) {
+            switch priority {
+            case .powerConsiderate: self = .powerConsiderate
+            case .low: self = .low
+            default: self = .immediate
+            }
+        }
+
         /// The `apns-priority` header value.
         public var pushPriority: PushPriority {
             switch self {
