@@ -167,6 +167,8 @@ public final class Dispatcher: Service, Sendable {
         }
         // Devices go through the bulk path (a channel's notification has none).
         if !devices.isEmpty {
+            // The devices that have their outcome from the bulk send (some may be written already).
+            var answered: Set<String> = []
             do {
                 let results = try bulkSendOutcomes(
                     spec.notification, via: connector, to: devices, timeout: configuration.timeout, retry: configuration.retry,
@@ -174,6 +176,7 @@ public final class Dispatcher: Service, Sendable {
                 var lastWrite = ContinuousClock.now
                 for try await outcome in results {
                     guard let delivery = byToken[outcome.device.token] else { continue }
+                    answered.insert(outcome.device.token)
                     pending.append(record(outcome.result, claimed, delivery, app: spec.app))
                     if pending.count >= configuration.writeBatch || ContinuousClock.now - lastWrite >= configuration.writeInterval {
                         await write(pending)
@@ -184,7 +187,8 @@ public final class Dispatcher: Service, Sendable {
             } catch {
                 // The connector refused the notification as a whole (its authentication cannot send
                 // this push type, say): every device-send ends with that reason, nothing was sent.
-                for delivery in claimed.deliveries where !pending.contains(where: { $0.position == delivery.position }) {
+                for device in devices where !answered.contains(device.token) {
+                    guard let delivery = byToken[device.token] else { continue }
                     pending.append(failure(claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: "\(error)", final: true))
                 }
             }
