@@ -15,28 +15,12 @@ fuzz=""
 [ "${1:-}" = "--smoke" ] && smoke=true
 [ "${1:-}" = "--fuzz" ] && { smoke=true; fuzz=${2:-200}; }
 
-build() { swift build "$@" >"${TMPDIR:-/tmp}/gateway-build.log" 2>&1 || { cat "${TMPDIR:-/tmp}/gateway-build.log" >&2; exit 1; }; }
-build --package-path "$root" --product apns
-build --package-path "$root/Gateway" --product apns-gateway
+source "$root/Scripts/mock-apns.sh"
+build_quietly gateway-build.log --package-path "$root" --product apns
+build_quietly gateway-build.log --package-path "$root/Gateway" --product apns-gateway
 apns="$(swift build --package-path "$root" --show-bin-path)/apns"
 gateway="$(swift build --package-path "$root/Gateway" --show-bin-path)/apns-gateway"
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-# The mock server prints its address and the credentials it generated, one per line.
-"$apns" mock-server --dir "$work" --allow-frequent-token-updates >"$work/mock.out" &
-pids+=($!)
-for _ in $(seq 100); do grep -q '^client-cert' "$work/mock.out" 2>/dev/null && break; sleep 0.1; done
-listening=$(awk '/^listening/ {print $2}' "$work/mock.out")
-read -r _ key_file _ key_id _ team_id < <(grep '^key-file' "$work/mock.out")
-echo "mock APNs on $listening"
+start_mock_apns "$apns" --allow-frequent-token-updates
 
 database="$work/queue.sqlite"
 api_key=$("$gateway" add-key --database "$database" --name example --app com.example.app --rate 100)
@@ -47,8 +31,7 @@ $smoke && port=0
   >"$work/gateway.out" 2>"$work/gateway.log" &
 gateway_pid=$!
 pids+=($gateway_pid)
-for _ in $(seq 100); do grep -q '^listening' "$work/gateway.out" 2>/dev/null && break; sleep 0.1; done
-address=$(awk '/^listening/ {print $2}' "$work/gateway.out")
+address=$(wait_for_listening "$work/gateway.out")
 if [ -z "$address" ]; then cat "$work/gateway.log"; echo "the gateway did not start" >&2; exit 1; fi
 echo "push gateway on http://$address (SQLite queue $database)"
 

@@ -11,28 +11,12 @@ example="$root/Examples/PushService"
 smoke=false
 [ "${1:-}" = "--smoke" ] && smoke=true
 
-build() { swift build "$@" >"${TMPDIR:-/tmp}/push-service-build.log" 2>&1 || { cat "${TMPDIR:-/tmp}/push-service-build.log" >&2; exit 1; }; }
-build --package-path "$root" --product apns
-build --package-path "$example"
+source "$root/Scripts/mock-apns.sh"
+build_quietly push-service-build.log --package-path "$root" --product apns
+build_quietly push-service-build.log --package-path "$example"
 apns="$(swift build --package-path "$root" --show-bin-path)/apns"
 service="$(swift build --package-path "$example" --show-bin-path)/PushService"
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-# The mock server prints its address and the credentials it generated, one per line.
-"$apns" mock-server --dir "$work" >"$work/mock.out" &
-pids+=($!)
-for _ in $(seq 100); do grep -q '^client-cert' "$work/mock.out" 2>/dev/null && break; sleep 0.1; done
-listening=$(awk '/^listening/ {print $2}' "$work/mock.out")
-read -r _ key_file _ key_id _ team_id < <(grep '^key-file' "$work/mock.out")
-echo "mock APNs on $listening"
+start_mock_apns "$apns"
 
 port=8080
 $smoke && port=0
@@ -41,8 +25,7 @@ APNS_HOST="$listening" APNS_CA_FILE="$work/ca.pem" APNS_KEY_FILE="$key_file" APN
   "$service" >"$work/service.out" 2>"$work/service.log" &
 service_pid=$!
 pids+=($service_pid)
-for _ in $(seq 100); do grep -q '^listening' "$work/service.out" 2>/dev/null && break; sleep 0.1; done
-address=$(awk '/^listening/ {print $2}' "$work/service.out")
+address=$(wait_for_listening "$work/service.out")
 if [ -z "$address" ]; then cat "$work/service.log"; echo "the service did not start" >&2; exit 1; fi
 echo "push service on http://$address"
 
