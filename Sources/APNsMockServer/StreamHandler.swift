@@ -40,11 +40,19 @@ final class ConnectionContext {
         }
     }
 
-    /// Ends the connection abruptly: with `reset`, SO_LINGER 0 so the kernel sends RST.
+    /// Ends the connection abruptly. With `reset`, as a crashed peer or a middlebox does: the TCP
+    /// RST alone (SO_LINGER 0), closed below TLS so no close_notify goes before it.
     func drop(reset: Bool) {
         let channel = channel
         if reset, let socket = channel as? any SocketOptionProvider {
-            socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
+            socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in
+                // An outbound event from the TLS handler's context starts below that handler.
+                if let tls = try? channel.pipeline.syncOperations.context(handlerType: NIOSSLServerHandler.self) {
+                    tls.close(promise: nil)
+                } else {
+                    channel.close(promise: nil)
+                }
+            }
         } else {
             channel.close(promise: nil)
         }
