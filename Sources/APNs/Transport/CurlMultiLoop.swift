@@ -597,9 +597,17 @@ final class CurlMultiLoop: @unchecked Sendable {
             case nil:
                 if code == CURLE_OPERATION_TIMEDOUT, transfer.written { closeIfStalled(transfer) }
                 let detail = errorMessage(of: easy)
-                result = .failure(Transfer.failure(
-                    code: code, message: detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail,
-                    delivery: transfer.delivery))
+                let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+                if transfer.written, transfer.localPort != 0, !hasOpenSocket(localPort: transfer.localPort) {
+                    // The connection the request was written on is closed and never answered it.
+                    // What libcurl reports last (a timeout or connect error while it waited for a
+                    // new connection, the framing layer giving up) does not change that.
+                    result = .failure(TransportError(
+                        kind: .connectionLost, delivery: .unknown, curlCode: Int(code.rawValue),
+                        message: "the connection failed after the request was written and before APNs answered (then: \(message))"))
+                } else {
+                    result = .failure(Transfer.failure(code: code, message: message, delivery: transfer.delivery))
+                }
             }
         }
         if breaker != nil { record(CircuitBreaker.signal(for: result), probe: transfer.isProbe) }
@@ -680,6 +688,12 @@ final class CurlMultiLoop: @unchecked Sendable {
                 "APNs connection stalled: a request timed out with nothing answered since it was written; closing it",
                 metadata: ["apns.connection.local_port": "\(port)"])
         }
+    }
+
+    /// Whether a socket libcurl opened and has not closed is bound to `localPort` (a connection
+    /// shut down as stalled still counts until libcurl closes it).
+    private func hasOpenSocket(localPort port: Int32) -> Bool {
+        openSockets.contains { localPort(of: $0) == port }
     }
 
     /// The local port a socket is bound to, or 0.
