@@ -77,7 +77,18 @@ import FoundationNetworking
         try server.certificateAuthorityPEM.write(to: caFile, atomically: true, encoding: .utf8)
         let queue = try await TestStore(backend)
         let store = queue.store
-        let database = queue.url
+        var database = queue.url
+        // A password in the PostgreSQL URL (the test cluster's trust authentication never asks for
+        // it) must not reach the logs either.
+        var databasePassword: String?
+        if backend == .postgres, var components = URLComponents(string: database) {
+            let password = "pw-\(UUID().uuidString)"
+            components.password = password
+            if let withPassword = components.string {
+                database = withPassword
+                databasePassword = password
+            }
+        }
         let apiKey = GatewayAPI.makeAPIKey()
         try await store.addAPIKey(APIKey(name: "crash", hash: GatewayAPI.hash(apiKey: apiKey), apps: ["com.example.app"], requestsPerSecond: 100))
         let arguments = [
@@ -119,13 +130,15 @@ import FoundationNetworking
         #expect(Set(idsPerToken.values.flatMap { $0 }).count == tokens.count)
         // Only what the killed process had claimed and not yet written back can be sent twice.
         #expect(duplicates <= Dispatcher.Configuration().claimBatch, "\(duplicates) duplicates")
-        // Every log line, at trace level, of both processes: no API key, no signing key, no JWT.
+        // Every log line, at trace level, of both processes: no API key, no signing key, no JWT, no
+        // database password.
         let logs = try ["first.log", "second.log"].map { try String(contentsOf: folder.appendingPathComponent($0), encoding: .utf8) }.joined()
         #expect(logs.contains("APNs provider token minted"), "the logs were read")
         #expect(!logs.contains(apiKey))
         let keyLines = signingKey.privateKeyPEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }
         #expect(keyLines.allSatisfy { !logs.contains($0) })
         #expect(!logs.lowercased().contains("bearer ey"))
+        if let databasePassword { #expect(!logs.contains(databasePassword)) }
         print("crash safety (\(backend)): \(sentBeforeKill) sent before SIGKILL (queue depth \(depthAtKill)), \(duplicates) sent twice after the restart, 0 lost")
         try await server.stop()
         await queue.remove()
