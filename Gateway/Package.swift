@@ -74,6 +74,7 @@ let package = Package(
                 "GatewayCommand",
                 .product(name: "APNs", package: "swift-apns"),
                 .product(name: "APNsMockServer", package: "swift-apns"),
+                .product(name: "APNsTesting", package: "swift-apns"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -22,9 +22,12 @@ import FoundationNetworking
         let process = Process()
         let address: String
 
-        init(arguments: [String], log: URL) throws {
+        init(arguments: [String], environment: [String: String] = [:], log: URL) throws {
             process.executableURL = CrashSafetyTests.binary
             process.arguments = ["serve", "--port", "0"] + arguments
+            if !environment.isEmpty {
+                process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            }
             let out = Pipe()
             process.standardOutput = out
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
