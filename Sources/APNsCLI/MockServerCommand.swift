@@ -10,7 +10,7 @@ struct MockServerCommand: AsyncParsableCommand {
         discussion: """
             Writes a generated CA, a .p8 signing key the server accepts and a client certificate for \
             --bundle-id into --dir (a new temporary folder by default), prints their paths, and \
-            serves until interrupted. --fault makes it misbehave on purpose: reset-after:N,             close-after:N, never-answer, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE,             goaway:AFTER:CODE:LOWER-BY[:DEBUG], status:CODE[:RETRY-AFTER].
+            serves until interrupted. --fault makes it misbehave on purpose: reset-after:N,             close-after:N, never-answer, stall-handshake, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE,             goaway:AFTER:CODE:LOWER-BY[:DEBUG], status:CODE[:RETRY-AFTER].
             """)
 
     @Option(help: "Port to listen on; 0 picks a free one.") var port = 0
@@ -29,7 +29,7 @@ struct MockServerCommand: AsyncParsableCommand {
         try await Failure.reporting {
             let injected = try fault.map { text throws -> MockAPNsServer.Fault in
                 guard let parsed = MockAPNsServer.Fault(parsing: text) else {
-                    throw UsageError("--fault \(text) is not a fault; use reset-after:N, close-after:N, never-answer, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE, goaway:AFTER:CODE:LOWER-BY[:DEBUG] or status:CODE[:RETRY-AFTER]")
+                    throw UsageError("--fault \(text) is not a fault; use reset-after:N, close-after:N, never-answer, stall-handshake, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE, goaway:AFTER:CODE:LOWER-BY[:DEBUG] or status:CODE[:RETRY-AFTER]")
                 }
                 return parsed
             }

@@ -30,6 +30,9 @@ extension MockAPNsServer {
         /// Answers every request with `status`, an optional `Retry-After` and `body` (not APNs' JSON
         /// unless you make it so), without processing it.
         case respond(status: Int, retryAfter: Int?, body: String)
+        /// Accepts the TCP connection and never goes on with its TLS handshake, as an overloaded
+        /// front end or a black-holing middlebox does; the client's connect timeout ends it.
+        case stallHandshake
 
         public var description: String {
             switch self {
@@ -41,6 +44,7 @@ extension MockAPNsServer {
             case .resetStreamsAfterProcessing(let code): return "RST_STREAM \(code) after processing"
             case .goAway(let n, let code, _, let lower): return "GOAWAY \(code) after \(n), last-stream-id lower by \(lower)"
             case .respond(let status, let retryAfter, _): return "\(status) retry-after \(retryAfter.map(String.init) ?? "-")"
+            case .stallHandshake: return "stall the TLS handshake"
             }
         }
     }
@@ -49,7 +53,7 @@ extension MockAPNsServer {
 
 extension MockAPNsServer.Fault {
     /// Reads a fault from its command-line form (`apns mock-server --fault …`):
-    /// `reset-after:N`, `close-after:N`, `never-answer`, `delay:MILLISECONDS`, `rst-stream:CODE`,
+    /// `reset-after:N`, `close-after:N`, `never-answer`, `stall-handshake`, `delay:MILLISECONDS`, `rst-stream:CODE`,
     /// `rst-stream-after-processing:CODE`, `goaway:AFTER:CODE:LOWER-BY[:DEBUG-DATA]`,
     /// `status:CODE[:RETRY-AFTER-SECONDS]` (the body is then `{"reason":"ServiceUnavailable"}` for
     /// 503, `{"reason":"TooManyRequests"}` for 429, `{"reason":"InternalServerError"}` for 500, and
@@ -61,6 +65,7 @@ extension MockAPNsServer.Fault {
         case ("reset-after", 2): guard let n = number(1), n > 0 else { return nil }; self = .resetAfterProcessing(requests: n)
         case ("close-after", 2): guard let n = number(1), n > 0 else { return nil }; self = .closeAfterProcessing(requests: n)
         case ("never-answer", 1): self = .neverAnswer
+        case ("stall-handshake", 1): self = .stallHandshake
         case ("delay", 2): guard let ms = number(1) else { return nil }; self = .delay(.milliseconds(ms))
         case ("rst-stream", 2): guard let code = number(1) else { return nil }; self = .resetStreams(errorCode: UInt32(clamping: code))
         case ("rst-stream-after-processing", 2):

@@ -143,7 +143,9 @@ public final class MockAPNsServer: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let fault = state.connectionOpened()
-                    if let delay = configuration.tlsHandshakeDelay {
+                    if case .stallHandshake? = fault {
+                        try channel.pipeline.syncOperations.addHandler(HoldInbound(for: nil))
+                    } else if let delay = configuration.tlsHandshakeDelay {
                         try channel.pipeline.syncOperations.addHandler(HoldInbound(for: delay))
                     }
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
@@ -242,17 +244,22 @@ public enum MockServerError: Error, CustomStringConvertible {
 }
 
 /// Holds a connection's inbound bytes for a while, then lets them through: a slow TLS handshake.
+/// With no delay it holds them for good: a handshake that never goes on.
 final class HoldInbound: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
 
-    private let delay: Duration
+    private let delay: Duration?
     private var held: [NIOAny] = []
     private var open = false
 
-    init(for delay: Duration) { self.delay = delay }
+    init(for delay: Duration?) { self.delay = delay }
 
     func channelActive(context: ChannelHandlerContext) {
+        guard let delay else {
+            context.fireChannelActive()
+            return
+        }
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         context.eventLoop.scheduleTask(in: .nanoseconds(delay.nanoseconds)) {
             let (handler, context) = loopBound.value

@@ -215,7 +215,7 @@ final class StreamHandler: ChannelInboundHandler {
             }
             context.flush()
             if counted { connection.streamFinished() }
-        case .goAway:
+        case .goAway, .stallHandshake:
             return false
         }
         return true

@@ -151,12 +151,13 @@ import Testing
         #expect(MockAPNsServer.Fault(parsing: "reset-after:20") == .resetAfterProcessing(requests: 20))
         #expect(MockAPNsServer.Fault(parsing: "close-after:5") == .closeAfterProcessing(requests: 5))
         #expect(MockAPNsServer.Fault(parsing: "never-answer") == .neverAnswer)
+        #expect(MockAPNsServer.Fault(parsing: "stall-handshake") == .stallHandshake)
         #expect(MockAPNsServer.Fault(parsing: "delay:1500") == .delay(.milliseconds(1500)))
         #expect(MockAPNsServer.Fault(parsing: "rst-stream:7") == .resetStreams(errorCode: 7))
         #expect(MockAPNsServer.Fault(parsing: "rst-stream-after-processing:2") == .resetStreamsAfterProcessing(errorCode: 2))
         #expect(MockAPNsServer.Fault(parsing: "goaway:100:0:10:bye") == .goAway(afterRequests: 100, errorCode: 0, debugData: "bye", lowerBy: 10))
         #expect(MockAPNsServer.Fault(parsing: "status:503:2") == .respond(status: 503, retryAfter: 2, body: #"{"reason":"ServiceUnavailable"}"#))
-        for bad in ["", "reset-after", "reset-after:0", "reset-after:-1", "delay:x", "status:700", "status:503:soon", "explode"] {
+        for bad in ["", "reset-after", "reset-after:0", "reset-after:-1", "delay:x", "status:700", "status:503:soon", "stall-handshake:1", "explode"] {
             #expect(MockAPNsServer.Fault(parsing: bad) == nil, "\(bad)")
         }
         let run = try? Self.apns(["mock-server", "--fault", "explode"])

@@ -156,4 +156,52 @@ import Testing
         await connector.shutdown(gracePeriod: .seconds(1))
         try await fixture.stop()
     }
+
+    /// libcurl 7.88 sends again, on a new connection, a request that got no response byte on a
+    /// reused connection that died. When that connection never finishes its handshake, the re-send
+    /// fails (connect timeout) before the transport's pre-request callback can stop it — but the
+    /// request was written, and processed, on the connection that died: connection-lost and
+    /// unknown, never a timeout, and never sent twice.
+    @Test func aReSendThatCannotConnectIsStillConnectionLost() async throws {
+        let fixture = try await Fixture.start { $0.recordsRequests = false }
+        let connector = try fixture.tokenConnector(adjust: {
+            $0.connectTimeout = Duration.milliseconds(300).scaledForSanitizers
+            $0.requestTimeout = Duration.seconds(10).scaledForSanitizers
+        })
+        // An answered send; then the connection is retired and the next one resets (a bare TCP
+        // RST) once it has processed 20 requests.
+        _ = try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("warm") }, via: connector, to: .test)
+        fixture.server.inject(.resetAfterProcessing(requests: 20), connections: 1)
+        fixture.server.goAwayAll()
+        let ids = (0..<20).map { _ in APNsID() }
+        let outcomes = await withTaskGroup(of: Result<APNsResponse, APNsError>.self) { group in
+            func start(_ index: Int) {
+                group.addTask {
+                    let notification = AlertNotification(bundleID: Fixture.bundleID, apnsID: ids[index]) { Alert("n\(index)") }
+                    do throws(APNsError) { return .success(try await send(notification, via: connector, to: .test)) } catch { return .failure(error) }
+                }
+            }
+            for index in 0..<19 { start(index) }
+            // Every connection from now on stalls its handshake; the 20th request sets off the reset.
+            let waitUntil = ContinuousClock.now + Duration.seconds(5).scaledForSanitizers
+            while fixture.server.processedCounts.count < 19, ContinuousClock.now < waitUntil { try? await Task.sleep(for: .milliseconds(2)) }
+            fixture.server.inject(.stallHandshake)
+            start(19)
+            var results: [Result<APNsResponse, APNsError>] = []
+            for await result in group { results.append(result) }
+            return results
+        }
+        var failures: [TransportError] = []
+        for outcome in outcomes {
+            if case .failure(.transport(let failure)) = outcome { failures.append(failure) } else { Issue.record("not a transport failure: \(outcome)") }
+        }
+        #expect(failures.count == 20)
+        let kinds = Dictionary(grouping: failures, by: { "\($0.kind) curl \($0.curlCode.map(String.init) ?? "-")" }).mapValues(\.count)
+        #expect(failures.allSatisfy { $0.kind == .connectionLost && $0.delivery == .unknown }, "\(kinds)")
+        #expect(ids.allSatisfy { fixture.server.processedCount(apnsID: $0.description) == 1 })
+        print("re-send with a stalled handshake: \(kinds), connections \(fixture.server.connectionCount)")
+        fixture.server.inject(nil)
+        await connector.shutdown(gracePeriod: .seconds(1))
+        try await fixture.stop()
+    }
 }
