@@ -211,6 +211,13 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// set `false` to save that (refused streams and new connections are still logged and counted).
     /// With neither a logger nor metrics, GOAWAYs are never watched and cost nothing.
     public var reportsGoAway: Bool = true
+    /// Whether the connector's `Service.run()` keeps a connection to APNs open while it runs, so
+    /// no send waits for a handshake: it opens one when `run()` starts, and again whenever none is
+    /// left (the server closed it or sent GOAWAY, a keepalive failed) or the idle one is about to
+    /// pass ``maximumIdleTime``. Nothing is written on it until a send; failures are retried after
+    /// 1 s, doubling to 60 s, and count for the ``circuitBreaker`` like a send's. A connector that
+    /// is not run as a service connects on its first send either way.
+    public var keepsConnectionWarm: Bool = true
 
     /// Transport settings; every default is what a production sender wants.
     ///

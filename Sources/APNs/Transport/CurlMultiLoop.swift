@@ -37,6 +37,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         case cancel(Transfer)
         /// Cancels every transfer of one bulk send, in flight or queued.
         case cancelOwned(BulkOwner)
+        /// From now until shutdown, keep a connection to `url`'s host open (``keepWarm(url:)``).
+        case keepWarm(url: String)
     }
 
     /// Where the loop is in its life.
@@ -97,6 +99,18 @@ final class CurlMultiLoop: @unchecked Sendable {
     private let watchesGoAway: Bool
     private var breaker: CircuitBreaker?
     let maximumInFlight: Int
+    /// Keep-warm (``keepWarm(url:)``): the URL a warm-up transfer asks for (its host is what
+    /// counts: nothing is ever written), the one in flight, and when the next may start.
+    private var warmURL: String?
+    private var warmUp: Transfer?
+    private var nextWarmUp = ContinuousClock.now
+    private var warmUpFailures = 0
+    /// An idle connection's socket became readable (a GOAWAY, a close, a keepalive failure):
+    /// libcurl does not watch idle connections, so a warm-up makes it look.
+    private var idleConnectionStirred = false
+    /// When the last transfer ended, while keeping warm: an idle connection is replaced before
+    /// libcurl would refuse to reuse it (`maximumIdleSeconds`).
+    private var lastActivity = ContinuousClock.now
 
     /// How often requests waiting in the queue are checked against their deadlines.
     static let deadlineSweepInterval: Duration = .milliseconds(50)
@@ -120,8 +134,18 @@ final class CurlMultiLoop: @unchecked Sendable {
     func submit(_ operation: Operation) {
         switch operation {
         case .add(let transfer): submit(batch: [transfer])
-        case .cancel, .cancelOwned: post([operation], transfers: [])
+        case .cancel, .cancelOwned, .keepWarm: post([operation], transfers: [])
         }
+    }
+
+    /// Until shutdown, keeps a connection to `url`'s host open and ready, writing nothing on it:
+    /// one is opened now, and again whenever none is left (closed by the server, a GOAWAY, a failed
+    /// keepalive) or the idle one is about to be too old to reuse. A warm-up transfer runs libcurl's
+    /// connect (or its reuse check) and is stopped by the pre-request callback before any byte of
+    /// a request; the connection stays in libcurl's cache for the next send. Failures are retried
+    /// with back-off (1 s doubling to 60 s), and count for the circuit breaker like a send's.
+    func keepWarm(url: String) {
+        submit(.keepWarm(url: url))
     }
 
     /// Queues transfers with one lock and at most one wake-up.
@@ -224,11 +248,13 @@ final class CurlMultiLoop: @unchecked Sendable {
                 case .add(let transfer): enqueue(transfer)
                 case .cancel(let transfer): cancel(transfer, on: multi)
                 case .cancelOwned(let owner): cancelAll(ownedBy: owner, on: multi)
+                case .keepWarm(let url): warmURL = url
                 }
             }
             var pollLimit = Duration.seconds(1)
             if case .draining(let until) = phase {
                 let now = ContinuousClock.now
+                if let warmUp, !warmUp.finished { cancel(warmUp, on: multi) }  // a drain does not wait for it
                 if (waitingHead == waiting.count && active.values.allSatisfy(\.finished)) || now >= until {
                     return stop(on: multi)
                 }
@@ -239,6 +265,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             curl_multi_perform(multi, &running)
             collectFinished(on: multi)
             startWaiting(on: multi)
+            if warmURL != nil, case .running = phase { warmUpIfNeeded(on: multi) }
             if waitingHead < waiting.count { pollLimit = min(pollLimit, CurlMultiLoop.deadlineSweepInterval) }
             wakes.run()
             let sleep = inbox.withLock { state -> Bool in
@@ -246,9 +273,86 @@ final class CurlMultiLoop: @unchecked Sendable {
                 state.sleeping = true
                 return true
             }
-            if sleep { curl_multi_poll(multi, nil, 0, Int32(clamping: max(1, pollLimit.millisecondsRoundedUp)), nil) }
+            if sleep { poll(multi, upTo: pollLimit, phase: phase) }
         }
     }
+
+    /// Sleeps in `curl_multi_poll` until libcurl's sockets, a wake-up or `limit`; while keeping
+    /// warm with nothing in flight, also until an idle connection's socket is readable.
+    private func poll(_ multi: UnsafeMutableRawPointer, upTo limit: Duration, phase: Phase) {
+        var limit = limit
+        let keepingWarm: Bool
+        if warmURL != nil, case .running = phase, warmUp == nil, active.isEmpty {
+            let now = ContinuousClock.now
+            if nextWarmUp > now { limit = min(limit, nextWarmUp - now) }  // the next attempt on time
+            keepingWarm = nextWarmUp <= now
+        } else {
+            keepingWarm = false
+        }
+        let milliseconds = Int32(clamping: max(1, limit.millisecondsRoundedUp))
+        guard keepingWarm, !openSockets.isEmpty else {
+            curl_multi_poll(multi, nil, 0, milliseconds, nil)
+            return
+        }
+        var watched = openSockets.map { curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0) }
+        curl_multi_poll(multi, &watched, UInt32(watched.count), milliseconds, nil)
+        if watched.contains(where: { $0.revents != 0 }) { idleConnectionStirred = true }
+    }
+
+    /// Keep-warm: starts a warm-up transfer when nothing else would touch the connection and
+    /// there is none ready (or the idle one stirred, or is about to be too old to reuse).
+    private func warmUpIfNeeded(on multi: UnsafeMutableRawPointer) {
+        guard let warmURL, warmUp == nil, active.isEmpty, waitingHead == waiting.count else { return }
+        let now = ContinuousClock.now
+        guard now >= nextWarmUp else { return }
+        // libcurl refuses a connection idle for more than `maximumIdleSeconds` (whole seconds);
+        // replace it a little after that, while nothing waits for it.
+        let tooOld = now - lastActivity > .seconds(settings.maximumIdleSeconds + 2)
+        guard awaitingConnection || idleConnectionStirred || tooOld else { return }
+        idleConnectionStirred = false
+        let transfer = Transfer(
+            url: warmURL, method: .get, headerList: CurlMultiLoop.noHeaders, body: CurlMultiLoop.noBody,
+            deadline: now + .milliseconds(settings.connectTimeoutMilliseconds) + .seconds(1), device: nil, owner: nil)
+        transfer.isWarmUp = true
+        transfer.completion = .warmUp { [self] failure in warmUpEnded(failure) }
+        warmUp = transfer
+        transfer.queued = true
+        start(transfer, on: multi)
+    }
+
+    /// A warm-up transfer ended (on the loop thread): schedules the next attempt after a failure.
+    private func warmUpEnded(_ failure: TransportError?) {
+        warmUp = nil
+        lastActivity = .now
+        guard let failure else {
+            warmUpFailures = 0
+            // Spaced, so a socket that stays readable cannot make the loop spin on warm-ups.
+            nextWarmUp = .now + CurlMultiLoop.warmUpSpacing
+            return
+        }
+        if failure.kind == .cancelled || failure.kind == .shutDown { return }
+        warmUpFailures += 1
+        let backOff = min(Duration.seconds(60), .seconds(1) * (1 << min(warmUpFailures - 1, 6)))
+        let delay = backOff * Double.random(in: 0.8...1.2)
+        nextWarmUp = .now + delay
+        guard observability.isEnabled else { return }
+        let metadata: Logger.Metadata = [
+            "error.type": "\(failure.kind)", "error.message": "\(failure.message)",
+            "apns.keep_warm.failures": "\(warmUpFailures)", "apns.keep_warm.retry_ms": "\(delay / .milliseconds(1))",
+        ]
+        if warmUpFailures == 1 {
+            observability.logger.notice("APNs connection could not be opened ahead of sends; trying again", metadata: metadata)
+        } else {
+            observability.logger.debug("APNs connection could not be opened ahead of sends; trying again", metadata: metadata)
+        }
+    }
+
+    /// The least time between two warm-ups.
+    static let warmUpSpacing: Duration = .milliseconds(250)
+
+    /// What a warm-up transfer carries: nothing it would ever write.
+    private static let noHeaders = HeaderList(authorization: nil, headers: [])
+    private static let noBody = RequestBody([])
 
     /// Fails everything left, releases libcurl, and tells whoever awaits the shutdown.
     private func stop(on multi: UnsafeMutableRawPointer) {
@@ -546,9 +650,25 @@ final class CurlMultiLoop: @unchecked Sendable {
             if let errorBuffer = errorBuffers[easy] { configureOnce(easy, errorBuffer: errorBuffer) }
         }
         defer { recycle(easy) }
+        if warmURL != nil { lastActivity = .now }
         guard !transfer.finished else {
             // Cancelled or timed out while libcurl had it.
             if transfer.isProbe { record(.neutral, probe: true) }
+            return
+        }
+        if transfer.isWarmUp {
+            // It stops itself at the pre-request callback: ready means it got there over HTTP/2.
+            if transfer.retry == .warmedUp {
+                if breaker != nil { record(.healthy, probe: transfer.isProbe) }
+                transfer.resumeWarmedUp()
+                return
+            }
+            let detail = errorMessage(of: easy)
+            let failure = transfer.retry == .notHTTP2
+                ? TransportError.notHTTP2NothingWritten
+                : Transfer.failure(code: code, message: detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail, delivery: .notSent)
+            if breaker != nil { record(CircuitBreaker.signal(for: .failure(failure)), probe: transfer.isProbe) }
+            transfer.resume(.failure(failure))
             return
         }
         let result: Result<APNsHTTPResponse, any Error>
@@ -586,14 +706,13 @@ final class CurlMultiLoop: @unchecked Sendable {
                 }
                 return
             case .connectionDied?:
-                result = .failure(TransportError(
-                    kind: .connectionLost, delivery: .unknown, curlCode: Int(code.rawValue),
-                    message: "the connection failed after the request was written and before APNs answered"))
+                result = .failure(TransportError.connectionLost(curlCode: Int(code.rawValue)))
             case .cancelled?:
                 result = .failure(TransportError.cancelled(delivery: .notSent))
             case .notHTTP2?:
-                result = .failure(TransportError(
-                    kind: .notHTTP2, delivery: .notSent, message: "the server did not negotiate HTTP/2 (ALPN h2); nothing was written"))
+                result = .failure(TransportError.notHTTP2NothingWritten)
+            case .warmedUp?:  // only a warm-up stops there, and it returned above
+                result = .failure(TransportError(kind: .other, delivery: .notSent, message: "stopped before anything was written"))
             case nil:
                 if code == CURLE_OPERATION_TIMEDOUT, transfer.written { closeIfStalled(transfer) }
                 let detail = errorMessage(of: easy)
@@ -602,9 +721,7 @@ final class CurlMultiLoop: @unchecked Sendable {
                     // The connection the request was written on is closed and never answered it.
                     // What libcurl reports last (a timeout or connect error while it waited for a
                     // new connection, the framing layer giving up) does not change that.
-                    result = .failure(TransportError(
-                        kind: .connectionLost, delivery: .unknown, curlCode: Int(code.rawValue),
-                        message: "the connection failed after the request was written and before APNs answered (then: \(message))"))
+                    result = .failure(TransportError.connectionLost(curlCode: Int(code.rawValue), then: message))
                 } else {
                     result = .failure(Transfer.failure(code: code, message: message, delivery: transfer.delivery))
                 }

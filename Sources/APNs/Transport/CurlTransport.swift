@@ -18,6 +18,8 @@ final class CurlTransport: Sendable {
     private let loop: CurlMultiLoop
     let requestTimeout: Duration
     let shutdownGracePeriod: Duration
+    /// Whether the connector's `Service.run()` keeps a connection open (``keepWarm(_:)``).
+    let keepsConnectionWarm: Bool
     /// The header list of the last request: consecutive requests with the same headers (a bulk
     /// send, one notification to many devices) share one `curl_slist`.
     private let lastHeaders = Locked<(key: HeaderKey, list: HeaderList)?>(nil)
@@ -32,6 +34,7 @@ final class CurlTransport: Sendable {
         try configuration.validate()
         requestTimeout = configuration.requestTimeout
         shutdownGracePeriod = configuration.shutdownGracePeriod
+        keepsConnectionWarm = configuration.keepsConnectionWarm
         var trustedCA: [UInt8]?
         if let source = configuration.trustedCertificateAuthority {
             do throws(CredentialError) { trustedCA = try OpenSSL.load(source) } catch { throw .credential(error) }
@@ -54,6 +57,12 @@ final class CurlTransport: Sendable {
     /// (``TransportError/Kind-swift.struct/shutDown``), and returns once libcurl is released.
     func shutdown(gracePeriod: Duration) async {
         await loop.shutdown(gracePeriod: gracePeriod)
+    }
+
+    /// Until shutdown, keeps a connection to `endpoint` open and ready without writing anything on
+    /// it (``CurlMultiLoop/keepWarm(url:)``).
+    func keepWarm(_ endpoint: APNsEnvironment.Endpoint) {
+        loop.keepWarm(url: endpoint.baseURL + "/")
     }
 
     /// Requests the transport hands to libcurl at once; more wait in its queue.

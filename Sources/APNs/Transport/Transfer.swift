@@ -24,6 +24,9 @@ final class Transfer: @unchecked Sendable {
     enum Completion {
         case task(CheckedContinuation<APNsHTTPResponse, any Error>)
         case callback(@Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void)
+        /// A keep-warm transfer (``isWarmUp``), on the loop thread: nil once its connection is
+        /// ready, else why none could be made.
+        case warmUp(@Sendable (TransportError?) -> Void)
     }
 
     /// What the transport decided when libcurl wanted to send the request again.
@@ -36,6 +39,8 @@ final class Transfer: @unchecked Sendable {
         case cancelled
         /// The server did not agree to HTTP/2 (ALPN): stopped before anything was written.
         case notHTTP2
+        /// A keep-warm transfer reached a ready HTTP/2 connection and stopped there, as it always does.
+        case warmedUp
     }
 
     let url: String
@@ -72,6 +77,8 @@ final class Transfer: @unchecked Sendable {
     var resubmissions = 0
     /// The circuit breaker's probe: its outcome opens or closes the circuit.
     var isProbe = false
+    /// Opens (or checks) a connection and writes nothing: the pre-request callback always stops it.
+    var isWarmUp = false
     /// The connection the request was written to (its local port), and when.
     var localPort: Int32 = 0
     var writtenAt = ContinuousClock.now
@@ -102,6 +109,10 @@ final class Transfer: @unchecked Sendable {
     /// Returns `CURL_PREREQFUNC_OK` or `CURL_PREREQFUNC_ABORT`.
     func willSend(localPort: Int32) -> Int32 {
         attempts += 1
+        if isWarmUp {
+            retry = easy.map { ccurl_negotiated_h2($0) != 0 } == true ? .warmedUp : .notHTTP2
+            return Int32(CURL_PREREQFUNC_ABORT)
+        }
         var osErrno = 0
         if let easy { _ = ccurl_easy_getinfo_long(easy, CURLINFO_OS_ERRNO, &osErrno) }
         if attempts == 1 {
@@ -143,8 +154,22 @@ final class Transfer: @unchecked Sendable {
         switch completion {
         case .task(let continuation)?: continuation.resume(with: result)
         case .callback(let deliver)?: deliver(device, result)
+        case .warmUp(let done)?:
+            switch result {
+            case .success: done(nil)
+            case .failure(let error as TransportError): done(error)
+            case .failure(let error): done(TransportError(kind: .other, delivery: .notSent, message: "\(error)"))
+            }
         case nil: break
         }
+        completion = nil
+    }
+
+    /// Ends a keep-warm transfer that reached a ready connection (it never gets a response).
+    func resumeWarmedUp() {
+        guard !finished else { return }
+        finished = true
+        if case .warmUp(let done)? = completion { done(nil) }
         completion = nil
     }
 

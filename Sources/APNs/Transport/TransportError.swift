@@ -106,6 +106,18 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
     static func cancelled(delivery: Delivery) -> TransportError {
         TransportError(kind: .cancelled, delivery: delivery, message: "the send was cancelled")
     }
+
+    /// The connection chose a protocol other than HTTP/2 and the request was stopped before it was written.
+    static let notHTTP2NothingWritten = TransportError(
+        kind: .notHTTP2, delivery: .notSent, message: "the server did not negotiate HTTP/2 (ALPN h2); nothing was written")
+
+    /// The request was written and its connection closed before APNs answered; `then` is what
+    /// libcurl reported last, when it is not that failure itself.
+    static func connectionLost(curlCode: Int, then: String? = nil) -> TransportError {
+        let message = "the connection failed after the request was written and before APNs answered"
+        return TransportError(
+            kind: .connectionLost, delivery: .unknown, curlCode: curlCode, message: then.map { message + " (then: \($0))" } ?? message)
+    }
 }
 
 /// Whether a failed notification may have been delivered.
