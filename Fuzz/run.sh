@@ -3,16 +3,19 @@
 #
 #   bash Fuzz/run.sh              # 1,000,000 inputs each (minutes)
 #   bash Fuzz/run.sh 20000        # a short run (CI)
+#   bash Fuzz/run.sh 20000 mock   # only the named harnesses
 #
 # Harnesses (Fuzz/Harnesses): responses (status, headers, body from the server), json (writer and
 # app-data encoder: output must parse and round-trip), tokens (device token and apns-id parsing),
 # credentials (.p8, PEM, encrypted PEM, PKCS#12 and DER certificates through libcrypto, Apple's topic
-# list). Any crash, leak (LeakSanitizer,
+# list), mock (the mock server's request validation: any request gets an answer APNs could give).
+# Any crash, leak (LeakSanitizer,
 # on by default with ASan on Linux) or violated invariant fails the run; its input is kept in
 # .build-fuzz/artifacts. Prints one line per harness and exits non-zero if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-1000000}
+harnesses=${2:-responses json tokens credentials mock}
 out=.build-fuzz
 mkdir -p "$out/artifacts"
 flags=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 -package-name swift_apns)
@@ -21,16 +24,28 @@ core=$(find Sources/APNsCore -name '*.swift' | sort)
 # CCrypto and APNsCore (the rest of APNs imports swift-log, swift-metrics, tracing and
 # service-lifecycle, which a swiftc-only build does not have).
 apns=$(find Sources/APNs/Credentials -name '*.swift' | sort)
+# The mock harness needs only the validator and what it reads (the rest of the mock imports SwiftNIO
+# and swift-crypto): it is compiled into a module named like the mock's, with its own context.
+mock=(Sources/APNsMockServer/{ValidationContext,RequestValidator,PayloadShape,RecordedRequest}.swift)
 maps=(-Xcc -fmodule-map-file=Sources/CCurl/module.modulemap -Xcc -fmodule-map-file=Sources/CCrypto/module.modulemap)
 quiet() { grep -v -E "Cannot export local symbol|^$" || true; }
+
+core_module() {
+  [ -f "$out/libAPNsCore.a" ] && [ "$out/libAPNsCore.a" -nt "$0" ] && [ -z "$(find Sources/APNsCore -newer "$out/libAPNsCore.a" -name '*.swift')" ] && return
+  swiftc "${flags[@]}" -module-name APNsCore -emit-module -emit-module-path "$out/APNsCore.swiftmodule" \
+    -emit-library -static -o "$out/libAPNsCore.a" $core 2>&1 | quiet
+}
 
 build() {
   local name=$1
   case $name in
+    mock)
+      core_module
+      swiftc "${flags[@]}" -module-name APNsMockServer -I "$out" "${mock[@]}" Fuzz/Harnesses/FuzzInput.swift \
+        Fuzz/Harnesses/MockRequests.swift -L "$out" -lAPNsCore -o "$out/$name" 2>&1 | quiet ;;
     credentials)
       # APNsCore as its own module; the harness is compiled into APNs to reach its internals.
-      swiftc "${flags[@]}" -module-name APNsCore -emit-module -emit-module-path "$out/APNsCore.swiftmodule" \
-        -emit-library -static -o "$out/libAPNsCore.a" $core 2>&1 | quiet
+      core_module
       swiftc "${flags[@]}" -module-name APNs -I "$out" "${maps[@]}" $apns Fuzz/Harnesses/FuzzInput.swift \
         Fuzz/Harnesses/Credentials.swift -L "$out" -lAPNsCore -lcurl -lssl -lcrypto -o "$out/$name" 2>&1 | quiet ;;
     *)
@@ -41,7 +56,7 @@ build() {
 
 failed=0
 printf '%-12s %10s %8s %s\n' harness inputs seconds result
-for name in responses json tokens credentials; do
+for name in $harnesses; do
   target=$name
   [ "$name" = json ] && target=JSON
   if ! build "$target" || [ ! -x "$out/$target" ]; then

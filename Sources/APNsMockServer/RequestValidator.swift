@@ -48,7 +48,8 @@ struct RequestValidator {
         "apns-channel-id", "apns-request-id",
     ]
 
-    let state: ServerState
+    /// The server's side of the answer (``ServerState`` when serving; the fuzz harness's own).
+    let state: any ValidationContext
 
     func evaluate(_ request: Incoming) -> Verdict {
         var seen = Set<String>()
@@ -92,7 +93,7 @@ struct RequestValidator {
         {
             return mismatch
         }
-        if checkAllowedBundles, let allowed = state.configuration.allowedBundleIDs, !allowed.contains(bundleID) { return .topicDisallowed }
+        if checkAllowedBundles, let allowed = state.allowedBundleIDs, !allowed.contains(bundleID) { return .topicDisallowed }
         return nil
     }
 
@@ -114,7 +115,7 @@ struct RequestValidator {
 
         // APNs requires apns-push-type only for watchOS and takes a request without it as an alert
         // (APNs reference §2); `strict` refuses it, as no correct client omits it.
-        guard let pushTypeName = request.header("apns-push-type") ?? (state.configuration.strict ? nil : PushType.alert.rawValue) else {
+        guard let pushTypeName = request.header("apns-push-type") ?? (state.strict ? nil : PushType.alert.rawValue) else {
             return .reject(.missingPushType, authentication)
         }
         guard let pushType = PushType(rawValue: pushTypeName) else { return .reject(.invalidPushType, authentication) }
@@ -182,7 +183,7 @@ struct RequestValidator {
         guard !body.isEmpty else { return .payloadEmpty }
         guard body.count <= limit else { return .payloadTooLarge }
         guard let json = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return .badRequestPayload }
-        guard PayloadShape.isValid(json, for: pushType, broadcast: broadcast, strict: state.configuration.strict) else {
+        guard PayloadShape.isValid(json, for: pushType, broadcast: broadcast, strict: state.strict) else {
             return .badRequestPayload
         }
         return nil

@@ -2,12 +2,8 @@ import APNsCore
 import Foundation
 
 /// What the mock server shares across connections and threads, behind one lock.
-final class ServerState: Sendable {
-    struct Scripted: Sendable {
-        var status: Int
-        var reason: APNsRejection.Reason
-        var timestamp: Int64?
-    }
+final class ServerState: ValidationContext {
+    typealias Scripted = ScriptedRejection
 
     private struct Mutable {
         var records: [RecordedRequest] = []
@@ -41,6 +37,9 @@ final class ServerState: Sendable {
         self.configuration = configuration
         verifier = try TokenVerifier(keys: configuration.signingKeys)
     }
+
+    var strict: Bool { configuration.strict }
+    var allowedBundleIDs: Set<String>? { configuration.allowedBundleIDs }
 
     func verifyToken(_ authorization: String) -> TokenVerifier.Outcome {
         let now = Int(configuration.clock().timeIntervalSince1970)

@@ -10,10 +10,7 @@ struct TokenVerifier: Sendable {
         let key: P256.Signing.PublicKey
     }
 
-    enum Outcome: Equatable {
-        case valid(teamID: String, keyID: String, issuedAt: Int)
-        case rejected(APNsRejection.Reason)
-    }
+    typealias Outcome = TokenCheck
 
     let keys: [String: Registered]
 

@@ -1,0 +1,37 @@
+import APNsCore
+
+/// What ``RequestValidator`` asks of the server besides the request itself: whether a provider
+/// token verifies, scripted rejections, broadcast channels, and the two settings that change an
+/// answer.
+///
+/// It keeps the validator free of SwiftNIO and swift-crypto (``ServerState`` and its
+/// ``TokenVerifier`` hold those), so the validator builds with APNsCore alone: the libFuzzer
+/// harness `Fuzz/Harnesses/MockRequests.swift` compiles it that way, with a context of its own.
+protocol ValidationContext: Sendable {
+    /// Refuse what APNs tolerates but no correct client sends (``MockAPNsServer/Configuration/strict``).
+    var strict: Bool { get }
+    /// The bundle ids token connections may push to; nil for any (``MockAPNsServer/Configuration/allowedBundleIDs``).
+    var allowedBundleIDs: Set<String>? { get }
+    /// Verifies an `authorization` header's provider token (APNs reference §7).
+    func verifyToken(_ authorization: String) -> TokenCheck
+    /// The answer a test scripted for a device token, if any.
+    func scriptedRejection(for token: String) -> ScriptedRejection?
+    /// Creates a channel and returns its id, or nil at the per-app limit.
+    func createChannel(bundleID: String, policy: MessageStoragePolicy) -> String?
+    func channelPolicy(bundleID: String, id: String) -> MessageStoragePolicy?
+    func channelIDs(bundleID: String) -> [String]
+    func deleteChannel(bundleID: String, id: String)
+}
+
+/// What a provider token check found.
+enum TokenCheck: Equatable, Sendable {
+    case valid(teamID: String, keyID: String, issuedAt: Int)
+    case rejected(APNsRejection.Reason)
+}
+
+/// An answer scripted for one device token (``MockAPNsServer/reject(deviceToken:with:status:timestamp:)``).
+struct ScriptedRejection: Sendable {
+    var status: Int
+    var reason: APNsRejection.Reason
+    var timestamp: Int64?
+}
