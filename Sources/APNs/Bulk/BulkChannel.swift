@@ -152,39 +152,38 @@ final class BulkChannel<Element: Sendable>: Sendable {
     /// pass (``DeferredWakes``) for everything the pass delivered, instead of once per result.
     func deliver(_ element: Element) {
         let deferredWakes = DeferredWakes.current
-        let action = state.withLock { state -> DeliverAction in
+        // What to do after the lock, in plain variables: an enum of generic continuations here
+        // was copied and destroyed through the runtime's value witnesses, about 1,300
+        // instructions per push.
+        var receiver: CheckedContinuation<Element?, Never>?
+        var producer: (CheckedContinuation<Int, Never>, Int)?
+        var scheduleWake = false
+        state.withLock { state in
             state.outstanding -= 1
-            if state.closed { return .none }
-            if let receiver = state.waitingReceiver {
-                if deferredWakes != nil {
-                    state.items.append(element)
-                    if state.wakeScheduled { return .none }
-                    state.wakeScheduled = true
-                    return .scheduleWake
-                }
-                // Handed straight to the waiting consumer: read, so its permit is free again.
-                state.waitingReceiver = nil
-                state.taken -= 1
-                return .handOver(receiver, state.grantToWaitingProducer(limit: limit, wakeBatch: wakeBatch))
+            if state.closed { return }
+            guard let waiting = state.waitingReceiver else {
+                state.items.append(element)
+                return
             }
-            state.items.append(element)
-            return .none
+            if deferredWakes != nil {
+                state.items.append(element)
+                if !state.wakeScheduled {
+                    state.wakeScheduled = true
+                    scheduleWake = true
+                }
+                return
+            }
+            // Handed straight to the waiting consumer: read, so its permit is free again.
+            state.waitingReceiver = nil
+            state.taken -= 1
+            receiver = waiting
+            producer = state.grantToWaitingProducer(limit: limit, wakeBatch: wakeBatch)
         }
-        switch action {
-        case .none:
-            break
-        case .scheduleWake:
-            deferredWakes?.schedule { [self] in wakeReceiver() }
-        case .handOver(let receiver, let producer):
+        if scheduleWake { deferredWakes?.schedule { [self] in wakeReceiver() } }
+        if let receiver {
             receiver.resume(returning: element)
             if let (continuation, granted) = producer { continuation.resume(returning: granted) }
         }
-    }
-
-    private enum DeliverAction {
-        case none
-        case scheduleWake
-        case handOver(CheckedContinuation<Element?, Never>, (CheckedContinuation<Int, Never>, Int)?)
     }
 
     /// The deferred wake-up: hands the first result to the consumer if it is still waiting.
@@ -203,6 +202,20 @@ final class BulkChannel<Element: Sendable>: Sendable {
     }
 
     // MARK: Consumer
+
+    /// The next outcome if one is waiting to be read, without suspending; nil when none is (the
+    /// consumer then calls ``receive()``, which also tells the end apart).
+    func receiveIfReady() -> Element? {
+        var producer: (CheckedContinuation<Int, Never>, Int)?
+        let item = state.withLock { state -> Element? in
+            guard let item = state.popFirst() else { return nil }
+            state.taken -= 1
+            producer = state.grantToWaitingProducer(limit: limit, wakeBatch: wakeBatch)
+            return item
+        }
+        if let (continuation, granted) = producer { continuation.resume(returning: granted) }
+        return item
+    }
 
     /// The next outcome, or nil once everything started was read (or the channel was closed).
     func receive() async -> Element? {

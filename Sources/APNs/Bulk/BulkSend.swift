@@ -245,7 +245,21 @@ public struct BulkSendResults: AsyncSequence, Sendable {
 
     /// A device, what the connector returned for it (before interpretation), how long it took
     /// from when its request was started, and how many attempts it took.
-    typealias Raw = (device: Device, result: Result<APNsHTTPResponse, any Error>, duration: Duration, attempts: Int)
+    /// (A struct, not a tuple: a tuple in a generic channel goes through the runtime's generic
+    /// tuple witnesses for every copy.)
+    struct Raw: Sendable {
+        var device: Device
+        var result: Result<APNsHTTPResponse, any Error>
+        var duration: Duration
+        var attempts: Int
+
+        init(_ device: Device, _ result: Result<APNsHTTPResponse, any Error>, _ duration: Duration, _ attempts: Int) {
+            self.device = device
+            self.result = result
+            self.duration = duration
+            self.attempts = attempts
+        }
+    }
 
     private let start: @Sendable (BulkChannel<Raw>) -> Task<Void, Never>
     private let limit: Int
@@ -342,7 +356,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                         try? await Task.sleep(for: delay)
                         guard !owner.isCancelled else {
                             if observability.isEnabled { observability.sendsInFlight.decrement() }
-                            return channel.deliver((device, result, ContinuousClock.now - started, attempt))
+                            return channel.deliver(Raw(device, result, ContinuousClock.now - started, attempt))
                         }
                         connector.submit(
                             template, to: [device], apnsID: apnsID, deadline: deadline, owner: owner,
@@ -350,7 +364,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                     }
                 } else {
                     if observability.isEnabled { observability.sendsInFlight.decrement() }
-                    channel.deliver((device, result, ContinuousClock.now - started, attempt))
+                    channel.deliver(Raw(device, result, ContinuousClock.now - started, attempt))
                 }
             }
         }
@@ -395,8 +409,8 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                         let (result, attempts) = await attempt(request, via: connector, shipped: nil, deadline: deadline, retry: retry)
                         let duration = ContinuousClock.now - started
                         switch result {
-                        case .success(let response): channel.deliver((device, .success(response), duration, attempts))
-                        case .failure(let error): channel.deliver((device, .failure(error), duration, attempts))
+                        case .success(let response): channel.deliver(Raw(device, .success(response), duration, attempts))
+                        case .failure(let error): channel.deliver(Raw(device, .failure(error), duration, attempts))
                         }
                     }
                     started += 1
@@ -446,12 +460,17 @@ public struct BulkSendResults: AsyncSequence, Sendable {
 
         /// The next outcome, or nil when every device has one (or the send was cancelled).
         public mutating func next() async throws(APNsError) -> BulkOutcome? {
-            try await Iterator.receive(from: channel, producer: producer)
+            // An outcome already there is read without suspending or a cancellation handler (most
+            // are: the transport delivers them in batches). A cancelled reader takes the slow path,
+            // which cancels the send.
+            if let channel, !Task.isCancelled, let raw = channel.receiveIfReady() { return Iterator.outcome(raw, producer: producer) }
+            return try await Iterator.receive(from: channel, producer: producer)
         }
 
         /// The next outcome, or nil when every device has one (or the send was cancelled).
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(APNsError) -> BulkOutcome? {
-            try await Iterator.receive(from: channel, producer: producer)
+            if let channel, !Task.isCancelled, let raw = channel.receiveIfReady() { return Iterator.outcome(raw, producer: producer) }
+            return try await Iterator.receive(from: channel, producer: producer)
         }
 
         private static func receive(from channel: BulkChannel<Raw>?, producer: Producer?) async throws(APNsError) -> BulkOutcome? {
@@ -461,10 +480,16 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             } onCancel: { [producer] in
                 producer?.cancel()
             }
-            guard let (device, result, duration, attempts) = raw else {
+            guard let raw else {
                 producer?.observation.finish(cancelled: Task.isCancelled)
                 return nil
             }
+            return outcome(raw, producer: producer)
+        }
+
+        /// What the reader sees of one device's raw result, recorded for the span and metrics.
+        private static func outcome(_ raw: Raw, producer: Producer?) -> BulkOutcome {
+            let (device, result, duration, attempts) = (raw.device, raw.result, raw.duration, raw.attempts)
             let outcome: BulkOutcome
             switch result {
             case .success(let response):

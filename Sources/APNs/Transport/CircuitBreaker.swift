@@ -61,6 +61,10 @@ struct CircuitBreaker {
         return false
     }
 
+    /// Closed with no failure counted: a healthy signal changes nothing (the common case, checked
+    /// first so a success costs no clock read and no write).
+    var isSteady: Bool { isClosed && consecutiveFailures == 0 && failedProbes == 0 }
+
     /// The cool-down of an open circuit: how long from when it opened until a probe.
     private(set) var coolDown: Duration?
 

@@ -19,6 +19,8 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: the submitting side sets `completion` before handing the transfer to the
 /// loop (the inbox lock publishes it); from then on only the loop thread touches its mutable state.
+/// That state is `@exclusivity(unchecked)` for the same reason as ``CurlMultiLoop``'s: one thread,
+/// no overlapping access, and a dynamic check on every callback was measurable.
 final class Transfer: @unchecked Sendable {
     /// Who hears the result: a suspended task, or a function called on the loop thread.
     enum Completion {
@@ -55,33 +57,33 @@ final class Transfer: @unchecked Sendable {
     /// When the send gives up, wherever the request is waiting: set when the send is made.
     let deadline: ContinuousClock.Instant
 
-    var completion: Completion?
-    var easy: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) var completion: Completion?
+    @exclusivity(unchecked) var easy: UnsafeMutableRawPointer?
     /// The easy handle's `CURLOPT_ERRORBUFFER`.
-    var errorBuffer: UnsafeMutablePointer<CChar>?
-    var responseHeaders: [APNsRequest.Header] = []
-    var responseBody: [UInt8] = []
+    @exclusivity(unchecked) var errorBuffer: UnsafeMutablePointer<CChar>?
+    @exclusivity(unchecked) var responseHeaders: [APNsRequest.Header] = []
+    @exclusivity(unchecked) var responseBody: [UInt8] = []
     /// Loop-thread state: cancellation was asked for; the `add` was processed; the result was
     /// delivered.
-    var cancelled = false
-    var queued = false
-    var finished = false
+    @exclusivity(unchecked) var cancelled = false
+    @exclusivity(unchecked) var queued = false
+    @exclusivity(unchecked) var finished = false
     /// The request may have reached a server: libcurl was about to write it, and no refusal since
     /// proved otherwise.
-    var written = false
+    @exclusivity(unchecked) var written = false
     /// Pre-request calls in the current libcurl run.
-    var attempts = 0
+    @exclusivity(unchecked) var attempts = 0
     /// The socket errno libcurl had recorded when the request was first written.
-    var baselineErrno = 0
-    var retry: Retry?
+    @exclusivity(unchecked) var baselineErrno = 0
+    @exclusivity(unchecked) var retry: Retry?
     var resubmissions = 0
     /// The circuit breaker's probe: its outcome opens or closes the circuit.
-    var isProbe = false
+    @exclusivity(unchecked) var isProbe = false
     /// Opens (or checks) a connection and writes nothing: the pre-request callback always stops it.
     var isWarmUp = false
     /// The connection the request was written to (its local port), and when.
-    var localPort: Int32 = 0
-    var writtenAt = ContinuousClock.now
+    @exclusivity(unchecked) var localPort: Int32 = 0
+    @exclusivity(unchecked) var writtenAt = ContinuousClock.now
 
     /// A guard against pathological loops; the deadline is what normally ends resubmission.
     static let maximumResubmissions = 100
@@ -176,16 +178,23 @@ final class Transfer: @unchecked Sendable {
     /// One raw header line from libcurl: a status line starts a new response, anything else is
     /// `name: value`.
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
-        // The status line ("HTTP/2 200"), which has no colon, starts a new response.
-        if line.starts(with: "HTTP/".utf8) {
+        // The status line ("HTTP/2 200"), which has no colon, starts a new response. (Compared byte
+        // by byte: this runs for every header line of every response.)
+        if line.count >= 5, line[0] == 0x48, line[1] == 0x54, line[2] == 0x54, line[3] == 0x50, line[4] == 0x2F {
             responseHeaders.removeAll()
             return
         }
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
         // HTTP/2 header names arrive in lowercase; lowercase only when a server sent otherwise.
-        let rawName = line[..<colon]
-        let name = rawName.contains(where: { (65...90).contains($0) })
-            ? String(decoding: rawName, as: UTF8.self).lowercased() : String(decoding: rawName, as: UTF8.self)
+        let rawName = UnsafeRawBufferPointer(rebasing: line[..<colon])
+        let name: String
+        if let known = Transfer.knownHeaderNames.first(where: { $0.bytes.count == rawName.count && $0.bytes.elementsEqual(rawName) }) {
+            name = known.name  // APNs' own headers: no new string
+        } else if rawName.contains(where: { (65...90).contains($0) }) {
+            name = String(decoding: rawName, as: UTF8.self).lowercased()
+        } else {
+            name = String(decoding: rawName, as: UTF8.self)
+        }
         var start = colon + 1
         var end = line.count
         while start < end, line[start] == UInt8(ascii: " ") || line[start] == UInt8(ascii: "\t") { start += 1 }
@@ -194,6 +203,10 @@ final class Transfer: @unchecked Sendable {
         }
         responseHeaders.append(.init(name: name, value: String(decoding: line[start..<end], as: UTF8.self)))
     }
+
+    /// The response headers APNs sends, as they arrive (lowercase).
+    private static let knownHeaderNames: [(name: String, bytes: [UInt8])] = ["apns-id", "apns-unique-id", "content-type", "retry-after"]
+        .map { ($0, Array($0.utf8)) }
 
     /// The transport failure libcurl reported with `code`, classified by the code alone.
     static func failure(code: CURLcode, message: String, delivery: Delivery) -> TransportError {

@@ -19,7 +19,10 @@ import Darwin
 /// `@unchecked Sendable`: every access to `value` happens between `pthread_mutex_lock` and
 /// `pthread_mutex_unlock` on `mutex`, which is allocated once and never moves.
 package final class Locked<Value>: @unchecked Sendable {
-    private var value: Value
+    /// No dynamic exclusivity check: the mutex already makes every access exclusive (a nested
+    /// `withLock` would deadlock before it could overlap), and the check cost about 80
+    /// instructions per call on the send path.
+    @exclusivity(unchecked) private var value: Value
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     package init(_ value: Value) {
