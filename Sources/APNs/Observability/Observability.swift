@@ -305,7 +305,7 @@ struct RequestSummary: Sendable {
 
     /// The device token of a `/3/device/<token>` path.
     static func device(inPath path: String) -> String? {
-        let prefix = "/3/device/"
+        let prefix = Device.pathPrefix
         guard path.hasPrefix(prefix) else { return nil }
         return String(path.dropFirst(prefix.count))
     }

@@ -115,6 +115,8 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// When the last transfer ended, while keeping warm: an idle connection is replaced before
     /// libcurl would refuse to reuse it (`maximumIdleSeconds`).
     @exclusivity(unchecked) private var lastActivity = ContinuousClock.now
+    /// Where ``configure(_:for:timeoutMilliseconds:)`` assembles each request's URL.
+    @exclusivity(unchecked) private var urlBuffer: [UInt8] = []
 
     /// How often requests waiting in the queue are checked against their deadlines.
     static let deadlineSweepInterval: Duration = .milliseconds(50)
@@ -315,7 +317,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         guard awaitingConnection || idleConnectionStirred || tooOld else { return }
         idleConnectionStirred = false
         let transfer = Transfer(
-            url: warmURL, method: .get, headerList: CurlMultiLoop.noHeaders, body: CurlMultiLoop.noBody,
+            urlPrefix: warmURL, method: .get, headerList: CurlMultiLoop.noHeaders, body: CurlMultiLoop.noBody,
             deadline: now + .milliseconds(settings.connectTimeoutMilliseconds) + .seconds(1), device: nil, owner: nil)
         transfer.isWarmUp = true
         transfer.completion = .warmUp { [self] failure in warmUpEnded(failure) }
@@ -559,7 +561,12 @@ final class CurlMultiLoop: @unchecked Sendable {
             if quiet { quietTransfer = transfer }
             _ = ccurl_easy_setopt_long(easy, CURLOPT_VERBOSE, quiet ? 0 : 1)
         }
-        _ = ccurl_easy_setopt_string(easy, CURLOPT_URL, transfer.url)
+        // libcurl copies the URL; it is assembled in one reused buffer (no string per push).
+        urlBuffer.removeAll(keepingCapacity: true)
+        urlBuffer.append(contentsOf: transfer.urlPrefix.utf8)
+        urlBuffer.append(contentsOf: transfer.urlSuffix.utf8)
+        urlBuffer.append(0)
+        urlBuffer.withUnsafeBytes { _ = ccurl_easy_setopt_string(easy, CURLOPT_URL, $0.bindMemory(to: CChar.self).baseAddress) }
         _ = ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeoutMilliseconds))
         switch transfer.method {
         case .post:

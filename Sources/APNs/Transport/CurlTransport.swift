@@ -82,12 +82,12 @@ final class CurlTransport: Sendable {
         _ request: APNsRequest, endpoint: APNsEnvironment.Endpoint, authorization: String?, deadline: ContinuousClock.Instant
     ) async throws -> APNsHTTPResponse {
         let transfer = Transfer(
-            url: endpoint.baseURL + request.path, method: request.method,
+            urlPrefix: endpoint.baseURL, urlSuffix: request.path, method: request.method,
             headerList: headerList(authorization: authorization, headers: request.headers),
             body: RequestBody(request.body), deadline: deadline, device: nil, owner: nil)
         if Task.isCancelled { throw TransportError.cancelled(delivery: .notSent) }
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
+            try await withUnsafeThrowingContinuation { continuation in
                 transfer.completion = .task(continuation)
                 loop.submit(.add(transfer))
             }
@@ -109,13 +109,13 @@ final class CurlTransport: Sendable {
         guard !devices.isEmpty else { return }
         let headers = headerList(authorization: authorization, headers: template.headers)
         let body = RequestBody(template.body)
-        let base = endpoint.baseURL
+        let urlPrefix = endpoint.baseURL + Device.pathPrefix
         var transfers: [Transfer] = []
         transfers.reserveCapacity(devices.count)
         for device in devices {
             // A device's own apns-id goes in one list node ahead of the shared list.
             let transfer = Transfer(
-                url: base + device.path, method: template.method,
+                urlPrefix: urlPrefix, urlSuffix: device.token, method: template.method,
                 headerList: apnsID.map { HeaderList(first: "apns-id: " + $0(device).description, then: headers) } ?? headers, body: body,
                 deadline: deadline, device: device, owner: owner)
             transfer.completion = .callback(completion)

@@ -23,8 +23,13 @@ import Synchronization
 /// no overlapping access, and a dynamic check on every callback was measurable.
 final class Transfer: @unchecked Sendable {
     /// Who hears the result: a suspended task, or a function called on the loop thread.
+    ///
+    /// The task's continuation is an `UnsafeContinuation`: ``resume(_:)`` runs it at most once
+    /// (`finished`), and every transfer is finished exactly once (the loop's invariant, which the
+    /// fault-matrix tests count). With a `CheckedContinuation` (resilient, so of unknown layout)
+    /// in this enum, each copy of a transfer's completion went through runtime witnesses.
     enum Completion {
-        case task(CheckedContinuation<APNsHTTPResponse, any Error>)
+        case task(UnsafeContinuation<APNsHTTPResponse, any Error>)
         case callback(@Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void)
         /// A keep-warm transfer (``isWarmUp``), on the loop thread: nil once its connection is
         /// ready, else why none could be made.
@@ -45,7 +50,11 @@ final class Transfer: @unchecked Sendable {
         case warmedUp
     }
 
-    let url: String
+    /// The URL in two parts, written one after the other when the request is configured: a bulk
+    /// send's shared `https://host:port/3/device/` and each device's token, so no URL string is
+    /// built per push.
+    let urlPrefix: String
+    let urlSuffix: String
     let method: APNsRequest.Method
     /// Shared by every transfer with the same headers.
     let headerList: HeaderList
@@ -89,10 +98,11 @@ final class Transfer: @unchecked Sendable {
     static let maximumResubmissions = 100
 
     init(
-        url: String, method: APNsRequest.Method, headerList: HeaderList, body: RequestBody,
+        urlPrefix: String, urlSuffix: String = "", method: APNsRequest.Method, headerList: HeaderList, body: RequestBody,
         deadline: ContinuousClock.Instant, device: Device?, owner: BulkOwner?
     ) {
-        self.url = url
+        self.urlPrefix = urlPrefix
+        self.urlSuffix = urlSuffix
         self.method = method
         self.headerList = headerList
         self.body = body

@@ -59,7 +59,10 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The request path for this device (APNs reference §2).
-    public var path: String { "/3/device/" + token }
+    public var path: String { Device.pathPrefix + token }
+
+    /// What every device's path starts with; the token follows.
+    package static let pathPrefix = "/3/device/"
 
     /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { token }
