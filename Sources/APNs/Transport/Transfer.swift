@@ -211,6 +211,8 @@ final class Transfer: @unchecked Sendable {
         while end > start, line[end - 1] == UInt8(ascii: "\r") || line[end - 1] == UInt8(ascii: "\n") || line[end - 1] == UInt8(ascii: " ") {
             end -= 1
         }
+        // Room for APNs' few headers at once, not one reallocation per header.
+        if responseHeaders.capacity == 0 { responseHeaders.reserveCapacity(4) }
         responseHeaders.append(.init(name: name, value: String(decoding: line[start..<end], as: UTF8.self)))
     }
 
