@@ -23,11 +23,15 @@ enum Workload {
         }
     }
 
-    /// Device `index`: a 32-byte token.
+    /// Device `index`: a 32-byte token, 0xA5 bytes ending in the index, built on the stack as the
+    /// C loop builds its (`device_url` in Benchmarks/CLibcurlReference), so both pay the same to
+    /// make a push's device.
     static func device(_ index: Int) -> Device {
-        var bytes = [UInt8](repeating: 0xA5, count: 32)
-        withUnsafeBytes(of: UInt64(index).bigEndian) { bytes.replaceSubrange(24..<32, with: $0) }
-        return (try? Device(tokenBytes: bytes)) ?? (try! Device(token: "00"))
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { bytes in
+            bytes.initialize(repeating: 0xA5)
+            for byte in 0..<8 { bytes[31 - byte] = UInt8(truncatingIfNeeded: UInt64(index) >> (8 * UInt64(byte))) }
+            return (try? Device(tokenBytes: UnsafeBufferPointer(bytes))) ?? (try! Device(token: "00"))
+        }
     }
 
     /// Devices made on demand, so a million of them cost no memory up front.
