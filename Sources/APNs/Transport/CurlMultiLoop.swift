@@ -14,7 +14,7 @@ import Logging
 /// ``TransportError`` whose ``TransportError/delivery`` says whether the request may have reached a
 /// server (see ``Transfer``). Its deadline counts from when the send was made, wherever it waits.
 ///
-/// `@unchecked Sendable`: `multi`, `active`, `idle`, `waiting` and `errorBuffers` are touched only
+/// `@unchecked Sendable`: `multi`, `active`, `idle`, `waiting` and `handles` are touched only
 /// on the loop thread (after `init`, which runs before the thread starts, or, if the thread never
 /// started, by the one `shutdown` call that finds it so); shared state is in the `inbox` mutex.
 /// The loop-thread state on the send path is marked `@exclusivity(unchecked)`: one thread touches
@@ -80,7 +80,32 @@ final class CurlMultiLoop: @unchecked Sendable {
     @exclusivity(unchecked) private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     @exclusivity(unchecked) private var idle: [UnsafeMutableRawPointer] = []
     /// `CURLOPT_ERRORBUFFER` of each easy handle, allocated with it.
-    @exclusivity(unchecked) private var errorBuffers: [UnsafeMutableRawPointer: UnsafeMutablePointer<CChar>] = [:]
+    @exclusivity(unchecked) private var handles: [UnsafeMutableRawPointer: EasyState] = [:]
+
+    /// What the loop keeps for each easy handle: its `CURLOPT_ERRORBUFFER`, and the method, body
+    /// and header list its last transfer set, which the next transfer (the next device of a bulk
+    /// send) usually shares: those options are set again only when they differ. Holding them also
+    /// keeps what libcurl points at alive as long as the handle does.
+    private final class EasyState {
+        let errorBuffer: UnsafeMutablePointer<CChar>
+        @exclusivity(unchecked) var method: APNsRequest.Method?
+        @exclusivity(unchecked) var body: RequestBody?
+        @exclusivity(unchecked) var headerList: HeaderList?
+
+        init() {
+            errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+            errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        }
+
+        /// After `curl_easy_reset`, nothing is set.
+        func forget() {
+            method = nil
+            body = nil
+            headerList = nil
+        }
+
+        deinit { errorBuffer.deallocate() }
+    }
     /// Transfers beyond what the connections can carry wait here, in order, rather than in
     /// libcurl's own pending queue.
     @exclusivity(unchecked) private var waiting: [Transfer] = []
@@ -382,8 +407,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         active.removeAll()
         idle.forEach { curl_easy_cleanup($0) }
         idle.removeAll()
-        errorBuffers.values.forEach { $0.deallocate() }
-        errorBuffers.removeAll()
+        handles.removeAll()
         curl_multi_cleanup(multi)
         DeferredWakes.current?.run()  // every outcome reaches its reader before shutdown returns
         let waiters = inbox.withLock { state -> [CheckedContinuation<Void, Never>] in
@@ -447,7 +471,6 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
         configure(easy, for: transfer, timeoutMilliseconds: remaining.millisecondsRoundedUp)
         transfer.easy = easy
-        transfer.errorBuffer = errorBuffers[easy]
         let added = curl_multi_add_handle(multi, easy)
         guard added == CURLM_OK else {
             transfer.easy = nil
@@ -463,10 +486,9 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// HTTP/2, callbacks, its error buffer.
     private func makeEasy() -> UnsafeMutableRawPointer? {
         guard let easy = curl_easy_init() else { return nil }
-        let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
-        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        errorBuffers[easy] = errorBuffer
-        configureOnce(easy, errorBuffer: errorBuffer)
+        let state = EasyState()
+        handles[easy] = state
+        configureOnce(easy, errorBuffer: state.errorBuffer)
         return easy
     }
 
@@ -546,10 +568,13 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
     }
 
-    /// Sets what differs per transfer. Every such option is set each time, so nothing carries
-    /// over from the handle's previous transfer.
+    /// Sets what differs per transfer: every such option is set each time, so nothing carries over
+    /// from the handle's previous transfer, except the method, body and headers when they are the
+    /// very ones that transfer had (``EasyState``).
     private func configure(_ easy: UnsafeMutableRawPointer, for transfer: Transfer, timeoutMilliseconds: Int) {
-        errorBuffers[easy]?.pointee = 0
+        let state = handles[easy]
+        state?.errorBuffer.pointee = 0
+        transfer.errorBuffer = state?.errorBuffer
         if watchesGoAway {
             // libcurl gives a connection made by a verbose transfer a TLS trace callback that
             // formats a line for every TLS record for the connection's whole life (most of verbose
@@ -568,6 +593,24 @@ final class CurlMultiLoop: @unchecked Sendable {
         urlBuffer.append(0)
         urlBuffer.withUnsafeBytes { _ = ccurl_easy_setopt_string(easy, CURLOPT_URL, $0.bindMemory(to: CChar.self).baseAddress) }
         _ = ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeoutMilliseconds))
+        if let state, state.method == transfer.method, state.body === transfer.body {
+            // The same request as the handle's last transfer: method and body are set.
+        } else {
+            setMethodAndBody(easy, for: transfer)
+            state?.method = transfer.method
+            state?.body = transfer.body
+        }
+        if state == nil || state?.headerList !== transfer.headerList {
+            _ = ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, transfer.headerList.list)
+            state?.headerList = transfer.headerList
+        }
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, context)
+    }
+
+    private func setMethodAndBody(_ easy: UnsafeMutableRawPointer, for transfer: Transfer) {
         switch transfer.method {
         case .post:
             _ = ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, nil)
@@ -587,11 +630,6 @@ final class CurlMultiLoop: @unchecked Sendable {
             }
             _ = ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, transfer.method.rawValue)
         }
-        _ = ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, transfer.headerList.list)
-        let context = Unmanaged.passUnretained(transfer).toOpaque()
-        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
-        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
-        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, context)
     }
 
     /// Completes `transfer` as cancelled at once. A request already written is withdrawn from its
@@ -656,7 +694,10 @@ final class CurlMultiLoop: @unchecked Sendable {
         // later refusals would find libcurl's budget spent.
         if transfer.attempts > 1 {
             curl_easy_reset(easy)
-            if let errorBuffer = errorBuffers[easy] { configureOnce(easy, errorBuffer: errorBuffer) }
+            if let state = handles[easy] {
+                state.forget()
+                configureOnce(easy, errorBuffer: state.errorBuffer)
+            }
         }
         defer { recycle(easy) }
         if warmURL != nil { lastActivity = .now }
@@ -685,7 +726,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             var status = 0
             var version = 0
             _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-            _ = ccurl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+            if transfer.negotiatedH2 { version = Int(CURL_HTTP_VERSION_2_0) } else { _ = ccurl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version) }
             if version == Int(CURL_HTTP_VERSION_2_0) {
                 if transfer.localPort != 0 { lastAnswer[transfer.localPort] = .now }
                 result = .success(APNsHTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody))
@@ -888,7 +929,7 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     /// libcurl's detail for the last failure of `easy`.
     private func errorMessage(of easy: UnsafeMutableRawPointer) -> String {
-        errorBuffers[easy].map { String(cString: $0) } ?? ""
+        handles[easy].map { String(cString: $0.errorBuffer) } ?? ""
     }
 
     /// Keeps a finished easy handle, still configured, for the next transfer.
@@ -902,7 +943,7 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     private func discard(_ easy: UnsafeMutableRawPointer) {
         curl_easy_cleanup(easy)
-        errorBuffers.removeValue(forKey: easy)?.deallocate()
+        handles.removeValue(forKey: easy)
     }
 }
 

@@ -23,6 +23,9 @@ final class CurlTransport: Sendable {
     /// The header list of the last request: consecutive requests with the same headers (a bulk
     /// send, one notification to many devices) share one `curl_slist`.
     private let lastHeaders = Locked<(key: HeaderKey, list: HeaderList)?>(nil)
+    /// The body of the last bulk batch: the batches of one bulk send share one copy (and the
+    /// transport then sets it on an easy handle only once, ``CurlMultiLoop``).
+    private let lastBody = Locked<(bytes: [UInt8], body: RequestBody)?>(nil)
 
     private struct HeaderKey: Equatable {
         var authorization: String?
@@ -108,7 +111,12 @@ final class CurlTransport: Sendable {
     ) {
         guard !devices.isEmpty else { return }
         let headers = headerList(authorization: authorization, headers: template.headers)
-        let body = RequestBody(template.body)
+        let body = lastBody.withLock { last -> RequestBody in
+            if let last, last.bytes == template.body { return last.body }
+            let body = RequestBody(template.body)
+            last = (template.body, body)
+            return body
+        }
         let urlPrefix = endpoint.baseURL + Device.pathPrefix
         var transfers: [Transfer] = []
         transfers.reserveCapacity(devices.count)

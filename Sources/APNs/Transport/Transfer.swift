@@ -90,6 +90,9 @@ final class Transfer: @unchecked Sendable {
     @exclusivity(unchecked) var isProbe = false
     /// Opens (or checks) a connection and writes nothing: the pre-request callback always stops it.
     var isWarmUp = false
+    /// TLS negotiated HTTP/2 (ALPN h2) for the connection the request was written on: its answer
+    /// is HTTP/2 without asking libcurl again.
+    @exclusivity(unchecked) var negotiatedH2 = false
     /// The connection the request was written to (its local port), and when.
     @exclusivity(unchecked) var localPort: Int32 = 0
     @exclusivity(unchecked) var writtenAt = ContinuousClock.now
@@ -133,10 +136,12 @@ final class Transfer: @unchecked Sendable {
                 return Int32(CURL_PREREQFUNC_ABORT)
             }
             // APNs speaks HTTP/2 only: never write a request to a server that chose HTTP/1.1.
-            if let easy, ccurl_negotiated_h2(easy) == 0 {
+            let alpn = easy.map { ccurl_negotiated_h2($0) } ?? -1
+            if alpn == 0 {
                 retry = .notHTTP2
                 return Int32(CURL_PREREQFUNC_ABORT)
             }
+            negotiatedH2 = alpn == 1
             baselineErrno = osErrno
             written = true
             writtenAt = .now
@@ -156,6 +161,7 @@ final class Transfer: @unchecked Sendable {
         attempts = 0
         retry = nil
         written = false
+        negotiatedH2 = false
         isProbe = false
     }
 
