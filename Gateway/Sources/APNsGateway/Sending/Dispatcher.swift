@@ -113,7 +113,12 @@ public final class Dispatcher: Service, Sendable {
         do {
             return try await dispatchOnce()
         } catch {
-            logger.error("claiming from the queue failed; trying again at the next poll", metadata: ["error": "\(error)"])
+            if Task.isCancelled {
+                // Shutting down: the claim was interrupted, not failed (its lease lets it go).
+                logger.debug("stopped while claiming from the queue", metadata: ["error": "\(error)"])
+            } else {
+                logger.error("claiming from the queue failed; trying again at the next poll", metadata: ["error": "\(error)"])
+            }
             return 0
         }
     }
