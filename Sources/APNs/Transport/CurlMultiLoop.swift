@@ -713,10 +713,9 @@ final class CurlMultiLoop: @unchecked Sendable {
                 transfer.resumeWarmedUp()
                 return
             }
-            let detail = errorMessage(of: easy)
             let failure = transfer.retry == .notHTTP2
                 ? TransportError.notHTTP2NothingWritten
-                : Transfer.failure(code: code, message: detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail, delivery: .notSent)
+                : Transfer.failure(code: code, message: errorMessage(of: easy, code: code), delivery: .notSent)
             if breaker != nil { record(CircuitBreaker.signal(for: .failure(failure)), probe: transfer.isProbe) }
             transfer.resume(.failure(failure))
             return
@@ -765,8 +764,7 @@ final class CurlMultiLoop: @unchecked Sendable {
                 result = .failure(TransportError(kind: .other, delivery: .notSent, message: "stopped before anything was written"))
             case nil:
                 if code == CURLE_OPERATION_TIMEDOUT, transfer.written { closeIfStalled(transfer) }
-                let detail = errorMessage(of: easy)
-                let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+                let message = errorMessage(of: easy, code: code)
                 if transfer.written, transfer.localPort != 0, !hasOpenSocket(localPort: transfer.localPort) {
                     // The connection the request was written on is closed and never answered it.
                     // What libcurl reports last (a timeout or connect error while it waited for a
@@ -927,9 +925,10 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// Connections closed because they stopped answering.
     var stalledConnectionsClosed: Int { inbox.withLock { $0.stalledConnectionsClosed } }
 
-    /// libcurl's detail for the last failure of `easy`.
-    private func errorMessage(of easy: UnsafeMutableRawPointer) -> String {
-        handles[easy].map { String(cString: $0.errorBuffer) } ?? ""
+    /// libcurl's detail for the last failure of `easy`, or, when it wrote none, what `code` means.
+    private func errorMessage(of easy: UnsafeMutableRawPointer, code: CURLcode) -> String {
+        let detail = handles[easy].map { String(cString: $0.errorBuffer) } ?? ""
+        return detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
     }
 
     /// Keeps a finished easy handle, still configured, for the next transfer.

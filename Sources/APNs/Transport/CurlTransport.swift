@@ -20,14 +20,13 @@ final class CurlTransport: Sendable {
     let shutdownGracePeriod: Duration
     /// Whether the connector's `Service.run()` keeps a connection open (``keepWarm(_:)``).
     let keepsConnectionWarm: Bool
-    /// The header list of the last request: consecutive requests with the same headers (a bulk
-    /// send, one notification to many devices) share one `curl_slist`.
-    private let lastHeaders = Locked<(key: HeaderKey, list: HeaderList)?>(nil)
-    /// The body of the last bulk batch: the batches of one bulk send share one copy (and the
-    /// transport then sets it on an easy handle only once, ``CurlMultiLoop``).
-    private let lastBody = Locked<(bytes: [UInt8], body: RequestBody)?>(nil)
+    /// Consecutive requests with the same headers (a bulk send, one notification to many devices)
+    /// share one `curl_slist`, and a bulk send's batches one copy of the body (which the loop then
+    /// sets on an easy handle only once).
+    private let lastHeaders = LastValue<HeaderKey, HeaderList>()
+    private let lastBody = LastValue<[UInt8], RequestBody>()
 
-    private struct HeaderKey: Equatable {
+    private struct HeaderKey: Equatable, Sendable {
         var authorization: String?
         var headers: [APNsRequest.Header]
     }
@@ -111,12 +110,7 @@ final class CurlTransport: Sendable {
     ) {
         guard !devices.isEmpty else { return }
         let headers = headerList(authorization: authorization, headers: template.headers)
-        let body = lastBody.withLock { last -> RequestBody in
-            if let last, last.bytes == template.body { return last.body }
-            let body = RequestBody(template.body)
-            last = (template.body, body)
-            return body
-        }
+        let body = lastBody.value(for: template.body) { RequestBody(template.body) }
         let urlPrefix = endpoint.baseURL + Device.pathPrefix
         var transfers: [Transfer] = []
         transfers.reserveCapacity(devices.count)
@@ -141,11 +135,24 @@ final class CurlTransport: Sendable {
 
     /// The shared list when the headers are those of the last request, else a new one.
     private func headerList(authorization: String?, headers: [APNsRequest.Header]) -> HeaderList {
-        lastHeaders.withLock { last -> HeaderList in
-            if let last, last.key.authorization == authorization, last.key.headers == headers { return last.list }
-            let list = HeaderList(authorization: authorization, headers: headers)
-            last = (HeaderKey(authorization: authorization, headers: headers), list)
-            return list
+        lastHeaders.value(for: HeaderKey(authorization: authorization, headers: headers)) {
+            HeaderList(authorization: authorization, headers: headers)
+        }
+    }
+}
+
+/// The value made for the last key, made again only when the key changes.
+///
+/// Thread safety: `Sendable`; the pair is behind a mutex, and `make` runs under it.
+final class LastValue<Key: Equatable & Sendable, Value: Sendable>: Sendable {
+    private let last = Locked<(key: Key, value: Value)?>(nil)
+
+    func value(for key: Key, make: () -> Value) -> Value {
+        last.withLock { last in
+            if let last, last.key == key { return last.value }
+            let value = make()
+            last = (key, value)
+            return value
         }
     }
 }
