@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LSAN_OPTIONS="suppressions=$PWD/Scripts/lsan-suppressions.txt:print_suppressions=0"
-suites="KeepWarmTests|ObservabilityTests|CertificateDetailsTests|GoAwayTests|BulkSendTests|FaultMatrixTests|LifecycleTests|TransportTests|CircuitBreakerTests|RetryTests|ServerBehaviourTests"
+suites="KeepWarmTests|TaskExecutorTests|ObservabilityTests|CertificateDetailsTests|GoAwayTests|BulkSendTests|FaultMatrixTests|LifecycleTests|TransportTests|CircuitBreakerTests|RetryTests|ServerBehaviourTests"
 for sanitizer in "${@:-thread address}"; do
   for one in $sanitizer; do
     echo "== swift test --sanitize=$one ($suites)"

@@ -163,11 +163,16 @@ struct Benchmark: AsyncParsableCommand {
             rows.append(("h2load", skipH2load ? "skipped" : "not installed (apt-get install nghttp2-client)"))
         }
 
-        // 4. Latency at low load: one send at a time, in alternating halves with the C loop.
+        // 4. Latency at low load: one send at a time, from an ordinary task and from one that prefers the
+        // connector's task executor, in alternating halves with the C loop.
         var ourLatencies: [Double] = []
         var cLatencies: [Double] = []
+        var onTransportThread: [Double] = []  // the same sends from a task preferring `connector.taskExecutor`
         for half in [latencyCount / 2, latencyCount - latencyCount / 2] where half > 0 {
             ourLatencies += try await Workload.sequential(notification, via: connector, count: half)
+            onTransportThread += try await withTaskExecutorPreference(connector.taskExecutor) {
+                try await Workload.sequential(notification, via: connector, count: half)
+            }
             cLatencies += try LibcurlReference.sequential(port: server.port, caPath: server.caPath, count: half, token: token, request: request)
         }
         if !ourLatencies.isEmpty {
@@ -177,6 +182,10 @@ struct Benchmark: AsyncParsableCommand {
             rows.append(("libcurl alone, the same sequential requests: p50 / p99", "\(Format.milliseconds(c50)) / \(Format.milliseconds(c99))"))
             rows.append(("ratio swift-apns / libcurl alone, p50", Format.ratio(p50 / c50)))
             rows.append(("ratio swift-apns / libcurl alone, p99 (target <= 1.5)", Format.ratio(p99 / c99)))
+            let (t50, t99) = (Workload.percentile(onTransportThread, 0.5), Workload.percentile(onTransportThread, 0.99))
+            rows.append(("the same, on the connector's task executor: p50 / p99", "\(Format.milliseconds(t50)) / \(Format.milliseconds(t99))"))
+            rows.append(("ratio on the task executor / libcurl alone, p50", Format.ratio(t50 / c50)))
+            rows.append(("ratio on the task executor / libcurl alone, p99 (target <= 1.5)", Format.ratio(t99 / c99)))
         }
 
         // 5. Serialisation.

@@ -178,6 +178,8 @@ protocol ShippedConnector: Sendable {
     /// that does not cover its topic). Runs after ``APNsRequest/checkRules(for:)``.
     func checkCredential(for request: APNsRequest) throws(CredentialError)
     func performChecked(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse
+    /// The transport thread as a task executor.
+    var taskExecutor: any TaskExecutor { get }
 }
 
 extension ShippedConnector {

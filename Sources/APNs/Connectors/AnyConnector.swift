@@ -55,6 +55,17 @@ public struct AnyConnector: Connector, CustomStringConvertible {
     /// The wrapped connector's.
     public var concurrencyLimit: Int { base.concurrencyLimit }
 
+    /// The wrapped ``TokenConnector``'s or ``CertificateConnector``'s transport thread as a task
+    /// executor (see ``TokenConnector/taskExecutor``); nil for any other connector, which
+    /// `withTaskExecutorPreference` takes as no preference.
+    ///
+    /// ```swift
+    /// try await withTaskExecutorPreference(connector.taskExecutor) {
+    ///     try await send(notification, via: connector, to: device)
+    /// }
+    /// ```
+    public var taskExecutor: (any TaskExecutor)? { (base as? any ShippedConnector)?.taskExecutor }
+
     /// Shuts the wrapped ``TokenConnector`` or ``CertificateConnector`` down: it stops taking
     /// sends, lets those in flight finish for up to `gracePeriod`, fails the rest and closes the
     /// connections. Any other connector (a recording one, say) has nothing to release, and this

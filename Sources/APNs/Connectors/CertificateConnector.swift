@@ -168,6 +168,16 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
         await transport.shutdown(gracePeriod: gracePeriod)
     }
 
+    /// The connector's transport thread as a task executor, for latency-sensitive sends; see
+    /// ``TokenConnector/taskExecutor`` for what it saves and what it asks of the code run there.
+    ///
+    /// ```swift
+    /// try await withTaskExecutorPreference(connector.taskExecutor) {
+    ///     try await send(BackgroundNotification(bundleID: "com.example.app"), via: connector, to: device)
+    /// }
+    /// ```
+    public var taskExecutor: any TaskExecutor { transport.taskExecutor }
+
     /// The transport's capacity: `maximumConcurrentStreams × maximumConnectionsPerHost`.
     public var concurrencyLimit: Int { transport.capacity }
 

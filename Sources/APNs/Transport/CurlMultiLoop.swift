@@ -14,6 +14,11 @@ import Logging
 /// ``TransportError`` whose ``TransportError/delivery`` says whether the request may have reached a
 /// server (see ``Transfer``). Its deadline counts from when the send was made, wherever it waits.
 ///
+/// It is also a `TaskExecutor`: a task that prefers it (``TokenConnector/taskExecutor``) runs on
+/// the loop thread between passes, so a send made there, and the code after it, cross no thread.
+/// Jobs wait in the same inbox as operations, in order. One the loop will no longer run (it is
+/// draining or stopped) goes to the global concurrent executor instead: no task is stranded.
+///
 /// `@unchecked Sendable`: `multi`, `active`, `idle`, `waiting` and `handles` are touched only
 /// on the loop thread (after `init`, which runs before the thread starts, or, if the thread never
 /// started, by the one `shutdown` call that finds it so); shared state is in the `inbox` mutex.
@@ -43,6 +48,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         case cancelOwned(BulkOwner)
         /// From now until shutdown, keep a connection to `url`'s host open (``keepWarm(url:)``).
         case keepWarm(url: String)
+        /// A job of a task that prefers this loop as its executor (``enqueue(_:)``).
+        case run(UnownedJob)
     }
 
     /// Where the loop is in its life.
@@ -165,7 +172,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     func submit(_ operation: Operation) {
         switch operation {
         case .add(let transfer): submit(batch: [transfer])
-        case .cancel, .cancelOwned, .keepWarm: post([operation], transfers: [])
+        case .cancel, .cancelOwned, .keepWarm, .run: post([operation], transfers: [])
         }
     }
 
@@ -190,6 +197,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         guard let multi else {
             let failure = TransportError(kind: .other, delivery: .notSent, curlCode: 2, message: "curl_multi_init failed")
             for transfer in transfers { transfer.resume(.failure(failure)) }
+            CurlMultiLoop.runElsewhere(operations)
             return
         }
         let (start, refused) = inbox.withLock { state -> (Bool, Bool) in
@@ -209,6 +217,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
         if refused {
             for transfer in transfers { transfer.resume(.failure(TransportError.shutDown(delivery: .notSent))) }
+            CurlMultiLoop.runElsewhere(operations)
             return
         }
         if start {
@@ -256,30 +265,44 @@ final class CurlMultiLoop: @unchecked Sendable {
         if cleanUpHere { curl_multi_cleanup(multi) }
     }
 
+    /// The loop thread's name (15 bytes: the kernel's limit), as `top -H` and `perf` show it.
     static let threadName = "swift-apns.curl"
 
     // MARK: Loop thread
 
     private func run() {
         guard let multi else { return }
+        // Foundation names the `Thread` object only; operators' tools read the kernel's name.
+        _ = ccurl_name_current_thread(CurlMultiLoop.threadName)
         // Outcomes of bulk sends wake their readers once per pass, not once per push.
         let wakes = DeferredWakes.install()
         defer { wakes.uninstall() }
         var running: Int32 = 0
         while true {
-            let (operations, phase) = inbox.withLock { state -> ([Operation], Phase) in
-                state.sleeping = false
-                state.wakePending = false
-                var taken: [Operation] = []
-                swap(&taken, &state.operations)
-                return (taken, state.phase)
-            }
-            for operation in operations {
-                switch operation {
-                case .add(let transfer): enqueue(transfer)
-                case .cancel(let transfer): cancel(transfer, on: multi)
-                case .cancelOwned(let owner): cancelAll(ownedBy: owner, on: multi)
-                case .keepWarm(let url): warmURL = url
+            var phase = Phase.running
+            var ranJobs = true
+            // A job (a task preferring this loop) usually submits a send: take it in this pass, once
+            // (a task that only yields must not keep libcurl from running).
+            for _ in 0..<2 where ranJobs {
+                ranJobs = false
+                let operations: [Operation]
+                (operations, phase) = inbox.withLock { state -> ([Operation], Phase) in
+                    state.sleeping = false
+                    state.wakePending = false
+                    var taken: [Operation] = []
+                    swap(&taken, &state.operations)
+                    return (taken, state.phase)
+                }
+                for operation in operations {
+                    switch operation {
+                    case .add(let transfer): enqueue(transfer)
+                    case .cancel(let transfer): cancel(transfer, on: multi)
+                    case .cancelOwned(let owner): cancelAll(ownedBy: owner, on: multi)
+                    case .keepWarm(let url): warmURL = url
+                    case .run(let job):
+                        job.runSynchronously(on: asUnownedTaskExecutor())
+                        ranJobs = true
+                    }
                 }
             }
             var pollLimit = Duration.seconds(1)
@@ -396,6 +419,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         for operation in leftovers {
             if case .add(let transfer) = operation { transfer.resume(.failure(TransportError.shutDown(delivery: .notSent))) }
         }
+        CurlMultiLoop.runElsewhere(leftovers)
         for transfer in waiting[waitingHead...] { transfer.resume(.failure(TransportError.shutDown(delivery: transfer.delivery))) }
         waiting.removeAll()
         waitingHead = 0
@@ -981,5 +1005,23 @@ struct GoAway: Equatable {
         }
         guard index > start, value <= UInt64(UInt32.max) else { return nil }
         return (UInt32(value), index)
+    }
+}
+
+// MARK: Task executor
+
+extension CurlMultiLoop: TaskExecutor {
+    /// Runs `job` on the loop thread at the start of its next pass (waking it if it sleeps), or,
+    /// once the loop takes no more work, on the global concurrent executor.
+    func enqueue(_ job: consuming ExecutorJob) {
+        post([.run(UnownedJob(job))], transfers: [])
+    }
+
+    /// Jobs the loop will not run (it has stopped, or is draining) run on the global concurrent
+    /// executor instead: a task that prefers the loop is never stranded.
+    fileprivate static func runElsewhere(_ operations: [Operation]) {
+        for case .run(let job) in operations {
+            globalConcurrentExecutor.enqueue(ExecutorJob(job))
+        }
     }
 }

@@ -67,6 +67,9 @@ final class CurlTransport: Sendable {
         loop.keepWarm(url: endpoint.baseURL + "/")
     }
 
+    /// The transport's thread as a task executor (see ``CurlMultiLoop``).
+    var taskExecutor: any TaskExecutor { loop }
+
     /// Requests the transport hands to libcurl at once; more wait in its queue.
     var capacity: Int { loop.maximumInFlight }
 
