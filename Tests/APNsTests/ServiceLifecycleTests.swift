@@ -24,6 +24,7 @@ import Testing
             trigger.triggerGracefulShutdown()
             try await service.value  // returns once drained: the answer comes 300 ms after the request arrived
             #expect(ContinuousClock.now - triggered > .milliseconds(150))
+            #expect(ContinuousClock.now - triggered < Duration.milliseconds(900).scaledForSanitizers)  // not a poll later
             #expect(try await inFlight.value.status == 200)
         }
         await #expect(throws: Self.shutDownNotSent) {

@@ -322,6 +322,8 @@ final class CurlMultiLoop: @unchecked Sendable {
             if warmURL != nil, case .running = phase { warmUpIfNeeded(on: multi) }
             if waitingHead < waiting.count { pollLimit = min(pollLimit, CurlMultiLoop.deadlineSweepInterval) }
             wakes.run()
+            // A drain whose last transfer just finished ends now, not after the next poll's limit.
+            if case .draining = phase, waitingHead == waiting.count, active.values.allSatisfy(\.finished) { continue }
             let sleep = inbox.withLock { state -> Bool in
                 guard state.operations.isEmpty else { return false }
                 state.sleeping = true
