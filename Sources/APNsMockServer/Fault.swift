@@ -53,8 +53,8 @@ extension MockAPNsServer {
 
 extension MockAPNsServer.Fault {
     /// Reads a fault from its command-line form (`apns mock-server --fault …`):
-    /// `reset-after:N`, `close-after:N`, `never-answer`, `stall-handshake`, `delay:MILLISECONDS`, `rst-stream:CODE`,
-    /// `rst-stream-after-processing:CODE`, `goaway:AFTER:CODE:LOWER-BY[:DEBUG-DATA]`,
+    /// `reset-after:N`, `close-after:N`, `never-answer`, `stall-handshake`, `delay:MILLISECONDS`,
+    /// `rst-stream:CODE`, `rst-stream-after-processing:CODE`, `goaway:AFTER:CODE:LOWER-BY[:DEBUG-DATA]`,
     /// `status:CODE[:RETRY-AFTER-SECONDS]` (the body is then `{"reason":"ServiceUnavailable"}` for
     /// 503, `{"reason":"TooManyRequests"}` for 429, `{"reason":"InternalServerError"}` for 500, and
     /// an HTML page otherwise). Returns nil for anything else.

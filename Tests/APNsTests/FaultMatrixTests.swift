@@ -197,7 +197,6 @@ import Testing
         let kinds = Dictionary(grouping: failures, by: { "\($0.kind) curl \($0.curlCode.map(String.init) ?? "-")" }).mapValues(\.count)
         #expect(failures.allSatisfy { $0.kind == .connectionLost && $0.delivery == .unknown }, "\(kinds)")
         #expect(ids.allSatisfy { fixture.server.processedCount(apnsID: $0.description) == 1 })
-        print("re-send with a stalled handshake: \(kinds), connections \(fixture.server.connectionCount), processed \(ids.map { fixture.server.processedCount(apnsID: $0.description) })")
         fixture.server.inject(nil)
         await connector.shutdown(gracePeriod: .seconds(1))
         try await fixture.stop()
