@@ -32,7 +32,7 @@ struct Benchmark: AsyncParsableCommand {
     var externalServer: Int?
     @Option(
         name: .customLong("only"),
-        help: "Run one contender for --count pushes and exit, for counting instructions under valgrind --tool=callgrind: 'observed', 'unobserved', 'watching' (bulk sends through those connectors), 'singles' (a task group of single sends) or 'libcurl' (the C multi loop). Differences of totals between two counts give instructions per push."
+        help: "Run one contender for --count pushes and exit, for counting instructions under valgrind --tool=callgrind: 'observed', 'unobserved', 'watching' (bulk sends through those connectors), 'executor' (the observed bulk send from a task preferring the connector's task executor), 'singles' (a task group of single sends) or 'libcurl' (the C multi loop). Differences of totals between two counts give instructions per push."
     ) var only: String?
 
     func run() async throws {
@@ -87,8 +87,8 @@ struct Benchmark: AsyncParsableCommand {
         let token = try connector.bearerToken()
         let h2load = skipH2load ? nil : H2Load.find()
         if let only {
-            guard ["observed", "unobserved", "watching", "singles", "libcurl"].contains(only) else {
-                throw ValidationError("--only takes observed, unobserved, watching, singles or libcurl")
+            guard ["observed", "unobserved", "watching", "singles", "libcurl", "executor"].contains(only) else {
+                throw ValidationError("--only takes observed, unobserved, watching, executor, singles or libcurl")
             }
             let result: Workload.Result
             switch only {
@@ -97,6 +97,11 @@ struct Benchmark: AsyncParsableCommand {
             case "singles":
                 try await Workload.warmUp(notification, via: connector, inFlight: streams)
                 result = try await Workload.runSingles(notification, via: connector, devices: count, inFlight: streams)
+            case "executor":
+                try await Workload.warmUp(notification, via: connector, inFlight: streams)
+                result = try await withTaskExecutorPreference(connector.taskExecutor) {
+                    try await Workload.run(notification, via: connector, devices: count, inFlight: streams)
+                }
             default:
                 let chosen = only == "observed" ? connector : only == "watching" ? watching : unobserved
                 try await Workload.warmUp(notification, via: chosen, inFlight: streams)
@@ -115,6 +120,7 @@ struct Benchmark: AsyncParsableCommand {
         var watched = Workload.Result()
         var floor = Workload.Result()
         var reference = Workload.Result()
+        var onTransport = Workload.Result()  // the bulk send from a task preferring `connector.taskExecutor`
         let rounds = max(1, min(self.rounds, count / 100))
         var oursPeakRSS = 0
         for round in 0..<rounds {
@@ -128,6 +134,9 @@ struct Benchmark: AsyncParsableCommand {
             if singleRound.rate > 0 { singlesRatios.append(bulkRound.rate / singleRound.rate) }
             bare.add(try await Workload.run(notification, via: unobserved, devices: share, inFlight: streams))
             watched.add(try await Workload.run(notification, via: watching, devices: share, inFlight: streams))
+            onTransport.add(try await withTaskExecutorPreference(connector.taskExecutor) {
+                try await Workload.run(notification, via: connector, devices: share, inFlight: streams)
+            })
             floor.add(try LibcurlReference.run(port: server.port, caPath: server.caPath, count: share, streams: streams, token: token, request: request))
             if let h2load { reference.add(try H2Load.run(h2load, port: server.port, count: share, streams: streams, token: token, request: request)) }
         }
@@ -153,6 +162,10 @@ struct Benchmark: AsyncParsableCommand {
         rows.append(("libcurl alone CPU s per 100k (user+sys)", Format.seconds(floor.cpuPer100k)))
         rows.append(("ratio swift-apns / libcurl alone, CPU per push (target <= 1.3)", Format.ratio(ours.cpuPer100k / floor.cpuPer100k)))
         rows.append(("ratio swift-apns / libcurl alone, pushes/s (target >= 0.85)", Format.ratio(ours.rate / floor.rate)))
+        rows.append(("the bulk send on the connector's task executor, pushes/s", Format.rate(onTransport.rate)))
+        rows.append(("the same, CPU s per 100k (user+sys)", Format.seconds(onTransport.cpuPer100k)))
+        rows.append(("ratio on the task executor / libcurl alone, CPU per push (target <= 1.3)", Format.ratio(onTransport.cpuPer100k / floor.cpuPer100k)))
+        rows.append(("ratio on the task executor / libcurl alone, pushes/s (target >= 0.85)", Format.ratio(onTransport.rate / floor.rate)))
         if h2load != nil {
             rows.append(("h2load pushes/s (same server, 1 connection, \(streams) streams)", Format.rate(reference.rate)))
             rows.append(("h2load CPU s per 100k (user+sys)", Format.seconds(reference.cpuPer100k)))

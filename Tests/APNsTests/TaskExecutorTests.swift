@@ -62,25 +62,48 @@ import Testing
         try await fixture.stop()
     }
 
-    /// A bulk send's outcomes are handed over once per pass of the loop; its reader on the loop
-    /// thread still gets every one.
-    @Test func aBulkSendOnTheExecutorDeliversEveryOutcome() async throws {
+    /// Devices that note which thread reads them: a bulk send's producer reads them lazily.
+    struct WatchedDevices: Sequence, Sendable {
+        final class Threads: Sendable { let names = Mutex<Set<String>>([]) }
+        let devices: [Device]
+        let threads = Threads()
+
+        func makeIterator() -> AnyIterator<Device> {
+            var iterator = devices.makeIterator()
+            return AnyIterator { [threads] in
+                threads.names.withLock { _ = $0.insert(TaskExecutorTests.threadName()) }
+                return iterator.next()
+            }
+        }
+    }
+
+    /// A bulk send from a task on the executor runs there whole: its producer (which reads the
+    /// devices) as well as its reader. From an ordinary task, neither does.
+    @Test(arguments: [true, false])
+    func aBulkSendOnTheExecutorRunsThereWhole(onExecutor: Bool) async throws {
         let fixture = try await Fixture.start()
         let connector = try fixture.tokenConnector()
-        let devices = BulkSendTests.devices(500)
-        let (summary, seen, threads) = try await withTaskExecutorPreference(connector.taskExecutor) {
+        let devices = WatchedDevices(devices: BulkSendTests.devices(500))
+        let (summary, seen, readers) = try await withTaskExecutorPreference(onExecutor ? connector.taskExecutor : nil) {
             var seen: [String] = []
-            var threads: Set<String> = []
+            var readers: Set<String> = []
             let summary = try await send(Self.notification, via: connector, to: devices, maximumInFlight: 50) { outcome in
                 seen.append(outcome.device.description)
-                threads.insert(Self.threadName())
+                readers.insert(Self.threadName())
             }
-            return (summary, seen, threads)
+            return (summary, seen, readers)
         }
         #expect(summary.accepted == 500)
         #expect(summary.total == 500)
-        #expect(seen.sorted() == devices.map(\.description).sorted())
-        #expect(threads == [Self.transportThread])
+        #expect(seen.sorted() == devices.devices.map(\.description).sorted())
+        let producers = devices.threads.names.withLock { $0 }
+        if onExecutor {
+            #expect(readers == [Self.transportThread])
+            #expect(producers == [Self.transportThread])
+        } else {
+            #expect(!readers.contains(Self.transportThread))
+            #expect(!producers.contains(Self.transportThread))
+        }
         await connector.shutdown()
         try await fixture.stop()
     }

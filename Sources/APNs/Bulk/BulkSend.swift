@@ -303,15 +303,22 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         summary = RequestSummary(template)
         observability = (unwrapped(connector) as? any ShippedConnector)?.observability ?? .spansOnly
         start = { channel in
-            Task {
-                if let direct = unwrapped(connector) as? any BatchSubmitting {
-                    await BulkSendResults.produce(
-                        template, devices: devices, apnsID: apnsID, into: channel, via: direct, timeout: timeout, retry: retry,
-                        observability: direct.observability)
-                } else {
+            guard let direct = unwrapped(connector) as? any BatchSubmitting else {
+                return Task {
                     await BulkSendResults.produce(
                         template, devices: devices, apnsID: apnsID, into: channel, via: connector, timeout: timeout, retry: retry)
+                    channel.finish()
                 }
+            }
+            // A reader on the connector's own thread (its `taskExecutor`) gets its producer there
+            // too, so the whole bulk send runs on that one thread; an unstructured task would
+            // not inherit the preference.
+            let executor = direct.taskExecutor
+            let here = withUnsafeCurrentTask { $0?.unownedTaskExecutor }
+            return Task(executorPreference: here == executor.asUnownedTaskExecutor() ? executor : nil) {
+                await BulkSendResults.produce(
+                    template, devices: devices, apnsID: apnsID, into: channel, via: direct, timeout: timeout, retry: retry,
+                    observability: direct.observability)
                 channel.finish()
             }
         }
