@@ -177,16 +177,19 @@ struct Benchmark: AsyncParsableCommand {
         }
 
         // 4. Latency at low load: one send at a time, from an ordinary task and from one that prefers the
-        // connector's task executor, in alternating halves with the C loop.
+        // connector's task executor, alternating with the C loop in tenths (each after 100 to warm up),
+        // so that a slow spell of the machine falls on all three alike.
         var ourLatencies: [Double] = []
         var cLatencies: [Double] = []
         var onTransportThread: [Double] = []  // the same sends from a task preferring `connector.taskExecutor`
-        for half in [latencyCount / 2, latencyCount - latencyCount / 2] where half > 0 {
-            ourLatencies += try await Workload.sequential(notification, via: connector, count: half)
+        let tenth = max(1, latencyCount / 10)
+        for first in stride(from: 0, to: latencyCount, by: tenth) {
+            let part = min(tenth, latencyCount - first)
+            ourLatencies += try await Workload.sequential(notification, via: connector, count: part)
             onTransportThread += try await withTaskExecutorPreference(connector.taskExecutor) {
-                try await Workload.sequential(notification, via: connector, count: half)
+                try await Workload.sequential(notification, via: connector, count: part)
             }
-            cLatencies += try LibcurlReference.sequential(port: server.port, caPath: server.caPath, count: half, token: token, request: request)
+            cLatencies += try LibcurlReference.sequential(port: server.port, caPath: server.caPath, count: part, token: token, request: request)
         }
         if !ourLatencies.isEmpty {
             let (p50, p99) = (Workload.percentile(ourLatencies, 0.5), Workload.percentile(ourLatencies, 0.99))
