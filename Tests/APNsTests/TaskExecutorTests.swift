@@ -1,5 +1,6 @@
 import APNs
 import APNsMockServer
+import APNsTesting
 import Foundation
 import Synchronization
 import Testing
@@ -190,8 +191,8 @@ import Testing
         await connector.shutdown()
         let ran = await Task(executorPreference: connector.taskExecutor) { Self.threadName() }.value
         #expect(ran != Self.transportThread)
-        let any = AnyConnector(connector)
-        #expect(any.taskExecutor != nil)
+        #expect(AnyConnector(connector).taskExecutor != nil)
+        #expect(AnyConnector(TokenRecordingConnector()).taskExecutor == nil)  // no thread of its own
         try await fixture.stop()
     }
 }

@@ -235,10 +235,10 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     ///
     /// A bulk `send(_:via:to:)` (one notification, many devices) made there runs there whole,
     /// the part that reads `devices` included: no thread hand-off per batch or per outcome, which
-    /// saves about a tenth of its CPU per push (the README's Performance section).
+    /// saved 5–10 % of its CPU per push in the README's benchmark runs.
     ///
-    /// Keep that code short and never blocking (a bulk send's `onOutcome` too): while it runs, the
-    /// connector sends and receives nothing. Actor-isolated code still runs on its actor. Once the
+    /// Keep that code short and never blocking (a bulk send's `onOutcome` and its `devices`
+    /// sequence too): while it runs, the connector sends and receives nothing. Actor-isolated code still runs on its actor. Once the
     /// connector shuts down, a task that prefers it runs on the global concurrent executor instead.
     public var taskExecutor: any TaskExecutor { transport.taskExecutor }
 
