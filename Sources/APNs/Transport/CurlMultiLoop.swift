@@ -309,7 +309,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             if case .draining(let until) = phase {
                 let now = ContinuousClock.now
                 if let warmUp, !warmUp.finished { cancel(warmUp, on: multi) }  // a drain does not wait for it
-                if (waitingHead == waiting.count && active.values.allSatisfy(\.finished)) || now >= until {
+                if isIdle || now >= until {
                     return stop(on: multi)
                 }
                 pollLimit = min(pollLimit, until - now)
@@ -323,7 +323,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             if waitingHead < waiting.count { pollLimit = min(pollLimit, CurlMultiLoop.deadlineSweepInterval) }
             wakes.run()
             // A drain whose last transfer just finished ends now, not after the next poll's limit.
-            if case .draining = phase, waitingHead == waiting.count, active.values.allSatisfy(\.finished) { continue }
+            if case .draining = phase, isIdle { continue }
             let sleep = inbox.withLock { state -> Bool in
                 guard state.operations.isEmpty else { return false }
                 state.sleeping = true
@@ -332,6 +332,9 @@ final class CurlMultiLoop: @unchecked Sendable {
             if sleep { poll(multi, upTo: pollLimit, phase: phase) }
         }
     }
+
+    /// Nothing waits in the queue and nothing in libcurl is unfinished: a drain can end.
+    private var isIdle: Bool { waitingHead == waiting.count && active.values.allSatisfy(\.finished) }
 
     /// Sleeps in `curl_multi_poll` until libcurl's sockets, a wake-up or `limit`; while keeping
     /// warm with nothing in flight, also until an idle connection's socket is readable.
