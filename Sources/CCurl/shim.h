@@ -6,6 +6,9 @@
 #include <curl/curl.h>
 #include <openssl/ssl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 typedef size_t (*ccurl_data_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
 
@@ -61,6 +64,12 @@ static inline CURLMcode ccurl_multi_setopt_long(CURLM *multi, CURLMoption option
 }
 static inline CURLcode ccurl_easy_getinfo_off_t(CURL *easy, CURLINFO info, curl_off_t *value) {
     return curl_easy_getinfo(easy, info, value);
+}
+
+/// Sets `TCP_CORK` on a socket (`on` = 1: hold partial segments back) or clears it (`on` = 0:
+/// send what was held). Returns setsockopt's result: 0, or -1 with errno set.
+static inline int ccurl_set_tcp_cork(int socket, int on) {
+    return setsockopt(socket, IPPROTO_TCP, TCP_CORK, &on, sizeof on);
 }
 
 /// Whether the TLS connection `easy` is about to use negotiated HTTP/2 by ALPN: 1 for "h2", 0 for

@@ -62,6 +62,26 @@ struct SilentServer {
         try await silent.stop()
     }
 
+    /// The transport corks its connection while libcurl writes, so what a pass writes leaves in few
+    /// TCP segments, and uncorks it before it sleeps. A connection left corked would hold a lone
+    /// request back until the kernel's 200 ms ceiling: every one of these sends would take that long.
+    @Test func aLoneRequestIsNotHeldBack() async throws {
+        let fixture = try await Fixture.start()
+        let connector = try fixture.tokenConnector()
+        let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
+        try await send(notification, via: connector, to: .test)  // the connection is made
+        var durations: [Duration] = []
+        for _ in 0..<11 {
+            let start = ContinuousClock.now
+            try await send(notification, via: connector, to: .test)
+            durations.append(ContinuousClock.now - start)
+        }
+        // The median, so one slow moment of the machine does not decide; usually under 1 ms.
+        #expect(durations.sorted()[5] < Duration.milliseconds(100).scaledForSanitizers)
+        #expect(fixture.server.requests.count == 12)
+        try await fixture.stop()
+    }
+
     @Test func untrustedServerCertificateIsRefused() async throws {
         let fixture = try await Fixture.start()
         // No trusted CA given: the system roots do not know the mock server's CA.

@@ -277,6 +277,9 @@ final class CurlMultiLoop: @unchecked Sendable {
         // Outcomes of bulk sends wake their readers once per pass, not once per push.
         let wakes = DeferredWakes.install()
         defer { wakes.uninstall() }
+        // What a pass writes leaves in few TCP segments, not one per libcurl write.
+        let writes = CoalescedWrites.install()
+        defer { writes.uninstall() }
         var running: Int32 = 0
         while true {
             var phase = Phase.running
@@ -316,7 +319,9 @@ final class CurlMultiLoop: @unchecked Sendable {
             }
             sweepExpiredWaiting()
             startWaiting(on: multi)
+            if !active.isEmpty { writes.begin(openSockets) }
             curl_multi_perform(multi, &running)
+            writes.end()
             collectFinished(on: multi)
             startWaiting(on: multi)
             if warmURL != nil, case .running = phase { warmUpIfNeeded(on: multi) }
@@ -593,7 +598,9 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
         _ = ccurl_easy_setopt_prereq(easy) { context, _, _, _, localPort in
             guard let context else { return Int32(CURL_PREREQFUNC_OK) }
-            return Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().willSend(localPort: localPort)
+            let decision = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().willSend(localPort: localPort)
+            if decision == Int32(CURL_PREREQFUNC_OK) { CoalescedWrites.current?.requestWillBeWritten() }
+            return decision
         }
     }
 
@@ -931,6 +938,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     fileprivate func closeSocket(_ socket: Int32) -> Int32 {
         let port = localPort(of: socket)
         let wasOpen = openSockets.remove(socket) != nil
+        CoalescedWrites.current?.forget(socket)
         if wasOpen, openSockets.isEmpty { awaitingConnection = true }
         if wasOpen, observability.isEnabled {
             observability.connectionsOpen.decrement()

@@ -10,36 +10,29 @@ import Foundation
 /// (a retry's task, a producer failing a batch at once) it wakes the reader immediately.
 ///
 /// Thread safety: not `Sendable`. Each loop thread makes one with ``install()``, and only that
-/// thread reaches it, through a thread-specific pointer.
+/// thread reaches it, through a thread-specific pointer (``LoopThreadLocal``).
 final class DeferredWakes {
     private var pending: [@Sendable () -> Void] = []
 
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        pthread_key_create(&key, nil)
-        return key
-    }()
+    private static let slot = LoopThreadLocal<DeferredWakes>()
 
     private init() {}
 
     /// The calling thread's deferred wake-ups, when it is a transport loop thread.
-    static var current: DeferredWakes? {
-        guard let pointer = pthread_getspecific(key) else { return nil }
-        return Unmanaged<DeferredWakes>.fromOpaque(pointer).takeUnretainedValue()
-    }
+    static var current: DeferredWakes? { slot.current }
 
     /// Makes the calling thread defer wake-ups until ``run()``; the caller keeps the returned
     /// object alive and calls ``uninstall()`` before it goes.
     static func install() -> DeferredWakes {
         let wakes = DeferredWakes()
-        pthread_setspecific(key, Unmanaged.passUnretained(wakes).toOpaque())
+        slot.install(wakes)
         return wakes
     }
 
     /// Runs what is pending and stops deferring on the calling thread.
     func uninstall() {
         run()
-        pthread_setspecific(DeferredWakes.key, nil)
+        DeferredWakes.slot.uninstall()
     }
 
     /// Holds `wake` until the end of the pass.
