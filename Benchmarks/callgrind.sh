@@ -10,8 +10,9 @@
 #
 # Contenders (APNsBenchmark --only): observed (the bulk send through a connector with no-op
 # logging, metrics and tracing: what every user runs), unobserved (the same with none at all),
-# singles (a task group of 100 single sends), libcurl (the C multi loop, libcurl alone), executor
-# (the bulk send from a task that prefers the connector's taskExecutor: all of it on one thread).
+# singles (a task group of 100 single sends), libcurl (the C multi loop, libcurl alone), coalesced
+# (the C loop corking its connection as swift-apns does), executor (the bulk send from a task that
+# prefers the connector's taskExecutor: all of it on one thread).
 # Valgrind 3.19 cannot read the DWARF 5 that Swift writes, so it runs a copy without debug info;
 # the call graphs (.build-callgrind/*.out, for callgrind_annotate) name functions from the symbol
 # table.
@@ -21,7 +22,7 @@ small=${1:-2000}
 large=${2:-12000}
 shift $(( $# < 2 ? $# : 2 ))
 contenders=("$@")
-[ ${#contenders[@]} -eq 0 ] && contenders=(observed unobserved singles libcurl executor)
+[ ${#contenders[@]} -eq 0 ] && contenders=(observed unobserved singles libcurl coalesced executor)
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
 swift build -c release --product APNsBenchmark >/dev/null
 out=.build-callgrind

@@ -32,7 +32,7 @@ struct Benchmark: AsyncParsableCommand {
     var externalServer: Int?
     @Option(
         name: .customLong("only"),
-        help: "Run one contender for --count pushes and exit, for counting instructions under valgrind --tool=callgrind: 'observed', 'unobserved', 'watching' (bulk sends through those connectors), 'executor' (the observed bulk send from a task preferring the connector's task executor), 'singles' (a task group of single sends) or 'libcurl' (the C multi loop). Differences of totals between two counts give instructions per push."
+        help: "Run one contender for --count pushes and exit, for counting instructions under valgrind --tool=callgrind: 'observed', 'unobserved', 'watching' (bulk sends through those connectors), 'executor' (the observed bulk send from a task preferring the connector's task executor), 'singles' (a task group of single sends) 'libcurl' (the C multi loop) or 'coalesced' (the C loop corking its connection as swift-apns does). Differences of totals between two counts give instructions per push."
     ) var only: String?
 
     func run() async throws {
@@ -87,13 +87,15 @@ struct Benchmark: AsyncParsableCommand {
         let token = try connector.bearerToken()
         let h2load = skipH2load ? nil : H2Load.find()
         if let only {
-            guard ["observed", "unobserved", "watching", "singles", "libcurl", "executor"].contains(only) else {
-                throw ValidationError("--only takes observed, unobserved, watching, executor, singles or libcurl")
+            guard ["observed", "unobserved", "watching", "singles", "libcurl", "coalesced", "executor"].contains(only) else {
+                throw ValidationError("--only takes observed, unobserved, watching, executor, singles, libcurl or coalesced")
             }
             let result: Workload.Result
             switch only {
-            case "libcurl":
-                result = try LibcurlReference.run(port: server.port, caPath: server.caPath, count: count, streams: streams, token: token, request: request)
+            case "libcurl", "coalesced":
+                result = try LibcurlReference.run(
+                    port: server.port, caPath: server.caPath, count: count, streams: streams, token: token, request: request,
+                    coalesce: only == "coalesced")
             case "singles":
                 try await Workload.warmUp(notification, via: connector, inFlight: streams)
                 result = try await Workload.runSingles(notification, via: connector, devices: count, inFlight: streams)
@@ -119,13 +121,23 @@ struct Benchmark: AsyncParsableCommand {
         var bare = Workload.Result()
         var watched = Workload.Result()
         var floor = Workload.Result()
+        var coalescedFloor = Workload.Result()  // the C loop with swift-apns' write coalescing
+        var segments = (ours: 0, floor: 0, coalescedFloor: 0)  // TCP segments on loopback, both directions
+        func counted<T>(_ total: inout Int, _ run: () async throws -> T) async rethrows -> T {
+            let before = Usage.tcpSegmentsSent() ?? 0
+            let result = try await run()
+            total += (Usage.tcpSegmentsSent() ?? 0) - before
+            return result
+        }
         var reference = Workload.Result()
         var onTransport = Workload.Result()  // the bulk send from a task preferring `connector.taskExecutor`
         let rounds = max(1, min(self.rounds, count / 100))
         var oursPeakRSS = 0
         for round in 0..<rounds {
             let share = count / rounds + (round < count % rounds ? 1 : 0)
-            let bulkRound = try await Workload.run(notification, via: connector, devices: share, inFlight: streams)
+            let bulkRound = try await counted(&segments.ours) {
+                try await Workload.run(notification, via: connector, devices: share, inFlight: streams)
+            }
             ours.add(bulkRound)
             if round == 0 { oursPeakRSS = Usage.peakRSS() }  // before the references add their own
             // The same pushes as a task group of single sends, right after: paired per round.
@@ -137,7 +149,14 @@ struct Benchmark: AsyncParsableCommand {
             onTransport.add(try await withTaskExecutorPreference(connector.taskExecutor) {
                 try await Workload.run(notification, via: connector, devices: share, inFlight: streams)
             })
-            floor.add(try LibcurlReference.run(port: server.port, caPath: server.caPath, count: share, streams: streams, token: token, request: request))
+            floor.add(try await counted(&segments.floor) {
+                try LibcurlReference.run(
+                    port: server.port, caPath: server.caPath, count: share, streams: streams, token: token, request: request, coalesce: false)
+            })
+            coalescedFloor.add(try await counted(&segments.coalescedFloor) {
+                try LibcurlReference.run(
+                    port: server.port, caPath: server.caPath, count: share, streams: streams, token: token, request: request, coalesce: true)
+            })
             if let h2load { reference.add(try H2Load.run(h2load, port: server.port, count: share, streams: streams, token: token, request: request)) }
         }
         rows.append(("swift-apns bulk send pushes/s (\(count), 1 connection, \(streams) streams)", Format.rate(ours.rate)))
@@ -162,6 +181,15 @@ struct Benchmark: AsyncParsableCommand {
         rows.append(("libcurl alone CPU s per 100k (user+sys)", Format.seconds(floor.cpuPer100k)))
         rows.append(("ratio swift-apns / libcurl alone, CPU per push (target <= 1.3)", Format.ratio(ours.cpuPer100k / floor.cpuPer100k)))
         rows.append(("ratio swift-apns / libcurl alone, pushes/s (target >= 0.85)", Format.ratio(ours.rate / floor.rate)))
+        rows.append(("libcurl alone with swift-apns' write coalescing (TCP_CORK), pushes/s", Format.rate(coalescedFloor.rate)))
+        rows.append(("the same, CPU s per 100k (user+sys)", Format.seconds(coalescedFloor.cpuPer100k)))
+        rows.append((
+            "ratio swift-apns / libcurl alone with write coalescing, CPU per push (the Swift side's own cost)",
+            Format.ratio(ours.cpuPer100k / coalescedFloor.cpuPer100k)))
+        if Usage.tcpSegmentsSent() != nil {
+            let perPush = [segments.ours, segments.floor, segments.coalescedFloor].map { String(format: "%.2f", Double($0) / Double(count)) }
+            rows.append(("TCP segments per push, both directions: swift-apns / libcurl alone / with coalescing", perPush.joined(separator: " / ")))
+        }
         rows.append(("the bulk send on the connector's task executor, pushes/s", Format.rate(onTransport.rate)))
         rows.append(("the same, CPU s per 100k (user+sys)", Format.seconds(onTransport.cpuPer100k)))
         rows.append(("ratio on the task executor / libcurl alone, CPU per push (target <= 1.3)", Format.ratio(onTransport.cpuPer100k / floor.cpuPer100k)))

@@ -129,7 +129,11 @@ struct BenchmarkError: Error, CustomStringConvertible {
 /// The same requests through a minimal libcurl multi loop written in C (`CLibcurlReference`), in
 /// this process: what libcurl itself costs, below which no libcurl-based client can go.
 enum LibcurlReference {
-    static func run(port: Int, caPath: String, count: Int, streams: Int, token: String, request: APNsRequest) throws -> Workload.Result {
+    /// With `coalesce`, the loop corks its connection while it writes, as swift-apns does
+    /// (`CoalescedWrites`): what libcurl costs with the same kernel-side saving.
+    static func run(
+        port: Int, caPath: String, count: Int, streams: Int, token: String, request: APNsRequest, coalesce: Bool
+    ) throws -> Workload.Result {
         let headers = ["authorization: bearer \(token)"] + request.headers.map { "\($0.name): \($0.value)" }
         var cHeaders = headers.map { strdup($0) }
         defer { cHeaders.forEach { free($0) } }
@@ -139,7 +143,7 @@ enum LibcurlReference {
             pointers.withMemoryRebound(to: UnsafePointer<CChar>?.self) { headerPointers in
                 libcurl_reference_run(
                     "https://127.0.0.1:\(port)", caPath, headerPointers.baseAddress, Int32(headers.count), body, body.count,
-                    count, 100, streams, &result)
+                    count, 100, streams, coalesce ? 1 : 0, &result)
             }
         }
         guard status == 0 else { throw BenchmarkError("the libcurl reference could not start") }

@@ -175,6 +175,16 @@ enum Usage {
         return kilobytes * 1024
     }
 
+    /// TCP segments the machine has sent (`OutSegs` in /proc/net/snmp), or nil where that file is
+    /// missing. On loopback with client and server on this machine, the difference over a run
+    /// counts both directions.
+    static func tcpSegmentsSent() -> Int? {
+        guard let snmp = try? String(contentsOfFile: "/proc/net/snmp", encoding: .utf8) else { return nil }
+        let lines = snmp.split(separator: "\n").filter { $0.hasPrefix("Tcp:") }.map { $0.split(separator: " ") }
+        guard lines.count == 2, let column = lines[0].firstIndex(of: "OutSegs"), column < lines[1].count else { return nil }
+        return Int(lines[1][column])
+    }
+
     /// Peak resident set size of this process, in bytes: `VmHWM` from /proc/self/status.
     /// (`getrusage`'s `ru_maxrss` survives `execve`, so under `swift run` it would report the
     /// driver's peak instead of the benchmark's.)

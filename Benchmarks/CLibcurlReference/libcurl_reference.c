@@ -1,10 +1,13 @@
 #include "libcurl_reference.h"
 
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 
 static size_t discard(char *data, size_t size, size_t count, void *context) {
@@ -40,6 +43,49 @@ static void device_url(char *out, size_t size, const char *base_url, long index)
     snprintf(out, size, "%s/3/device/%s", base_url, hex);
 }
 
+// Write coalescing as swift-apns does it (Sources/APNs/Transport/CoalescedWrites.swift): the
+// connection is corked (TCP_CORK) while curl_multi_perform runs and flushed every 8th request.
+// One connection per loop, so one socket.
+typedef struct {
+    curl_socket_t socket;
+    long requests;
+} coalescing;
+
+static void set_cork(curl_socket_t socket, int on) {
+    if (socket != CURL_SOCKET_BAD) setsockopt(socket, IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+}
+
+static curl_socket_t open_socket(void *context, curlsocktype purpose, struct curl_sockaddr *address) {
+    (void)purpose;
+    coalescing *writes = context;
+    writes->socket = socket(address->family, address->socktype, address->protocol);
+    return writes->socket;
+}
+
+static int before_request(void *context, char *remote_ip, char *local_ip, int remote_port, int local_port) {
+    (void)remote_ip;
+    (void)local_ip;
+    (void)remote_port;
+    (void)local_port;
+    coalescing *writes = context;
+    if (++writes->requests % 8 == 0) {
+        set_cork(writes->socket, 0);
+        set_cork(writes->socket, 1);
+    }
+    return CURL_PREREQFUNC_OK;
+}
+
+static void coalesced_perform(CURLM *multi, int *running, coalescing *writes) {
+    if (!writes) {
+        curl_multi_perform(multi, running);
+        return;
+    }
+    writes->requests = 0;
+    set_cork(writes->socket, 1);
+    curl_multi_perform(multi, running);
+    set_cork(writes->socket, 0);
+}
+
 // The request headers as a list, without the ones libcurl would add on its own.
 static struct curl_slist *header_list(const char *const *headers, int header_count) {
     struct curl_slist *list = NULL;
@@ -51,7 +97,7 @@ static struct curl_slist *header_list(const char *const *headers, int header_cou
 }
 
 // An easy handle for the POST of `body`, configured as swift-apns configures its own.
-static CURL *make_easy(const char *ca_path, struct curl_slist *list, const char *body, long body_length) {
+static CURL *make_easy(const char *ca_path, struct curl_slist *list, const char *body, long body_length, coalescing *writes) {
     CURL *easy = curl_easy_init();
     if (!easy) return NULL;
     curl_easy_setopt(easy, CURLOPT_CAINFO, ca_path);
@@ -62,11 +108,17 @@ static CURL *make_easy(const char *ca_path, struct curl_slist *list, const char 
     curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_length);
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
+    if (writes) {
+        curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+        curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, writes);
+        curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, before_request);
+        curl_easy_setopt(easy, CURLOPT_PREREQDATA, writes);
+    }
     return easy;
 }
 
 int libcurl_reference_run(const char *base_url, const char *ca_path, const char *const *headers, int header_count,
-                          const char *body, long body_length, long count, long warmup, long streams,
+                          const char *body, long body_length, long count, long warmup, long streams, int coalesce,
                           libcurl_reference_result *result) {
     memset(result, 0, sizeof *result);
     CURLM *multi = curl_multi_init();
@@ -75,6 +127,8 @@ int libcurl_reference_run(const char *base_url, const char *ca_path, const char 
     curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
     curl_multi_setopt(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, streams);
     struct curl_slist *list = header_list(headers, header_count);
+    coalescing coalesced = {CURL_SOCKET_BAD, 0};
+    coalescing *writes = coalesce ? &coalesced : NULL;
 
     long total = count + warmup, started = 0, done = 0;
     double cpu_start = cpu_seconds(), wall_start = now_seconds();
@@ -82,7 +136,7 @@ int libcurl_reference_run(const char *base_url, const char *ca_path, const char 
     CURL **handles = calloc((size_t)streams, sizeof(CURL *));
     if (!handles) return -1;
     for (long index = 0; index < streams && index < total; index++) {
-        CURL *easy = make_easy(ca_path, list, body, body_length);
+        CURL *easy = make_easy(ca_path, list, body, body_length, writes);
         handles[index] = easy;
         device_url(url, sizeof url, base_url, started);
         curl_easy_setopt(easy, CURLOPT_URL, url);
@@ -91,7 +145,7 @@ int libcurl_reference_run(const char *base_url, const char *ca_path, const char 
     }
     int running = 0;
     while (done < total) {
-        curl_multi_perform(multi, &running);
+        coalesced_perform(multi, &running, writes);
         CURLMsg *message;
         int left;
         while ((message = curl_multi_info_read(multi, &left))) {
@@ -135,7 +189,7 @@ int libcurl_reference_sequential(const char *base_url, const char *ca_path, cons
     curl_multi_setopt(multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
     curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
     struct curl_slist *list = header_list(headers, header_count);
-    CURL *easy = make_easy(ca_path, list, body, body_length);
+    CURL *easy = make_easy(ca_path, list, body, body_length, NULL);
     if (!easy) return -1;
     char url[512];
     double cpu_start = cpu_seconds(), wall_start = now_seconds();

@@ -13,9 +13,11 @@ typedef struct {
 
 /// Sends `warmup + count` POSTs of `body` over one HTTP/2 connection with `streams` in flight, each
 /// to `base_url` + "/3/device/" + the hex token of device i (32 bytes of 0xA5 with i, big-endian,
-/// in the last 8), with `headers` ("name: value"). Returns 0, or -1 if libcurl could not start.
+/// in the last 8), with `headers` ("name: value"). With `coalesce` non-zero, the connection is
+/// corked while curl_multi_perform runs and flushed every 8th request, as swift-apns does. Returns
+/// 0, or -1 if libcurl could not start.
 int libcurl_reference_run(const char *base_url, const char *ca_path, const char *const *headers, int header_count,
-                          const char *body, long body_length, long count, long warmup, long streams,
+                          const char *body, long body_length, long count, long warmup, long streams, int coalesce,
                           libcurl_reference_result *result);
 
 /// The same requests one at a time (`warmup + count` of them, each started when the previous one
