@@ -17,37 +17,23 @@ internal import CCurl
 /// The kernel sends a full segment even when corked, and sends a corked partial one after 200 ms
 /// at the latest; the loop never sleeps with a connection corked.
 ///
-/// Thread safety: not `Sendable`. Each loop thread makes one with ``install()``, and only that
-/// thread reaches it: the loop around `curl_multi_perform`, and libcurl's pre-request callback
-/// (inside it) through ``current``.
-final class CoalescedWrites {
+/// Thread safety: not `Sendable`. Each loop thread makes one with `install()`
+/// (``LoopThreadObject``), and only that thread reaches it: the loop around `curl_multi_perform`,
+/// and libcurl's pre-request callback (inside it) through `current`.
+final class CoalescedWrites: LoopThreadObject {
     /// Requests written between two flushes within a pass.
     static let requestsPerFlush = 8
 
-    private static let slot = LoopThreadLocal<CoalescedWrites>()
+    static let slot = LoopThreadSlot()
 
     /// The sockets corked for this pass.
     private var corked: [Int32] = []
     private var requests = 0
 
-    private init() {}
+    init() {}
 
-    /// The calling thread's write coalescing, when it is a transport loop thread.
-    static var current: CoalescedWrites? { slot.current }
-
-    /// Makes one for the calling thread; the caller keeps it alive and calls ``uninstall()`` before
-    /// it goes.
-    static func install() -> CoalescedWrites {
-        let writes = CoalescedWrites()
-        slot.install(writes)
-        return writes
-    }
-
-    /// Uncorks anything still corked and stops coalescing on the calling thread.
-    func uninstall() {
-        end()
-        CoalescedWrites.slot.uninstall()
-    }
+    /// Uncorks anything still corked.
+    func finish() { end() }
 
     /// Before a pass that may write: corks `sockets`.
     func begin(_ sockets: some Sequence<Int32>) {

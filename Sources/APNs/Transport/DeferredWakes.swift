@@ -5,35 +5,21 @@ import Foundation
 /// One `curl_multi_perform` pass often finishes many requests of the same bulk send. Waking the
 /// bulk send's reader for each of them costs a task resumption and, most of the time, a
 /// worker-thread wake-up (a futex call) per push; waking it once after the pass, for everything
-/// the pass delivered, costs one. ``BulkChannel`` asks ``current`` whether it runs on a loop thread:
+/// the pass delivered, costs one. ``BulkChannel`` asks `current` whether it runs on a loop thread:
 /// there it appends the outcome and schedules one wake-up with ``schedule(_:)``; anywhere else
 /// (a retry's task, a producer failing a batch at once) it wakes the reader immediately.
 ///
-/// Thread safety: not `Sendable`. Each loop thread makes one with ``install()``, and only that
-/// thread reaches it, through a thread-specific pointer (``LoopThreadLocal``).
-final class DeferredWakes {
+/// Thread safety: not `Sendable`. Each loop thread makes one with `install()`
+/// (``LoopThreadObject``), and only that thread reaches it, through `current`.
+final class DeferredWakes: LoopThreadObject {
     private var pending: [@Sendable () -> Void] = []
 
-    private static let slot = LoopThreadLocal<DeferredWakes>()
+    static let slot = LoopThreadSlot()
 
-    private init() {}
+    init() {}
 
-    /// The calling thread's deferred wake-ups, when it is a transport loop thread.
-    static var current: DeferredWakes? { slot.current }
-
-    /// Makes the calling thread defer wake-ups until ``run()``; the caller keeps the returned
-    /// object alive and calls ``uninstall()`` before it goes.
-    static func install() -> DeferredWakes {
-        let wakes = DeferredWakes()
-        slot.install(wakes)
-        return wakes
-    }
-
-    /// Runs what is pending and stops deferring on the calling thread.
-    func uninstall() {
-        run()
-        DeferredWakes.slot.uninstall()
-    }
+    /// Runs what is pending.
+    func finish() { run() }
 
     /// Holds `wake` until the end of the pass.
     func schedule(_ wake: @escaping @Sendable () -> Void) {
