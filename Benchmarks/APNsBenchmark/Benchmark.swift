@@ -32,7 +32,7 @@ struct Benchmark: AsyncParsableCommand {
     var externalServer: Int?
     @Option(
         name: .customLong("only"),
-        help: "Run one contender for --count pushes and exit, for counting instructions under valgrind --tool=callgrind: 'observed', 'unobserved', 'watching' (bulk sends through those connectors), 'executor' (the observed bulk send from a task preferring the connector's task executor), 'singles' (a task group of single sends) 'libcurl' (the C multi loop) or 'coalesced' (the C loop corking its connection as swift-apns does). Differences of totals between two counts give instructions per push."
+        help: "Run one contender for --count pushes and exit, for counting instructions under valgrind --tool=callgrind: 'observed', 'unobserved', 'watching' (bulk sends through those connectors), 'executor' (the observed bulk send from a task preferring the connector's task executor), 'singles' (a task group of single sends), 'libcurl' (the C multi loop) or 'coalesced' (the C loop corking its connection as swift-apns does). Differences of totals between two counts give instructions per push."
     ) var only: String?
 
     func run() async throws {
