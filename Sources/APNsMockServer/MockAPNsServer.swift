@@ -160,6 +160,7 @@ public final class MockAPNsServer: Sendable {
                             try stream.pipeline.syncOperations.addHandler(StreamHandler(state: state, connection: connection))
                         }
                     }
+                    try channel.pipeline.syncOperations.addHandler(PingCounter(state: state))
                 }
             }
         do {
@@ -190,6 +191,9 @@ public final class MockAPNsServer: Sendable {
 
     /// TLS connections accepted so far.
     public var connectionCount: Int { state.connectionCount }
+
+    /// HTTP/2 PING frames received so far (acknowledgements not counted), on every connection.
+    public var pingCount: Int { state.pingCount }
 
     /// Makes the server misbehave: connections opened from now on get `fault` (the first
     /// `connections` of them, or all when nil), for the first `requests` requests that reach a

@@ -17,6 +17,7 @@ final class ServerState: ValidationContext {
         var channels: [String: [(id: String, policy: MessageStoragePolicy)]] = [:]
         var streams = 0
         var connections = 0
+        var pings = 0
         /// Requests processed (accepted for delivery), by apns-id.
         var processed: [String: Int] = [:]
         var fault: MockAPNsServer.Fault?
@@ -123,6 +124,9 @@ final class ServerState: ValidationContext {
             return fault
         }
     }
+
+    func pingReceived() { mutable.withLock { $0.pings += 1 } }
+    var pingCount: Int { mutable.withLock { $0.pings } }
 
     func inject(_ fault: MockAPNsServer.Fault?, connections: Int?, requests: Int?) {
         mutable.withLock { state in

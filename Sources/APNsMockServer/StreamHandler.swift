@@ -273,3 +273,17 @@ final class StreamHandler: ChannelInboundHandler {
         if counted { connection.value.streamFinished() }
     }
 }
+
+/// Counts HTTP/2 PING frames (not their acknowledgements) on a connection; NIO answers them.
+final class PingCounter: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+
+    private let state: ServerState
+
+    init(state: ServerState) { self.state = state }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .ping(_, ack: false) = unwrapInboundIn(data).payload { state.pingReceived() }
+        context.fireChannelRead(data)
+    }
+}

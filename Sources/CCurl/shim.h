@@ -5,8 +5,13 @@
 
 #include <curl/curl.h>
 #include <openssl/ssl.h>
-#include <sys/prctl.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#else
+#include <pthread.h>
+#endif
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
@@ -67,9 +72,22 @@ static inline CURLcode ccurl_easy_getinfo_off_t(CURL *easy, CURLINFO info, curl_
 }
 
 /// Sets `TCP_CORK` on a socket (`on` = 1: hold partial segments back) or clears it (`on` = 0:
-/// send what was held). Returns setsockopt's result: 0, or -1 with errno set.
+/// send what was held). Returns setsockopt's result: 0, or -1 with errno set. Linux only: Darwin's
+/// nearest option, `TCP_NOPUSH`, does not send what it held when it is cleared (only the next
+/// write does), which would hold a lone request back; there it returns -1 and writes go out as
+/// libcurl makes them.
 static inline int ccurl_set_tcp_cork(int socket, int on) {
+#ifdef __linux__
     return setsockopt(socket, IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+#else
+    (void)socket; (void)on;
+    return -1;
+#endif
+}
+
+/// What the loaded libcurl is (`CURLVERSION_NOW` is a macro Swift cannot import).
+static inline curl_version_info_data *ccurl_version_info(void) {
+    return curl_version_info(CURLVERSION_NOW);
 }
 
 /// Whether the TLS connection `easy` is about to use negotiated HTTP/2 by ALPN: 1 for "h2", 0 for
@@ -87,10 +105,17 @@ static inline int ccurl_negotiated_h2(CURL *easy) {
     return (length == 2 && protocol[0] == 'h' && protocol[1] == '2') ? 1 : 0;
 }
 
-// Names the calling thread as the kernel shows it (top -H, perf, /proc/<pid>/task/*/comm): at most
-// 15 bytes. prctl is variadic too.
+// Names the calling thread as the kernel shows it (top -H, perf, /proc/<pid>/task/*/comm on
+// Linux; the debugger and sample on Darwin): at most 15 bytes. prctl is variadic too.
 static inline int ccurl_name_current_thread(const char *name) {
+#ifdef __linux__
     return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
+#elif defined(__APPLE__)
+    return pthread_setname_np(name);
+#else
+    (void)name;
+    return 0;
+#endif
 }
 
 #endif

@@ -198,7 +198,9 @@ public struct TransportConfiguration: Sendable, Hashable {
     public var maximumIdleTime: Duration
     /// TCP keepalive probes on idle connections, so a peer or middlebox that vanished is noticed
     /// before the next push is written to it, and NAT mappings stay open; nil turns them off.
-    /// (HTTP/2 PING needs libcurl 8's connection upkeep on multi handles; Debian 12 ships 7.88.)
+    /// HTTP/2 PING would check the connection end to end, but no libcurl writes one on an idle
+    /// connection (7.80–8.9 cannot reach a multi handle's connections; 8.10–8.21 queue the PING
+    /// until the next request): see the Reliability article.
     public var tcpKeepAliveInterval: Duration?
     /// Fail fast while the host is unreachable or the credentials are refused; nil turns it off.
     public var circuitBreaker: CircuitBreakerPolicy?

@@ -153,16 +153,26 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// How often requests waiting in the queue are checked against their deadlines.
     static let deadlineSweepInterval: Duration = .milliseconds(50)
 
-    init(settings: Settings, maximumConnectionsPerHost: Int, maximumConcurrentStreams: Int) {
+    /// Throws when libcurl refuses an option the stream and connection limits rest on.
+    init(settings: Settings, maximumConnectionsPerHost: Int, maximumConcurrentStreams: Int) throws(TransportError) {
         self.settings = settings
         breaker = settings.circuitBreaker.map(CircuitBreaker.init(policy:))
         watchesGoAway = settings.reportsGoAway && settings.observability.isListening(at: .notice)
         maximumInFlight = max(1, maximumConnectionsPerHost) * max(1, maximumConcurrentStreams)
         multi = curl_multi_init()
         if let multi {
-            _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
-            _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, maximumConnectionsPerHost))
-            _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, maximumConcurrentStreams))
+            do throws(RefusedOption) {
+                try require(ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)), "CURLMOPT_PIPELINING")
+                try require(
+                    ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, maximumConnectionsPerHost)),
+                    "CURLMOPT_MAX_HOST_CONNECTIONS")
+                try require(
+                    ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, maximumConcurrentStreams)),
+                    "CURLMOPT_MAX_CONCURRENT_STREAMS")
+            } catch {
+                curl_multi_cleanup(multi)
+                throw error.error
+            }
         }
     }
 
@@ -499,11 +509,25 @@ final class CurlMultiLoop: @unchecked Sendable {
             transfer.resume(.failure(error))
             return
         }
-        guard let easy = idle.popLast() ?? makeEasy() else {
-            transfer.resume(.failure(TransportError(kind: .other, delivery: transfer.delivery, curlCode: 2, message: "curl_easy_init failed")))
+        let easy: UnsafeMutableRawPointer
+        do throws(RefusedOption) {
+            var ready = idle.popLast()
+            if ready == nil { ready = try makeEasy() }
+            guard let ready else {
+                transfer.resume(.failure(TransportError(kind: .other, delivery: transfer.delivery, curlCode: 2, message: "curl_easy_init failed")))
+                return
+            }
+            easy = ready
+            do throws(RefusedOption) {
+                try configure(easy, for: transfer, timeoutMilliseconds: remaining.millisecondsRoundedUp)
+            } catch {
+                discard(easy)  // in an unknown state
+                throw error
+            }
+        } catch {
+            transfer.resume(.failure(error.error))
             return
         }
-        configure(easy, for: transfer, timeoutMilliseconds: remaining.millisecondsRoundedUp)
         transfer.easy = easy
         let added = curl_multi_add_handle(multi, easy)
         guard added == CURLM_OK else {
@@ -518,68 +542,77 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     /// A new easy handle with everything that is the same for every transfer set once: TLS,
     /// HTTP/2, callbacks, its error buffer.
-    private func makeEasy() -> UnsafeMutableRawPointer? {
+    private func makeEasy() throws(RefusedOption) -> UnsafeMutableRawPointer? {
         guard let easy = curl_easy_init() else { return nil }
         let state = EasyState()
         handles[easy] = state
-        configureOnce(easy, errorBuffer: state.errorBuffer)
+        do throws(RefusedOption) {
+            try configureOnce(easy, errorBuffer: state.errorBuffer)
+        } catch {
+            discard(easy)
+            throw error
+        }
         return easy
     }
 
-    /// Everything that is the same for every transfer on `easy`.
-    private func configureOnce(_ easy: UnsafeMutableRawPointer, errorBuffer: UnsafeMutablePointer<CChar>) {
-        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
-        _ = ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        _ = ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-        _ = ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
-        _ = ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
-        _ = ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
-        _ = ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeoutMilliseconds)
-        _ = ccurl_easy_setopt_long(easy, CURLOPT_MAXAGE_CONN, settings.maximumIdleSeconds)
+    /// Everything that is the same for every transfer on `easy`. Every option a guarantee rests on
+    /// is checked (``RefusedOption``); only the GOAWAY watch's verbose channel may be refused
+    /// quietly (it reports, it guarantees nothing).
+    private func configureOnce(_ easy: UnsafeMutableRawPointer, errorBuffer: UnsafeMutablePointer<CChar>) throws(RefusedOption) {
+        try require(ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer), "CURLOPT_ERRORBUFFER")
+        try require(ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1), "CURLOPT_NOSIGNAL")
+        try require(ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)), "CURLOPT_HTTP_VERSION")
+        try require(ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1), "CURLOPT_PIPEWAIT")
+        try require(ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1), "CURLOPT_SSL_VERIFYPEER")
+        try require(ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2), "CURLOPT_SSL_VERIFYHOST")
+        try require(
+            ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeoutMilliseconds), "CURLOPT_CONNECTTIMEOUT_MS")
+        try require(ccurl_easy_setopt_long(easy, CURLOPT_MAXAGE_CONN, settings.maximumIdleSeconds), "CURLOPT_MAXAGE_CONN")
         if let keepAlive = settings.tcpKeepAliveSeconds {
-            _ = ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
-            _ = ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPIDLE, keepAlive)
-            _ = ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPINTVL, keepAlive)
+            try require(ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1), "CURLOPT_TCP_KEEPALIVE")
+            try require(ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPIDLE, keepAlive), "CURLOPT_TCP_KEEPIDLE")
+            try require(ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPINTVL, keepAlive), "CURLOPT_TCP_KEEPINTVL")
         }
         if let ca = settings.trustedCA {
-            ca.withUnsafeBytes { _ = ccurl_easy_setopt_blob(easy, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) }
+            try require(
+                ca.withUnsafeBytes { ccurl_easy_setopt_blob(easy, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) }, "CURLOPT_CAINFO_BLOB")
         }
         if let identity = settings.identity {
-            identity.certificateChainPEM.withUnsafeBytes {
-                _ = ccurl_easy_setopt_blob(easy, CURLOPT_SSLCERT_BLOB, $0.baseAddress, $0.count)
-            }
-            identity.privateKeyPEM.withUnsafeBytes {
-                _ = ccurl_easy_setopt_blob(easy, CURLOPT_SSLKEY_BLOB, $0.baseAddress, $0.count)
-            }
-            _ = ccurl_easy_setopt_string(easy, CURLOPT_SSLCERTTYPE, "PEM")
-            _ = ccurl_easy_setopt_string(easy, CURLOPT_SSLKEYTYPE, "PEM")
+            try require(
+                identity.certificateChainPEM.withUnsafeBytes { ccurl_easy_setopt_blob(easy, CURLOPT_SSLCERT_BLOB, $0.baseAddress, $0.count) },
+                "CURLOPT_SSLCERT_BLOB")
+            try require(
+                identity.privateKeyPEM.withUnsafeBytes { ccurl_easy_setopt_blob(easy, CURLOPT_SSLKEY_BLOB, $0.baseAddress, $0.count) },
+                "CURLOPT_SSLKEY_BLOB")
+            try require(ccurl_easy_setopt_string(easy, CURLOPT_SSLCERTTYPE, "PEM"), "CURLOPT_SSLCERTTYPE")
+            try require(ccurl_easy_setopt_string(easy, CURLOPT_SSLKEYTYPE, "PEM"), "CURLOPT_SSLKEYTYPE")
         }
-        _ = ccurl_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+        try require(ccurl_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
             let length = size * count
             guard let data, let context else { return length }
             let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
             transfer.responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
             return length
-        }
-        _ = ccurl_easy_setopt_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+        }, "CURLOPT_WRITEFUNCTION")
+        try require(ccurl_easy_setopt_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, context in
             let length = size * count
             guard let data, let context else { return length }
             let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
             transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: length))
             return length
-        }
+        }, "CURLOPT_HEADERFUNCTION")
         let loop = Unmanaged.passUnretained(self).toOpaque()
-        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, loop)
-        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_CLOSESOCKETDATA, loop)
-        _ = ccurl_easy_setopt_opensocket(easy) { context, _, address in
+        try require(ccurl_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, loop), "CURLOPT_OPENSOCKETDATA")
+        try require(ccurl_easy_setopt_pointer(easy, CURLOPT_CLOSESOCKETDATA, loop), "CURLOPT_CLOSESOCKETDATA")
+        try require(ccurl_easy_setopt_opensocket(easy) { context, _, address in
             guard let context, let address else { return curl_socket_t(-1) }
             return Unmanaged<CurlMultiLoop>.fromOpaque(context).takeUnretainedValue()
                 .openSocket(family: address.pointee.family, type: address.pointee.socktype, protocol: address.pointee.protocol)
-        }
-        _ = ccurl_easy_setopt_closesocket(easy) { context, socket in
+        }, "CURLOPT_OPENSOCKETFUNCTION")
+        try require(ccurl_easy_setopt_closesocket(easy) { context, socket in
             guard let context else { return Foundation.close(socket) }
             return Unmanaged<CurlMultiLoop>.fromOpaque(context).takeUnretainedValue().closeSocket(socket)
-        }
+        }, "CURLOPT_CLOSESOCKETFUNCTION")
         if watchesGoAway {
             // libcurl 7.88 reports a received GOAWAY only as an informational line, which needs
             // CURLOPT_VERBOSE (set per transfer in `configure`); the callback ignores everything
@@ -596,18 +629,18 @@ final class CurlMultiLoop: @unchecked Sendable {
                 return 0
             }
         }
-        _ = ccurl_easy_setopt_prereq(easy) { context, _, _, _, localPort in
+        try require(ccurl_easy_setopt_prereq(easy) { context, _, _, _, localPort in
             guard let context else { return Int32(CURL_PREREQFUNC_OK) }
             let decision = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().willSend(localPort: localPort)
             if decision == Int32(CURL_PREREQFUNC_OK) { CoalescedWrites.current?.requestWillBeWritten() }
             return decision
-        }
+        }, "CURLOPT_PREREQFUNCTION")
     }
 
     /// Sets what differs per transfer: every such option is set each time, so nothing carries over
     /// from the handle's previous transfer, except the method, body and headers when they are the
     /// very ones that transfer had (``EasyState``).
-    private func configure(_ easy: UnsafeMutableRawPointer, for transfer: Transfer, timeoutMilliseconds: Int) {
+    private func configure(_ easy: UnsafeMutableRawPointer, for transfer: Transfer, timeoutMilliseconds: Int) throws(RefusedOption) {
         let state = handles[easy]
         state?.errorBuffer.pointee = 0
         transfer.errorBuffer = state?.errorBuffer
@@ -627,44 +660,50 @@ final class CurlMultiLoop: @unchecked Sendable {
         urlBuffer.append(contentsOf: transfer.urlPrefix.utf8)
         urlBuffer.append(contentsOf: transfer.urlSuffix.utf8)
         urlBuffer.append(0)
-        urlBuffer.withUnsafeBytes { _ = ccurl_easy_setopt_string(easy, CURLOPT_URL, $0.bindMemory(to: CChar.self).baseAddress) }
-        _ = ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeoutMilliseconds))
+        try require(
+            urlBuffer.withUnsafeBytes { ccurl_easy_setopt_string(easy, CURLOPT_URL, $0.bindMemory(to: CChar.self).baseAddress) },
+            "CURLOPT_URL")
+        try require(ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeoutMilliseconds)), "CURLOPT_TIMEOUT_MS")
         if let state, state.method == transfer.method, state.body === transfer.body {
             // The same request as the handle's last transfer: method and body are set.
         } else {
-            setMethodAndBody(easy, for: transfer)
+            state?.method = nil  // until all of it is set
+            try setMethodAndBody(easy, for: transfer)
             state?.method = transfer.method
             state?.body = transfer.body
         }
         if state == nil || state?.headerList !== transfer.headerList {
-            _ = ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, transfer.headerList.list)
+            state?.headerList = nil
+            try require(ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, transfer.headerList.list), "CURLOPT_HTTPHEADER")
             state?.headerList = transfer.headerList
         }
         let context = Unmanaged.passUnretained(transfer).toOpaque()
-        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
-        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
-        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, context)
+        try require(ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context), "CURLOPT_WRITEDATA")
+        try require(ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context), "CURLOPT_HEADERDATA")
+        try require(ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, context), "CURLOPT_PREREQDATA")
     }
 
-    private func setMethodAndBody(_ easy: UnsafeMutableRawPointer, for transfer: Transfer) {
+    private func setMethodAndBody(_ easy: UnsafeMutableRawPointer, for transfer: Transfer) throws(RefusedOption) {
+        func setBody() throws(RefusedOption) {
+            try require(ccurl_easy_setopt_long(easy, CURLOPT_POST, 1), "CURLOPT_POST")
+            try require(
+                ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.body.count)), "CURLOPT_POSTFIELDSIZE_LARGE")
+            try require(ccurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, transfer.body.bytes.baseAddress), "CURLOPT_POSTFIELDS")
+        }
         switch transfer.method {
         case .post:
-            _ = ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, nil)
-            _ = ccurl_easy_setopt_long(easy, CURLOPT_POST, 1)
-            _ = ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.body.count))
-            _ = ccurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, transfer.body.bytes.baseAddress)
+            try require(ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, nil), "CURLOPT_CUSTOMREQUEST")
+            try setBody()
         case .get:
-            _ = ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, nil)
-            _ = ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+            try require(ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, nil), "CURLOPT_CUSTOMREQUEST")
+            try require(ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1), "CURLOPT_HTTPGET")
         default:
             if transfer.body.count > 0 {
-                _ = ccurl_easy_setopt_long(easy, CURLOPT_POST, 1)
-                _ = ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.body.count))
-                _ = ccurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, transfer.body.bytes.baseAddress)
+                try setBody()
             } else {
-                _ = ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+                try require(ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1), "CURLOPT_HTTPGET")
             }
-            _ = ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, transfer.method.rawValue)
+            try require(ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, transfer.method.rawValue), "CURLOPT_CUSTOMREQUEST")
         }
     }
 
@@ -728,14 +767,15 @@ final class CurlMultiLoop: @unchecked Sendable {
         // libcurl counts its re-sends on the easy handle (`state.retrycount`) and resets the count
         // only in curl_easy_reset: a handle that went through one is reset and configured again, or
         // later refusals would find libcurl's budget spent.
+        var reusable = true
         if transfer.attempts > 1 {
             curl_easy_reset(easy)
             if let state = handles[easy] {
                 state.forget()
-                configureOnce(easy, errorBuffer: state.errorBuffer)
+                do throws(RefusedOption) { try configureOnce(easy, errorBuffer: state.errorBuffer) } catch { reusable = false }
             }
         }
-        defer { recycle(easy) }
+        defer { if reusable { recycle(easy) } else { discard(easy) } }
         if warmURL != nil { lastActivity = .now }
         guard !transfer.finished else {
             // Cancelled or timed out while libcurl had it.

@@ -33,6 +33,8 @@ final class CurlTransport: Sendable {
 
     init(configuration: TransportConfiguration, identity: ClientIdentity?, observability: Observability) throws(APNsError) {
         _ = curlGlobalInit
+        let libcurl: Libcurl
+        do throws(TransportError) { libcurl = try Libcurl.loaded.get() } catch { throw .transport(error) }
         try configuration.validate()
         requestTimeout = configuration.requestTimeout
         shutdownGracePeriod = configuration.shutdownGracePeriod
@@ -41,16 +43,36 @@ final class CurlTransport: Sendable {
         if let source = configuration.trustedCertificateAuthority {
             do throws(CredentialError) { trustedCA = try OpenSSL.load(source) } catch { throw .credential(error) }
         }
-        loop = CurlMultiLoop(
-            settings: .init(
-                connectTimeoutMilliseconds: configuration.connectTimeout.millisecondsRoundedUp,
-                maximumIdleSeconds: Int(configuration.maximumIdleTime.components.seconds),
-                tcpKeepAliveSeconds: configuration.tcpKeepAliveInterval.map { max(1, Int($0.components.seconds)) },
-                circuitBreaker: configuration.circuitBreaker,
-                trustedCA: trustedCA, identity: identity, observability: observability,
-                reportsGoAway: configuration.reportsGoAway),
-            maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
-            maximumConcurrentStreams: configuration.maximumConcurrentStreams)
+        do throws(TransportError) {
+            loop = try CurlMultiLoop(
+                settings: .init(
+                    connectTimeoutMilliseconds: configuration.connectTimeout.millisecondsRoundedUp,
+                    maximumIdleSeconds: Int(configuration.maximumIdleTime.components.seconds),
+                    tcpKeepAliveSeconds: configuration.tcpKeepAliveInterval.map { max(1, Int($0.components.seconds)) },
+                    circuitBreaker: configuration.circuitBreaker,
+                    trustedCA: trustedCA, identity: identity, observability: observability,
+                    reportsGoAway: configuration.reportsGoAway),
+                maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
+                maximumConcurrentStreams: configuration.maximumConcurrentStreams)
+        } catch {
+            throw .transport(error)
+        }
+        if observability.isEnabled {
+            observability.logger.debug(
+                "APNs connection keepalive: \(CurlTransport.keepalive(configuration))", metadata: ["curl.version": "\(libcurl.version)"])
+        }
+    }
+
+    /// Which keepalive the transport uses on idle connections, as it logs once when it is made.
+    /// No HTTP/2 PING: libcurl 7.80–8.9 cannot send one on a multi handle's connections, and from
+    /// 8.10 to at least 8.21 `curl_easy_upkeep` queues one that is written only with the
+    /// connection's next request (``Libcurl``).
+    static func keepalive(_ configuration: TransportConfiguration) -> String {
+        var parts: [String] = []
+        if let tcp = configuration.tcpKeepAliveInterval { parts.append("TCP keepalive every \(tcp)") } else { parts.append("TCP keepalive off") }
+        parts.append(configuration.keepsConnectionWarm ? "idle sockets watched and a connection kept warm while run as a service" : "no keep-warm")
+        parts.append("no HTTP/2 PING (no libcurl writes one on an idle connection)")
+        return parts.joined(separator: "; ")
     }
 
     deinit { loop.beginShutdown(gracePeriod: .zero) }
@@ -78,6 +100,7 @@ final class CurlTransport: Sendable {
 
     /// Connections shut down because they stopped answering.
     var stalledConnectionsClosed: Int { loop.stalledConnectionsClosed }
+
 
     /// Times the circuit breaker opened.
     var circuitTrips: Int { loop.circuitTrips }

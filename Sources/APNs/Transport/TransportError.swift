@@ -46,6 +46,10 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         /// The connector's circuit breaker is open: recent sends failed in a way the next would
         /// repeat (credentials refused, host unreachable), so this one was not tried.
         public static let circuitOpen = Kind(rawValue: "circuit-open")
+        /// The libcurl this process loaded cannot keep swift-apns' promises: older than 7.80.0,
+        /// built without HTTP/2, or it refused an option a guarantee rests on. Thrown when a
+        /// connector is made, before anything is sent.
+        public static let unsupportedLibcurl = Kind(rawValue: "unsupported-libcurl")
         /// Anything else libcurl or a custom connector reported.
         public static let other = Kind(rawValue: "other")
     }
