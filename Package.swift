@@ -8,6 +8,8 @@ import PackageDescription
 //   APNsTesting     recording connector and credential helpers for users' unit tests.
 //   APNsMockServer  a real HTTP/2 + TLS server that behaves like APNs (the only SwiftNIO user).
 //   APNsCLI         the `apns` command.
+// The benchmarks (Benchmarks/, with the C reference loop and the soak run) are a package of their
+// own, so `swift build` here builds only what users get.
 let package = Package(
     name: "swift-apns",
     platforms: [.macOS(.v15)],
@@ -73,26 +75,6 @@ let package = Package(
                 "APNs", "APNsTesting", "APNsMockServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
-        ),
-        .executableTarget(
-            name: "APNsBenchmark",
-            dependencies: [
-                "APNs", "APNsMockServer", "CLibcurlReference",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Benchmarks/APNsBenchmark"
-        ),
-        .executableTarget(
-            name: "APNsSoak",
-            dependencies: ["APNs", "APNsMockServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            path: "Benchmarks/APNsSoak"
-        ),
-        // The same requests through a minimal libcurl loop in C: the floor of any libcurl client.
-        .target(
-            name: "CLibcurlReference",
-            path: "Benchmarks/CLibcurlReference",
-            linkerSettings: [.linkedLibrary("curl")]
         ),
         .testTarget(name: "APNsCoreTests", dependencies: ["APNsCore"]),
         .testTarget(

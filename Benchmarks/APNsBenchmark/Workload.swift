@@ -1,5 +1,6 @@
 import APNs
 import APNsMockServer
+import BenchmarkSupport
 import Foundation
 
 /// The notification, devices and measurements of the swift-apns runs.

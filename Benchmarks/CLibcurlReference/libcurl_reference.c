@@ -52,7 +52,11 @@ typedef struct {
 } coalescing;
 
 static void set_cork(curl_socket_t socket, int on) {
+#ifdef __linux__
     if (socket != CURL_SOCKET_BAD) setsockopt(socket, IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+#else
+    (void)socket; (void)on;  // as in swift-apns: coalescing is Linux-only
+#endif
 }
 
 static curl_socket_t open_socket(void *context, curlsocktype purpose, struct curl_sockaddr *address) {

@@ -14,10 +14,10 @@ import Testing
     /// The transport thread's name (``CurlMultiLoop``'s, at most 15 bytes on Linux).
     static let transportThread = "swift-apns.curl"
 
-    /// The calling thread's name, as the kernel has it.
+    /// The calling thread's name (Foundation's; the transport names its thread there and in the
+    /// kernel).
     static func threadName() -> String {
-        let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?"
-        return comm.trimmingCharacters(in: .newlines)
+        Thread.current.name ?? "?"
     }
 
     @Test func codeAroundASendRunsOnTheTransportThread() async throws {
