@@ -11,7 +11,13 @@ import Testing
 /// - failed with delivery `.unknown` ⇒ processed at most once;
 /// - no apns-id is ever processed twice (no silent re-send);
 /// - every outcome arrives within the send's deadline + 1 s;
-/// - afterwards the connector heals: a new send succeeds within 1 s.
+/// - afterwards the connector heals: a new send succeeds.
+///
+/// What a fault does to the outcomes is checked as the library promises it, not as a quiet machine
+/// happens to deliver it: on a busy machine the in-process mock answers late, and a send whose
+/// deadline passes first ends `timeout` (`.notSent` when it was never written, `.unknown` when it
+/// was). So each case's own expectations hold for the sends that did not time out, and every
+/// timeout must have waited for its whole deadline: the library never gives up early.
 @Suite(.serialized) struct FaultMatrixTests {
     struct Case: Sendable, CustomTestStringConvertible {
         var fault: MockAPNsServer.Fault
@@ -29,10 +35,21 @@ import Testing
         var notSent: [TransportError] = []
         var unknown: [TransportError] = []
         var total: Int { accepted + rejected.count + notSent.count + unknown.count }
-        /// Each distinct (kind, curl code) among the unknown outcomes, with its count and one message.
-        var unknownKinds: String {
-            Dictionary(grouping: unknown, by: { "\($0.kind) curl \($0.curlCode.map(String.init) ?? "-")" })
-                .map { "\($0.value.count)× \($0.key) (\($0.value[0].message))" }.sorted().joined(separator: "; ")
+        /// Sends that reached their deadline (either delivery): on a busy machine, the only outcome
+        /// that may take the place of the one a quiet machine gives.
+        var timedOut: Int { (notSent + unknown).filter { $0.kind == .timeout }.count }
+        /// Unknown outcomes other than timeouts.
+        var unknownNotTimedOut: [TransportError] { unknown.filter { $0.kind != .timeout } }
+        /// Timeouts of sends that were never written.
+        var notSentTimeouts: Int { notSent.filter { $0.kind == .timeout }.count }
+        /// Every outcome kind with its count, for a failed expectation.
+        var summary: String {
+            func kinds(_ errors: [TransportError]) -> String {
+                Dictionary(grouping: errors, by: { "\($0.kind) curl \($0.curlCode.map(String.init) ?? "-")" })
+                    .map { "\($0.value.count)× \($0.key) (\($0.value[0].message))" }.sorted().joined(separator: "; ")
+            }
+            return "accepted \(accepted), rejected \(rejected.count), not sent \(notSent.count) [\(kinds(notSent))], "
+                + "unknown \(unknown.count) [\(kinds(unknown))]"
         }
     }
 
@@ -44,48 +61,57 @@ import Testing
         // at the write, or finds the connection it was written on closed when the re-send fails
         // earlier (a connect timeout while it waits), and reports it lost either way.
         Case(fault: .resetAfterProcessing(requests: 20), connections: 2) { tally in
-            #expect(tally.unknown.count >= 20)
-            #expect(tally.unknown.allSatisfy { $0.kind == .connectionLost }, "\(tally.unknownKinds)")
-            #expect(tally.accepted + tally.unknown.count == count)
+            #expect(tally.unknown.count >= 20, "\(tally.summary)")  // the processed, unanswered ones: lost or timed out
+            #expect(tally.unknownNotTimedOut.allSatisfy { $0.kind == .connectionLost }, "\(tally.summary)")
+            #expect(tally.accepted + tally.unknown.count + tally.notSentTimeouts == count, "\(tally.summary)")
         },
         Case(fault: .closeAfterProcessing(requests: 20), connections: 2) { tally in
-            #expect(tally.unknown.count >= 20)
-            #expect(tally.accepted + tally.unknown.count == count)
+            #expect(tally.unknown.count >= 20, "\(tally.summary)")
+            #expect(tally.accepted + tally.unknown.count + tally.notSentTimeouts == count, "\(tally.summary)")
         },
         // The first timeout with nothing answered since shuts the stalled connection down: what was
         // on it fails at once (written, so unknown), and the connector opens a new one.
         Case(fault: .neverAnswer, connections: 1, timeout: .seconds(2)) { tally in
-            #expect(tally.unknown.count == count)
-            #expect(tally.unknown.allSatisfy { $0.kind == .timeout || $0.kind == .connectionLost }, "\(tally.unknownKinds)")
+            #expect(tally.unknown.count + tally.notSentTimeouts == count, "\(tally.summary)")
+            #expect(tally.unknown.allSatisfy { $0.kind == .timeout || $0.kind == .connectionLost }, "\(tally.summary)")
         },
         // Sends written to the slow connection time out (unknown); once the first times out with
         // nothing answered since, the connection is replaced and later ones may still succeed.
         Case(fault: .delay(Duration.seconds(3).scaledForSanitizers), connections: 1, timeout: .seconds(1)) { tally in
-            #expect(tally.unknown.count >= count / 2)
-            #expect(tally.unknown.allSatisfy { $0.kind == .timeout || $0.kind == .connectionLost }, "\(tally.unknownKinds)")
-            #expect(tally.accepted + tally.unknown.count == count)
+            #expect(tally.unknown.count + tally.notSentTimeouts >= count / 2, "\(tally.summary)")
+            #expect(tally.unknown.allSatisfy { $0.kind == .timeout || $0.kind == .connectionLost }, "\(tally.summary)")
+            #expect(tally.accepted + tally.unknown.count + tally.notSentTimeouts == count, "\(tally.summary)")
         },
-        // REFUSED_STREAM promises the request was not processed: the transport sends it again.
+        // REFUSED_STREAM promises the request was not processed: the transport sends it again,
+        // until it is accepted or its deadline passes.
         Case(fault: .resetStreams(errorCode: 7), connections: 1) { tally in
-            #expect(tally.accepted == count)
+            #expect(tally.accepted + tally.timedOut == count, "\(tally.summary)")
+            // Sent again, not left to wait: a refused send ends `.notSent` only if no re-send could
+            // be written before its deadline (none on a quiet machine, none seen beside six busy
+            // processes; all of them if refused streams were never sent again).
+            #expect(tally.notSentTimeouts < count / 2, "\(tally.summary)")
         },
         // Any other stream error after processing: may have been delivered.
         Case(fault: .resetStreamsAfterProcessing(errorCode: 2), requests: 50) { tally in
-            #expect(tally.unknown.count == 50)
-            #expect(tally.unknown.allSatisfy { $0.kind == .protocolError }, "\(tally.unknownKinds)")
-            #expect(tally.accepted == count - 50)
+            #expect(tally.unknownNotTimedOut.count <= 50, "\(tally.summary)")
+            #expect(tally.unknownNotTimedOut.count + tally.timedOut >= 50, "\(tally.summary)")
+            #expect(tally.unknownNotTimedOut.allSatisfy { $0.kind == .protocolError }, "\(tally.summary)")
+            #expect(tally.accepted + tally.unknownNotTimedOut.count + tally.timedOut == count, "\(tally.summary)")
         },
-        // Streams above the GOAWAY's last-stream-id were never processed: all sent again, once.
-        // (libcurl 7.88 may report one refused in the same read that ends the session without its
-        // code: `unknown`, see GoAwayTests.)
+        // Streams above the GOAWAY's last-stream-id were never processed: all sent again, once,
+        // until accepted or their deadline passes. (libcurl 7.88 may report one refused in the
+        // same read that ends the session without its code: `unknown`, see GoAwayTests.)
         Case(fault: .goAway(afterRequests: 100, errorCode: 0, debugData: #"{"reason":"Shutdown"}"#, lowerBy: 10), connections: 3) { tally in
-            #expect(tally.accepted >= count - 5)
-            #expect(tally.accepted + tally.unknown.count == count)
+            #expect(tally.unknownNotTimedOut.count <= 5, "\(tally.summary)")
+            #expect(tally.unknownNotTimedOut.allSatisfy { $0.kind == .connectionLost }, "\(tally.summary)")
+            #expect(tally.accepted + tally.unknownNotTimedOut.count + tally.timedOut == count, "\(tally.summary)")
+            #expect(tally.notSentTimeouts < count / 2, "\(tally.summary)")  // refused streams are sent again
         },
         Case(fault: .respond(status: 503, retryAfter: 2, body: "<html>Service Unavailable</html>"), requests: 100) { tally in
-            #expect(tally.rejected.count == 100)
             #expect(tally.rejected.allSatisfy { $0.status == 503 && $0.reason == nil && $0.retryAfter == .seconds(2) && $0.retry == .withBackoff })
-            #expect(tally.accepted == count - 100)
+            #expect(tally.rejected.count <= 100, "\(tally.summary)")
+            #expect(tally.rejected.count + tally.timedOut >= 100, "\(tally.summary)")
+            #expect(tally.accepted + tally.rejected.count + tally.timedOut == count, "\(tally.summary)")
         },
     ]
 
@@ -124,6 +150,10 @@ import Testing
             let times = processed[ids[index].description] ?? 0
             #expect(times <= 1, "apns-id \(ids[index]) was processed \(times) times")
             #expect(elapsed <= timeout + .seconds(1), "send \(index) took \(elapsed)")
+            if case .failure(.transport(let failure)) = result, failure.kind == .timeout {
+                // libcurl's own timeout is set from the time left when the request starts, to the millisecond.
+                #expect(elapsed >= timeout - .milliseconds(100), "send \(index) gave up after \(elapsed): \(failure)")
+            }
             switch result {
             case .success:
                 tally.accepted += 1
@@ -134,6 +164,7 @@ import Testing
             case .failure(.transport(let failure)) where failure.delivery == Delivery.notSent:
                 tally.notSent.append(failure)
                 #expect(times == 0, "reported not sent but processed: \(failure)")
+                #expect(failure.kind == .timeout, "none of these faults leaves a send unwritten but its deadline: \(failure)")
             case .failure(.transport(let failure)):
                 tally.unknown.append(failure)
             case .failure(let error):
