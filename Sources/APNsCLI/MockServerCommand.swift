@@ -9,8 +9,16 @@ struct MockServerCommand: AsyncParsableCommand {
         abstract: "Run the mock APNs server in the foreground (HTTP/2 + TLS on 127.0.0.1).",
         discussion: """
             Writes a generated CA, a .p8 signing key the server accepts and a client certificate for \
-            --bundle-id into --dir (a new temporary folder by default), prints their paths, and \
-            serves until interrupted. --fault makes it misbehave on purpose: reset-after:N,             close-after:N, never-answer, stall-handshake, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE,             goaway:AFTER:CODE:LOWER-BY[:DEBUG], status:CODE[:RETRY-AFTER].
+            --bundle-id into --dir (a new temporary folder by default), prints their paths, and serves \
+            until interrupted.
+
+            Like APNs, it accepts a new provider token for a key at most every 20 minutes (429 \
+            TooManyProviderTokenUpdates); each `apns send` process makes a new token, so give \
+            --allow-frequent-token-updates to run it more than once against the same server.
+
+            --fault makes it misbehave on purpose: reset-after:N, close-after:N, never-answer, \
+            stall-handshake, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE, \
+            goaway:AFTER:CODE:LOWER-BY[:DEBUG], status:CODE[:RETRY-AFTER].
             """)
 
     @Option(help: "Port to listen on; 0 picks a free one.") var port = 0

@@ -11,8 +11,21 @@ struct SendCommand: AsyncParsableCommand {
         discussion: """
             Authenticate with a token (--key-file, --key-id, --team-id) or a certificate (--cert and \
             --key, or --p12). Secrets are read from files or environment variables and never printed.
-            With --dry-run the exact request is printed and nothing is sent. With --json, one JSON             object per device per line: {"token":…,"status":…,"apns-id":…} (plus "reason" when             rejected), or {"token":…,"error":{"kind":…,"delivery":"not-sent"|"unknown","message":…}}.             The exit code is 0 only when every device was accepted.
-            With --tokens-file (one hex token a line; - reads standard input) the notification goes             to every token through the bulk path, many requests multiplexed on one connection:             standard error shows a progress bar with rate and ETA on a terminal (a plain progress             line every 2 s otherwise), rejections and failures are printed as they come, and a             summary ends the run (sent, N delivered, rejected by reason, failed by kind, p50/p99             latency, elapsed). With --json only the per-device lines are printed.
+
+            With --dry-run the exact request is printed and nothing is sent.
+
+            With --json, one JSON object per device per line: {"token":…,"status":…,"apns-id":…} \
+            (plus "reason" when rejected), or {"token":…,"error":{"kind":…,"delivery":"not-sent"|"unknown",\
+            "message":…}}. The exit code is 0 only when every device was accepted.
+
+            With --tokens-file (one hex token a line; - reads standard input) the notification goes to \
+            every token through the bulk path, many requests multiplexed on one connection. Standard \
+            error shows a progress bar with rate and ETA on a terminal (a plain progress line every 2 s \
+            otherwise), rejections and failures are printed as they come, and a summary ends the run \
+            (sent, delivered, rejected by reason, failed by kind, p50/p99 latency, elapsed). With --json \
+            only the per-device lines are printed.
+
+            \(Failure.exitCodes)
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -142,6 +155,7 @@ struct SendCommand: AsyncParsableCommand {
             return collected
         }
         var worst: ExitCode = .success
+        var tokenUpdatesRefused: APNsRejection?
         for (index, result) in results.enumerated() {
             let target = channel ?? requests[index].path.split(separator: "/").last.map(String.init) ?? ""
             if json {
@@ -158,6 +172,7 @@ struct SendCommand: AsyncParsableCommand {
             case .failure(.rejected(let rejection))?:
                 if !json { print("\(target) \(rejection.status) \(rejection.reason?.rawValue ?? "-") apns-id \(rejection.apnsID?.description ?? "-")") }
                 if worst == .success { worst = Failure.rejected }
+                if rejection.reason == .tooManyProviderTokenUpdates { tokenUpdatesRefused = rejection }
             case .failure(let error)?:
                 let (message, code) = Failure.describe(error)
                 if !json { print("\(target) error \(message)") }
@@ -165,6 +180,10 @@ struct SendCommand: AsyncParsableCommand {
             case nil:
                 worst = ExitCode(5)
             }
+        }
+        if let tokenUpdatesRefused {
+            // The cause and the fix, once: a per-device line has room for the reason only.
+            FileHandle.standardError.write(Data("apns: \(Failure.describe(tokenUpdatesRefused).0)\n".utf8))
         }
         if worst != .success { throw worst }
     }

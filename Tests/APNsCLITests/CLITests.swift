@@ -129,6 +129,39 @@ import Testing
         try await server.stop()
     }
 
+    /// Each `apns send` is a process with a new token for the key; a second run within 20 minutes
+    /// meets the token-update limit (the mock's as APNs'): the message names the cause and the fix.
+    @Test func aSecondRunWithANewTokenSaysHowToRunAgainstTheMock() async throws {
+        let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+        let server = try await MockAPNsServer.start(.init(signingKeys: [key]))
+        let folder = try Self.credentials(key: key, server: server)
+        let arguments = Self.tokenArguments(key: key, server: server, folder: folder) + [
+            "--topic", "com.example.app", "--token", "aaaa", "--body", "Hello",
+        ]
+        #expect(try Self.apns(arguments).status == 0)
+        try await Task.sleep(for: .milliseconds(1100))  // the next run's token has a later iat
+        let second = try Self.apns(arguments)
+        #expect(second.status == 1)
+        let output = second.stdout + second.stderr
+        #expect(output.contains("TooManyProviderTokenUpdates"), "\(output)")
+        #expect(output.contains("against `apns mock-server`, start it with --allow-frequent-token-updates"), "\(output)")
+        try await server.stop()
+    }
+
+    /// Help reads as prose (no holes where lines were joined) and lists the exit codes.
+    @Test func helpTextHasNoHolesAndListsTheExitCodes() throws {
+        for command in [["--help"], ["send", "--help"], ["mock-server", "--help"]] {
+            let run = try Self.apns(command)
+            #expect(run.status == 0)
+            // The overview and discussion come before USAGE; option help after it is aligned in columns.
+            let prose = String(run.stdout[..<(run.stdout.range(of: "USAGE:")?.lowerBound ?? run.stdout.endIndex)])
+            #expect(prose.range(of: #"\S {3,}\S"#, options: .regularExpression).map { prose[$0] } == nil, "\(command): \(prose)")
+            if command != ["mock-server", "--help"] {
+                #expect(run.stdout.contains("Exit codes:\n  0  everything was accepted\n  1  APNs rejected at least one notification"), "\(command)")
+            }
+        }
+    }
+
     @Test func jsonLinesForAcceptedAndRejected() async throws {
         let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
         let server = try await MockAPNsServer.start(.init(signingKeys: [key]))
