@@ -101,7 +101,6 @@ final class CurlTransport: Sendable {
     /// Connections shut down because they stopped answering.
     var stalledConnectionsClosed: Int { loop.stalledConnectionsClosed }
 
-
     /// Times the circuit breaker opened.
     var circuitTrips: Int { loop.circuitTrips }
 
