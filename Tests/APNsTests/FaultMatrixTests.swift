@@ -40,6 +40,29 @@ import Testing
         var timedOut: Int { (notSent + unknown).filter { $0.kind == .timeout }.count }
         /// Unknown outcomes other than timeouts.
         var unknownNotTimedOut: [TransportError] { unknown.filter { $0.kind != .timeout } }
+        /// Counts one send's outcome and checks it against what the server processed (`times`):
+        /// accepted ⇒ once; rejected or `.notSent` ⇒ never; `.unknown` ⇒ at most once. None of the
+        /// faults leaves a send unwritten but for its deadline, so every `.notSent` is a timeout.
+        mutating func count(_ result: Result<APNsResponse, APNsError>, processed times: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+            switch result {
+            case .success:
+                accepted += 1
+                #expect(times == 1, "accepted but processed \(times) times", sourceLocation: sourceLocation)
+            case .failure(.rejected(let rejection)):
+                rejected.append(rejection)
+                #expect(times == 0, "rejected but processed", sourceLocation: sourceLocation)
+            case .failure(.transport(let failure)) where failure.delivery == Delivery.notSent:
+                notSent.append(failure)
+                #expect(times == 0, "reported not sent but processed: \(failure)", sourceLocation: sourceLocation)
+                #expect(failure.kind == .timeout, "not sent, but not for its deadline: \(failure)", sourceLocation: sourceLocation)
+            case .failure(.transport(let failure)):
+                unknown.append(failure)
+                #expect(times <= 1, "processed \(times) times: \(failure)", sourceLocation: sourceLocation)
+            case .failure(let error):
+                Issue.record("unexpected \(error)", sourceLocation: sourceLocation)
+            }
+        }
+
         /// Timeouts of sends that were never written.
         var notSentTimeouts: Int { notSent.filter { $0.kind == .timeout }.count }
         /// Every outcome kind with its count, for a failed expectation.
@@ -154,22 +177,7 @@ import Testing
                 // libcurl's own timeout is set from the time left when the request starts, to the millisecond.
                 #expect(elapsed >= timeout - .milliseconds(100), "send \(index) gave up after \(elapsed): \(failure)")
             }
-            switch result {
-            case .success:
-                tally.accepted += 1
-                #expect(times == 1, "accepted but processed \(times) times")
-            case .failure(.rejected(let rejection)):
-                tally.rejected.append(rejection)
-                #expect(times == 0, "rejected but processed")
-            case .failure(.transport(let failure)) where failure.delivery == Delivery.notSent:
-                tally.notSent.append(failure)
-                #expect(times == 0, "reported not sent but processed: \(failure)")
-                #expect(failure.kind == .timeout, "none of these faults leaves a send unwritten but its deadline: \(failure)")
-            case .failure(.transport(let failure)):
-                tally.unknown.append(failure)
-            case .failure(let error):
-                Issue.record("unexpected \(error)")
-            }
+            tally.count(result, processed: times)
         }
         #expect(tally.total == Self.count)
         example.check(tally)
@@ -227,21 +235,7 @@ import Testing
         }
         var tally = Tally()
         for (index, result) in outcomes {
-            let times = fixture.server.processedCount(apnsID: ids[index].description)
-            switch result {
-            case .success:
-                tally.accepted += 1
-                #expect(times == 1)
-            case .failure(.transport(let failure)) where failure.delivery == .notSent:
-                tally.notSent.append(failure)
-                #expect(times == 0, "reported not sent but processed: \(failure)")
-                #expect(failure.kind == .timeout, "\(failure)")
-            case .failure(.transport(let failure)):
-                tally.unknown.append(failure)
-                #expect(times <= 1)
-            case .failure(let error):
-                Issue.record("unexpected \(error)")
-            }
+            tally.count(result, processed: fixture.server.processedCount(apnsID: ids[index].description))
         }
         #expect(tally.total == ids.count)
         // 19 streams after the first reach the GOAWAY; the 10 below its last-stream-id are answered.
