@@ -839,6 +839,11 @@ final class CurlMultiLoop: @unchecked Sendable {
             case .warmedUp?:  // only a warm-up stops there, and it returned above
                 result = .failure(TransportError(kind: .other, delivery: .notSent, message: "stopped before anything was written"))
             case nil:
+                if code == CURLE_OPERATION_TIMEDOUT, transfer.wasRefusedBeforeTimingOut(easy, errorBuffer: handles[easy]?.errorBuffer) {
+                    // Refused, then re-sent by libcurl, and the re-send found no connection in time.
+                    result = .failure(TransportError.timedOut(delivery: .notSent))
+                    break
+                }
                 if code == CURLE_OPERATION_TIMEDOUT, transfer.written { closeIfStalled(transfer) }
                 let message = errorMessage(of: easy, code: code)
                 if transfer.written, transfer.localPort != 0, !hasOpenSocket(localPort: transfer.localPort) {

@@ -15,7 +15,9 @@ import Synchronization
 ///   buffer still empty, no new socket errno), the refusal path is the only one that gets there
 ///   (libcurl 7.88–8.14: `http2_handle_stream_close` sets `refused_stream` without `failf`; every
 ///   connection failure calls `failf`), so the transport queues the request again itself; otherwise
-///   the outcome is a lost connection with ``Delivery/unknown``.
+///   the outcome is a lost connection with ``Delivery/unknown``. A re-send that waits for a
+///   connection until the deadline never reaches that call; ``wasRefusedBeforeTimingOut(_:errorBuffer:)``
+///   judges it from the same facts when it times out.
 ///
 /// `@unchecked Sendable`: the submitting side sets `completion` before handing the transfer to the
 /// loop (the inbox lock publishes it); from then on only the loop thread touches its mutable state.
@@ -153,6 +155,41 @@ final class Transfer: @unchecked Sendable {
         retry = !errorReported && osErrno == baselineErrno ? .refused : .connectionDied
         return Int32(CURL_PREREQFUNC_ABORT)
     }
+
+    /// Whether a request that timed out in libcurl's own re-send had been refused before it.
+    ///
+    /// The pre-request callback judges a re-send (``willSend(localPort:)``), but a re-send that
+    /// waits for a connection until the deadline never reaches it. Then three facts, read when the
+    /// transfer ends with `CURLE_OPERATION_TIMEDOUT`, give the same judgement:
+    /// - libcurl did re-send it: a retry goes through libcurl's follow path, the only place that sets
+    ///   `CURLINFO_REDIRECT_TIME_T` (this transport never follows a redirect; libcurl 7.80–8.21);
+    /// - the timeout is the first failure libcurl reported in the run: libcurl writes the error
+    ///   buffer once per run, and the buffer holds one of its timeout messages
+    ///   (``timeoutMessages``) — so the attempt that came before ended without a reported failure;
+    /// - the socket errno is the one recorded when the request was written.
+    ///
+    /// As in ``willSend(localPort:)``, an attempt that ends without a reported failure or a new
+    /// errno and is re-sent is the refusal path (every connection failure calls `failf`): the
+    /// server never processed the request, so it was not sent. Anything else stays unknown.
+    func wasRefusedBeforeTimingOut(_ easy: UnsafeMutableRawPointer, errorBuffer: UnsafePointer<CChar>?) -> Bool {
+        guard written, attempts == 1, !isWarmUp, let errorBuffer, errorBuffer.pointee != 0 else { return false }
+        var retriedAfter: curl_off_t = 0
+        guard ccurl_easy_getinfo_off_t(easy, CURLINFO_REDIRECT_TIME_T, &retriedAfter) == CURLE_OK, retriedAfter > 0 else {
+            return false
+        }
+        var osErrno = 0
+        guard ccurl_easy_getinfo_long(easy, CURLINFO_OS_ERRNO, &osErrno) == CURLE_OK, osErrno == baselineErrno else {
+            return false
+        }
+        let message = String(cString: errorBuffer).lowercased()
+        return Transfer.timeoutMessages.contains { message.contains($0) }
+    }
+
+    /// What libcurl 7.80–8.21 writes, lowercased, for `CURLE_OPERATION_TIMEDOUT` ("Operation timed
+    /// out after", "Failed to resolve host '…' with timeout after", "Connection timeout after",
+    /// "name lookup timed out", `curl_easy_strerror`'s "Timeout was reached"). A socket's own
+    /// ETIMEDOUT also reads "timed out", but it changes the errno, which the judgement checks first.
+    static let timeoutMessages = ["timed out", "timeout after", "timeout was reached"]
 
     /// Clears what one libcurl run left behind, before the transfer is queued again.
     func prepareForResubmission() {
