@@ -1,10 +1,13 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Layers (see Sources/APNs/APNs.docc/Architecture.md):
-//   APNsCore        notifications, payload builders, rules, the exact request value. No C, no network.
-//   APNs            connectors, JWT signing (libcrypto), the libcurl HTTP/2 transport, send(_:via:to:).
-//                   Re-exports APNsCore, so users write `import APNs`.
+// Layers (see Sources/APNs.docc/Architecture.md):
+//   APNs            one module from two folders: Sources/APNsCore (notifications, payload builders,
+//                   rules, the exact request value; no C, no network, which Scripts/check-layers.sh
+//                   checks) and Sources/APNs (connectors, JWT signing with libcrypto, the libcurl
+//                   HTTP/2 transport, send(_:via:to:)). One module, so that
+//                   `swift package generate-documentation --target APNs` documents every public
+//                   symbol (the plugin leaves out what a module re-exports from another).
 //   APNsTesting     recording connector and credential helpers for users' unit tests.
 //   APNsMockServer  a real HTTP/2 + TLS server that behaves like APNs (the only SwiftNIO user).
 //   APNsCLI         the `apns` command.
@@ -26,7 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
-        // `swift package generate-documentation --target APNs` builds Sources/APNs/APNs.docc.
+        // `swift package generate-documentation --target APNs` builds Sources/APNs.docc.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -44,22 +47,26 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
-        .target(name: "APNsCore"),
+        // One module from two folders (see the top of this file). The catalog, Sources/APNs.docc,
+        // sits beside them: inside a folder listed in `sources` it would be compiled as a source.
         .target(
             name: "APNs",
             dependencies: [
-                "APNsCore", "CCurl", "CCrypto",
+                "CCurl", "CCrypto",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
-            ]
+            ],
+            path: "Sources",
+            exclude: ["APNsTesting", "APNsMockServer", "APNsCLI", "CCurl", "CCrypto"],
+            sources: ["APNsCore", "APNs"]
         ),
         .target(name: "APNsTesting", dependencies: ["APNs", "CCrypto"]),
         .target(
             name: "APNsMockServer",
             dependencies: [
-                "APNsCore",
+                "APNs",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -76,7 +83,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "APNsCoreTests", dependencies: ["APNsCore"]),
+        .testTarget(name: "APNsCoreTests", dependencies: ["APNs"]),
         .testTarget(
             name: "APNsTests",
             dependencies: [

@@ -20,9 +20,9 @@ out=.build-fuzz
 mkdir -p "$out/artifacts"
 flags=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 -package-name swift_apns)
 core=$(find Sources/APNsCore -name '*.swift' | sort)
-# The credentials harness needs only the credential loaders, which import nothing but Foundation,
-# CCrypto and APNsCore (the rest of APNs imports swift-log, swift-metrics, tracing and
-# service-lifecycle, which a swiftc-only build does not have).
+# The credentials harness needs only the credential loaders and the DSL (Sources/APNsCore), which
+# import nothing but Foundation and CCrypto (the rest of APNs imports swift-log, swift-metrics,
+# tracing and service-lifecycle, which a swiftc-only build does not have).
 apns=$(find Sources/APNs/Credentials -name '*.swift' | sort)
 # The mock harness needs only the validator and what it reads (the rest of the mock imports SwiftNIO
 # and swift-crypto): it is compiled into a module named like the mock's, with its own context.
@@ -30,10 +30,11 @@ mock=(Sources/APNsMockServer/{ValidationContext,RequestValidator,PayloadShape,Re
 maps=(-Xcc -fmodule-map-file=Sources/CCurl/module.modulemap -Xcc -fmodule-map-file=Sources/CCrypto/module.modulemap)
 quiet() { grep -v -E "Cannot export local symbol|^$" || true; }
 
+# Sources/APNsCore alone, as the module APNs it is part of: what the mock's validator imports.
 core_module() {
-  [ -f "$out/libAPNsCore.a" ] && [ "$out/libAPNsCore.a" -nt "$0" ] && [ -z "$(find Sources/APNsCore -newer "$out/libAPNsCore.a" -name '*.swift')" ] && return
-  swiftc "${flags[@]}" -module-name APNsCore -emit-module -emit-module-path "$out/APNsCore.swiftmodule" \
-    -emit-library -static -o "$out/libAPNsCore.a" $core 2>&1 | quiet
+  [ -f "$out/libAPNs.a" ] && [ "$out/libAPNs.a" -nt "$0" ] && [ -z "$(find Sources/APNsCore -newer "$out/libAPNs.a" -name '*.swift')" ] && return
+  swiftc "${flags[@]}" -module-name APNs -emit-module -emit-module-path "$out/APNs.swiftmodule" \
+    -emit-library -static -o "$out/libAPNs.a" $core 2>&1 | quiet
 }
 
 build() {
@@ -42,12 +43,11 @@ build() {
     mock)
       core_module
       swiftc "${flags[@]}" -module-name APNsMockServer -I "$out" "${mock[@]}" Fuzz/Harnesses/FuzzInput.swift \
-        Fuzz/Harnesses/MockRequests.swift -L "$out" -lAPNsCore -o "$out/$name" 2>&1 | quiet ;;
+        Fuzz/Harnesses/MockRequests.swift -L "$out" -lAPNs -o "$out/$name" 2>&1 | quiet ;;
     credentials)
-      # APNsCore as its own module; the harness is compiled into APNs to reach its internals.
-      core_module
-      swiftc "${flags[@]}" -module-name APNs -I "$out" "${maps[@]}" $apns Fuzz/Harnesses/FuzzInput.swift \
-        Fuzz/Harnesses/Credentials.swift -L "$out" -lAPNsCore -lcurl -lssl -lcrypto -o "$out/$name" 2>&1 | quiet ;;
+      # The harness is compiled into APNs to reach its internals.
+      swiftc "${flags[@]}" -module-name APNs "${maps[@]}" $core $apns Fuzz/Harnesses/FuzzInput.swift \
+        Fuzz/Harnesses/Credentials.swift -lcurl -lssl -lcrypto -o "$out/$name" 2>&1 | quiet ;;
     *)
       swiftc "${flags[@]}" -module-name "Fuzz_$name" $core Fuzz/Harnesses/FuzzInput.swift "Fuzz/Harnesses/$(tr a-z A-Z <<< "${name:0:1}")${name:1}.swift" \
         -o "$out/$name" 2>&1 | quiet ;;

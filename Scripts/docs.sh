@@ -1,31 +1,17 @@
 #!/usr/bin/env bash
-# Builds the DocC catalog Sources/APNs/APNs.docc into .build-docs/APNs.doccarchive and fails on any
-# warning (an unresolved symbol link, an undocumented parameter, a broken article link).
+# The documentation, on the standard route (swift-docc-plugin, what Swift Package Index runs), for
+# each documented target (.spi.yml names the same ones); any DocC warning fails it.
 #
-# Why not `swift package generate-documentation`: swift-docc-plugin extracts symbol graphs with
-# swift-symbolgraph-extract, which leaves out what `APNs` re-exports from `APNsCore` (the
-# notifications, the request, the errors) and offers no way to pass the flag that would keep it
-# (swiftlang/swift-docc-plugin#113). Symbol graphs emitted by the compiler during a build include
-# re-exported symbols, so this script builds `APNs` with -emit-symbol-graph and runs docc on that.
-# `swift package generate-documentation --target APNs` still works (the plugin is a dependency),
-# with the APNsCore symbols missing.
-#
-# --coverage prints DocC's documentation coverage summary as well.
+#   bash Scripts/docs.sh              # archives in .build/plugins/Swift-DocC/outputs/
+#   bash Scripts/docs.sh --coverage   # and DocC's documentation coverage summary
+#   bash Scripts/docs.sh --preview    # serve APNs' documentation on http://localhost:8080
 set -euo pipefail
 cd "$(dirname "$0")/.."
-graphs=.build-docs/symbol-graphs
-# Kept between runs: an up-to-date build compiles nothing and so writes no new graph.
-rm -rf .build-docs/apns-only && mkdir -p "$graphs" .build-docs/apns-only
-swift build --scratch-path .build-docs --target APNs \
-    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$PWD/$graphs" >/dev/null
-# APNs.symbols.json already holds APNsCore's symbols (re-exported); APNsCore's own graph would
-# duplicate them.
-cp "$graphs/APNs.symbols.json" .build-docs/apns-only/
+if [[ "${1:-}" == "--preview" ]]; then
+  exec swift package --disable-sandbox preview-documentation --target APNs
+fi
 extra=()
 if [[ "${1:-}" == "--coverage" ]]; then extra=(--experimental-documentation-coverage --coverage-summary-level brief); fi
-docc_bin=$(command -v docc || echo "$(dirname "$(command -v swift)")/docc")
-"$docc_bin" convert Sources/APNs/APNs.docc \
-    --additional-symbol-graph-dir .build-docs/apns-only \
-    --fallback-display-name APNs --fallback-bundle-identifier org.swift-apns.APNs \
-    --output-path .build-docs/APNs.doccarchive --warnings-as-errors "${extra[@]}"
-echo "documentation: .build-docs/APNs.doccarchive"
+for target in APNs APNsTesting APNsMockServer; do
+  swift package --disable-sandbox generate-documentation --target "$target" --warnings-as-errors "${extra[@]}"
+done

@@ -1,6 +1,5 @@
 // Keys and certificates come from files a person copied around: any bytes must give a usable
 // credential or a CredentialError, never a crash or a leak.
-import APNsCore
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")

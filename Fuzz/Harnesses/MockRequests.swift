@@ -8,7 +8,7 @@
 // - a success body (channel reads and lists) that parses as JSON.
 // Compiled into the mock server's module (see Fuzz/run.sh) with a context of its own instead of
 // ServerState, which needs SwiftNIO and swift-crypto.
-import APNsCore
+import APNs
 import Foundation
 
 /// Tokens verify when they are `bearer good`; device tokens starting `dead` have a scripted 410;

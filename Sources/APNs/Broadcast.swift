@@ -1,7 +1,7 @@
 import Foundation
 
 /// Broadcasts a Live Activity update or end to every subscriber of a channel, through a token
-/// connector (APNs reference §6).
+/// connector (<doc:ProtocolReference#Broadcast-channels>).
 ///
 /// Compiles only for `LiveActivityNotification` update and end; a start, or any other push type,
 /// sent to a channel does not compile.
@@ -23,7 +23,7 @@ public func send<Notification: BroadcastDeliverable & TokenDeliverable, Via: Con
 }
 
 /// Broadcasts a Live Activity update or end to every subscriber of a channel, through a
-/// certificate connector (APNs reference §6).
+/// certificate connector (<doc:ProtocolReference#Broadcast-channels>).
 ///
 /// ```swift
 /// try await send(LiveActivityNotification(bundleID: "com.example.game", end: final, timestamp: .now),
@@ -56,7 +56,7 @@ public func send<Notification: BroadcastDeliverable>(
 }
 
 /// Creates, reads, deletes and lists an app's broadcast channels on the management host of the
-/// connector's environment (APNs reference §6).
+/// connector's environment (<doc:ProtocolReference#Broadcast-channels>).
 ///
 /// ```swift
 /// let channels = ChannelManager(connector)

@@ -2,7 +2,7 @@ import APNs
 import ArgumentParser
 import Foundation
 
-/// `apns channels`: manage Live Activity broadcast channels (APNs reference §6).
+/// `apns channels`: manage Live Activity broadcast channels (protocol reference, Broadcast channels).
 struct ChannelsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "channels",

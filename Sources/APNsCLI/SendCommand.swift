@@ -299,7 +299,7 @@ struct SendCommand: AsyncParsableCommand {
         }
     }
 
-    /// A Live Activity update or end to a broadcast channel (APNs reference §6).
+    /// A Live Activity update or end to a broadcast channel (protocol reference, Broadcast channels).
     private func broadcastRequest(to channel: BroadcastChannel) throws -> APNsRequest {
         guard pushType == PushType.liveactivity.rawValue, event == LiveActivityEvent.Update.name || event == LiveActivityEvent.End.name else {
             throw UsageError("--channel takes --push-type liveactivity with --event update or end")

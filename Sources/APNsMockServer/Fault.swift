@@ -2,7 +2,7 @@ import Foundation
 
 extension MockAPNsServer {
     /// A way the server misbehaves on purpose, as networks and APNs front ends do, so tests can
-    /// prove what a client concludes. Set with ``MockAPNsServer/inject(_:connections:)``.
+    /// prove what a client concludes. Set with ``MockAPNsServer/inject(_:connections:requests:)``.
     ///
     /// "Processed" means what APNs would have done: the request was complete and accepted for
     /// delivery, and ``MockAPNsServer/processedCount(apnsID:)`` counts it.

@@ -1,4 +1,4 @@
-import APNsCore
+import APNs
 import Foundation
 import NIOCore
 import NIOHTTP2
@@ -59,7 +59,7 @@ public final class MockAPNsServer: Sendable {
         public var maximumConcurrentStreams = 1000
         /// Start each connection with SETTINGS_MAX_CONCURRENT_STREAMS 1 and raise it to
         /// ``maximumConcurrentStreams`` after the first accepted request, as APNs does on token
-        /// connections (APNs reference §1).
+        /// connections (protocol reference, Hosts and connections).
         public var oneStreamUntilFirstSuccess = false
         /// The protocols offered by ALPN; `["http/1.1"]` makes a server that is not APNs.
         public var applicationProtocols = ["h2"]

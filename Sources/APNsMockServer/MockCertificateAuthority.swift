@@ -1,4 +1,4 @@
-import APNsCore
+import APNs
 import Crypto
 import Foundation
 import SwiftASN1
@@ -87,7 +87,7 @@ public struct MockCertificateAuthority: Sendable {
 
     /// A client certificate shaped like Apple's push certificates: subject
     /// `UID=<bundleID>, CN=Apple Push Services: <bundleID>`, and when asked, Apple's environment
-    /// extensions and topic list (``PushCertificate``).
+    /// extensions and topic list (`PushCertificate`, in `APNs`).
     ///
     /// ```swift
     /// let universal = try authority.issueClientCertificate(
@@ -97,6 +97,7 @@ public struct MockCertificateAuthority: Sendable {
     ///     bundleID: "com.example.app", notValidBefore: .now - 86400 * 400, notValidAfter: .now - 86400)
     /// ```
     /// - Parameters:
+    ///   - bundleID: The app the certificate is for: its `UID`, common name and first topic.
     ///   - environments: Which of the sandbox and production extensions it carries (none by default,
     ///     as older certificates).
     ///   - topics: Its topic list (`1.2.840.113635.100.6.3.6`); nil for none, so that it covers the

@@ -1,9 +1,9 @@
-import APNsCore
+import APNs
 import Foundation
 
-/// The payload shape each push type must have (APNs reference §3–§5), checked on parsed JSON.
+/// The payload shape each push type must have (protocol reference, Push types to Live Activities), checked on parsed JSON.
 enum PayloadShape {
-    /// Keys `aps` may hold in an alert (APNs reference §4).
+    /// Keys `aps` may hold in an alert (protocol reference, The aps dictionary).
     static let alertKeys: Set<String> = [
         "alert", "badge", "sound", "thread-id", "category", "content-available", "mutable-content",
         "target-content-id", "interruption-level", "relevance-score", "filter-criteria",
@@ -13,7 +13,7 @@ enum PayloadShape {
         "attributes-type", "attributes", "input-push-token", "input-push-channel",
     ]
 
-    /// Every key APNs reads inside `aps`; APNs ignores any other (APNs reference §4).
+    /// Every key APNs reads inside `aps`; APNs ignores any other (protocol reference, The aps dictionary).
     static let knownKeys: Set<String> = alertKeys.union(liveActivityKeys).union(["content-changed"])
 
     /// `broadcast`: the payload goes to a channel, where only update and end are allowed.

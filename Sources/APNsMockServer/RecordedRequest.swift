@@ -1,4 +1,4 @@
-import APNsCore
+import APNs
 
 /// One request the mock server received, exactly as it arrived, and how it answered.
 public struct RecordedRequest: Sendable, Hashable, CustomStringConvertible {

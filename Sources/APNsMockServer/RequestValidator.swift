@@ -1,7 +1,7 @@
-import APNsCore
+import APNs
 import Foundation
 
-/// Decides what APNs would answer to one raw request (APNs reference §2–§9).
+/// Decides what APNs would answer to one raw request (protocol reference, Device requests to Responses).
 ///
 /// What it reads from the library, so each fact has one owner: the push types' rules (topic rule,
 /// priorities, sizes, authentication, required expiration, broadcast limit), rejection reasons and
@@ -97,7 +97,7 @@ struct RequestValidator {
         return nil
     }
 
-    // MARK: Device pushes (APNs reference §2–§5)
+    // MARK: Device pushes (protocol reference, Device requests to Live Activities)
 
     private func evaluateDevice(_ request: Incoming) -> Verdict {
         let devicePrefix = "/3/device/"
@@ -114,7 +114,7 @@ struct RequestValidator {
         }
 
         // APNs requires apns-push-type only for watchOS and takes a request without it as an alert
-        // (APNs reference §2); `strict` refuses it, as no correct client omits it.
+        // (protocol reference, Device requests); `strict` refuses it, as no correct client omits it.
         guard let pushTypeName = request.header("apns-push-type") ?? (state.strict ? nil : PushType.alert.rawValue) else {
             return .reject(.missingPushType, authentication)
         }
@@ -189,7 +189,7 @@ struct RequestValidator {
         return nil
     }
 
-    // MARK: Broadcasts (APNs reference §6)
+    // MARK: Broadcasts (protocol reference, Broadcast channels)
 
     private func evaluateBroadcast(_ request: Incoming) -> Verdict {
         guard request.method == "POST" else { return .reject(.methodNotAllowed) }
@@ -227,7 +227,7 @@ struct RequestValidator {
             headers: [("apns-request-id", requestID), ("apns-unique-id", UUID().uuidString.lowercased())])
     }
 
-    // MARK: Channel management (APNs reference §6)
+    // MARK: Channel management (protocol reference, Broadcast channels)
 
     private func evaluateManagement(_ request: Incoming) -> Verdict {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false)

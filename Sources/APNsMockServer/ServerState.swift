@@ -1,4 +1,4 @@
-import APNsCore
+import APNs
 import Foundation
 
 /// What the mock server shares across connections and threads, behind one lock.
@@ -8,7 +8,7 @@ final class ServerState: ValidationContext {
     private struct Mutable {
         var records: [RecordedRequest] = []
         var rejections: [String: Scripted] = [:]
-        /// The `iat` of the last accepted token per key id (APNs reference §7: at most one new
+        /// The `iat` of the last accepted token per key id (protocol reference, Token authentication: at most one new
         /// token per 20 minutes).
         var lastIssuedAt: [String: Int] = [:]
         /// Tokens whose signature already verified, so each distinct token is checked once.

@@ -1,4 +1,4 @@
-import APNsCore
+import APNs
 import Foundation
 import NIOCore
 import NIOHPACK
@@ -59,7 +59,7 @@ final class ConnectionContext {
     }
 
     /// The verified client certificate's common name and, when it carries Apple's topic list, its
-    /// topics (``PushCertificate``); read once per connection.
+    /// topics (`PushCertificate`, in `APNs`); read once per connection.
     func clientCertificate() -> (commonName: String, topics: [PushCertificate.Topic]?)? {
         if let cached = clientCertificateCache { return cached }
         var found: (commonName: String, topics: [PushCertificate.Topic]?)?

@@ -1,8 +1,8 @@
-import APNsCore
+import APNs
 import Crypto
 import Foundation
 
-/// Verifies provider tokens the way APNs does (APNs reference §7), with swift-crypto, a signature
+/// Verifies provider tokens the way APNs does (protocol reference, Token authentication), with swift-crypto, a signature
 /// implementation independent of the client's OpenSSL path.
 struct TokenVerifier: Sendable {
     struct Registered: Sendable {

@@ -1,18 +1,18 @@
-import APNsCore
+import APNs
 
 /// What ``RequestValidator`` asks of the server besides the request itself: whether a provider
 /// token verifies, scripted rejections, broadcast channels, and the two settings that change an
 /// answer.
 ///
 /// It keeps the validator free of SwiftNIO and swift-crypto (``ServerState`` and its
-/// ``TokenVerifier`` hold those), so the validator builds with APNsCore alone: the libFuzzer
+/// ``TokenVerifier`` hold those), so the validator builds with `Sources/APNsCore` alone: the libFuzzer
 /// harness `Fuzz/Harnesses/MockRequests.swift` compiles it that way, with a context of its own.
 protocol ValidationContext: Sendable {
     /// Refuse what APNs tolerates but no correct client sends (``MockAPNsServer/Configuration/strict``).
     var strict: Bool { get }
     /// The bundle ids token connections may push to; nil for any (``MockAPNsServer/Configuration/allowedBundleIDs``).
     var allowedBundleIDs: Set<String>? { get }
-    /// Verifies an `authorization` header's provider token (APNs reference §7).
+    /// Verifies an `authorization` header's provider token (protocol reference, Token authentication).
     func verifyToken(_ authorization: String) -> TokenCheck
     /// The answer a test scripted for a device token, if any.
     func scriptedRejection(for token: String) -> ScriptedRejection?

@@ -41,9 +41,9 @@ public final class RecordingConnector<Authentication: FixedAuthenticationKind>: 
     public func reset() { recorded.withLock { $0.removeAll() } }
 }
 
-/// Stands in for a ``TokenConnector``.
+/// Stands in for a `TokenConnector` (in `APNs`).
 public typealias TokenRecordingConnector = RecordingConnector<TokenAuthentication>
-/// Stands in for a ``CertificateConnector``.
+/// Stands in for a `CertificateConnector` (in `APNs`).
 public typealias CertificateRecordingConnector = RecordingConnector<CertificateAuthentication>
 
 extension APNsHTTPResponse {

@@ -1,4 +1,4 @@
-import APNsCore
+import APNs
 import Foundation
 import Testing
 
@@ -6,7 +6,7 @@ import Testing
     let device = try! Device(token: "abcd")
 
     @Test func everyKeyInCanonicalOrder() throws {
-        // Components written in reverse order still serialise in the order of APNs reference §4.
+        // Components written in reverse order still serialise in the order of protocol reference, The aps dictionary.
         let notification = AlertNotification(bundleID: "com.example.app") {
             FilterCriteria("work")
             RelevanceScore(0.5)

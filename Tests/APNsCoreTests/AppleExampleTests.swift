@@ -1,8 +1,8 @@
-import APNsCore
+import APNs
 import Foundation
 import Testing
 
-/// Apple's printed examples (APNs reference §10) that alert and background can express, byte for
+/// Apple's printed examples (protocol reference, Examples Apple prints) that alert and background can express, byte for
 /// byte in the canonical order, with their exact requests.
 @Suite struct AppleExampleTests {
     let device = try! Device(token: "00FC13ADFF785122B4AD28809A3420982341241421348097878E577C991DE8F0")

@@ -1,4 +1,4 @@
-import APNsCore
+import APNs
 import Foundation
 import Testing
 

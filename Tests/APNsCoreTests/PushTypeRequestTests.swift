@@ -1,4 +1,4 @@
-import APNsCore
+import APNs
 import Foundation
 import Testing
 
@@ -75,7 +75,7 @@ import Testing
     }
 }
 
-/// Apple's Live Activity examples (APNs reference §5), in the canonical key order.
+/// Apple's Live Activity examples (protocol reference, Live Activities), in the canonical key order.
 @Suite struct LiveActivityRequestTests {
     let device = try! Device(token: "abcd")
 

@@ -66,7 +66,7 @@ import Testing
     }
 }
 
-/// Every Swift sample in the DocC catalog (`Sources/APNs/APNs.docc/*.md`) compiles: each block is
+/// Every Swift sample in the DocC catalog (`Sources/APNs.docc/*.md`) compiles: each block is
 /// typechecked inside an `async throws` function after a prelude that declares the names samples
 /// take as given (`connector`, `device`, `notification`, …). Not compiled, by rule: a package
 /// manifest excerpt (`.package(`), a Swift Testing test (`@Test`, which needs the test
@@ -80,7 +80,7 @@ import Testing
         var testDescription: String { "\(article) #\(index)" }
     }
 
-    static let catalog = CompileTimeTests.packageRoot.appendingPathComponent("Sources/APNs/APNs.docc")
+    static let catalog = CompileTimeTests.packageRoot.appendingPathComponent("Sources/APNs.docc")
 
     static func samples() -> [Sample] {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: catalog.path)) ?? []).filter { $0.hasSuffix(".md") }.sorted()

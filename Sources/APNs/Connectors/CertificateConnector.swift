@@ -2,7 +2,7 @@ import CoreMetrics
 import Foundation
 import Logging
 
-/// Sends with certificate authentication: a TLS client certificate for your app (APNs reference §8).
+/// Sends with certificate authentication: a TLS client certificate for your app (<doc:ProtocolReference#Certificate-authentication>).
 ///
 /// The certificate and key are checked when the connector is made, then handed to libcurl in
 /// memory. No `authorization` header is ever sent on this connector.

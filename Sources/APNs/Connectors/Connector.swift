@@ -1,11 +1,10 @@
-@_exported import APNsCore
 
 /// Carries requests to APNs with one way of authenticating.
 ///
 /// swift-apns ships ``TokenConnector`` (JWT from a `.p8` key) and ``CertificateConnector`` (TLS
 /// client certificate), and ``AnyConnector`` for one chosen from configuration; `APNsTesting` adds
 /// a recording connector. `send(_:via:to:)` compiles only when the push type accepts the
-/// connector's ``Authentication`` (APNs reference §3); through an ``AnyConnector`` the same rule is
+/// connector's ``Authentication`` (<doc:ProtocolReference#Push-types>); through an ``AnyConnector`` the same rule is
 /// checked at run time, before any I/O.
 ///
 /// Every send checks the request against its push type's rules
@@ -83,7 +82,7 @@ public enum CertificateAuthentication: FixedAuthenticationKind {
 /// the push type's rules at run time.
 public enum RunTimeAuthentication: AuthenticationKind {}
 
-/// The APNs hosts a connector talks to (APNs reference §1).
+/// The APNs hosts a connector talks to (<doc:ProtocolReference#Hosts-and-connections>).
 ///
 /// ```swift
 /// let live = APNsEnvironment.production
@@ -115,7 +114,7 @@ public struct APNsEnvironment: Hashable, Sendable, CustomStringConvertible {
     /// Device pushes.
     public var device: Endpoint
     /// Broadcast sends (`/4/broadcasts/…`). Apple's samples also show `api-broadcast[.sandbox]…`;
-    /// the default is the device host (APNs reference §1).
+    /// the default is the device host (<doc:ProtocolReference#Hosts-and-connections>).
     public var broadcast: Endpoint
     /// Broadcast channel management.
     public var management: Endpoint

@@ -2,7 +2,7 @@ import CoreMetrics
 import Foundation
 import Logging
 
-/// Sends with token authentication: a JWT signed with your `.p8` key (APNs reference §7).
+/// Sends with token authentication: a JWT signed with your `.p8` key (<doc:ProtocolReference#Token-authentication>).
 ///
 /// One token per connector is shared by every request and re-minted inside Apple's window (by
 /// default every 50 minutes; never more than once per 20). Create one connector per key and keep it
@@ -145,7 +145,7 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
         let token = try currentToken()
         let endpoint = environment.endpoint(for: request.service)
         let response = try await transport.perform(request, endpoint: endpoint, authorization: "bearer " + token.value, deadline: deadline)
-        // APNs reference §9: on ExpiredProviderToken mint a new token and retry once.
+        // protocol reference, Responses: on ExpiredProviderToken mint a new token and retry once.
         if TokenConnector.isExpiredToken(response), let fresh = try refresh(after: token) {
             observability.retried(.expiredToken)
             return try await transport.perform(request, endpoint: endpoint, authorization: "bearer " + fresh.value, deadline: deadline)
@@ -165,7 +165,7 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
         await transport.shutdown(gracePeriod: gracePeriod)
     }
 
-    /// APNs' answer to a token it considers expired (APNs reference §9).
+    /// APNs' answer to a token it considers expired (<doc:ProtocolReference#Responses>).
     static func isExpiredToken(_ response: APNsHTTPResponse) -> Bool {
         response.status == 403 && APNsRejection(response).reason == .expiredProviderToken
     }

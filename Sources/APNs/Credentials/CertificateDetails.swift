@@ -1,4 +1,3 @@
-import APNsCore
 internal import CCrypto
 
 #if canImport(FoundationEssentials)
@@ -13,7 +12,7 @@ import Glibc
 
 /// What a push certificate is good for, read before the first push: its subject and issuer, when
 /// it is valid, the APNs environments and topics Apple issued it for, and so which push types it
-/// can send (APNs reference §8, ``PushCertificate``).
+/// can send (<doc:ProtocolReference#Certificate-authentication>, ``PushCertificate``).
 ///
 /// ``CertificateConnector`` reads it when it is made (``CertificateConnector/certificate``): it
 /// refuses an expired certificate or one for the other environment, logs a warning when it expires

@@ -1,4 +1,3 @@
-import APNsCore
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -72,7 +71,7 @@ public enum CredentialError: Error, Hashable, Sendable, CustomStringConvertible 
         case .legacyPKCS12:
             return "The .p12 uses RC2-40 encryption, which OpenSSL 3 reads only with its legacy provider, which is not installed here. Re-export it: `openssl pkcs12 -legacy -in old.p12 -nodes -out both.pem && openssl pkcs12 -export -in both.pem -out new.p12`."
         case let .refreshIntervalOutOfRange(seconds):
-            return "A token refresh interval of \(seconds) s is outside Apple's window: refresh no more often than every 20 minutes and at least every 60 (APNs reference §7)."
+            return "A token refresh interval of \(seconds) s is outside Apple's window: refresh no more often than every 20 minutes and at least every 60 (protocol reference, Token authentication)."
         case let .signingFailed(detail):
             return "Signing the provider token failed: \(detail)."
         case let .certificateExpired(subject, notValidAfter):

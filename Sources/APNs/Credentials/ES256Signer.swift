@@ -1,7 +1,7 @@
 internal import CCrypto
 
 /// Signs with an EC P-256 private key (ES256), returning the raw r‖s signature JWTs use
-/// (APNs reference §7).
+/// (<doc:ProtocolReference#Token-authentication>).
 ///
 /// Thread safety: `@unchecked Sendable` because the `EVP_PKEY` is never modified after loading and
 /// each signature uses its own `EVP_MD_CTX`, which OpenSSL 3 allows from many threads at once.

@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// A Live Activity broadcast channel (iOS 18): one push updates every activity subscribed to it
-/// (APNs reference §6).
+/// (<doc:ProtocolReference#Broadcast-channels>).
 ///
 /// Only Live Activity update and end notifications can be sent to a channel; anything else does not
 /// compile. Make one from channel management (`ChannelManager.create`) or from an id you stored:
@@ -45,7 +45,7 @@ public struct BroadcastChannel: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Whether APNs keeps the most recent message of a channel for devices that were offline
-/// (`message-storage-policy`, APNs reference §6).
+/// (`message-storage-policy`, <doc:ProtocolReference#Broadcast-channels>).
 public enum MessageStoragePolicy: Int, Hashable, Sendable, CaseIterable {
     /// 0: nothing is stored; pushes must have expiration 0.
     case noMessageStored = 0
@@ -67,7 +67,7 @@ extension BroadcastDeliverable {
     /// The exact request that broadcasts this notification to `channel`:
     /// `POST /4/broadcasts/apps/<bundle-id>` with `apns-channel-id`, `apns-push-type`,
     /// `apns-priority` and `apns-expiration` always present, `apns-request-id` when the
-    /// notification has an apns-id, and no topic or collapse id (APNs reference §6).
+    /// notification has an apns-id, and no topic or collapse id (<doc:ProtocolReference#Broadcast-channels>).
     ///
     /// An unset expiration is sent as 0 (deliver now, store nothing), which every channel accepts.
     ///

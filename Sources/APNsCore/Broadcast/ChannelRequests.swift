@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The exact requests of broadcast channel management (APNs reference §6), as values: what
+/// The exact requests of broadcast channel management (<doc:ProtocolReference#Broadcast-channels>), as values: what
 /// `ChannelManager` sends and what tests assert.
 ///
 /// ```swift

@@ -1,5 +1,5 @@
 /// What Apple writes into a push certificate, and which topics it therefore covers
-/// (APNs reference §8): the one owner of these facts, read by the library's certificate
+/// (<doc:ProtocolReference#Certificate-authentication>): the one owner of these facts, read by the library's certificate
 /// inspection, the certificate connector's checks, `apns inspect` and the mock certificate
 /// authority that issues test certificates.
 ///

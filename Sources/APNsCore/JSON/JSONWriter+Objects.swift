@@ -40,7 +40,7 @@ extension JSONWriter {
         node.write(to: &self)
     }
 
-    /// Writes a date as integer UNIX seconds (Live Activity dates, APNs reference §5).
+    /// Writes a date as integer UNIX seconds (Live Activity dates, <doc:ProtocolReference#Live-Activities>).
     mutating func unixSeconds(key name: String, _ date: Date) throws(APNsValidationError) {
         let seconds = date.timeIntervalSince1970
         guard seconds.isFinite, seconds >= 0, seconds < 1e15 else { throw .invalidDate(key: name) }

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The `apns-id` of a notification: a UUID, sent in lowercase canonical form (APNs reference §2).
+/// The `apns-id` of a notification: a UUID, sent in lowercase canonical form (<doc:ProtocolReference#Device-requests>).
 ///
 /// ```swift
 /// let id = APNsID()                                           // random

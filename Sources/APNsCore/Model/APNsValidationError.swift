@@ -121,7 +121,7 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
         case let .invalidChannelID(id):
             return "\"\(id)\" is not a broadcast channel id: use the base64 id APNs returned when the channel was created."
         case .collapseIDOnBroadcast:
-            return "Broadcasts have no collapse id (APNs reference §6); remove it."
+            return "Broadcasts have no collapse id (protocol reference, Broadcast channels); remove it."
         case let .expirationOnUnstoredChannel(seconds):
             return "The channel stores no message, so APNs rejects expiration \(seconds) (BadExpirationDate). Use Expiration.immediately, or create the channel with .mostRecentMessageStored."
         case let .invalidTimeout(timeout):
@@ -141,7 +141,7 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
         case let .expirationRequired(pushType, seconds):
             return "\(pushType) pushes must have apns-expiration \(seconds)."
         case let .notBroadcastable(pushType):
-            return "\(pushType) pushes cannot be sent to a broadcast channel; only Live Activity updates and ends can (APNs reference §6). Send to devices instead."
+            return "\(pushType) pushes cannot be sent to a broadcast channel; only Live Activity updates and ends can (protocol reference, Broadcast channels). Send to devices instead."
         case let .topicNotForPushType(pushType, topic):
             let suffix = pushType.topicSuffix ?? ""
             return "\"\(topic)\" is not a \(pushType) topic: it must be the bare bundle id\(suffix.isEmpty ? "" : " followed by \"\(suffix)\"") — pass the bundle id without any push-type suffix; swift-apns appends it."

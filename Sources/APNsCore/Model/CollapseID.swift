@@ -1,4 +1,4 @@
-/// Groups notifications so the device shows only the newest (`apns-collapse-id`, APNs reference §2).
+/// Groups notifications so the device shows only the newest (`apns-collapse-id`, <doc:ProtocolReference#Device-requests>).
 ///
 /// At most 64 bytes of UTF-8. Checked when the request is built, so a literal can be written
 /// directly:
@@ -20,7 +20,7 @@ public struct CollapseID: Hashable, Sendable, ExpressibleByStringLiteral, Custom
     /// A value from a string literal.
     public init(stringLiteral value: String) { self.value = value }
 
-    /// Checks the rules of APNs reference §2: 1 to 64 bytes, no control characters (they could not
+    /// Checks the rules of <doc:ProtocolReference#Device-requests>: 1 to 64 bytes, no control characters (they could not
     /// travel in an HTTP header).
     public func validate() throws(APNsValidationError) {
         let length = value.utf8.count

@@ -1,7 +1,7 @@
 /// A device to push to, identified by the hex device token the app received from APNs.
 ///
 /// The token is validated when the value is made: an even number of hex digits, in either case,
-/// stored in lowercase. Its length is not assumed (APNs reference §2).
+/// stored in lowercase. Its length is not assumed (<doc:ProtocolReference#Device-requests>).
 ///
 /// ```swift
 /// let device = try Device(token: "0F2A…")
@@ -58,7 +58,7 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// The request path for this device (APNs reference §2).
+    /// The request path for this device (<doc:ProtocolReference#Device-requests>).
     public var path: String { Device.pathPrefix + token }
 
     /// What every device's path starts with; the token follows.

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// When APNs may stop trying to deliver a notification (`apns-expiration`, APNs reference §2).
+/// When APNs may stop trying to deliver a notification (`apns-expiration`, <doc:ProtocolReference#Device-requests>).
 ///
 /// Leave it `nil` on a notification to let Apple's storage policy decide.
 ///

@@ -1,4 +1,4 @@
-/// Apple's rules for provider tokens (JWTs signed with a `.p8` key, APNs reference §7): a token is
+/// Apple's rules for provider tokens (JWTs signed with a `.p8` key, <doc:ProtocolReference#Token-authentication>): a token is
 /// good for an hour, and a new one may be used at most once every 20 minutes. The token connector
 /// and the mock server both read these values.
 public enum ProviderTokenRules {

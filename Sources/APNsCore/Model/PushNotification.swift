@@ -11,7 +11,7 @@
 /// }
 /// ```
 public protocol PushNotification: Sendable {
-    /// The push type and its rules (APNs reference §3).
+    /// The push type and its rules (<doc:ProtocolReference#Push-types>).
     static var pushType: PushType { get }
     /// The `apns-topic` header value (bundle id plus the type's suffix).
     var topic: String { get }
@@ -74,7 +74,7 @@ extension PushNotification {
     }
 }
 
-/// Checks a topic the way APNs reference §3 describes bundle ids: ASCII letters, digits, `-`, `.`
+/// Checks a topic the way <doc:ProtocolReference#Push-types> describes bundle ids: ASCII letters, digits, `-`, `.`
 /// (and `_`, which MDM UIDs may contain), not empty.
 func validateTopic(_ topic: String) throws(APNsValidationError) {
     guard !topic.isEmpty, topic.utf8.allSatisfy({ byte in

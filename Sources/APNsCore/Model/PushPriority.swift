@@ -1,4 +1,4 @@
-/// The `apns-priority` header value (APNs reference §2).
+/// The `apns-priority` header value (<doc:ProtocolReference#Device-requests>).
 ///
 /// Each push type exposes only the priorities it allows as its own nested `Priority` type
 /// (`AlertNotification.Priority`), so an illegal priority does not compile; this struct is the wire

@@ -3,7 +3,7 @@
 /// Every fact about a push type — its header value, topic suffix, legal priorities, size limit and
 /// accepted authentication — is defined once, in the `+Rules.swift` file of that type's folder
 /// (`PushTypes/Alert/Alert+Rules.swift`, …). Client validation, the mock server and the docs all
-/// read these values; nothing else spells them out. See APNs reference §3.
+/// read these values; nothing else spells them out. See <doc:ProtocolReference#Push-types>.
 ///
 /// An open set: unknown values received from elsewhere are representable with ``init(rawValue:)``
 /// returning `nil` for anything Apple does not define.
@@ -26,7 +26,7 @@ public struct PushType: Hashable, Sendable, CustomStringConvertible {
     /// What every topic of this push type starts with, when Apple fixes it (MDM: `com.apple.mgmt.`).
     public let topicPrefix: String?
     /// The largest payload of a broadcast to a channel; `nil` when this push type cannot be
-    /// broadcast (only `liveactivity` can, APNs reference §6).
+    /// broadcast (only `liveactivity` can, <doc:ProtocolReference#Broadcast-channels>).
     public let maximumBroadcastPayloadSize: Int?
 
     init(
@@ -69,7 +69,7 @@ public struct PushType: Hashable, Sendable, CustomStringConvertible {
         return priority
     }
 
-    /// All eleven push types Apple defines (APNs reference §3).
+    /// All eleven push types Apple defines (<doc:ProtocolReference#Push-types>).
     public static let allCases: [PushType] = [
         .alert, .background, .complication, .controls, .fileprovider, .liveactivity, .location,
         .mdm, .pushtotalk, .voip, .widgets,

@@ -1,5 +1,5 @@
 /// The priorities of every push type that allows 10 and 5 but not 1 (all but alert, background and
-/// push-to-talk; APNs reference §3). Each such type exposes it as its nested `Priority`, so `.low`
+/// push-to-talk; <doc:ProtocolReference#Push-types>). Each such type exposes it as its nested `Priority`, so `.low`
 /// does not compile for them.
 public enum StandardPriority: Hashable, Sendable, CaseIterable {
     /// 10: deliver now (the default).

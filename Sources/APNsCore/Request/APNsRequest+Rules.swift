@@ -1,5 +1,5 @@
 extension APNsRequest {
-    /// Checks this request against its push type's rules (APNs reference §3 and §6) for a
+    /// Checks this request against its push type's rules (<doc:ProtocolReference#Push-types> and <doc:ProtocolReference#Broadcast-channels>) for a
     /// connection that authenticates with `method`: the authentication the push type accepts, its
     /// priorities, topic, required expiration, payload size, and whether it may go to a broadcast
     /// channel. Channel management requests (any authentication) pass.
@@ -19,7 +19,7 @@ extension APNsRequest {
     /// - Throws: ``APNsValidationError`` naming the rule.
     public func checkRules(for method: AuthenticationMethod) throws(APNsValidationError) {
         if service == .management { return }
-        // APNs takes a request without apns-push-type as an alert (APNs reference §2).
+        // APNs takes a request without apns-push-type as an alert (protocol reference, Device requests).
         let name = self[header: "apns-push-type"] ?? PushType.alert.rawValue
         guard let pushType = PushType(rawValue: name) else { throw .unknownPushType(name) }
         guard pushType.authentication.contains(method) else {

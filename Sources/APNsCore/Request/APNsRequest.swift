@@ -20,7 +20,7 @@ public struct APNsRequest: Hashable, Sendable, CustomStringConvertible {
         public var description: String { rawValue }
     }
 
-    /// Which APNs host serves the request (APNs reference §1).
+    /// Which APNs host serves the request (<doc:ProtocolReference#Hosts-and-connections>).
     public enum Service: Hashable, Sendable {
         /// Device pushes: `api[.sandbox].push.apple.com`.
         case device

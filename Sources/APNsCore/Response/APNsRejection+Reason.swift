@@ -1,5 +1,5 @@
 extension APNsRejection {
-    /// Apple's reason string (APNs reference §9). An open set: every reason Apple documents is a
+    /// Apple's reason string (<doc:ProtocolReference#Responses>). An open set: every reason Apple documents is a
     /// static member, and a reason APNs adds later still decodes, with its raw string kept.
     ///
     /// ```swift
@@ -25,7 +25,7 @@ extension APNsRejection {
         /// Whether Apple documents this reason.
         public var isKnown: Bool { Reason.allKnown.contains(self) }
 
-        /// What a caller should do about it (APNs reference §9).
+        /// What a caller should do about it (<doc:ProtocolReference#Responses>).
         public var retry: RetryAdvice {
             switch self {
             case .tooManyRequests, .tooManyProviderTokenUpdates: return .later
@@ -168,7 +168,7 @@ extension APNsRejection {
         /// `TopicMismatch`: the bundle id does not match the credential.
         public static let topicMismatch = Reason(rawValue: "TopicMismatch")
 
-        /// Every reason of APNs reference §9 with its HTTP status.
+        /// Every reason of <doc:ProtocolReference#Responses> with its HTTP status.
         public static let allKnown: [Reason] = statusByReason.map(\.0)
 
         /// The status Apple sends with each documented reason.

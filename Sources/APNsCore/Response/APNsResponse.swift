@@ -27,7 +27,7 @@ public struct APNsHTTPResponse: Hashable, Sendable {
     }
 }
 
-/// APNs accepted the notification (APNs reference §9).
+/// APNs accepted the notification (<doc:ProtocolReference#Responses>).
 public struct APNsResponse: Hashable, Sendable, CustomStringConvertible {
     /// The HTTP status: 200 for pushes and broadcasts, 201 or 204 for some channel operations.
     public var status: Int
@@ -68,7 +68,7 @@ public struct APNsResponse: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// APNs refused the request: the status, Apple's reason, the notification's apns-id and, for 410,
-/// when APNs last confirmed the token was no longer valid (APNs reference §9).
+/// when APNs last confirmed the token was no longer valid (<doc:ProtocolReference#Responses>).
 ///
 /// ```swift
 /// do {
@@ -111,7 +111,7 @@ public struct APNsRejection: Error, Hashable, Sendable, CustomStringConvertible 
     }
 
     /// Apple's JSON error body, `{"reason":"Unregistered","timestamp":1700000000500}`: the timestamp
-    /// (410 only) in integer milliseconds since 1970 (APNs reference §9). The one writer of this
+    /// (410 only) in integer milliseconds since 1970 (<doc:ProtocolReference#Responses>). The one writer of this
     /// format, for the mock server and the recording connector; ``init(status:body:apnsID:uniqueID:retryAfter:)``
     /// reads it.
     public static func body(reason: Reason, timestamp: Date? = nil) -> String {

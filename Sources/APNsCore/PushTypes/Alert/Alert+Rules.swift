@@ -1,4 +1,4 @@
-// The facts of the `alert` push type (APNs reference §3). Defined here and nowhere else.
+// The facts of the `alert` push type (protocol reference, Push types). Defined here and nowhere else.
 extension PushType {
     /// `alert`: alerts, sounds and badges shown to the user.
     public static let alert = PushType(

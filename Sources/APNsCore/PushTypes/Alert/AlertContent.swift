@@ -1,5 +1,5 @@
 /// The `alert` dictionary: title, subtitle, body and launch image, each plain or localized
-/// (APNs reference §4). Built by ``Alert``.
+/// (<doc:ProtocolReference#The-aps-dictionary>). Built by ``Alert``.
 public struct AlertContent: Hashable, Sendable {
     /// The `title`.
     public var title: LocalizableText?
@@ -29,7 +29,7 @@ public struct AlertContent: Hashable, Sendable {
         if title == nil, subtitle == nil, body == nil, launchImage == nil { throw .emptyAlert }
     }
 
-    /// Writes the dictionary in the order of APNs reference §4: plain keys first, then the
+    /// Writes the dictionary in the order of <doc:ProtocolReference#The-aps-dictionary>: plain keys first, then the
     /// localization keys with their arguments.
     func write(to writer: inout JSONWriter) {
         writer.beginObject()

@@ -18,7 +18,7 @@
 /// // {"aps":{"alert":{"title":"Game Request","subtitle":"Five Card Draw","body":"Bob wants to play poker"},"category":"GAME_INVITATION"},"gameID":"12345678"}
 /// ```
 ///
-/// Rules (APNs reference §3, `Alert+Rules.swift`): topic = bundle id; priority 10, 5 or 1
+/// Rules (<doc:ProtocolReference#Push-types>, `Alert+Rules.swift`): topic = bundle id; priority 10, 5 or 1
 /// (default 10); 4096 bytes; token or certificate connectors; device targets.
 public struct AlertNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable {
     /// The priorities an alert may have.
@@ -49,7 +49,7 @@ public struct AlertNotification<AppData: Encodable & Sendable>: TokenDeliverable
         }
     }
 
-    /// The push type and its rules (APNs reference §3).
+    /// The push type and its rules (<doc:ProtocolReference#Push-types>).
     public static var pushType: PushType { .alert }
 
     /// The app's bundle id; the topic is the bundle id itself.

@@ -1,5 +1,5 @@
 /// The `aps` dictionary of an alert notification, as the builder produced it: an ordinary value
-/// that tests can compare. Serialised in the canonical key order of APNs reference §4.
+/// that tests can compare. Serialised in the canonical key order of <doc:ProtocolReference#The-aps-dictionary>.
 public struct AlertPayload: Hashable, Sendable {
     /// The `alert` key: a plain string (shown as the body) or a dictionary.
     public enum AlertValue: Hashable, Sendable {

@@ -1,4 +1,4 @@
-// The facts of the `background` push type (APNs reference §3). Defined here and nowhere else.
+// The facts of the `background` push type (protocol reference, Push types). Defined here and nowhere else.
 extension PushType {
     /// `background`: wakes the app silently (`content-available`); priority 5 only.
     public static let background = PushType(

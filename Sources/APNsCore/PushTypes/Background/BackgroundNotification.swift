@@ -10,10 +10,10 @@
 /// // {"aps":{"content-available":1},"acme1":"bar","acme2":42}
 /// ```
 ///
-/// Rules (APNs reference §3, `Background+Rules.swift`): topic = bundle id; priority 5 only;
+/// Rules (<doc:ProtocolReference#Push-types>, `Background+Rules.swift`): topic = bundle id; priority 5 only;
 /// 4096 bytes; token or certificate connectors; device targets.
 public struct BackgroundNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable {
-    /// The push type and its rules (APNs reference §3).
+    /// The push type and its rules (<doc:ProtocolReference#Push-types>).
     public static var pushType: PushType { .background }
 
     /// The app's bundle id, without any push-type suffix (swift-apns appends it).

@@ -1,4 +1,4 @@
-// The facts of the `complication` push type (APNs reference §3). Defined here and nowhere else.
+// The facts of the `complication` push type (protocol reference, Push types). Defined here and nowhere else.
 extension PushType {
     /// `complication`: watchOS complication updates (PushKit).
     public static let complication = PushType(

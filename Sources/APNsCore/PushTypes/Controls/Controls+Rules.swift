@@ -1,6 +1,6 @@
-// The facts of the `controls` push type (APNs reference §3). Defined here and nowhere else.
+// The facts of the `controls` push type (protocol reference, Push types). Defined here and nowhere else.
 extension PushType {
-    /// `controls`: reloads Control Center controls; token only (decision, APNs reference §3).
+    /// `controls`: reloads Control Center controls; token only (decision, <doc:ProtocolReference#Push-types>).
     public static let controls = PushType(
         rawValue: "controls",
         topicSuffix: ".push-type.controls",

@@ -1,4 +1,4 @@
-// The facts of the `fileprovider` push type (APNs reference §3). Defined here and nowhere else.
+// The facts of the `fileprovider` push type (protocol reference, Push types). Defined here and nowhere else.
 extension PushType {
     /// `fileprovider`: signals a File Provider extension; token only.
     public static let fileprovider = PushType(

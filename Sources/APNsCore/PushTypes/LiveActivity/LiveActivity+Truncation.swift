@@ -7,7 +7,9 @@ extension LiveActivityNotification {
     /// ```swift
     /// let fitted = try update.truncatedToFit(limit: PushType.liveactivity.maximumBroadcastPayloadSize)
     /// ```
-    /// - Parameter limit: 4096 bytes by default; pass the broadcast limit (5120) for a channel.
+    /// - Parameters:
+    ///   - limit: 4096 bytes by default; pass the broadcast limit (5120) for a channel.
+    ///   - ellipsis: Appended where text is cut.
     public func truncatedToFit(limit: Int? = nil, ellipsis: String = "…") throws(APNsValidationError) -> Truncated<Self> {
         try truncatedToFit([alertField("body", \.body), alertField("title", \.title)], limit: limit, ellipsis: ellipsis)
     }

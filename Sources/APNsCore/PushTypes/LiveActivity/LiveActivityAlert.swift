@@ -1,5 +1,5 @@
 /// The alert of a Live Activity push: title and body (text or a localization key with
-/// arguments) and a sound, which sits inside the alert (APNs reference §5).
+/// arguments) and a sound, which sits inside the alert (<doc:ProtocolReference#Live-Activities>).
 ///
 /// ```swift
 /// LiveActivityAlert(title: "Delivery update", body: "Your order is 2 stops away", sound: "chime.caf")

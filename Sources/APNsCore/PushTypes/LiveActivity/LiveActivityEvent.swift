@@ -1,5 +1,5 @@
 /// The Live Activity events, as types: a `LiveActivityNotification`'s third type parameter fixes
-/// its event, and with it what the notification may carry (APNs reference §5).
+/// its event, and with it what the notification may carry (<doc:ProtocolReference#Live-Activities>).
 public enum LiveActivityEvent {
     /// Starts an activity on a push-to-start token: needs attributes, their type name and an alert.
     public enum Start: LiveActivityEventKind {

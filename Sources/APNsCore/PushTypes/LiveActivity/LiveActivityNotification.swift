@@ -23,7 +23,7 @@ import Foundation
 ///                                    dismissalDate: .now.addingTimeInterval(3600))
 /// ```
 ///
-/// Dates are sent as integer UNIX seconds. Keys follow the canonical order of APNs reference §4.
+/// Dates are sent as integer UNIX seconds. Keys follow the canonical order of <doc:ProtocolReference#The-aps-dictionary>.
 /// Rules (`LiveActivity+Rules.swift`): topic = bundle id + `.push-type.liveactivity`; priority 10 or
 /// 5 (default 10; 10 counts against a budget); 4096 bytes; token or certificate connectors.
 public struct LiveActivityNotification<
@@ -32,7 +32,7 @@ public struct LiveActivityNotification<
     /// 10 (default) or 5.
     public typealias Priority = StandardPriority
 
-    /// The push type and its rules (APNs reference §3).
+    /// The push type and its rules (<doc:ProtocolReference#Push-types>).
     public static var pushType: PushType { .liveactivity }
 
     /// The app's bundle id, without any push-type suffix (swift-apns appends it).

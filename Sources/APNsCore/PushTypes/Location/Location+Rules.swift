@@ -1,4 +1,4 @@
-// The facts of the `location` push type (APNs reference §3). Defined here and nowhere else.
+// The facts of the `location` push type (protocol reference, Push types). Defined here and nowhere else.
 extension PushType {
     /// `location`: asks a Location Push Service Extension for the location; token only.
     public static let location = PushType(

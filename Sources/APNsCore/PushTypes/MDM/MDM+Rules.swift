@@ -1,4 +1,4 @@
-// The facts of the `mdm` push type (APNs reference §3). Defined here and nowhere else.
+// The facts of the `mdm` push type (protocol reference, Push types). Defined here and nowhere else.
 extension PushType {
     /// `mdm`: tells a managed device to contact its MDM server; the topic is the push certificate UID; certificate only.
     public static let mdm = PushType(

@@ -16,7 +16,7 @@ public struct MDMNotification: CertificateDeliverable {
     /// 10 (default) or 5.
     public typealias Priority = StandardPriority
 
-    /// The push type and its rules (APNs reference §3).
+    /// The push type and its rules (<doc:ProtocolReference#Push-types>).
     public static var pushType: PushType { .mdm }
 
     /// The UID of the MDM push certificate.

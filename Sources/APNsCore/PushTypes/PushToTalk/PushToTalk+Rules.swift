@@ -1,4 +1,4 @@
-// The facts of the `pushtotalk` push type (APNs reference §3). Defined here and nowhere else.
+// The facts of the `pushtotalk` push type (protocol reference, Push types). Defined here and nowhere else.
 extension PushType {
     /// `pushtotalk`: Push to Talk; priority 10 and expiration 0 only.
     public static let pushtotalk = PushType(

@@ -12,7 +12,7 @@
 /// Rules (`PushToTalk+Rules.swift`): topic = bundle id + `.voip-ptt`; priority 10 only;
 /// expiration 0 only; 4096 bytes; token or certificate connectors; device targets.
 public struct PushToTalkNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable {
-    /// The push type and its rules (APNs reference §3).
+    /// The push type and its rules (<doc:ProtocolReference#Push-types>).
     public static var pushType: PushType { .pushtotalk }
 
     /// The app's bundle id, without any push-type suffix (swift-apns appends it).

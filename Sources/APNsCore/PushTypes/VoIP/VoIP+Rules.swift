@@ -1,4 +1,4 @@
-// The facts of the `voip` push type (APNs reference §3). Defined here and nowhere else.
+// The facts of the `voip` push type (protocol reference, Push types). Defined here and nowhere else.
 extension PushType {
     /// `voip`: incoming VoIP calls (PushKit); 5120 bytes.
     public static let voip = PushType(

@@ -15,7 +15,7 @@ public struct VoIPNotification<AppData: Encodable & Sendable>: TokenDeliverable,
     /// 10 (default) or 5.
     public typealias Priority = StandardPriority
 
-    /// The push type and its rules (APNs reference §3).
+    /// The push type and its rules (<doc:ProtocolReference#Push-types>).
     public static var pushType: PushType { .voip }
 
     /// The app's bundle id, without any push-type suffix (swift-apns appends it).

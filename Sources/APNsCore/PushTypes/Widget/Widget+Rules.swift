@@ -1,4 +1,4 @@
-// The facts of the `widgets` push type (APNs reference §3). Defined here and nowhere else.
+// The facts of the `widgets` push type (protocol reference, Push types). Defined here and nowhere else.
 extension PushType {
     /// `widgets`: reloads WidgetKit widgets; the wire name is plural; token only.
     public static let widgets = PushType(

@@ -1,7 +1,7 @@
 /// Reloads the app's WidgetKit widgets (`apns-push-type: widgets`).
 ///
 /// The payload is fixed by Apple: `{"aps":{"content-changed":true}}`. There is nothing to build, so there is no builder: an
-/// `Alert` or any other component does not compile here. Token connectors only (APNs reference §3).
+/// `Alert` or any other component does not compile here. Token connectors only (<doc:ProtocolReference#Push-types>).
 ///
 /// ```swift
 /// let notification = WidgetNotification(bundleID: "com.example.app")
@@ -14,7 +14,7 @@ public struct WidgetNotification: TokenDeliverable {
     /// 10 (default) or 5.
     public typealias Priority = StandardPriority
 
-    /// The push type and its rules (APNs reference §3).
+    /// The push type and its rules (<doc:ProtocolReference#Push-types>).
     public static var pushType: PushType { .widgets }
 
     /// The app's bundle id; the topic suffix is added for you.
