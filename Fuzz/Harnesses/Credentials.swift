@@ -27,7 +27,9 @@ public func fuzzCredentials(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         }
     default:
         // A PEM wrapper around the bytes, so the fuzzer reaches the DER parsers quickly.
-        let pem = "-----BEGIN PRIVATE KEY-----\n" + Data(payload).base64EncodedString(options: .lineLength64Characters) + "\n-----END PRIVATE KEY-----\n"
+        let pem =
+            "-----BEGIN PRIVATE KEY-----\n" + Data(payload).base64EncodedString(options: .lineLength64Characters)
+            + "\n-----END PRIVATE KEY-----\n"
         _ = try? ES256Signer(pem: Array(pem.utf8))
     }
     return 0

@@ -39,7 +39,9 @@ public func fuzzJSON(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         violated("writer produced invalid JSON: \(String(decoding: written, as: UTF8.self))")
     }
     let parsedStrings = parsed.values.compactMap { $0 as? String }
-    for value in strings where !parsedStrings.contains(value) { violated("string did not round-trip: \(value.debugDescription)") }
+    for value in strings where !parsedStrings.contains(value) {
+        violated("string did not round-trip: \(value.debugDescription)")
+    }
 
     // 2. App data through a real notification (streaming encoder, with its fallback).
     let data = FuzzedAppData(

@@ -27,11 +27,13 @@ final class FuzzContext: ValidationContext {
     }
 
     func verifyToken(_ authorization: String) -> TokenCheck {
-        authorization == "bearer good" ? .valid(teamID: "TEAM000001", keyID: "KEY0000001", issuedAt: 0) : .rejected(.invalidProviderToken)
+        authorization == "bearer good"
+            ? .valid(teamID: "TEAM000001", keyID: "KEY0000001", issuedAt: 0) : .rejected(.invalidProviderToken)
     }
 
     func scriptedRejection(for token: String) -> ScriptedRejection? {
-        token.hasPrefix("dead") ? ScriptedRejection(status: 410, reason: .unregistered, timestamp: 1_700_000_000_000) : nil
+        token.hasPrefix("dead")
+            ? ScriptedRejection(status: 410, reason: .unregistered, timestamp: 1_700_000_000_000) : nil
     }
 
     func createChannel(bundleID: String, policy: MessageStoragePolicy) -> String? {
@@ -78,12 +80,17 @@ public func fuzzMockRequests(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let flags = input.byte()
     let context = FuzzContext(strict: flags & 1 != 0, allowedBundleIDs: flags & 2 != 0 ? ["com.example.app"] : nil)
     let hex = Array("0123456789abcdef".utf8)
-    let deviceToken = String(decoding: (0..<64).map { index in index < 4 && flags & 4 != 0 ? Array("dead".utf8)[index] : hex[Int(input.byte()) % 16] }, as: UTF8.self)
+    let deviceToken = String(
+        decoding: (0..<64).map { index in
+            index < 4 && flags & 4 != 0 ? Array("dead".utf8)[index] : hex[Int(input.byte()) % 16]
+        }, as: UTF8.self)
     let method = input.pick(["POST", "POST", "GET", "DELETE", "PUT"], limit: 8)
-    let path = input.pick([
-        "/3/device/" + deviceToken, "/3/device/", "/3/device/abc", "/4/broadcasts/apps/com.example.app",
-        "/1/apps/com.example.app/channels", "/1/apps/com.example.app/all-channels", "/1/apps//channels", "/",
-    ], limit: 96) + (flags & 8 != 0 ? input.string(limit: 8) : "")
+    let path =
+        input.pick(
+            [
+                "/3/device/" + deviceToken, "/3/device/", "/3/device/abc", "/4/broadcasts/apps/com.example.app",
+                "/1/apps/com.example.app/channels", "/1/apps/com.example.app/all-channels", "/1/apps//channels", "/",
+            ], limit: 96) + (flags & 8 != 0 ? input.string(limit: 8) : "")
     let pushTypes = PushType.allCases.map(\.rawValue)
     var headers: [APNsRequest.Header] = []
     // Half the inputs start from a request that passes (token, push type, its topic, its required
@@ -95,27 +102,40 @@ public func fuzzMockRequests(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         baseline = pushType
         headers.append(.init(name: "authorization", value: "bearer good"))
         headers.append(.init(name: "apns-push-type", value: pushType.rawValue))
-        headers.append(.init(name: "apns-topic", value: (pushType.topicPrefix ?? "") + "com.example.app" + (pushType.topicSuffix ?? "")))
-        if let expiration = pushType.requiredExpiration { headers.append(.init(name: "apns-expiration", value: String(expiration))) }
-        if !pushType.allowedPriorities.contains(.immediate) { headers.append(.init(name: "apns-priority", value: String(pushType.defaultPriority.rawValue))) }
+        headers.append(
+            .init(
+                name: "apns-topic",
+                value: (pushType.topicPrefix ?? "") + "com.example.app" + (pushType.topicSuffix ?? "")))
+        if let expiration = pushType.requiredExpiration {
+            headers.append(.init(name: "apns-expiration", value: String(expiration)))
+        }
+        if !pushType.allowedPriorities.contains(.immediate) {
+            headers.append(.init(name: "apns-priority", value: String(pushType.defaultPriority.rawValue)))
+        }
     }
     for _ in 0..<Int(input.byte() % 10) {
-        let name = input.pick([
-            "authorization", "apns-push-type", "apns-topic", "apns-priority", "apns-expiration", "apns-id", "apns-collapse-id",
-            "apns-channel-id", "apns-request-id",
-        ], limit: 24).lowercased()
+        let name = input.pick(
+            [
+                "authorization", "apns-push-type", "apns-topic", "apns-priority", "apns-expiration", "apns-id",
+                "apns-collapse-id",
+                "apns-channel-id", "apns-request-id",
+            ], limit: 24
+        ).lowercased()
         let value: String
         switch name {
         case "authorization": value = input.pick(["bearer good", "bearer bad", ""])
         case "apns-push-type": value = input.pick(pushTypes)
         case "apns-topic":
             value = input.pick([
-                "com.example.app", "com.example.app.voip", "com.example.app.complication", "com.example.app.push-type.liveactivity",
-                "com.example.app.pushkit.fileprovider", "com.example.app.voip-ptt", "com.apple.mgmt.External.1234", "com.other.app",
+                "com.example.app", "com.example.app.voip", "com.example.app.complication",
+                "com.example.app.push-type.liveactivity",
+                "com.example.app.pushkit.fileprovider", "com.example.app.voip-ptt", "com.apple.mgmt.External.1234",
+                "com.other.app",
             ])
         case "apns-priority": value = input.pick(["10", "5", "1", "0", "-5"], limit: 8)
         case "apns-expiration": value = input.pick(["0", "1700000000", "-1", "99999999999999999999"], limit: 24)
-        case "apns-id", "apns-request-id": value = input.pick(["123e4567-e89b-12d3-a456-426614174000", "123E4567-E89B-12D3-A456-426614174000", "x"])
+        case "apns-id", "apns-request-id":
+            value = input.pick(["123e4567-e89b-12d3-a456-426614174000", "123E4567-E89B-12D3-A456-426614174000", "x"])
         case "apns-channel-id": value = input.pick([FuzzContext.knownChannel, "Y2hhbm5lbC0x", "not base64!"])
         default: value = input.string(limit: 48)
         }
@@ -124,13 +144,18 @@ public func fuzzMockRequests(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let certificate: (commonName: String, topics: [PushCertificate.Topic]?)?
     switch input.byte() % 4 {
     case 0: certificate = ("Apple Push Services: com.example.app", nil)
-    case 1: certificate = ("Apple Push Services: com.example.app", [.init("com.example.app", kinds: ["app"]), .init("com.example.app.voip", kinds: ["voip"])])
+    case 1:
+        certificate = (
+            "Apple Push Services: com.example.app",
+            [.init("com.example.app", kinds: ["app"]), .init("com.example.app.voip", kinds: ["voip"])]
+        )
     case 2: certificate = (input.string(limit: 48), [.init(input.string(limit: 32), kinds: [input.string(limit: 8)])])
     default: certificate = nil
     }
     let bodies = [
         #"{"aps":{"alert":"hi"}}"#, #"{"aps":{"content-available":1}}"#, #"{"aps":{"alert":{"title":"t"},"badge":1}}"#,
-        #"{"aps":{"timestamp":1,"event":"update","content-state":{}}}"#, #"{"message-storage-policy":1,"push-type":"LiveActivity"}"#,
+        #"{"aps":{"timestamp":1,"event":"update","content-state":{}}}"#,
+        #"{"message-storage-policy":1,"push-type":"LiveActivity"}"#,
         #"{"aps":{}}"#, "{}", "[]", "",
     ]
     let body: [UInt8]
@@ -140,19 +165,26 @@ public func fuzzMockRequests(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     default: body = Array(bodies[Int(input.byte()) % bodies.count].utf8) + input.rest().prefix(64)
     }
 
-    let request = RequestValidator.Incoming(method: method, path: path, headers: headers, body: body, clientCertificate: certificate)
+    let request = RequestValidator.Incoming(
+        method: method, path: path, headers: headers, body: body, clientCertificate: certificate)
     let verdict = RequestValidator(state: context).evaluate(request)
 
     let successes: Set<Int> = [200, 201, 204]
     if successes.contains(verdict.status) {
         if verdict.reason != nil { violated("\(verdict.status) with a reason") }
-        if verdict.authentication == .none { violated("\(verdict.status) without authentication for \(method) \(path)") }
+        if verdict.authentication == .none {
+            violated("\(verdict.status) without authentication for \(method) \(path)")
+        }
         if method == "POST", path.hasPrefix("/3/device/") {
-            guard let id = verdict.headers.first(where: { $0.0 == "apns-id" })?.1 else { violated("a device success without apns-id") }
+            guard let id = verdict.headers.first(where: { $0.0 == "apns-id" })?.1 else {
+                violated("a device success without apns-id")
+            }
             if let sent = request.header("apns-id"), sent != id { violated("apns-id \(sent) answered as \(id)") }
             if !RequestValidator.isCanonicalUUID(id) { violated("apns-id \(id)") }
         }
-        if let body = verdict.body, (try? JSONSerialization.jsonObject(with: Data(body.utf8))) == nil { violated("success body \(body)") }
+        if let body = verdict.body, (try? JSONSerialization.jsonObject(with: Data(body.utf8))) == nil {
+            violated("success body \(body)")
+        }
     } else {
         guard (400..<600).contains(verdict.status) else { violated("status \(verdict.status)") }
         guard let reason = verdict.reason else { violated("\(verdict.status) without a reason") }
@@ -161,6 +193,8 @@ public func fuzzMockRequests(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
             object["reason"] as? String == reason.rawValue
         else { violated("rejection body \(json)") }
     }
-    for (name, _) in verdict.headers where name.isEmpty || name != name.lowercased() { violated("response header name \(name)") }
+    for (name, _) in verdict.headers where name.isEmpty || name != name.lowercased() {
+        violated("response header name \(name)")
+    }
     return 0
 }

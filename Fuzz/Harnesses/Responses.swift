@@ -21,8 +21,12 @@ public func fuzzResponses(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     } catch {
         if (200..<300).contains(status) { violated("rejected a \(status)") }
         if error.body != Array(body.prefix(4096)) { violated("body not kept") }
-        if let reason = error.reason, !body.contains(UInt8(ascii: "{")) { violated("reason \(reason) from a body with no JSON object") }
-        if let retryAfter = error.retryAfter, retryAfter < .zero || retryAfter > .seconds(86_400) { violated("retry-after \(retryAfter)") }
+        if let reason = error.reason, !body.contains(UInt8(ascii: "{")) {
+            violated("reason \(reason) from a body with no JSON object")
+        }
+        if let retryAfter = error.retryAfter, retryAfter < .zero || retryAfter > .seconds(86_400) {
+            violated("retry-after \(retryAfter)")
+        }
         _ = error.description
         _ = error.retry
     }

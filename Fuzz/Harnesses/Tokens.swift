@@ -9,7 +9,9 @@ public func fuzzTokens(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     if let device = try? Device(token: text) {
         if device.token != device.token.lowercased() { violated("token not lowercase: \(device.token)") }
         if device.token.utf8.count % 2 != 0 || device.token.isEmpty { violated("odd or empty token") }
-        guard let again = try? Device(token: device.token), again == device else { violated("token does not round-trip") }
+        guard let again = try? Device(token: device.token), again == device else {
+            violated("token does not round-trip")
+        }
         if device.path != "/3/device/" + device.token { violated("path \(device.path)") }
     }
     let raw = input.chunk(limit: 100)
@@ -18,7 +20,9 @@ public func fuzzTokens(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     }
     if let id = APNsID(text) {
         let canonical = id.description
-        if canonical.utf8.count != 36 || canonical != canonical.lowercased() { violated("apns-id not canonical: \(canonical)") }
+        if canonical.utf8.count != 36 || canonical != canonical.lowercased() {
+            violated("apns-id not canonical: \(canonical)")
+        }
         if APNsID(canonical) != id { violated("apns-id does not round-trip") }
     }
     return 0

@@ -81,7 +81,8 @@ public enum APNsError: Error, Hashable, Sendable, CustomStringConvertible {
         case .rejected(let error): return error.description
         case .transport(let error): return error.description
         case .bulkResultsAlreadyIterated:
-            return "These bulk-send results were already iterated; iterating them again sends nothing. Call send(_:via:to:) again to send again."
+            return
+                "These bulk-send results were already iterated; iterating them again sends nothing. Call send(_:via:to:) again to send again."
         }
     }
 

@@ -19,7 +19,9 @@ public func send<Notification: BroadcastDeliverable & TokenDeliverable, Via: Con
     _ notification: Notification, via connector: Via, to channel: BroadcastChannel, timeout: Duration? = nil,
     retry: RetryPolicy = .none
 ) async throws(APNsError) -> APNsResponse where Via.Authentication == TokenAuthentication {
-    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in try notification.request(to: channel) }
+    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in
+        try notification.request(to: channel)
+    }
 }
 
 /// Broadcasts a Live Activity update or end to every subscriber of a channel, through a
@@ -36,7 +38,9 @@ public func send<Notification: BroadcastDeliverable & CertificateDeliverable, Vi
     _ notification: Notification, via connector: Via, to channel: BroadcastChannel, timeout: Duration? = nil,
     retry: RetryPolicy = .none
 ) async throws(APNsError) -> APNsResponse where Via.Authentication == CertificateAuthentication {
-    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in try notification.request(to: channel) }
+    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in
+        try notification.request(to: channel)
+    }
 }
 
 /// Broadcasts a Live Activity update or end through a connector chosen at run time; the push
@@ -52,7 +56,9 @@ public func send<Notification: BroadcastDeliverable>(
     _ notification: Notification, via connector: AnyConnector, to channel: BroadcastChannel, timeout: Duration? = nil,
     retry: RetryPolicy = .none
 ) async throws(APNsError) -> APNsResponse {
-    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in try notification.request(to: channel) }
+    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in
+        try notification.request(to: channel)
+    }
 }
 
 /// Creates, reads, deletes and lists an app's broadcast channels on the management host of the
@@ -77,27 +83,41 @@ public struct ChannelManager<Via: Connector>: Sendable {
     /// Creates a channel; APNs answers 201 with its id.
     /// - Throws: ``APNsError``: a rejection (e.g. `cannotCreateChannelConfig` at 10,000 channels),
     ///   or a transport failure (`protocolError`, delivery unknown) if APNs returned no channel id.
-    public func create(bundleID: String, storagePolicy: MessageStoragePolicy, requestID: APNsID? = nil) async throws(APNsError) -> BroadcastChannel {
-        let response = try await perform { () throws(APNsValidationError) in try ChannelRequest.create(bundleID: bundleID, storagePolicy: storagePolicy, requestID: requestID) }
-        guard let id = response[header: "apns-channel-id"] else { throw ChannelManager.unexpected(ChannelResponseError(body: response.body)) }
-        do { return try BroadcastChannel(id: id, bundleID: bundleID, storagePolicy: storagePolicy) } catch { throw ChannelManager.unexpected(ChannelResponseError(body: Array(id.utf8))) }
+    public func create(
+        bundleID: String, storagePolicy: MessageStoragePolicy, requestID: APNsID? = nil
+    ) async throws(APNsError) -> BroadcastChannel {
+        let response = try await perform { () throws(APNsValidationError) in
+            try ChannelRequest.create(bundleID: bundleID, storagePolicy: storagePolicy, requestID: requestID)
+        }
+        guard let id = response[header: "apns-channel-id"] else {
+            throw ChannelManager.unexpected(ChannelResponseError(body: response.body))
+        }
+        do { return try BroadcastChannel(id: id, bundleID: bundleID, storagePolicy: storagePolicy) } catch {
+            throw ChannelManager.unexpected(ChannelResponseError(body: Array(id.utf8)))
+        }
     }
 
     /// Reads a channel's storage policy and push type.
     /// - Throws: ``APNsError`` (a rejection: `channelNotRegistered`, `badChannelId`, …).
     public func read(_ channel: BroadcastChannel, requestID: APNsID? = nil) async throws(APNsError) -> ChannelInfo {
-        let response = try await perform { () throws(APNsValidationError) in try ChannelRequest.read(channel, requestID: requestID) }
+        let response = try await perform { () throws(APNsValidationError) in
+            try ChannelRequest.read(channel, requestID: requestID)
+        }
         do { return try ChannelInfo(decoding: response.body) } catch { throw ChannelManager.unexpected(error) }
     }
 
     /// Deletes a channel; APNs answers 204.
     public func delete(_ channel: BroadcastChannel, requestID: APNsID? = nil) async throws(APNsError) {
-        _ = try await perform { () throws(APNsValidationError) in try ChannelRequest.delete(channel, requestID: requestID) }
+        _ = try await perform { () throws(APNsValidationError) in
+            try ChannelRequest.delete(channel, requestID: requestID)
+        }
     }
 
     /// Every channel of the app in this environment.
     public func list(bundleID: String, requestID: APNsID? = nil) async throws(APNsError) -> [BroadcastChannel] {
-        let response = try await perform { () throws(APNsValidationError) in try ChannelRequest.list(bundleID: bundleID, requestID: requestID) }
+        let response = try await perform { () throws(APNsValidationError) in
+            try ChannelRequest.list(bundleID: bundleID, requestID: requestID)
+        }
         do {
             return try ChannelRequest.channelIDs(fromListBody: response.body).map { id throws -> BroadcastChannel in
                 try BroadcastChannel(id: id, bundleID: bundleID)
@@ -113,7 +133,9 @@ public struct ChannelManager<Via: Connector>: Sendable {
     }
 
     /// Sends `request`; a non-2xx answer throws its rejection, every failure as an ``APNsError``.
-    private func perform(_ build: () throws(APNsValidationError) -> APNsRequest) async throws(APNsError) -> APNsHTTPResponse {
+    private func perform(
+        _ build: () throws(APNsValidationError) -> APNsRequest
+    ) async throws(APNsError) -> APNsHTTPResponse {
         let request: APNsRequest
         do { request = try build() } catch { throw .validation(error) }
         let shipped = try checkBeforeSending(request, via: connector)

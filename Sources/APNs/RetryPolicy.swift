@@ -25,7 +25,10 @@ public struct RetryPolicy: Sendable, Hashable {
     public var jitter: Double
 
     /// A policy of at most `maximumAttempts` attempts (the first included), backing off exponentially from `initialBackoff` to `maximumBackoff` with ±`jitter` (a fraction).
-    public init(maximumAttempts: Int, initialBackoff: Duration = .milliseconds(200), maximumBackoff: Duration = .seconds(10), jitter: Double = 0.2) {
+    public init(
+        maximumAttempts: Int, initialBackoff: Duration = .milliseconds(200), maximumBackoff: Duration = .seconds(10),
+        jitter: Double = 0.2
+    ) {
         self.maximumAttempts = maximumAttempts
         self.initialBackoff = initialBackoff
         self.maximumBackoff = maximumBackoff
@@ -41,9 +44,12 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// Whether the policy can be used.
     func validate() throws(APNsError) {
-        guard maximumAttempts >= 1, initialBackoff >= .zero, maximumBackoff >= initialBackoff, (0...1).contains(jitter) else {
-            throw .validation(.invalidTransportSetting(
-                name: "retry", value: "\(maximumAttempts) attempts, \(initialBackoff)…\(maximumBackoff), jitter \(jitter)"))
+        guard maximumAttempts >= 1, initialBackoff >= .zero, maximumBackoff >= initialBackoff, (0...1).contains(jitter)
+        else {
+            throw .validation(
+                .invalidTransportSetting(
+                    name: "retry",
+                    value: "\(maximumAttempts) attempts, \(initialBackoff)…\(maximumBackoff), jitter \(jitter)"))
         }
     }
 

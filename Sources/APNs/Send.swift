@@ -23,9 +23,12 @@ import Tracing
 ///   whether the notification may have been delivered), including cancellation and timeout.
 @discardableResult
 public func send<Notification: TokenDeliverable, Via: Connector>(
-    _ notification: Notification, via connector: Via, to device: Device, timeout: Duration? = nil, retry: RetryPolicy = .none
+    _ notification: Notification, via connector: Via, to device: Device, timeout: Duration? = nil,
+    retry: RetryPolicy = .none
 ) async throws(APNsError) -> APNsResponse where Via.Authentication == TokenAuthentication {
-    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in try notification.request(to: device) }
+    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in
+        try notification.request(to: device)
+    }
 }
 
 /// Sends a notification to a device through a certificate connector.
@@ -47,9 +50,12 @@ public func send<Notification: TokenDeliverable, Via: Connector>(
 /// - Throws: ``APNsError`` (see the token variant).
 @discardableResult
 public func send<Notification: CertificateDeliverable, Via: Connector>(
-    _ notification: Notification, via connector: Via, to device: Device, timeout: Duration? = nil, retry: RetryPolicy = .none
+    _ notification: Notification, via connector: Via, to device: Device, timeout: Duration? = nil,
+    retry: RetryPolicy = .none
 ) async throws(APNsError) -> APNsResponse where Via.Authentication == CertificateAuthentication {
-    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in try notification.request(to: device) }
+    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in
+        try notification.request(to: device)
+    }
 }
 
 /// Sends a notification to a device through a connector chosen at run time.
@@ -67,7 +73,9 @@ public func send<Notification: PushNotification>(
     _ notification: Notification, via connector: AnyConnector, to device: Device, timeout: Duration? = nil,
     retry: RetryPolicy = .none
 ) async throws(APNsError) -> APNsResponse {
-    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in try notification.request(to: device) }
+    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in
+        try notification.request(to: device)
+    }
 }
 
 /// Builds the request, checks it against its push type's rules for the connector's
@@ -107,7 +115,9 @@ func deliver(
         observability.sendsInFlight.decrement()
         observability.recordSend(pushType: summary.pushType, result: result, duration: duration)
         observability.retried(.policy, times: attempts - 1)
-        observability.logSend(summary, result: result, duration: duration, attempts: attempts, device: RequestSummary.device(inPath: request.path))
+        observability.logSend(
+            summary, result: result, duration: duration, attempts: attempts,
+            device: RequestSummary.device(inPath: request.path))
     }
     Observability.endSpan(span, result: result, attempts: attempts)
     return try result.get()
@@ -116,13 +126,17 @@ func deliver(
 /// The send's deadline: `now + timeout`; without a timeout, nil (each connector applies its own),
 /// except that retries need one deadline for all attempts — the connector's default. A timeout
 /// that is not positive is refused.
-func deadline(after timeout: Duration?, via connector: some Connector, retry: RetryPolicy) throws(APNsError) -> ContinuousClock.Instant? {
+func deadline(
+    after timeout: Duration?, via connector: some Connector, retry: RetryPolicy
+) throws(APNsError) -> ContinuousClock.Instant? {
     if let timeout, timeout <= .zero { throw .validation(.invalidTimeout(timeout)) }
     return deadline(afterValid: timeout, via: connector, retry: retry)
 }
 
 /// ``deadline(after:via:retry:)`` for a timeout already checked.
-func deadline(afterValid timeout: Duration?, via connector: some Connector, retry: RetryPolicy) -> ContinuousClock.Instant? {
+func deadline(
+    afterValid timeout: Duration?, via connector: some Connector, retry: RetryPolicy
+) -> ContinuousClock.Instant? {
     if let timeout { return .now + timeout }
     guard retry.maximumAttempts > 1 else { return nil }
     return .now + ((unwrapped(connector) as? any ShippedConnector)?.defaultTimeout ?? .seconds(30))
@@ -138,7 +152,8 @@ func unwrapped(_ connector: some Connector) -> any Connector {
 /// ``APNsError``. The request's rules have been checked.
 /// Returns the last result and the number of attempts made.
 func attempt(
-    _ request: APNsRequest, via connector: some Connector, shipped: (any ShippedConnector)?, deadline: ContinuousClock.Instant?,
+    _ request: APNsRequest, via connector: some Connector, shipped: (any ShippedConnector)?,
+    deadline: ContinuousClock.Instant?,
     retry: RetryPolicy
 ) async -> (Result<APNsHTTPResponse, APNsError>, attempts: Int) {
     var attempt = 1
@@ -190,7 +205,9 @@ extension ShippedConnector {
 /// What every send path checks before any I/O: the request against its push type's rules for the
 /// connector's authentication, then against what a shipped connector's credential covers.
 /// Returns the shipped connector inside `connector`, if any.
-func checkBeforeSending(_ request: APNsRequest, via connector: some Connector) throws(APNsError) -> (any ShippedConnector)? {
+func checkBeforeSending(
+    _ request: APNsRequest, via connector: some Connector
+) throws(APNsError) -> (any ShippedConnector)? {
     do { try request.checkRules(for: connector.authenticationMethod) } catch { throw .validation(error) }
     let shipped = unwrapped(connector) as? any ShippedConnector
     do { try shipped?.checkCredential(for: request) } catch { throw .credential(error) }
@@ -200,10 +217,13 @@ func checkBeforeSending(_ request: APNsRequest, via connector: some Connector) t
 /// Performs a request whose rules are checked, turning whatever the connector throws into an
 /// ``APNsError``.
 func perform(
-    checked request: APNsRequest, via connector: some Connector, shipped: (any ShippedConnector)?, deadline: ContinuousClock.Instant?
+    checked request: APNsRequest, via connector: some Connector, shipped: (any ShippedConnector)?,
+    deadline: ContinuousClock.Instant?
 ) async throws(APNsError) -> APNsHTTPResponse {
     do {
-        if let shipped { return try await shipped.performChecked(request, deadline: deadline ?? .now + shipped.defaultTimeout) }
+        if let shipped {
+            return try await shipped.performChecked(request, deadline: deadline ?? .now + shipped.defaultTimeout)
+        }
         if let deadline { return try await connector.perform(request, deadline: deadline) }
         return try await connector.perform(request)
     } catch {

@@ -24,7 +24,9 @@ struct BulkDelivery {
         if path == "-" {
             data = FileHandle.standardInput.readDataToEndOfFile()
         } else {
-            guard let contents = FileManager.default.contents(atPath: path) else { throw UsageError("cannot read --tokens-file \(path)") }
+            guard let contents = FileManager.default.contents(atPath: path) else {
+                throw UsageError("cannot read --tokens-file \(path)")
+            }
             data = contents
         }
         var devices: [Device] = []
@@ -46,7 +48,8 @@ struct BulkDelivery {
     /// Sends, reports, and returns the exit code: 0 when every device was accepted.
     func run() async throws -> ExitCode {
         let results = try bulkSendOutcomes(
-            request: template, via: connector, to: devices, maximumInFlight: maximumInFlight, timeout: timeout, retry: retry)
+            request: template, via: connector, to: devices, maximumInFlight: maximumInFlight, timeout: timeout,
+            retry: retry)
         var tally = Tally(total: devices.count)
         let progress = json ? nil : Progress(total: devices.count)
         let start = ContinuousClock.now
@@ -143,14 +146,18 @@ struct BulkDelivery {
                 "\(failedCount) failed" + Tally.breakdown(failed)
                     + (failedCount > 0 ? ", \(deliveryUnknown) of them may have been delivered" : ""))
             let sorted = latencies.sorted()
-            lines.append("latency p50 \(Tally.milliseconds(Tally.percentile(sorted, 0.50))), p99 \(Tally.milliseconds(Tally.percentile(sorted, 0.99)))")
+            lines.append(
+                "latency p50 \(Tally.milliseconds(Tally.percentile(sorted, 0.50))), p99 \(Tally.milliseconds(Tally.percentile(sorted, 0.99)))"
+            )
             lines.append("elapsed \(String(format: "%.2f", seconds)) s")
             return lines.joined(separator: "\n")
         }
 
         static func breakdown(_ counts: [String: Int]) -> String {
             guard !counts.isEmpty else { return "" }
-            let parts = counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+            let parts = counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map {
+                "\($0.key) \($0.value)"
+            }
             return " (" + parts.joined(separator: ", ") + ")"
         }
 
@@ -205,7 +212,8 @@ struct BulkDelivery {
             let rate = seconds > 0 ? Double(done) / seconds : 0
             let eta = rate > 0 ? Double(total - done) / rate : 0
             let percent = total > 0 ? Double(done) * 100 / Double(total) : 100
-            let figures = "\(done)/\(total) \(String(format: "%3.0f", percent))% \(Int(rate.rounded()))/s ETA \(String(format: "%.0f", eta)) s"
+            let figures =
+                "\(done)/\(total) \(String(format: "%3.0f", percent))% \(Int(rate.rounded()))/s ETA \(String(format: "%.0f", eta)) s"
             if isTerminal {
                 let width = 30
                 let filled = total > 0 ? min(width, done * width / total) : width

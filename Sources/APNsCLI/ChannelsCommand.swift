@@ -24,7 +24,8 @@ struct ChannelsCommand: AsyncParsableCommand {
             try await Failure.reporting {
                 let channel = try await connection.withRequiredConnector { connector in
                     try await ChannelManager(connector).create(
-                        bundleID: bundleID, storagePolicy: policy == .noMessageStored ? .noMessageStored : .mostRecentMessageStored,
+                        bundleID: bundleID,
+                        storagePolicy: policy == .noMessageStored ? .noMessageStored : .mostRecentMessageStored,
                         requestID: try ChannelsCommand.requestID(requestID))
                 }
                 print(channel.id)

@@ -11,14 +11,18 @@ struct ConnectionOptions: ParsableArguments {
     @Option(name: .customLong("key-file"), help: "The .p8 signing key (token authentication).") var keyFile: String?
     @Option(name: .customLong("key-id"), help: "The 10-character key id.") var keyID: String?
     @Option(name: .customLong("team-id"), help: "The 10-character team id.") var teamID: String?
-    @Option(name: .customLong("cert"), help: "PEM client certificate (certificate authentication).") var certificate: String?
+    @Option(name: .customLong("cert"), help: "PEM client certificate (certificate authentication).") var certificate:
+        String?
     @Option(name: .customLong("key"), help: "PEM private key of --cert.") var privateKey: String?
-    @Option(name: .customLong("passphrase-env"), help: "Environment variable holding the --key passphrase.") var passphraseEnvironment: String?
+    @Option(name: .customLong("passphrase-env"), help: "Environment variable holding the --key passphrase.")
+    var passphraseEnvironment: String?
     @Option(name: .customLong("p12"), help: "PKCS#12 bundle (certificate authentication).") var pkcs12: String?
-    @Option(name: .customLong("password-env"), help: "Environment variable holding the --p12 password.") var passwordEnvironment: String?
+    @Option(name: .customLong("password-env"), help: "Environment variable holding the --p12 password.")
+    var passwordEnvironment: String?
     @Flag(help: "APNs environment (default: sandbox).") var environment: EnvironmentChoice?
     @Option(help: "HOST:PORT of another server, e.g. a mock APNs (used for every APNs host).") var host: String?
-    @Option(name: .customLong("ca-file"), help: "Trust only this CA (PEM) for the server certificate.") var caFile: String?
+    @Option(name: .customLong("ca-file"), help: "Trust only this CA (PEM) for the server certificate.") var caFile:
+        String?
 
     /// The connector the options describe, or nil when no credentials were given.
     func makeConnector() throws -> AnyConnector? {
@@ -29,19 +33,25 @@ struct ConnectionOptions: ParsableArguments {
         guard kinds <= 1 else { throw UsageError("choose one of --key-file, --cert or --p12") }
         if let keyFile {
             guard let keyID, let teamID else { throw UsageError("--key-file needs --key-id and --team-id") }
-            return AnyConnector(try TokenConnector(teamID: teamID, keyID: keyID, key: .file(path: keyFile), environment: environment, transport: transport))
+            return AnyConnector(
+                try TokenConnector(
+                    teamID: teamID, keyID: keyID, key: .file(path: keyFile), environment: environment,
+                    transport: transport))
         }
         if let certificate {
             guard let privateKey else { throw UsageError("--cert needs --key") }
             let passphrase = try passphraseEnvironment.map { try Self.secret(from: $0) }
-            return AnyConnector(try CertificateConnector(
+            return AnyConnector(
+                try CertificateConnector(
                     certificate: .file(path: certificate), privateKey: .file(path: privateKey), passphrase: passphrase,
                     environment: environment, transport: transport))
         }
         if let pkcs12 {
             guard let passwordEnvironment else { throw UsageError("--p12 needs --password-env VAR") }
-            return AnyConnector(try CertificateConnector(
-                    pkcs12: .file(path: pkcs12), password: try Self.secret(from: passwordEnvironment), environment: environment, transport: transport))
+            return AnyConnector(
+                try CertificateConnector(
+                    pkcs12: .file(path: pkcs12), password: try Self.secret(from: passwordEnvironment),
+                    environment: environment, transport: transport))
         }
         return nil
     }
@@ -67,7 +77,8 @@ struct ConnectionOptions: ParsableArguments {
     func withRequiredConnector<T>(_ body: (AnyConnector) async throws -> T) async throws -> T {
         try await withConnector { connector in
             guard let connector else {
-                throw UsageError("give credentials: --key-file/--key-id/--team-id, --cert/--key, or --p12/--password-env")
+                throw UsageError(
+                    "give credentials: --key-file/--key-id/--team-id, --cert/--key, or --p12/--password-env")
             }
             return try await body(connector)
         }
@@ -83,8 +94,12 @@ struct ConnectionOptions: ParsableArguments {
 
     private func resolveEnvironment() throws -> APNsEnvironment {
         if let host {
-            if environment != nil { throw UsageError("give either --host or --\(environment?.rawValue ?? "sandbox"), not both") }
-            guard let colon = host.lastIndex(of: ":"), let port = Int(host[host.index(after: colon)...]), (1...65535).contains(port) else {
+            if environment != nil {
+                throw UsageError("give either --host or --\(environment?.rawValue ?? "sandbox"), not both")
+            }
+            guard let colon = host.lastIndex(of: ":"), let port = Int(host[host.index(after: colon)...]),
+                (1...65535).contains(port)
+            else {
                 throw UsageError("--host \(host) is not HOST:PORT")
             }
             var name = String(host[..<colon])

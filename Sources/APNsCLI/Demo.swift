@@ -8,7 +8,9 @@ import Foundation
 /// it accepts, and prints every exact request and response.
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Send all eleven push types to a local mock APNs through the connectors each accepts, printing every request and response.")
+        abstract:
+            "Send all eleven push types to a local mock APNs through the connectors each accepts, printing every request and response."
+    )
 
     /// Counts sends and failures across the demo's steps.
     final class Tally {
@@ -33,7 +35,8 @@ struct Demo: AsyncParsableCommand {
             var configuration = MockAPNsServer.Configuration(signingKeys: [signingKey])
             configuration.certificateAuthority = authority
             let server = try await MockAPNsServer.start(configuration)
-            print("Mock APNs listening on \(server.host):\(server.port) (HTTP/2, TLS, test CA generated for this run)\n")
+            print(
+                "Mock APNs listening on \(server.host):\(server.port) (HTTP/2, TLS, test CA generated for this run)\n")
 
             var transport = TransportConfiguration()
             transport.trustedCertificateAuthority = .pem(server.certificateAuthorityPEM)
@@ -88,7 +91,9 @@ struct Demo: AsyncParsableCommand {
             await show("alert via token connector") { try await send(alert, via: token, to: device) }
             await show("alert via certificate connector") { try await send(alert, via: certificate, to: device) }
             await show("background via token connector") { try await send(background, via: token, to: device) }
-            await show("background via certificate connector") { try await send(background, via: certificate, to: device) }
+            await show("background via certificate connector") {
+                try await send(background, via: certificate, to: device)
+            }
             await show("widgets via token connector (token only)") {
                 try await send(WidgetNotification(bundleID: bundleID), via: token, to: device)
             }
@@ -99,36 +104,53 @@ struct Demo: AsyncParsableCommand {
                 try await send(LocationNotification(bundleID: bundleID), via: token, to: device)
             }
             await show("fileprovider via token connector (token only)") {
-                try await send(FileProviderNotification(bundleID: bundleID, containerIdentifier: "NSFileProviderWorkingSetContainerItemIdentifier", domain: "\(bundleID).files"), via: token, to: device)
+                try await send(
+                    FileProviderNotification(
+                        bundleID: bundleID, containerIdentifier: "NSFileProviderWorkingSetContainerItemIdentifier",
+                        domain: "\(bundleID).files"), via: token, to: device)
             }
             await show("mdm via certificate connector (certificate only; topic = certificate UID)") {
-                try await send(MDMNotification(topic: mdmTopic, pushMagic: "040ac7bf-391a-4a36-a8ab-47bd380afd33"), via: mdm, to: device)
+                try await send(
+                    MDMNotification(topic: mdmTopic, pushMagic: "040ac7bf-391a-4a36-a8ab-47bd380afd33"), via: mdm,
+                    to: device)
             }
             await show("pushtotalk via token connector (priority 10, expiration 0, fixed)") {
-                try await send(PushToTalkNotification(bundleID: bundleID, appData: Speaker(activeSpeaker: "Bob")), via: token, to: device)
+                try await send(
+                    PushToTalkNotification(bundleID: bundleID, appData: Speaker(activeSpeaker: "Bob")), via: token,
+                    to: device)
             }
             await show("voip via certificate connector") {
-                try await send(VoIPNotification(bundleID: bundleID, appData: Call(callerName: "Bob", callID: "c-1"), expiration: .immediately), via: certificate, to: device)
+                try await send(
+                    VoIPNotification(
+                        bundleID: bundleID, appData: Call(callerName: "Bob", callID: "c-1"), expiration: .immediately),
+                    via: certificate, to: device)
             }
             await show("complication via token connector") {
-                try await send(ComplicationNotification(bundleID: bundleID, appData: Forecast(high: 21, low: 12), priority: .powerConsiderate), via: token, to: device)
+                try await send(
+                    ComplicationNotification(
+                        bundleID: bundleID, appData: Forecast(high: 21, low: 12), priority: .powerConsiderate),
+                    via: token, to: device)
             }
             await show("liveactivity start via token connector") {
-                try await send(LiveActivityNotification(
-                    bundleID: bundleID, start: Delivery(stopsAway: 5, eta: now.addingTimeInterval(1800)),
-                    attributesType: "DeliveryAttributes", attributes: Order(orderNumber: "42"),
-                    alert: LiveActivityAlert(title: "Order 42", body: "On its way", sound: "chime.caf"),
-                    timestamp: now, pushInput: .token), via: token, to: device)
+                try await send(
+                    LiveActivityNotification(
+                        bundleID: bundleID, start: Delivery(stopsAway: 5, eta: now.addingTimeInterval(1800)),
+                        attributesType: "DeliveryAttributes", attributes: Order(orderNumber: "42"),
+                        alert: LiveActivityAlert(title: "Order 42", body: "On its way", sound: "chime.caf"),
+                        timestamp: now, pushInput: .token), via: token, to: device)
             }
             await show("liveactivity update via certificate connector") {
-                try await send(LiveActivityNotification(
-                    bundleID: bundleID, update: Delivery(stopsAway: 2, eta: now.addingTimeInterval(600)), timestamp: now,
-                    staleDate: now.addingTimeInterval(900)), via: certificate, to: device)
+                try await send(
+                    LiveActivityNotification(
+                        bundleID: bundleID, update: Delivery(stopsAway: 2, eta: now.addingTimeInterval(600)),
+                        timestamp: now,
+                        staleDate: now.addingTimeInterval(900)), via: certificate, to: device)
             }
             await show("liveactivity end via token connector") {
-                try await send(LiveActivityNotification(
-                    bundleID: bundleID, end: Delivery(stopsAway: 0, eta: now), timestamp: now,
-                    dismissalDate: now.addingTimeInterval(3600)), via: token, to: device)
+                try await send(
+                    LiveActivityNotification(
+                        bundleID: bundleID, end: Delivery(stopsAway: 0, eta: now), timestamp: now,
+                        dismissalDate: now.addingTimeInterval(3600)), via: token, to: device)
             }
 
             // Broadcast channels (iOS 18): create one, broadcast an update and an end, list, delete.
@@ -141,13 +163,17 @@ struct Demo: AsyncParsableCommand {
             }
             if let channel {
                 await show("liveactivity update broadcast to the channel") {
-                    try await send(LiveActivityNotification(
-                        bundleID: bundleID, update: Delivery(stopsAway: 1, eta: now.addingTimeInterval(300)), timestamp: now),
+                    try await send(
+                        LiveActivityNotification(
+                            bundleID: bundleID, update: Delivery(stopsAway: 1, eta: now.addingTimeInterval(300)),
+                            timestamp: now),
                         via: token, to: channel)
                 }
                 await show("liveactivity end broadcast to the channel") {
-                    try await send(LiveActivityNotification(
-                        bundleID: bundleID, end: Delivery(stopsAway: 0, eta: now), timestamp: now), via: certificate, to: channel)
+                    try await send(
+                        LiveActivityNotification(
+                            bundleID: bundleID, end: Delivery(stopsAway: 0, eta: now), timestamp: now),
+                        via: certificate, to: channel)
                 }
                 await show("channels list") {
                     "200 channels \(try await channels.list(bundleID: bundleID).map(\.id))"

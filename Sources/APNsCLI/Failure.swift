@@ -56,7 +56,8 @@ enum Failure {
             // Every `apns send` is a new process with a new token for the key: the second run within
             // 20 minutes meets APNs' (and the mock's) limit.
             return (
-                error.description + " Each `apns send` makes a new token for the key: against `apns mock-server`, start it "
+                error.description
+                    + " Each `apns send` makes a new token for the key: against `apns mock-server`, start it "
                     + "with --allow-frequent-token-updates; against APNs, wait 20 minutes between runs with the same key, "
                     + "or send many tokens in one run (--tokens-file).", ExitCode(1)
             )

@@ -18,7 +18,8 @@ struct InspectCommand: AsyncParsableCommand {
             """)
 
     @Argument(help: "A certificate (.pem, .cer, .p12) or a .p8 signing key.") var file: String
-    @Option(name: .customLong("key"), help: "The certificate's PEM private key, to check it belongs to the certificate.")
+    @Option(
+        name: .customLong("key"), help: "The certificate's PEM private key, to check it belongs to the certificate.")
     var privateKey: String?
     @Option(name: .customLong("passphrase-env"), help: "Environment variable holding the private key's passphrase.")
     var passphraseEnvironment: String?
@@ -27,10 +28,13 @@ struct InspectCommand: AsyncParsableCommand {
     @Option(name: .customLong("push-type"), help: "Check that the certificate covers this push type (repeatable).")
     var pushTypes: [String] = []
     @Option(help: "With --push-type: check this topic rather than the one the certificate lists.") var topic: String?
-    @Option(name: .customLong("team-id"), help: "For a .p8 key: the team id to show in the JWT claims.") var teamID: String?
-    @Option(name: .customLong("key-id"), help: "For a .p8 key: the key id, when the file is not named AuthKey_<KEYID>.p8.")
+    @Option(name: .customLong("team-id"), help: "For a .p8 key: the team id to show in the JWT claims.") var teamID:
+        String?
+    @Option(
+        name: .customLong("key-id"), help: "For a .p8 key: the key id, when the file is not named AuthKey_<KEYID>.p8.")
     var keyID: String?
-    @Option(name: .customLong("issued-at"), help: "For a .p8 key: the iat to show, in seconds since 1970 (default now).")
+    @Option(
+        name: .customLong("issued-at"), help: "For a .p8 key: the iat to show, in seconds since 1970 (default now).")
     var issuedAt: Int?
     @Flag(help: "Print one JSON object instead of a table.") var json = false
 
@@ -75,7 +79,8 @@ struct InspectCommand: AsyncParsableCommand {
                     keyCheck = .encrypted
                 } else {
                     do {
-                        _ = try CertificateDetails(certificate: .bytes(bytes), privateKey: .bytes(keyBytes), passphrase: passphrase)
+                        _ = try CertificateDetails(
+                            certificate: .bytes(bytes), privateKey: .bytes(keyBytes), passphrase: passphrase)
                         keyCheck = .matches
                     } catch {
                         keyFailure = error
@@ -83,17 +88,22 @@ struct InspectCommand: AsyncParsableCommand {
                 }
             }
         } else if let passwordEnvironment {
-            details = try CertificateDetails(pkcs12: .bytes(bytes), password: try ConnectionOptions.secret(from: passwordEnvironment))
+            details = try CertificateDetails(
+                pkcs12: .bytes(bytes), password: try ConnectionOptions.secret(from: passwordEnvironment))
             keyCheck = .inBundle
         } else {
             do {
                 details = try CertificateDetails(certificate: .bytes(bytes))
             } catch {
-                throw UsageError("\(file) is not a PEM or DER certificate; if it is a PKCS#12 bundle, pass --password-env VAR")
+                throw UsageError(
+                    "\(file) is not a PEM or DER certificate; if it is a PKCS#12 bundle, pass --password-env VAR")
             }
         }
         let checks = try coverageChecks(details)
-        print(json ? certificateJSON(details, key: keyFailure == nil ? keyCheck : nil, checks: checks) : certificateTable(details, key: keyFailure == nil ? keyCheck : nil, checks: checks))
+        print(
+            json
+                ? certificateJSON(details, key: keyFailure == nil ? keyCheck : nil, checks: checks)
+                : certificateTable(details, key: keyFailure == nil ? keyCheck : nil, checks: checks))
         if let keyFailure { throw keyFailure }
         try details.checkValidity()
         if let missing = checks.first(where: { !$0.covered }) {
@@ -101,7 +111,8 @@ struct InspectCommand: AsyncParsableCommand {
                 throw APNsError.validation(.authenticationNotAllowed(pushType: missing.pushType, method: .certificate))
             }
             throw CredentialError.topicNotCovered(
-                topic: missing.topic ?? missing.pushType.topic(forBundleID: details.userID ?? "<bundle id>"), pushType: missing.pushType,
+                topic: missing.topic ?? missing.pushType.topic(forBundleID: details.userID ?? "<bundle id>"),
+                pushType: missing.pushType,
                 covered: details.topics.map(\.description))
         }
     }
@@ -116,8 +127,13 @@ struct InspectCommand: AsyncParsableCommand {
     private func coverageChecks(_ details: CertificateDetails) throws -> [CoverageCheck] {
         try pushTypes.map { name in
             guard let pushType = PushType(rawValue: name) else { throw APNsValidationError.unknownPushType(name) }
-            guard pushType.authentication.contains(.certificate) else { return CoverageCheck(pushType: pushType, topic: nil, covered: false) }
-            if let topic { return CoverageCheck(pushType: pushType, topic: topic, covered: details.covers(topic: topic, pushType: pushType)) }
+            guard pushType.authentication.contains(.certificate) else {
+                return CoverageCheck(pushType: pushType, topic: nil, covered: false)
+            }
+            if let topic {
+                return CoverageCheck(
+                    pushType: pushType, topic: topic, covered: details.covers(topic: topic, pushType: pushType))
+            }
             let listed = details.coveredPushTypes.first { $0.pushType == pushType }?.topic
             return CoverageCheck(pushType: pushType, topic: listed, covered: listed != nil || details.topics.isEmpty)
         }
@@ -142,16 +158,19 @@ struct InspectCommand: AsyncParsableCommand {
 
     private func certificateTable(_ details: CertificateDetails, key: KeyCheck?, checks: [CoverageCheck]) -> String {
         var rows: [(String, String)] = [
-            ("file", file), ("format", details.format.description), ("subject", details.subject), ("issuer", details.issuer),
+            ("file", file), ("format", details.format.description), ("subject", details.subject),
+            ("issuer", details.issuer),
             ("serial", details.serialNumber), ("sha-256", details.sha256Fingerprint),
-            ("not before", details.notValidBefore.formatted(.iso8601)), ("not after", details.notValidAfter.formatted(.iso8601)),
+            ("not before", details.notValidBefore.formatted(.iso8601)),
+            ("not after", details.notValidAfter.formatted(.iso8601)),
             ("status", Self.status(details)), ("environments", Self.environments(details)),
         ]
         let topics = details.topics.isEmpty ? ["none stated (every topic is tried)"] : details.topics.map(\.description)
         rows += topics.enumerated().map { ($0.offset == 0 ? "topics" : "", $0.element) }
         let covered = details.coveredPushTypes
         let width = covered.map(\.pushType.rawValue.count).max() ?? 0
-        let pushTypeLines = covered.isEmpty
+        let pushTypeLines =
+            covered.isEmpty
             ? [details.topics.isEmpty ? "any (the certificate names no topics)" : "none"]
             : covered.map { $0.pushType.rawValue.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.topic }
         rows += pushTypeLines.enumerated().map { ($0.offset == 0 ? "push types" : "", $0.element) }
@@ -175,8 +194,10 @@ struct InspectCommand: AsyncParsableCommand {
         writer.beginObject()
         for (name, value) in [
             ("file", file), ("kind", "certificate"), ("format", details.format.rawValue), ("subject", details.subject),
-            ("issuer", details.issuer), ("serialNumber", details.serialNumber), ("sha256Fingerprint", details.sha256Fingerprint),
-            ("notValidBefore", details.notValidBefore.formatted(.iso8601)), ("notValidAfter", details.notValidAfter.formatted(.iso8601)),
+            ("issuer", details.issuer), ("serialNumber", details.serialNumber),
+            ("sha256Fingerprint", details.sha256Fingerprint),
+            ("notValidBefore", details.notValidBefore.formatted(.iso8601)),
+            ("notValidAfter", details.notValidAfter.formatted(.iso8601)),
         ] {
             writer.key(name)
             writer.string(value)
@@ -239,7 +260,9 @@ struct InspectCommand: AsyncParsableCommand {
         let details = try SigningKeyDetails(key: .file(path: file))
         let id = keyID ?? details.keyID
         let header = id.map { ProviderTokenRules.header(keyID: $0) }
-        let claims = teamID.map { ProviderTokenRules.claims(teamID: $0, issuedAt: issuedAt ?? Int(Date().timeIntervalSince1970)) }
+        let claims = teamID.map {
+            ProviderTokenRules.claims(teamID: $0, issuedAt: issuedAt ?? Int(Date().timeIntervalSince1970))
+        }
         if json {
             var writer = JSONWriter(capacity: 512)
             writer.beginObject()
@@ -264,7 +287,10 @@ struct InspectCommand: AsyncParsableCommand {
             ("file", file),
             ("kind", "token signing key (.p8)"),
             ("key", "EC \(details.curve), signs ES256 tokens"),
-            ("key id", id.map { "\($0) \(idSource)" } ?? "unknown: the file is not named AuthKey_<KEYID>.p8; pass --key-id"),
+            (
+                "key id",
+                id.map { "\($0) \(idSource)" } ?? "unknown: the file is not named AuthKey_<KEYID>.p8; pass --key-id"
+            ),
             ("jwt header", header ?? "needs the key id"),
             ("jwt claims", claims ?? "pass --team-id to see them"),
             ("signature", "not shown: a signed token is a credential"),
@@ -277,7 +303,9 @@ struct InspectCommand: AsyncParsableCommand {
     private func read(_ path: String) throws -> [UInt8] {
         let files = FileManager.default
         guard let data = files.contents(atPath: path), !data.isEmpty else {
-            let reason = !files.fileExists(atPath: path) ? "no such file"
+            let reason =
+                !files.fileExists(atPath: path)
+                ? "no such file"
                 : !files.isReadableFile(atPath: path) ? "permission denied" : "it is empty or not a regular file"
             throw CredentialError.unreadableFile(path: path, reason: reason)
         }

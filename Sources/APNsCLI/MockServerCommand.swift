@@ -22,26 +22,41 @@ struct MockServerCommand: AsyncParsableCommand {
             """)
 
     @Option(help: "Port to listen on; 0 picks a free one.") var port = 0
-    @Option(name: .customLong("client-ca"), help: "Also accept client certificates signed by this CA (PEM).") var clientCA: String?
-    @Option(name: .customLong("bundle-id"), help: "Bundle id of the generated client certificate.") var bundleID = "com.example.app"
+    @Option(name: .customLong("client-ca"), help: "Also accept client certificates signed by this CA (PEM).")
+    var clientCA: String?
+    @Option(name: .customLong("bundle-id"), help: "Bundle id of the generated client certificate.") var bundleID =
+        "com.example.app"
     @Option(help: "Folder for the generated credentials.") var dir: String?
-    @Flag(name: .customLong("allow-frequent-token-updates"), help: "Accept a new token for the key at any time (for clients that start a process per push).")
+    @Flag(
+        name: .customLong("allow-frequent-token-updates"),
+        help: "Accept a new token for the key at any time (for clients that start a process per push).")
     var allowFrequentTokenUpdates = false
-    @Flag(help: "Also refuse what APNs lets through but no correct client sends: no apns-push-type, unknown keys inside aps.")
+    @Flag(
+        help:
+            "Also refuse what APNs lets through but no correct client sends: no apns-push-type, unknown keys inside aps."
+    )
     var strict = false
     @Option(help: "Misbehave on purpose (see the discussion).") var fault: String?
-    @Option(name: .customLong("fault-connections"), help: "Only the first N connections get the fault.") var faultConnections: Int?
-    @Option(name: .customLong("fault-requests"), help: "Only the first N requests get the fault.") var faultRequests: Int?
+    @Option(name: .customLong("fault-connections"), help: "Only the first N connections get the fault.")
+    var faultConnections: Int?
+    @Option(name: .customLong("fault-requests"), help: "Only the first N requests get the fault.") var faultRequests:
+        Int?
 
     func run() async throws {
         try await Failure.reporting {
             let injected = try fault.map { text throws -> MockAPNsServer.Fault in
                 guard let parsed = MockAPNsServer.Fault(parsing: text) else {
-                    throw UsageError("--fault \(text) is not a fault; use reset-after:N, close-after:N, never-answer, stall-handshake, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE, goaway:AFTER:CODE:LOWER-BY[:DEBUG] or status:CODE[:RETRY-AFTER]")
+                    throw UsageError(
+                        "--fault \(text) is not a fault; use reset-after:N, close-after:N, never-answer, stall-handshake, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE, goaway:AFTER:CODE:LOWER-BY[:DEBUG] or status:CODE[:RETRY-AFTER]"
+                    )
                 }
                 return parsed
             }
-            let folder = dir ?? FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-\(UUID().uuidString.prefix(8))").path
+            let folder =
+                dir
+                ?? FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "apns-mock-\(UUID().uuidString.prefix(8))"
+                ).path
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             let signingKey = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
             let authority = try MockCertificateAuthority()
@@ -51,7 +66,9 @@ struct MockServerCommand: AsyncParsableCommand {
             if allowFrequentTokenUpdates { configuration.minimumTokenUpdateInterval = nil }
             configuration.strict = strict
             if let clientCA {
-                guard let pem = FileManager.default.contents(atPath: clientCA) else { throw UsageError("cannot read --client-ca \(clientCA)") }
+                guard let pem = FileManager.default.contents(atPath: clientCA) else {
+                    throw UsageError("cannot read --client-ca \(clientCA)")
+                }
                 configuration.additionalClientCertificateAuthorities = [String(decoding: pem, as: UTF8.self)]
             }
             let client = try authority.issueClientCertificate(bundleID: bundleID)

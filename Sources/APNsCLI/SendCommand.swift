@@ -32,12 +32,27 @@ struct SendCommand: AsyncParsableCommand {
 
     @Option(help: "The app's bundle id; the push type's topic suffix is added for you.") var topic: String
     @Option(name: .customLong("token"), help: "A device token in hex (repeatable).") var tokens: [String] = []
-    @Option(name: .customLong("tokens-file"), help: "A file of device tokens, one hex token a line ('-' for standard input): sent with the bulk path.") var tokensFile: String?
-    @Option(name: .customLong("max-in-flight"), help: "With --tokens-file: requests in flight at most (default: the connection's capacity).") var maximumInFlight: Int?
-    @Option(name: .customLong("unregistered-out"), help: "With --tokens-file: write the tokens APNs answered 410 Unregistered for, with its timestamp (CSV for a .csv name, else JSON lines).") var unregisteredOut: String?
-    @Option(help: "Broadcast to this Live Activity channel id instead of devices (update and end only).") var channel: String?
+    @Option(
+        name: .customLong("tokens-file"),
+        help: "A file of device tokens, one hex token a line ('-' for standard input): sent with the bulk path.")
+    var tokensFile: String?
+    @Option(
+        name: .customLong("max-in-flight"),
+        help: "With --tokens-file: requests in flight at most (default: the connection's capacity).")
+    var maximumInFlight: Int?
+    @Option(
+        name: .customLong("unregistered-out"),
+        help:
+            "With --tokens-file: write the tokens APNs answered 410 Unregistered for, with its timestamp (CSV for a .csv name, else JSON lines)."
+    ) var unregisteredOut: String?
+    @Option(help: "Broadcast to this Live Activity channel id instead of devices (update and end only).") var channel:
+        String?
 
-    @Option(name: .customLong("push-type"), help: "alert, background, complication, controls, fileprovider, liveactivity, location, mdm, pushtotalk, voip or widgets.") var pushType = "alert"
+    @Option(
+        name: .customLong("push-type"),
+        help:
+            "alert, background, complication, controls, fileprovider, liveactivity, location, mdm, pushtotalk, voip or widgets."
+    ) var pushType = "alert"
     @Option var title: String?
     @Option var subtitle: String?
     @Option var body: String?
@@ -50,25 +65,35 @@ struct SendCommand: AsyncParsableCommand {
     @Option(name: .customLong("collapse-id")) var collapseID: String?
     @Option(name: .customLong("apns-id")) var apnsID: String?
     @Flag(name: .customLong("dry-run"), help: "Print the exact request; send nothing.") var dryRun = false
-    @Flag(help: "alert: shorten the body (then subtitle, then title) so the payload fits 4096 bytes, and say what was cut.")
+    @Flag(
+        help:
+            "alert: shorten the body (then subtitle, then title) so the payload fits 4096 bytes, and say what was cut.")
     var truncate = false
     @Option(help: "Seconds each send may take, from the start, retries included (default 30).") var timeout: Double?
-    @Option(help: "Attempts per device, the first included: retries only what was not sent and 429/5xx (default 1).") var retries: Int?
+    @Option(help: "Attempts per device, the first included: retries only what was not sent and 429/5xx (default 1).")
+    var retries: Int?
     @Flag(help: "One JSON object per device per line.") var json = false
 
-    @Option(name: .customLong("push-magic"), help: "mdm: the device's PushMagic (--topic is the MDM certificate UID).") var pushMagic: String?
-    @Option(name: .customLong("container-identifier"), help: "fileprovider: the container identifier.") var containerIdentifier: String?
+    @Option(name: .customLong("push-magic"), help: "mdm: the device's PushMagic (--topic is the MDM certificate UID).")
+    var pushMagic: String?
+    @Option(name: .customLong("container-identifier"), help: "fileprovider: the container identifier.")
+    var containerIdentifier: String?
     @Option(help: "fileprovider: the domain.") var domain: String?
     @Option(help: "liveactivity: start, update or end.") var event: String?
-    @Option(name: .customLong("content-state"), help: "liveactivity: the content state as a JSON object.") var contentState: String?
+    @Option(name: .customLong("content-state"), help: "liveactivity: the content state as a JSON object.")
+    var contentState: String?
     @Option(help: "liveactivity start: the attributes as a JSON object.") var attributes: String?
-    @Option(name: .customLong("attributes-type"), help: "liveactivity start: the ActivityAttributes type name.") var attributesType: String?
+    @Option(name: .customLong("attributes-type"), help: "liveactivity start: the ActivityAttributes type name.")
+    var attributesType: String?
     @Option(help: "liveactivity: UNIX seconds of the content state (default: now).") var timestamp: Int?
     @Option(name: .customLong("stale-date"), help: "liveactivity: UNIX seconds.") var staleDate: Int?
     @Option(name: .customLong("dismissal-date"), help: "liveactivity end: UNIX seconds.") var dismissalDate: Int?
     @Option(name: .customLong("relevance-score"), help: "liveactivity: relevance score.") var relevanceScore: Double?
-    @Flag(name: .customLong("input-push-token"), help: "liveactivity start: ask for a per-activity push token.") var inputPushToken = false
-    @Option(name: .customLong("input-push-channel"), help: "liveactivity start: subscribe to this broadcast channel id.") var inputPushChannel: String?
+    @Flag(name: .customLong("input-push-token"), help: "liveactivity start: ask for a per-activity push token.")
+    var inputPushToken = false
+    @Option(
+        name: .customLong("input-push-channel"), help: "liveactivity start: subscribe to this broadcast channel id.")
+    var inputPushChannel: String?
 
     func run() async throws {
         try await Failure.reporting {
@@ -85,7 +110,9 @@ struct SendCommand: AsyncParsableCommand {
     /// Builds the requests and sends them (or prints them under `--dry-run`).
     private func sendOrPrint(via connector: AnyConnector?) async throws {
         if let tokensFile {
-            return try await bulk(tokens: try tokens.map { try Device(token: $0) } + BulkDelivery.readTokens(from: tokensFile), via: connector)
+            return try await bulk(
+                tokens: try tokens.map { try Device(token: $0) } + BulkDelivery.readTokens(from: tokensFile),
+                via: connector)
         }
         let requests: [APNsRequest]
         if let channel {
@@ -97,8 +124,11 @@ struct SendCommand: AsyncParsableCommand {
         if let connector { for request in requests { try request.checkRules(for: connector.authenticationMethod) } }
         if dryRun {
             let blocks = requests.map { request in
-                let auth: [APNsRequest.Header] = connector?.authenticationMethod == .token ? [.init(name: "authorization", value: "bearer ")] : []
-                return Output.request(method: request.method.rawValue, path: request.path, headers: auth + request.headers, body: request.bodyText)
+                let auth: [APNsRequest.Header] =
+                    connector?.authenticationMethod == .token ? [.init(name: "authorization", value: "bearer ")] : []
+                return Output.request(
+                    method: request.method.rawValue, path: request.path, headers: auth + request.headers,
+                    body: request.bodyText)
             }
             print(blocks.joined(separator: "\n\n"))
             return
@@ -114,15 +144,23 @@ struct SendCommand: AsyncParsableCommand {
         let template = try request(to: devices[0])
         if let connector { try template.checkRules(for: connector.authenticationMethod) }
         if dryRun {
-            let auth: [APNsRequest.Header] = connector?.authenticationMethod == .token ? [.init(name: "authorization", value: "bearer ")] : []
-            print(Output.request(method: template.method.rawValue, path: template.path, headers: auth + template.headers, body: template.bodyText))
-            if devices.count > 1 { print("\n(the same request to \(devices.count - 1) more devices, each to its own /3/device/<token>)") }
+            let auth: [APNsRequest.Header] =
+                connector?.authenticationMethod == .token ? [.init(name: "authorization", value: "bearer ")] : []
+            print(
+                Output.request(
+                    method: template.method.rawValue, path: template.path, headers: auth + template.headers,
+                    body: template.bodyText))
+            if devices.count > 1 {
+                print("\n(the same request to \(devices.count - 1) more devices, each to its own /3/device/<token>)")
+            }
             return
         }
         guard let connector else {
             throw UsageError("give credentials: --key-file/--key-id/--team-id, --cert/--key, or --p12/--password-env")
         }
-        if let maximumInFlight, maximumInFlight < 1 { throw UsageError("--max-in-flight \(maximumInFlight) must be at least 1") }
+        if let maximumInFlight, maximumInFlight < 1 {
+            throw UsageError("--max-in-flight \(maximumInFlight) must be at least 1")
+        }
         let (timeout, retry) = try sendOptions()
         let code = try await BulkDelivery(
             template: template, devices: devices, connector: connector, timeout: timeout, retry: retry,
@@ -133,9 +171,16 @@ struct SendCommand: AsyncParsableCommand {
 
     /// `--timeout` and `--retries`, checked.
     private func sendOptions() throws -> (Duration?, RetryPolicy) {
-        if let timeout, !(timeout > 0) || !timeout.isFinite { throw UsageError("--timeout \(timeout) must be a positive number of seconds") }
-        if let retries, retries < 1 { throw UsageError("--retries \(retries) must be at least 1 (attempts, the first included)") }
-        return (self.timeout.map { Duration.milliseconds(Int64(($0 * 1000).rounded(.up))) }, retries.map(RetryPolicy.attempts) ?? .none)
+        if let timeout, !(timeout > 0) || !timeout.isFinite {
+            throw UsageError("--timeout \(timeout) must be a positive number of seconds")
+        }
+        if let retries, retries < 1 {
+            throw UsageError("--retries \(retries) must be at least 1 (attempts, the first included)")
+        }
+        return (
+            self.timeout.map { Duration.milliseconds(Int64(($0 * 1000).rounded(.up))) },
+            retries.map(RetryPolicy.attempts) ?? .none
+        )
     }
 
     private func deliver(_ requests: [APNsRequest], via connector: AnyConnector) async throws {
@@ -144,7 +189,10 @@ struct SendCommand: AsyncParsableCommand {
             for (index, request) in requests.enumerated() {
                 group.addTask {
                     do throws(APNsError) {
-                        return (index, .success(try await send(request: request, via: connector, timeout: timeout, retry: retry)))
+                        return (
+                            index,
+                            .success(try await send(request: request, via: connector, timeout: timeout, retry: retry))
+                        )
                     } catch {
                         return (index, .failure(error))
                     }
@@ -165,12 +213,18 @@ struct SendCommand: AsyncParsableCommand {
             case .success(let response)?:
                 guard !json else { break }
                 if channel != nil {
-                    print("\(target) \(response.status) apns-request-id \(response.requestID ?? "-") apns-unique-id \(response.uniqueID ?? "-")")
+                    print(
+                        "\(target) \(response.status) apns-request-id \(response.requestID ?? "-") apns-unique-id \(response.uniqueID ?? "-")"
+                    )
                 } else {
                     print("\(target) \(response.status) apns-id \(response.apnsID?.description ?? "-")")
                 }
             case .failure(.rejected(let rejection))?:
-                if !json { print("\(target) \(rejection.status) \(rejection.reason?.rawValue ?? "-") apns-id \(rejection.apnsID?.description ?? "-")") }
+                if !json {
+                    print(
+                        "\(target) \(rejection.status) \(rejection.reason?.rawValue ?? "-") apns-id \(rejection.apnsID?.description ?? "-")"
+                    )
+                }
                 if worst == .success { worst = Failure.rejected }
                 if rejection.reason == .tooManyProviderTokenUpdates { tokenUpdatesRefused = rejection }
             case .failure(let error)?:
@@ -195,23 +249,30 @@ struct SendCommand: AsyncParsableCommand {
 
     private func request(to device: Device) throws -> APNsRequest {
         guard let type = PushType(rawValue: pushType) else {
-            throw UsageError("--push-type \(pushType) is not an APNs push type; use one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw UsageError(
+                "--push-type \(pushType) is not an APNs push type; use one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
         }
         let hasAlertFlags = title != nil || subtitle != nil || body != nil || badge != nil || sound != nil
         if hasAlertFlags && ![PushType.alert, .liveactivity].contains(type) {
             throw UsageError("\(pushType) has no alert, badge or sound; drop --title/--subtitle/--body/--badge/--sound")
         }
         if truncate, type != .alert || payload != nil {
-            throw UsageError("--truncate shortens the text of --title/--subtitle/--body on an alert; it does not apply to \(payload != nil ? "a --payload file" : pushType)")
+            throw UsageError(
+                "--truncate shortens the text of --title/--subtitle/--body on an alert; it does not apply to \(payload != nil ? "a --payload file" : pushType)"
+            )
         }
         var request = try buildRequest(type, to: device, template: payload != nil)
         if let payload {
-            guard let bytes = FileManager.default.contents(atPath: payload) else { throw UsageError("cannot read --payload \(payload)") }
+            guard let bytes = FileManager.default.contents(atPath: payload) else {
+                throw UsageError("cannot read --payload \(payload)")
+            }
             guard (try? JSONSerialization.jsonObject(with: bytes)) is [String: Any] else {
                 throw UsageError("--payload \(payload) is not a JSON object")
             }
             guard bytes.count <= type.maximumPayloadSize else {
-                throw APNsValidationError.payloadTooLarge(pushType: type, size: bytes.count, limit: type.maximumPayloadSize)
+                throw APNsValidationError.payloadTooLarge(
+                    pushType: type, size: bytes.count, limit: type.maximumPayloadSize)
             }
             request.body = Array(bytes)
         }
@@ -223,7 +284,9 @@ struct SendCommand: AsyncParsableCommand {
     private func buildRequest(_ type: PushType, to device: Device, template: Bool) throws -> APNsRequest {
         let appData = try RawJSONObject(data ?? "{}")
         let identifier = try apnsID.map { text throws -> APNsID in
-            guard let id = APNsID(text) else { throw UsageError("--apns-id \(text) is not a UUID (8-4-4-4-12 hex digits)") }
+            guard let id = APNsID(text) else {
+                throw UsageError("--apns-id \(text) is not a UUID (8-4-4-4-12 hex digits)")
+            }
             return id
         }
         let expiry = try expiration.map { try Expiration(unixSeconds: $0) }
@@ -235,7 +298,8 @@ struct SendCommand: AsyncParsableCommand {
         case .alert:
             let level = checkedPriority.map(AlertNotification<RawJSONObject>.Priority.init) ?? .immediate
             var notification = AlertNotification(
-                bundleID: topic, appData: appData, priority: level, expiration: expiry, collapseID: collapse, apnsID: identifier
+                bundleID: topic, appData: appData, priority: level, expiration: expiry, collapseID: collapse,
+                apnsID: identifier
             ) {
                 if !template {
                     if title != nil || subtitle != nil || body != nil {
@@ -252,87 +316,121 @@ struct SendCommand: AsyncParsableCommand {
             if truncate {
                 let fitted = try notification.truncatedToFit()
                 notification = fitted.notification
-                if fitted.wasTruncated, SendCommand.truncationReported.withLock({ reported in defer { reported = true }; return !reported }) {
-                    FileHandle.standardError.write(Data((
-                        "apns: truncated to fit \(fitted.limit) bytes (was \(fitted.originalSize)): "
-                            + fitted.cuts.map(\.description).joined(separator: "; ") + "\n").utf8))
+                if fitted.wasTruncated,
+                    SendCommand.truncationReported.withLock({ reported in
+                        defer { reported = true }; return !reported
+                    })
+                {
+                    FileHandle.standardError.write(
+                        Data(
+                            ("apns: truncated to fit \(fitted.limit) bytes (was \(fitted.originalSize)): "
+                                + fitted.cuts.map(\.description).joined(separator: "; ") + "\n").utf8))
                 }
             }
             return try notification.request(to: device)
         case .background:
-            return try BackgroundNotification(bundleID: topic, appData: appData, expiration: expiry, collapseID: collapse, apnsID: identifier)
-                .request(to: device)
+            return try BackgroundNotification(
+                bundleID: topic, appData: appData, expiration: expiry, collapseID: collapse, apnsID: identifier
+            )
+            .request(to: device)
         case .widgets:
-            return try WidgetNotification(bundleID: topic, priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier).request(to: device)
+            return try WidgetNotification(
+                bundleID: topic, priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier
+            ).request(to: device)
         case .controls:
-            return try ControlsNotification(bundleID: topic, priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier).request(to: device)
+            return try ControlsNotification(
+                bundleID: topic, priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier
+            ).request(to: device)
         case .location:
-            return try LocationNotification(bundleID: topic, priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier).request(to: device)
+            return try LocationNotification(
+                bundleID: topic, priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier
+            ).request(to: device)
         case .fileprovider:
             guard template || (containerIdentifier != nil && domain != nil) else {
                 throw UsageError("fileprovider needs --container-identifier and --domain (or --payload)")
             }
             return try FileProviderNotification(
-                bundleID: topic, containerIdentifier: containerIdentifier ?? "", domain: domain ?? "", priority: standard(),
+                bundleID: topic, containerIdentifier: containerIdentifier ?? "", domain: domain ?? "",
+                priority: standard(),
                 expiration: expiry, collapseID: collapse, apnsID: identifier
             ).request(to: device)
         case .mdm:
             guard template || pushMagic != nil else { throw UsageError("mdm needs --push-magic (or --payload)") }
             return try MDMNotification(
-                topic: topic, pushMagic: pushMagic ?? "", priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier
+                topic: topic, pushMagic: pushMagic ?? "", priority: standard(), expiration: expiry,
+                collapseID: collapse, apnsID: identifier
             ).request(to: device)
         case .pushtotalk:
             if let expiration, let required = PushType.pushtotalk.requiredExpiration, expiration != required {
                 throw UsageError("--expiration \(expiration) is not allowed for pushtotalk: it is always \(required)")
             }
-            return try PushToTalkNotification(bundleID: topic, appData: appData, collapseID: collapse, apnsID: identifier).request(to: device)
+            return try PushToTalkNotification(
+                bundleID: topic, appData: appData, collapseID: collapse, apnsID: identifier
+            ).request(to: device)
         case .voip:
             return try VoIPNotification(
-                bundleID: topic, appData: appData, priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier
+                bundleID: topic, appData: appData, priority: standard(), expiration: expiry, collapseID: collapse,
+                apnsID: identifier
             ).request(to: device)
         case .complication:
             return try ComplicationNotification(
-                bundleID: topic, appData: appData, priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier
+                bundleID: topic, appData: appData, priority: standard(), expiration: expiry, collapseID: collapse,
+                apnsID: identifier
             ).request(to: device)
         default:  // liveactivity
-            return try liveActivityRequest(to: device, template: template, priority: standard(), expiry: expiry, collapse: collapse, identifier: identifier)
+            return try liveActivityRequest(
+                to: device, template: template, priority: standard(), expiry: expiry, collapse: collapse,
+                identifier: identifier)
         }
     }
 
     /// A Live Activity update or end to a broadcast channel (protocol reference, Broadcast channels).
     private func broadcastRequest(to channel: BroadcastChannel) throws -> APNsRequest {
-        guard pushType == PushType.liveactivity.rawValue, event == LiveActivityEvent.Update.name || event == LiveActivityEvent.End.name else {
+        guard pushType == PushType.liveactivity.rawValue,
+            event == LiveActivityEvent.Update.name || event == LiveActivityEvent.End.name
+        else {
             throw UsageError("--channel takes --push-type liveactivity with --event update or end")
         }
         guard let contentState else { throw UsageError("liveactivity needs --content-state JSON") }
-        if subtitle != nil || badge != nil || collapseID != nil || attributes != nil || inputPushToken || inputPushChannel != nil {
+        if subtitle != nil || badge != nil || collapseID != nil || attributes != nil || inputPushToken
+            || inputPushChannel != nil
+        {
             throw UsageError("a broadcast has no --subtitle, --badge, --collapse-id, --attributes or --input-push-*")
         }
         let state = try RawJSONObject(contentState)
         let time = Date(timeIntervalSince1970: TimeInterval(timestamp ?? Int(Date().timeIntervalSince1970)))
         let stale = staleDate.map { Date(timeIntervalSince1970: TimeInterval($0)) }
-        let alert = (title != nil || body != nil) ? LiveActivityAlert(title: .text(title ?? ""), body: .text(body ?? ""), sound: sound) : nil
-        let level = try priority.map { value throws(APNsValidationError) in try PushType.liveactivity.priority(value) }
+        let alert =
+            (title != nil || body != nil)
+            ? LiveActivityAlert(title: .text(title ?? ""), body: .text(body ?? ""), sound: sound) : nil
+        let level =
+            try priority.map { value throws(APNsValidationError) in try PushType.liveactivity.priority(value) }
             .flatMap(StandardPriority.init) ?? .immediate
         let expiry = try expiration.map { try Expiration(unixSeconds: $0) }
         let identifier = apnsID.flatMap(APNsID.init)
         if event == LiveActivityEvent.End.name {
             return try LiveActivityNotification(
-                bundleID: topic, end: state, timestamp: time, dismissalDate: dismissalDate.map { Date(timeIntervalSince1970: TimeInterval($0)) },
-                alert: alert, staleDate: stale, relevanceScore: relevanceScore, priority: level, expiration: expiry, apnsID: identifier
+                bundleID: topic, end: state, timestamp: time,
+                dismissalDate: dismissalDate.map { Date(timeIntervalSince1970: TimeInterval($0)) },
+                alert: alert, staleDate: stale, relevanceScore: relevanceScore, priority: level, expiration: expiry,
+                apnsID: identifier
             ).request(to: channel)
         }
         if dismissalDate != nil { throw UsageError("--dismissal-date belongs to end") }
         return try LiveActivityNotification(
-            bundleID: topic, update: state, timestamp: time, alert: alert, staleDate: stale, relevanceScore: relevanceScore,
+            bundleID: topic, update: state, timestamp: time, alert: alert, staleDate: stale,
+            relevanceScore: relevanceScore,
             priority: level, expiration: expiry, apnsID: identifier
         ).request(to: channel)
     }
 
     private func liveActivityRequest(
-        to device: Device, template: Bool, priority: StandardPriority, expiry: Expiration?, collapse: CollapseID?, identifier: APNsID?
+        to device: Device, template: Bool, priority: StandardPriority, expiry: Expiration?, collapse: CollapseID?,
+        identifier: APNsID?
     ) throws -> APNsRequest {
-        guard template || contentState != nil else { throw UsageError("liveactivity needs --content-state JSON (or --payload)") }
+        guard template || contentState != nil else {
+            throw UsageError("liveactivity needs --content-state JSON (or --payload)")
+        }
         let state = try RawJSONObject(contentState ?? "{}")
         let time = Date(timeIntervalSince1970: TimeInterval(timestamp ?? Int(Date().timeIntervalSince1970)))
         let stale = staleDate.map { Date(timeIntervalSince1970: TimeInterval($0)) }
@@ -340,13 +438,16 @@ struct SendCommand: AsyncParsableCommand {
         if title != nil || body != nil {
             alert = LiveActivityAlert(title: .text(title ?? ""), body: .text(body ?? ""), sound: sound)
         }
-        if subtitle != nil || badge != nil { throw UsageError("a Live Activity alert has a title, body and sound only") }
+        if subtitle != nil || badge != nil {
+            throw UsageError("a Live Activity alert has a title, body and sound only")
+        }
         if template || event == LiveActivityEvent.Update.name {
             if dismissalDate != nil || attributes != nil || inputPushToken || inputPushChannel != nil {
                 throw UsageError("--dismissal-date, --attributes and --input-push-* belong to other events")
             }
             return try LiveActivityNotification(
-                bundleID: topic, update: state, timestamp: time, alert: alert, staleDate: stale, relevanceScore: relevanceScore,
+                bundleID: topic, update: state, timestamp: time, alert: alert, staleDate: stale,
+                relevanceScore: relevanceScore,
                 priority: priority, expiration: expiry, collapseID: collapse, apnsID: identifier
             ).request(to: device)
         }
@@ -356,16 +457,20 @@ struct SendCommand: AsyncParsableCommand {
                 throw UsageError("--attributes and --input-push-* belong to start")
             }
             return try LiveActivityNotification(
-                bundleID: topic, end: state, timestamp: time, dismissalDate: dismissalDate.map { Date(timeIntervalSince1970: TimeInterval($0)) },
+                bundleID: topic, end: state, timestamp: time,
+                dismissalDate: dismissalDate.map { Date(timeIntervalSince1970: TimeInterval($0)) },
                 alert: alert, staleDate: stale, relevanceScore: relevanceScore, priority: priority, expiration: expiry,
                 collapseID: collapse, apnsID: identifier
             ).request(to: device)
         case LiveActivityEvent.Start.name:
             guard let attributes, let attributesType, let alert else {
-                throw UsageError("a Live Activity start needs --attributes, --attributes-type and an alert (--title and --body)")
+                throw UsageError(
+                    "a Live Activity start needs --attributes, --attributes-type and an alert (--title and --body)")
             }
             if dismissalDate != nil { throw UsageError("--dismissal-date belongs to end") }
-            if inputPushToken && inputPushChannel != nil { throw UsageError("give --input-push-token or --input-push-channel, not both") }
+            if inputPushToken && inputPushChannel != nil {
+                throw UsageError("give --input-push-token or --input-push-channel, not both")
+            }
             let input: LiveActivityPushInput?
             if inputPushToken {
                 input = .token
@@ -375,7 +480,8 @@ struct SendCommand: AsyncParsableCommand {
                 input = nil
             }
             return try LiveActivityNotification(
-                bundleID: topic, start: state, attributesType: attributesType, attributes: try RawJSONObject(attributes), alert: alert,
+                bundleID: topic, start: state, attributesType: attributesType,
+                attributes: try RawJSONObject(attributes), alert: alert,
                 timestamp: time, pushInput: input, staleDate: stale, relevanceScore: relevanceScore, priority: priority,
                 expiration: expiry, collapseID: collapse, apnsID: identifier
             ).request(to: device)

@@ -42,8 +42,10 @@ extension MockAPNsServer {
             case .delay(let delay): return "delay \(delay)"
             case .resetStreams(let code): return "RST_STREAM \(code)"
             case .resetStreamsAfterProcessing(let code): return "RST_STREAM \(code) after processing"
-            case .goAway(let n, let code, _, let lower): return "GOAWAY \(code) after \(n), last-stream-id lower by \(lower)"
-            case .respond(let status, let retryAfter, _): return "\(status) retry-after \(retryAfter.map(String.init) ?? "-")"
+            case .goAway(let n, let code, _, let lower):
+                return "GOAWAY \(code) after \(n), last-stream-id lower by \(lower)"
+            case .respond(let status, let retryAfter, _):
+                return "\(status) retry-after \(retryAfter.map(String.init) ?? "-")"
             case .stallHandshake: return "stall the TLS handshake"
             }
         }
@@ -60,20 +62,27 @@ extension MockAPNsServer.Fault {
     /// an HTML page otherwise). Returns nil for anything else.
     public init?(parsing text: String) {
         let parts = text.split(separator: ":", maxSplits: 4, omittingEmptySubsequences: false).map(String.init)
-        func number(_ index: Int) -> Int? { index < parts.count ? Int(parts[index]).flatMap { $0 >= 0 ? $0 : nil } : nil }
+        func number(_ index: Int) -> Int? {
+            index < parts.count ? Int(parts[index]).flatMap { $0 >= 0 ? $0 : nil } : nil
+        }
         switch (parts[0], parts.count) {
-        case ("reset-after", 2): guard let n = number(1), n > 0 else { return nil }; self = .resetAfterProcessing(requests: n)
-        case ("close-after", 2): guard let n = number(1), n > 0 else { return nil }; self = .closeAfterProcessing(requests: n)
+        case ("reset-after", 2):
+            guard let n = number(1), n > 0 else { return nil }; self = .resetAfterProcessing(requests: n)
+        case ("close-after", 2):
+            guard let n = number(1), n > 0 else { return nil }; self = .closeAfterProcessing(requests: n)
         case ("never-answer", 1): self = .neverAnswer
         case ("stall-handshake", 1): self = .stallHandshake
         case ("delay", 2): guard let ms = number(1) else { return nil }; self = .delay(.milliseconds(ms))
-        case ("rst-stream", 2): guard let code = number(1) else { return nil }; self = .resetStreams(errorCode: UInt32(clamping: code))
+        case ("rst-stream", 2):
+            guard let code = number(1) else { return nil }; self = .resetStreams(errorCode: UInt32(clamping: code))
         case ("rst-stream-after-processing", 2):
             guard let code = number(1) else { return nil }
             self = .resetStreamsAfterProcessing(errorCode: UInt32(clamping: code))
         case ("goaway", 4), ("goaway", 5):
             guard let after = number(1), after > 0, let code = number(2), let lower = number(3) else { return nil }
-            self = .goAway(afterRequests: after, errorCode: UInt32(clamping: code), debugData: parts.count == 5 ? parts[4] : "", lowerBy: lower)
+            self = .goAway(
+                afterRequests: after, errorCode: UInt32(clamping: code), debugData: parts.count == 5 ? parts[4] : "",
+                lowerBy: lower)
         case ("status", 2), ("status", 3):
             guard let status = number(1), (100...599).contains(status) else { return nil }
             let retryAfter = parts.count == 3 ? number(2) : nil

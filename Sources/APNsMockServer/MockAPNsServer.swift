@@ -87,7 +87,10 @@ public final class MockAPNsServer: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let channel: Channel
 
-    private init(host: String, port: Int, authority: MockCertificateAuthority, state: ServerState, group: MultiThreadedEventLoopGroup, channel: Channel) {
+    private init(
+        host: String, port: Int, authority: MockCertificateAuthority, state: ServerState,
+        group: MultiThreadedEventLoopGroup, channel: Channel
+    ) {
         self.host = host
         self.port = port
         self.certificateAuthority = authority
@@ -101,8 +104,11 @@ public final class MockAPNsServer: Sendable {
         let authority = try configuration.certificateAuthority ?? MockCertificateAuthority()
         let serverCertificate = try authority.issueServerCertificate()
         var tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(serverCertificate.certificatePEM.utf8), format: .pem))],
-            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(serverCertificate.privateKeyPEM.utf8), format: .pem)))
+            certificateChain: [
+                .certificate(try NIOSSLCertificate(bytes: Array(serverCertificate.certificatePEM.utf8), format: .pem))
+            ],
+            privateKey: .privateKey(
+                try NIOSSLPrivateKey(bytes: Array(serverCertificate.privateKeyPEM.utf8), format: .pem)))
         tls.applicationProtocols = configuration.applicationProtocols
         tls.minimumTLSVersion = .tlsv12
         tls.shutdownTimeout = .milliseconds(100)  // clients rarely answer close_notify; stop() should be quick
@@ -120,7 +126,8 @@ public final class MockAPNsServer: Sendable {
         var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
         connectionConfiguration.initialSettings = [
             HTTP2Setting(
-                parameter: .maxConcurrentStreams, value: configuration.oneStreamUntilFirstSuccess ? 1 : configuration.maximumConcurrentStreams),
+                parameter: .maxConcurrentStreams,
+                value: configuration.oneStreamUntilFirstSuccess ? 1 : configuration.maximumConcurrentStreams),
             HTTP2Setting(parameter: .maxHeaderListSize, value: 16384),
         ]
         // libcurl 7.88 ends every finished stream with RST_STREAM(STREAM_CLOSED); NIO's defaults
@@ -149,7 +156,8 @@ public final class MockAPNsServer: Sendable {
                         try channel.pipeline.syncOperations.addHandler(HoldInbound(for: delay))
                     }
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
-                    let connection = NIOLoopBound(ConnectionContext(channel: channel, fault: fault), eventLoop: channel.eventLoop)
+                    let connection = NIOLoopBound(
+                        ConnectionContext(channel: channel, fault: fault), eventLoop: channel.eventLoop)
                     let id = ObjectIdentifier(channel)
                     state.register(id) { channel.eventLoop.execute { connection.value.goAwayGracefully() } }
                     channel.closeFuture.whenComplete { _ in state.unregister(id) }
@@ -157,7 +165,8 @@ public final class MockAPNsServer: Sendable {
                         mode: .server, connectionConfiguration: connectionSettings, streamConfiguration: streamSettings
                     ) { stream in
                         stream.eventLoop.makeCompletedFuture {
-                            try stream.pipeline.syncOperations.addHandler(StreamHandler(state: state, connection: connection))
+                            try stream.pipeline.syncOperations.addHandler(
+                                StreamHandler(state: state, connection: connection))
                         }
                     }
                     try channel.pipeline.syncOperations.addHandler(PingCounter(state: state))
@@ -166,7 +175,9 @@ public final class MockAPNsServer: Sendable {
         do {
             let channel = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
             guard let port = channel.localAddress?.port else { throw MockServerError.noPort }
-            return MockAPNsServer(host: configuration.host, port: port, authority: authority, state: state, group: group, channel: channel)
+            return MockAPNsServer(
+                host: configuration.host, port: port, authority: authority, state: state, group: group, channel: channel
+            )
         } catch {
             try? await group.shutdownGracefully()
             throw error
@@ -233,10 +244,14 @@ public final class MockAPNsServer: Sendable {
 
     /// Makes the server answer pushes to `deviceToken` with a rejection, as APNs would for a token
     /// the user uninstalled (`410 Unregistered` with `timestamp`) and so on. `nil` removes it.
-    public func reject(deviceToken: String, with reason: APNsRejection.Reason?, status: Int? = nil, timestamp: Date? = nil) {
+    public func reject(
+        deviceToken: String, with reason: APNsRejection.Reason?, status: Int? = nil, timestamp: Date? = nil
+    ) {
         guard let reason else { return state.script(nil, for: deviceToken) }
         state.script(
-            .init(status: status ?? reason.defaultStatus, reason: reason, timestamp: timestamp.map(APNsRejection.millisecondsSince1970)),
+            .init(
+                status: status ?? reason.defaultStatus, reason: reason,
+                timestamp: timestamp.map(APNsRejection.millisecondsSince1970)),
             for: deviceToken)
     }
 }

@@ -112,12 +112,15 @@ public struct MockCertificateAuthority: Sendable {
         var apple: [Certificate.Extension] = []
         for environment in environments.sorted() {
             let oid = environment == .sandbox ? PushCertificate.sandboxOID : PushCertificate.productionOID
-            apple.append(Certificate.Extension(oid: try ASN1ObjectIdentifier(dotRepresentation: oid), critical: false, value: nullValue))
+            apple.append(
+                Certificate.Extension(
+                    oid: try ASN1ObjectIdentifier(dotRepresentation: oid), critical: false, value: nullValue))
         }
         if let topics {
-            apple.append(Certificate.Extension(
-                oid: try ASN1ObjectIdentifier(dotRepresentation: PushCertificate.topicsOID), critical: false,
-                value: ArraySlice(PushCertificate.extensionValue(for: topics))))
+            apple.append(
+                Certificate.Extension(
+                    oid: try ASN1ObjectIdentifier(dotRepresentation: PushCertificate.topicsOID), critical: false,
+                    value: ArraySlice(PushCertificate.extensionValue(for: topics))))
         }
         var extensions = try Certificate.Extensions {
             Critical(BasicConstraints.notCertificateAuthority)
@@ -126,11 +129,15 @@ public struct MockCertificateAuthority: Sendable {
         }
         for item in apple { try extensions.append(item) }
         let subject = DistinguishedName([
-            RelativeDistinguishedName(.init(type: try ASN1ObjectIdentifier(dotRepresentation: PushCertificate.userIDOID), utf8String: bundleID)),
-            RelativeDistinguishedName(.init(type: .RDNAttributeType.commonName, utf8String: "Apple Push Services: \(bundleID)")),
+            RelativeDistinguishedName(
+                .init(
+                    type: try ASN1ObjectIdentifier(dotRepresentation: PushCertificate.userIDOID), utf8String: bundleID)),
+            RelativeDistinguishedName(
+                .init(type: .RDNAttributeType.commonName, utf8String: "Apple Push Services: \(bundleID)")),
             RelativeDistinguishedName(.init(type: .RDNAttributeType.organizationName, utf8String: "swift-apns tests")),
         ])
-        return try issue(subject: subject, extensions: extensions, notValidBefore: notValidBefore, notValidAfter: notValidAfter)
+        return try issue(
+            subject: subject, extensions: extensions, notValidBefore: notValidBefore, notValidAfter: notValidAfter)
     }
 
     private func issue(commonName: String, extensions: Certificate.Extensions) throws -> IssuedCertificate {
@@ -158,12 +165,15 @@ public struct MockCertificateAuthority: Sendable {
             signatureAlgorithm: .ecdsaWithSHA256,
             extensions: extensions,
             issuerPrivateKey: Certificate.PrivateKey(privateKey))
-        return IssuedCertificate(certificatePEM: try issued.serializeAsPEM().pemString, privateKeyPEM: key.pemRepresentation)
+        return IssuedCertificate(
+            certificatePEM: try issued.serializeAsPEM().pemString, privateKeyPEM: key.pemRepresentation)
     }
 
     /// A new P-256 signing key, as Apple's `.p8` files hold, with the ids to register it under.
     public static func makeSigningKey(teamID: String, keyID: String) -> SigningKey {
         let key = P256.Signing.PrivateKey()
-        return SigningKey(teamID: teamID, keyID: keyID, privateKeyPEM: key.pemRepresentation, publicKeyPEM: key.publicKey.pemRepresentation)
+        return SigningKey(
+            teamID: teamID, keyID: keyID, privateKeyPEM: key.pemRepresentation,
+            publicKeyPEM: key.publicKey.pemRepresentation)
     }
 }

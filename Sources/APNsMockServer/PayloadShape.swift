@@ -18,13 +18,17 @@ enum PayloadShape {
 
     /// `broadcast`: the payload goes to a channel, where only update and end are allowed.
     /// `strict`: unknown keys inside `aps` are refused instead of ignored as APNs does.
-    static func isValid(_ json: [String: Any], for pushType: PushType, broadcast: Bool = false, strict: Bool = false) -> Bool {
+    static func isValid(
+        _ json: [String: Any], for pushType: PushType, broadcast: Bool = false, strict: Bool = false
+    ) -> Bool {
         var aps = json["aps"] as? [String: Any]
         if !strict, let all = aps { aps = all.filter { knownKeys.contains($0.key) } }
         switch pushType {
         case .alert:
             guard let aps, Set(aps.keys).isSubset(of: alertKeys) else { return false }
-            if let badge = aps["badge"] { guard let number = badge as? NSNumber, number.intValue >= 0 else { return false } }
+            if let badge = aps["badge"] {
+                guard let number = badge as? NSNumber, number.intValue >= 0 else { return false }
+            }
             return true
         case .background:
             guard let aps, aps.count == 1, (aps["content-available"] as? NSNumber)?.intValue == 1 else { return false }
@@ -47,7 +51,9 @@ enum PayloadShape {
             else { return false }
             if broadcast && event == "start" { return false }
             if event == "start" {
-                guard aps["attributes-type"] is String, aps["attributes"] is [String: Any], aps["alert"] != nil else { return false }
+                guard aps["attributes-type"] is String, aps["attributes"] is [String: Any], aps["alert"] != nil else {
+                    return false
+                }
                 if aps["input-push-token"] != nil && aps["input-push-channel"] != nil { return false }
             }
             if event != "end" && aps["dismissal-date"] != nil { return false }

@@ -37,6 +37,7 @@ public struct RecordedRequest: Sendable, Hashable, CustomStringConvertible {
 
     /// The request in `apns send --dry-run` form, then the answer.
     public var description: String {
-        APNsRequest.text(method: method, path: path, headers: headers, body: bodyText) + "\n→ \(status)" + (reason.map { " \($0)" } ?? "")
+        APNsRequest.text(method: method, path: path, headers: headers, body: bodyText) + "\n→ \(status)"
+            + (reason.map { " \($0)" } ?? "")
     }
 }

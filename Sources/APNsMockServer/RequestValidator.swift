@@ -37,14 +37,17 @@ struct RequestValidator {
         /// A success body (channel reads and lists).
         var body: String?
 
-        static func reject(_ reason: APNsRejection.Reason, _ auth: RecordedRequest.Authentication = .none, timestamp: Int64? = nil) -> Verdict {
+        static func reject(
+            _ reason: APNsRejection.Reason, _ auth: RecordedRequest.Authentication = .none, timestamp: Int64? = nil
+        ) -> Verdict {
             Verdict(status: reason.defaultStatus, reason: reason, timestamp: timestamp, authentication: auth)
         }
     }
 
     /// The headers APNs reads; each may appear once.
     static let singleHeaders: Set<String> = [
-        "authorization", "apns-push-type", "apns-topic", "apns-priority", "apns-expiration", "apns-id", "apns-collapse-id",
+        "authorization", "apns-push-type", "apns-topic", "apns-priority", "apns-expiration", "apns-id",
+        "apns-collapse-id",
         "apns-channel-id", "apns-request-id",
     ]
 
@@ -75,10 +78,13 @@ struct RequestValidator {
     }
 
     private func authenticate(_ request: Incoming) -> Authenticated {
-        if let certificate = request.clientCertificate { return .success(.certificate(commonName: certificate.commonName)) }
+        if let certificate = request.clientCertificate {
+            return .success(.certificate(commonName: certificate.commonName))
+        }
         guard let authorization = request.header("authorization") else { return .failure(.missingProviderToken) }
         switch state.verifyToken(authorization) {
-        case .valid(let teamID, let keyID, let issuedAt): return .success(.token(teamID: teamID, keyID: keyID, issuedAt: issuedAt))
+        case .valid(let teamID, let keyID, let issuedAt):
+            return .success(.token(teamID: teamID, keyID: keyID, issuedAt: issuedAt))
         case .rejected(let reason): return .failure(reason)
         }
     }
@@ -86,14 +92,18 @@ struct RequestValidator {
     /// Whether the connection may act for `bundleID`: the certificate's bundle, or the team's
     /// allowed bundle ids.
     private func authorize(
-        _ authentication: RecordedRequest.Authentication, bundleID: String, mismatch: APNsRejection.Reason, checkAllowedBundles: Bool = true
+        _ authentication: RecordedRequest.Authentication, bundleID: String, mismatch: APNsRejection.Reason,
+        checkAllowedBundles: Bool = true
     ) -> APNsRejection.Reason? {
-        if case .certificate(let commonName) = authentication, let certified = RequestValidator.bundleID(fromCommonName: commonName),
+        if case .certificate(let commonName) = authentication,
+            let certified = RequestValidator.bundleID(fromCommonName: commonName),
             certified != bundleID
         {
             return mismatch
         }
-        if checkAllowedBundles, let allowed = state.allowedBundleIDs, !allowed.contains(bundleID) { return .topicDisallowed }
+        if checkAllowedBundles, let allowed = state.allowedBundleIDs, !allowed.contains(bundleID) {
+            return .topicDisallowed
+        }
         return nil
     }
 
@@ -105,7 +115,9 @@ struct RequestValidator {
         guard request.method == "POST" else { return .reject(.methodNotAllowed) }
         let token = request.path.hasPrefix(devicePrefix) ? String(request.path.dropFirst(devicePrefix.count)) : ""
         guard !token.isEmpty else { return .reject(.missingDeviceToken) }
-        guard token.utf8.count % 2 == 0, token.utf8.allSatisfy({ $0.isHexDigit }) else { return .reject(.badDeviceToken) }
+        guard token.utf8.count % 2 == 0, token.utf8.allSatisfy({ $0.isHexDigit }) else {
+            return .reject(.badDeviceToken)
+        }
 
         let authentication: RecordedRequest.Authentication
         switch authenticate(request) {
@@ -115,7 +127,8 @@ struct RequestValidator {
 
         // APNs requires apns-push-type only for watchOS and takes a request without it as an alert
         // (protocol reference, Device requests); `strict` refuses it, as no correct client omits it.
-        guard let pushTypeName = request.header("apns-push-type") ?? (state.strict ? nil : PushType.alert.rawValue) else {
+        guard let pushTypeName = request.header("apns-push-type") ?? (state.strict ? nil : PushType.alert.rawValue)
+        else {
             return .reject(.missingPushType, authentication)
         }
         guard let pushType = PushType(rawValue: pushTypeName) else { return .reject(.invalidPushType, authentication) }
@@ -127,23 +140,33 @@ struct RequestValidator {
         default: break
         }
 
-        guard let topic = request.header("apns-topic"), !topic.isEmpty else { return .reject(.missingTopic, authentication) }
+        guard let topic = request.header("apns-topic"), !topic.isEmpty else {
+            return .reject(.missingTopic, authentication)
+        }
         // The same topic rule the client checks (PushType.bundleID(fromTopic:)).
         guard let bundleID = pushType.bundleID(fromTopic: topic) else { return .reject(.badTopic, authentication) }
         // MDM topics are certificate UIDs, not the team's bundle ids.
-        if let reason = authorize(authentication, bundleID: bundleID, mismatch: .topicDisallowed, checkAllowedBundles: pushType != .mdm) {
+        if let reason = authorize(
+            authentication, bundleID: bundleID, mismatch: .topicDisallowed, checkAllowedBundles: pushType != .mdm)
+        {
             return .reject(reason, authentication)
         }
         // A certificate with Apple's topic list covers only its topics, by kind (the rule the
         // client checks before sending).
-        if let topics = request.clientCertificate?.topics, !PushCertificate.covers(topics, topic: topic, pushType: pushType) {
+        if let topics = request.clientCertificate?.topics,
+            !PushCertificate.covers(topics, topic: topic, pushType: pushType)
+        {
             return .reject(.topicDisallowed, authentication)
         }
 
-        if let reason = checkPriority(request.header("apns-priority"), for: pushType) { return .reject(reason, authentication) }
+        if let reason = checkPriority(request.header("apns-priority"), for: pushType) {
+            return .reject(reason, authentication)
+        }
         if let value = request.header("apns-expiration") {
             guard let seconds = Int(value), seconds >= 0 else { return .reject(.badExpirationDate, authentication) }
-            if let required = pushType.requiredExpiration, seconds != required { return .reject(.badExpirationDate, authentication) }
+            if let required = pushType.requiredExpiration, seconds != required {
+                return .reject(.badExpirationDate, authentication)
+            }
         } else if pushType.requiredExpiration != nil {
             return .reject(.badExpirationDate, authentication)
         }
@@ -154,10 +177,14 @@ struct RequestValidator {
             apnsID = value
         }
         if let value = request.header("apns-collapse-id") {
-            guard !value.isEmpty, value.utf8.count <= CollapseID.maximumLength else { return .reject(.badCollapseId, authentication) }
+            guard !value.isEmpty, value.utf8.count <= CollapseID.maximumLength else {
+                return .reject(.badCollapseId, authentication)
+            }
         }
 
-        if let reason = checkPayload(request.body, for: pushType, limit: pushType.maximumPayloadSize) { return .reject(reason, authentication) }
+        if let reason = checkPayload(request.body, for: pushType, limit: pushType.maximumPayloadSize) {
+            return .reject(reason, authentication)
+        }
 
         if let scripted = state.scriptedRejection(for: token) {
             var verdict = Verdict.reject(scripted.reason, authentication, timestamp: scripted.timestamp)
@@ -172,17 +199,23 @@ struct RequestValidator {
 
     private func checkPriority(_ value: String?, for pushType: PushType) -> APNsRejection.Reason? {
         if let value {
-            guard let priority = PushPriority(headerValue: value), pushType.allowedPriorities.contains(priority) else { return .badPriority }
+            guard let priority = PushPriority(headerValue: value), pushType.allowedPriorities.contains(priority) else {
+                return .badPriority
+            }
         } else if !pushType.allowedPriorities.contains(.immediate) {
             return .badPriority  // omitted means 10
         }
         return nil
     }
 
-    private func checkPayload(_ body: [UInt8], for pushType: PushType, limit: Int, broadcast: Bool = false) -> APNsRejection.Reason? {
+    private func checkPayload(
+        _ body: [UInt8], for pushType: PushType, limit: Int, broadcast: Bool = false
+    ) -> APNsRejection.Reason? {
         guard !body.isEmpty else { return .payloadEmpty }
         guard body.count <= limit else { return .payloadTooLarge }
-        guard let json = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return .badRequestPayload }
+        guard let json = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+            return .badRequestPayload
+        }
         guard PayloadShape.isValid(json, for: pushType, broadcast: broadcast, strict: state.strict) else {
             return .badRequestPayload
         }
@@ -200,13 +233,23 @@ struct RequestValidator {
         case .success(let value): authentication = value
         case .failure(let reason): return .reject(reason)
         }
-        if let reason = authorize(authentication, bundleID: bundleID, mismatch: .topicMismatch) { return .reject(reason, authentication) }
-        guard let channelID = request.header("apns-channel-id") else { return .reject(.missingChannelId, authentication) }
+        if let reason = authorize(authentication, bundleID: bundleID, mismatch: .topicMismatch) {
+            return .reject(reason, authentication)
+        }
+        guard let channelID = request.header("apns-channel-id") else {
+            return .reject(.missingChannelId, authentication)
+        }
         guard BroadcastChannel.isBase64(channelID) else { return .reject(.badChannelId, authentication) }
-        guard let policy = state.channelPolicy(bundleID: bundleID, id: channelID) else { return .reject(.channelNotRegistered, authentication) }
-        guard let pushTypeName = request.header("apns-push-type") else { return .reject(.missingPushType, authentication) }
+        guard let policy = state.channelPolicy(bundleID: bundleID, id: channelID) else {
+            return .reject(.channelNotRegistered, authentication)
+        }
+        guard let pushTypeName = request.header("apns-push-type") else {
+            return .reject(.missingPushType, authentication)
+        }
         guard pushTypeName == PushType.liveactivity.rawValue else { return .reject(.invalidPushType, authentication) }
-        if let reason = checkPriority(request.header("apns-priority"), for: .liveactivity) { return .reject(reason, authentication) }
+        if let reason = checkPriority(request.header("apns-priority"), for: .liveactivity) {
+            return .reject(reason, authentication)
+        }
         guard let expiration = request.header("apns-expiration").flatMap(Int.init), expiration >= 0 else {
             return .reject(.badExpirationDate, authentication)
         }
@@ -217,7 +260,10 @@ struct RequestValidator {
             guard RequestValidator.isCanonicalUUID(value) else { return .reject(.badRequestParams, authentication) }
             requestID = value
         }
-        if let reason = checkPayload(request.body, for: .liveactivity, limit: PushType.liveactivity.maximumBroadcastPayloadSize ?? 0, broadcast: true) {
+        if let reason = checkPayload(
+            request.body, for: .liveactivity, limit: PushType.liveactivity.maximumBroadcastPayloadSize ?? 0,
+            broadcast: true)
+        {
             var verdict = Verdict.reject(reason, authentication)
             verdict.headers = [("apns-request-id", requestID)]
             return verdict
@@ -232,25 +278,32 @@ struct RequestValidator {
     private func evaluateManagement(_ request: Incoming) -> Verdict {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false)
         // "", "1", "apps", <bundle>, "channels" | "all-channels"
-        guard parts.count == 5, !parts[3].isEmpty, parts[4] == "channels" || parts[4] == "all-channels" else { return .reject(.badPath) }
+        guard parts.count == 5, !parts[3].isEmpty, parts[4] == "channels" || parts[4] == "all-channels" else {
+            return .reject(.badPath)
+        }
         let bundleID = String(parts[3])
         let authentication: RecordedRequest.Authentication
         switch authenticate(request) {
         case .success(let value): authentication = value
         case .failure(let reason): return .reject(reason)
         }
-        if let reason = authorize(authentication, bundleID: bundleID, mismatch: .topicMismatch) { return .reject(reason, authentication) }
+        if let reason = authorize(authentication, bundleID: bundleID, mismatch: .topicMismatch) {
+            return .reject(reason, authentication)
+        }
         var requestID = UUID().uuidString.lowercased()
         if let value = request.header("apns-request-id") {
             guard RequestValidator.isCanonicalUUID(value) else { return .reject(.badRequestParams, authentication) }
             requestID = value
         }
-        var verdict = manage(request, bundleID: bundleID, all: parts[4] == "all-channels", authentication: authentication)
+        var verdict = manage(
+            request, bundleID: bundleID, all: parts[4] == "all-channels", authentication: authentication)
         verdict.headers.insert(("apns-request-id", requestID), at: 0)
         return verdict
     }
 
-    private func manage(_ request: Incoming, bundleID: String, all: Bool, authentication: RecordedRequest.Authentication) -> Verdict {
+    private func manage(
+        _ request: Incoming, bundleID: String, all: Bool, authentication: RecordedRequest.Authentication
+    ) -> Verdict {
         if all {
             guard request.method == "GET" else { return .reject(.methodNotAllowed, authentication) }
             let ids = state.channelIDs(bundleID: bundleID)
@@ -262,18 +315,27 @@ struct RequestValidator {
             struct Body: Decodable {
                 var policy: Int
                 var pushType: String
-                enum CodingKeys: String, CodingKey { case policy = "message-storage-policy", pushType = "push-type" }
+                enum CodingKeys: String, CodingKey {
+                    case policy = "message-storage-policy"
+                    case pushType = "push-type"
+                }
             }
-            guard let body = try? JSONDecoder().decode(Body.self, from: Data(request.body)) else { return .reject(.badRequestPayload, authentication) }
+            guard let body = try? JSONDecoder().decode(Body.self, from: Data(request.body)) else {
+                return .reject(.badRequestPayload, authentication)
+            }
             guard let policy = MessageStoragePolicy(rawValue: body.policy), body.pushType == "LiveActivity" else {
                 return .reject(.badRequestParams, authentication)
             }
-            guard let id = state.createChannel(bundleID: bundleID, policy: policy) else { return .reject(.cannotCreateChannelConfig, authentication) }
+            guard let id = state.createChannel(bundleID: bundleID, policy: policy) else {
+                return .reject(.cannotCreateChannelConfig, authentication)
+            }
             return Verdict(status: 201, authentication: authentication, headers: [("apns-channel-id", id)])
         case "GET", "DELETE":
             guard let id = request.header("apns-channel-id") else { return .reject(.missingChannelId, authentication) }
             guard BroadcastChannel.isBase64(id) else { return .reject(.badChannelId, authentication) }
-            guard let policy = state.channelPolicy(bundleID: bundleID, id: id) else { return .reject(.channelNotRegistered, authentication) }
+            guard let policy = state.channelPolicy(bundleID: bundleID, id: id) else {
+                return .reject(.channelNotRegistered, authentication)
+            }
             if request.method == "DELETE" {
                 state.deleteChannel(bundleID: bundleID, id: id)
                 return Verdict(status: 204, authentication: authentication)

@@ -47,8 +47,10 @@ final class ServerState: ValidationContext {
         let outcome: TokenVerifier.Outcome
         if let known = mutable.withLock({ $0.verified[authorization] }) {
             // Signature known good; the age still counts from now.
-            outcome = now - known.issuedAt > Int(ProviderTokenRules.lifetime.components.seconds)
-                ? .rejected(.expiredProviderToken) : .valid(teamID: known.teamID, keyID: known.keyID, issuedAt: known.issuedAt)
+            outcome =
+                now - known.issuedAt > Int(ProviderTokenRules.lifetime.components.seconds)
+                ? .rejected(.expiredProviderToken)
+                : .valid(teamID: known.teamID, keyID: known.keyID, issuedAt: known.issuedAt)
         } else {
             outcome = verifier.verify(authorization: authorization, now: now)
             if case .valid(let teamID, let keyID, let issuedAt) = outcome {
@@ -158,7 +160,9 @@ final class ServerState: ValidationContext {
     var faultsApplied: Int { mutable.withLock { $0.faultsApplied } }
 
     /// Remembers how to send GOAWAY on an open connection, until it closes.
-    func register(_ id: ObjectIdentifier, goAway: @escaping @Sendable () -> Void) { mutable.withLock { $0.open[id] = goAway } }
+    func register(_ id: ObjectIdentifier, goAway: @escaping @Sendable () -> Void) {
+        mutable.withLock { $0.open[id] = goAway }
+    }
     func unregister(_ id: ObjectIdentifier) { _ = mutable.withLock { $0.open.removeValue(forKey: id) } }
     func openConnectionGoAways() -> [@Sendable () -> Void] { mutable.withLock { Array($0.open.values) } }
 

@@ -32,7 +32,8 @@ final class ConnectionContext {
     func goAwayGracefully() {
         guard goAwayLastStreamID == nil else { return }
         goAwayLastStreamID = .maxID
-        let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil))
+        let frame = HTTP2Frame(
+            streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil))
         channel.writeAndFlush(frame, promise: nil)
         if openStreams <= 0 {
             let channel = channel
@@ -153,18 +154,22 @@ final class StreamHandler: ChannelInboundHandler {
         connection.acceptedStreams += 1
         if let limit = state.configuration.goAwayAfterStreams, connection.acceptedStreams == limit {
             connection.goAwayLastStreamID = streamID
-            let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: streamID, errorCode: .noError, opaqueData: nil))
+            let frame = HTTP2Frame(
+                streamID: .rootStream, payload: .goAway(lastStreamID: streamID, errorCode: .noError, opaqueData: nil))
             connection.channel.writeAndFlush(frame, promise: nil)
         }
-        if case .goAway(let after, let code, let debugData, let lowerBy)? = connection.fault, connection.goAwayLastStreamID == nil,
+        if case .goAway(let after, let code, let debugData, let lowerBy)? = connection.fault,
+            connection.goAwayLastStreamID == nil,
             connection.acceptedStreams == after, state.takeFaultyRequest()
         {
             // Client streams are odd: `lowerBy` streams below is 2 × lowerBy in ids.
             let last = HTTP2StreamID(max(0, Int(Int32(streamID)) - 2 * lowerBy))
             connection.goAwayLastStreamID = last
-            let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(
-                lastStreamID: last, errorCode: HTTP2ErrorCode(networkCode: Int(code)),
-                opaqueData: context.channel.allocator.buffer(string: debugData)))
+            let frame = HTTP2Frame(
+                streamID: .rootStream,
+                payload: .goAway(
+                    lastStreamID: last, errorCode: HTTP2ErrorCode(networkCode: Int(code)),
+                    opaqueData: context.channel.allocator.buffer(string: debugData)))
             connection.channel.writeAndFlush(frame, promise: nil)
         }
     }
@@ -187,7 +192,11 @@ final class StreamHandler: ChannelInboundHandler {
             state.markProcessed(apnsID: apnsID)
             connection.processedUnanswered += 1
             if connection.processedUnanswered == limit {
-                if case .resetAfterProcessing = fault { connection.drop(reset: true) } else { connection.drop(reset: false) }
+                if case .resetAfterProcessing = fault {
+                    connection.drop(reset: true)
+                } else {
+                    connection.drop(reset: false)
+                }
             }
         case .neverAnswer:
             state.markProcessed(apnsID: apnsID)
@@ -249,7 +258,8 @@ final class StreamHandler: ChannelInboundHandler {
             responseHeaders.add(name: "content-type", value: "application/json")
             responseBody = context.channel.allocator.buffer(string: body)
         }
-        context.write(wrapOutboundOut(.headers(.init(headers: responseHeaders, endStream: responseBody == nil))), promise: nil)
+        context.write(
+            wrapOutboundOut(.headers(.init(headers: responseHeaders, endStream: responseBody == nil))), promise: nil)
         if let responseBody {
             context.write(wrapOutboundOut(.data(.init(data: .byteBuffer(responseBody), endStream: true))), promise: nil)
         }
@@ -260,16 +270,22 @@ final class StreamHandler: ChannelInboundHandler {
             let connection = connection.value
             if state.configuration.oneStreamUntilFirstSuccess, !connection.streamLimitRaised {
                 connection.streamLimitRaised = true
-                let settings = HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([
-                    HTTP2Setting(parameter: .maxConcurrentStreams, value: state.configuration.maximumConcurrentStreams),
-                ])))
+                let settings = HTTP2Frame(
+                    streamID: .rootStream,
+                    payload: .settings(
+                        .settings([
+                            HTTP2Setting(
+                                parameter: .maxConcurrentStreams, value: state.configuration.maximumConcurrentStreams)
+                        ])))
                 connection.channel.writeAndFlush(settings, promise: nil)
             }
         }
-        state.record(RecordedRequest(
-            method: incoming.method, path: incoming.path, authority: head.first(name: ":authority") ?? "",
-            headers: headers, body: body, authentication: verdict.authentication, status: verdict.status,
-            reason: verdict.reason?.rawValue, responseHeaders: verdict.headers.map { APNsRequest.Header(name: $0.0, value: $0.1) }))
+        state.record(
+            RecordedRequest(
+                method: incoming.method, path: incoming.path, authority: head.first(name: ":authority") ?? "",
+                headers: headers, body: body, authentication: verdict.authentication, status: verdict.status,
+                reason: verdict.reason?.rawValue,
+                responseHeaders: verdict.headers.map { APNsRequest.Header(name: $0.0, value: $0.1) }))
         if counted { connection.value.streamFinished() }
     }
 }

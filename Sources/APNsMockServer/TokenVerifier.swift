@@ -17,7 +17,8 @@ struct TokenVerifier: Sendable {
     init(keys: [MockCertificateAuthority.SigningKey]) throws {
         var registered: [String: Registered] = [:]
         for key in keys {
-            registered[key.keyID] = Registered(teamID: key.teamID, key: try P256.Signing.PublicKey(pemRepresentation: key.publicKeyPEM))
+            registered[key.keyID] = Registered(
+                teamID: key.teamID, key: try P256.Signing.PublicKey(pemRepresentation: key.publicKeyPEM))
         }
         self.keys = registered
     }
@@ -47,8 +48,12 @@ struct TokenVerifier: Sendable {
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
             registered.key.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8))
         else { return .rejected(.invalidProviderToken) }
-        if now - issuedAt > Int(ProviderTokenRules.lifetime.components.seconds) { return .rejected(.expiredProviderToken) }
-        if issuedAt - now > Int(ProviderTokenRules.allowedClockSkew.components.seconds) { return .rejected(.invalidProviderToken) }  // from the future
+        if now - issuedAt > Int(ProviderTokenRules.lifetime.components.seconds) {
+            return .rejected(.expiredProviderToken)
+        }
+        if issuedAt - now > Int(ProviderTokenRules.allowedClockSkew.components.seconds) {
+            return .rejected(.invalidProviderToken)
+        }  // from the future
         return .valid(teamID: registered.teamID, keyID: keyID, issuedAt: issuedAt)
     }
 

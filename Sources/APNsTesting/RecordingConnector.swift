@@ -24,7 +24,9 @@ public final class RecordingConnector<Authentication: FixedAuthenticationKind>: 
 
     /// - Parameter respond: The answer to each request; by default 200 with an `apns-id` (the
     ///   request's own, or a fixed one) and an `apns-unique-id`.
-    public init(respond: @escaping @Sendable (APNsRequest) -> APNsHTTPResponse = { .accepted(apnsID: $0[header: "apns-id"]) }) {
+    public init(
+        respond: @escaping @Sendable (APNsRequest) -> APNsHTTPResponse = { .accepted(apnsID: $0[header: "apns-id"]) }
+    ) {
         self.respond = respond
     }
 
@@ -51,15 +53,21 @@ extension APNsHTTPResponse {
     public static let scriptedAPNsID = "00000000-0000-4000-8000-000000000000"
 
     /// 200, as APNs answers an accepted push.
-    public static func accepted(apnsID: String? = nil, uniqueID: String = "00000000-0000-4000-8000-000000000001") -> APNsHTTPResponse {
-        APNsHTTPResponse(status: 200, headers: [
-            .init(name: "apns-id", value: apnsID ?? scriptedAPNsID),
-            .init(name: "apns-unique-id", value: uniqueID),
-        ])
+    public static func accepted(
+        apnsID: String? = nil, uniqueID: String = "00000000-0000-4000-8000-000000000001"
+    ) -> APNsHTTPResponse {
+        APNsHTTPResponse(
+            status: 200,
+            headers: [
+                .init(name: "apns-id", value: apnsID ?? scriptedAPNsID),
+                .init(name: "apns-unique-id", value: uniqueID),
+            ])
     }
 
     /// A rejection with Apple's JSON body; the status defaults to the one Apple sends with `reason`.
-    public static func rejected(_ reason: APNsRejection.Reason, status: Int? = nil, timestamp: Date? = nil, apnsID: String? = nil) -> APNsHTTPResponse {
+    public static func rejected(
+        _ reason: APNsRejection.Reason, status: Int? = nil, timestamp: Date? = nil, apnsID: String? = nil
+    ) -> APNsHTTPResponse {
         let body = APNsRejection.body(reason: reason, timestamp: timestamp)
         return APNsHTTPResponse(
             status: status ?? reason.defaultStatus,

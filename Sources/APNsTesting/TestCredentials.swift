@@ -31,7 +31,9 @@ public enum TestCredentials {
     /// A PKCS#12 bundle of the certificate and key, protected by `password` with OpenSSL 3's
     /// default (AES-256, PBKDF2) encryption.
     public static func pkcs12(certificatePEM: String, privateKeyPEM: String, password: String) throws -> [UInt8] {
-        try pkcs12(certificatePEM: certificatePEM, privateKeyPEM: privateKeyPEM, password: password, certificateCipher: 0, keyCipher: 0)
+        try pkcs12(
+            certificatePEM: certificatePEM, privateKeyPEM: privateKeyPEM, password: password, certificateCipher: 0,
+            keyCipher: 0)
     }
 
     private static func pkcs12(
@@ -46,7 +48,9 @@ public enum TestCredentials {
             throw ConversionError(description: "not a PEM certificate")
         }
         defer { X509_free(certificate) }
-        let bundle = password.withCString { PKCS12_create($0, "swift-apns test", key, certificate, nil, keyCipher, certificateCipher, 0, 0, 0) }
+        let bundle = password.withCString {
+            PKCS12_create($0, "swift-apns test", key, certificate, nil, keyCipher, certificateCipher, 0, 0, 0)
+        }
         guard let bundle else { throw ConversionError(description: "PKCS12_create failed") }
         defer { PKCS12_free(bundle) }
         guard let out = BIO_new(BIO_s_mem()) else { throw ConversionError(description: "out of memory") }
@@ -71,7 +75,9 @@ public enum TestCredentials {
         guard let bio = BIO_new(BIO_s_mem()) else { throw ConversionError(description: "out of memory") }
         defer { BIO_free(bio) }
         _ = Array(pem.utf8).withUnsafeBytes { BIO_write(bio, $0.baseAddress, Int32($0.count)) }
-        guard let key = ccrypto_read_private_key(bio, nil) else { throw ConversionError(description: "not an unencrypted PEM private key") }
+        guard let key = ccrypto_read_private_key(bio, nil) else {
+            throw ConversionError(description: "not an unencrypted PEM private key")
+        }
         return key
     }
 

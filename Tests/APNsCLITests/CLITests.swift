@@ -6,7 +6,8 @@ import Testing
 /// Runs the built `apns` binary, as a user would, and compares its output.
 @Suite struct CLITests {
     static var binary: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("apns")
+        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("apns")
     }
 
     struct Run {
@@ -28,43 +29,57 @@ import Testing
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return Run(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        return Run(
+            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
     }
 
     @Test func dryRunPrintsTheExactRequest() throws {
         let run = try Self.apns([
-            "send", "--dry-run", "--topic", "com.example.app", "--token", "00FC13AD", "--title", "Hi", "--body", "There",
+            "send", "--dry-run", "--topic", "com.example.app", "--token", "00FC13AD", "--title", "Hi", "--body",
+            "There",
             "--badge", "2", "--priority", "5", "--expiration", "0", "--collapse-id", "c1",
             "--apns-id", "7F3C9A2B-1D4E-4F5A-8B6C-9D0E1F2A3B4C", "--data", #"{"z": 1, "a": [true]}"#,
         ])
         #expect(run.status == 0)
-        #expect(run.stdout == """
-            POST /3/device/00fc13ad
-            apns-push-type: alert
-            apns-topic: com.example.app
-            apns-priority: 5
-            apns-expiration: 0
-            apns-id: 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c
-            apns-collapse-id: c1
+        #expect(
+            run.stdout == """
+                POST /3/device/00fc13ad
+                apns-push-type: alert
+                apns-topic: com.example.app
+                apns-priority: 5
+                apns-expiration: 0
+                apns-id: 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c
+                apns-collapse-id: c1
 
-            {"aps":{"alert":{"title":"Hi","body":"There"},"badge":2},"z":1,"a":[true]}
+                {"aps":{"alert":{"title":"Hi","body":"There"},"badge":2},"z":1,"a":[true]}
 
-            """)
+                """)
     }
 
     @Test func dryRunWithAPayloadFileKeepsItsBytes() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("payload-\(UUID()).json")
         try Data(#"{"aps":{"content-available":1},"b":1,"a":2}"#.utf8).write(to: file)
-        let run = try Self.apns(["send", "--dry-run", "--push-type", "background", "--topic", "com.example.app", "--token", "ab", "--payload", file.path])
+        let run = try Self.apns([
+            "send", "--dry-run", "--push-type", "background", "--topic", "com.example.app", "--token", "ab",
+            "--payload", file.path,
+        ])
         #expect(run.status == 0)
-        #expect(run.stdout == "POST /3/device/ab\napns-push-type: background\napns-topic: com.example.app\napns-priority: 5\n\n{\"aps\":{\"content-available\":1},\"b\":1,\"a\":2}\n")
+        #expect(
+            run.stdout
+                == "POST /3/device/ab\napns-push-type: background\napns-topic: com.example.app\napns-priority: 5\n\n{\"aps\":{\"content-available\":1},\"b\":1,\"a\":2}\n"
+        )
     }
 
     @Test func badInputIsOneMessageAndExitCodeTwo() throws {
         let badToken = try Self.apns(["send", "--dry-run", "--topic", "com.example.app", "--token", "xyz"])
         #expect(badToken.status == 2)
-        #expect(badToken.stderr == "apns: Invalid device token: the token has 3 hex digits; a device token has an even number.\n")
-        let badPriority = try Self.apns(["send", "--dry-run", "--push-type", "background", "--priority", "10", "--topic", "a.b", "--token", "ab"])
+        #expect(
+            badToken.stderr
+                == "apns: Invalid device token: the token has 3 hex digits; a device token has an even number.\n")
+        let badPriority = try Self.apns([
+            "send", "--dry-run", "--push-type", "background", "--priority", "10", "--topic", "a.b", "--token", "ab",
+        ])
         #expect(badPriority.status == 2)
         #expect(badPriority.stderr == "apns: Priority 10 is not allowed for background pushes: it is always 5.\n")
         let noCredentials = try Self.apns(["send", "--topic", "a.b", "--token", "ab", "--body", "x"])
@@ -81,17 +96,19 @@ import Testing
         try Data(server.certificateAuthorityPEM.utf8).write(to: folder.appendingPathComponent("ca.pem"))
         server.reject(deviceToken: "bbbb", with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000))
         let run = try Self.apns([
-            "send", "--key-file", folder.appendingPathComponent("AuthKey.p8").path, "--key-id", key.keyID, "--team-id", key.teamID,
+            "send", "--key-file", folder.appendingPathComponent("AuthKey.p8").path, "--key-id", key.keyID, "--team-id",
+            key.teamID,
             "--host", "127.0.0.1:\(server.port)", "--ca-file", folder.appendingPathComponent("ca.pem").path,
             "--topic", "com.example.app", "--token", "aaaa", "--token", "bbbb", "--body", "Hello",
             "--apns-id", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c",
         ])
         #expect(run.status == 1)
-        #expect(run.stdout == """
-            aaaa 200 apns-id 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c
-            bbbb 410 Unregistered apns-id 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c
+        #expect(
+            run.stdout == """
+                aaaa 200 apns-id 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c
+                bbbb 410 Unregistered apns-id 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c
 
-            """)
+                """)
         #expect(!run.stdout.contains("PRIVATE") && !run.stderr.contains("PRIVATE"))
         let bodies = Set(server.requests.map(\.bodyText))
         #expect(bodies == [#"{"aps":{"alert":{"body":"Hello"}}}"#])
@@ -106,10 +123,12 @@ import Testing
         server.inject(.neverAnswer)
         let folder = try Self.credentials(key: key, server: server)
         let start = ContinuousClock.now
-        let run = try Self.apns(Self.tokenArguments(key: key, server: server, folder: folder) + [
-            "--topic", "com.example.app", "--token", "aaaa", "--token", "bbbb", "--token", "cccc", "--body", "Hello",
-            "--json", "--timeout", "2",
-        ])
+        let run = try Self.apns(
+            Self.tokenArguments(key: key, server: server, folder: folder) + [
+                "--topic", "com.example.app", "--token", "aaaa", "--token", "bbbb", "--token", "cccc", "--body",
+                "Hello",
+                "--json", "--timeout", "2",
+            ])
         let elapsed = ContinuousClock.now - start
         #expect(run.status == 4)
         #expect(elapsed < .seconds(4), "took \(elapsed)")  // 2 s + process start and TLS
@@ -118,10 +137,14 @@ import Testing
         for (line, token) in zip(lines, ["aaaa", "bbbb", "cccc"]) {
             // The first request to time out shows the connection stalled, and the transport closes
             // it: a request still on it then fails as connection-lost. Either way, delivery unknown.
-            let timedOut = line.hasPrefix(#"{"token":"\#(token)","error":{"kind":"timeout","delivery":"unknown","message":"Transport failure (timeout, curl 28)"#)
+            let timedOut = line.hasPrefix(
+                #"{"token":"\#(token)","error":{"kind":"timeout","delivery":"unknown","message":"Transport failure (timeout, curl 28)"#
+            )
             // (The curl code of a connection-lost outcome is what libcurl reported last: 18 on
             // 7.88; 28 or 55 on 8.14.)
-            let lost = line.hasPrefix(#"{"token":"\#(token)","error":{"kind":"connection-lost","delivery":"unknown","message":"Transport failure (connection-lost, curl "#)
+            let lost = line.hasPrefix(
+                #"{"token":"\#(token)","error":{"kind":"connection-lost","delivery":"unknown","message":"Transport failure (connection-lost, curl "#
+            )
             #expect(timedOut || lost, "\(line)")
             let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
             #expect(object?["token"] as? String == token)
@@ -135,16 +158,18 @@ import Testing
         let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
         let server = try await MockAPNsServer.start(.init(signingKeys: [key]))
         let folder = try Self.credentials(key: key, server: server)
-        let arguments = Self.tokenArguments(key: key, server: server, folder: folder) + [
-            "--topic", "com.example.app", "--token", "aaaa", "--body", "Hello",
-        ]
+        let arguments =
+            Self.tokenArguments(key: key, server: server, folder: folder) + [
+                "--topic", "com.example.app", "--token", "aaaa", "--body", "Hello",
+            ]
         #expect(try Self.apns(arguments).status == 0)
         try await Task.sleep(for: .milliseconds(1100))  // the next run's token has a later iat
         let second = try Self.apns(arguments)
         #expect(second.status == 1)
         let output = second.stdout + second.stderr
         #expect(output.contains("TooManyProviderTokenUpdates"), "\(output)")
-        #expect(output.contains("against `apns mock-server`, start it with --allow-frequent-token-updates"), "\(output)")
+        #expect(
+            output.contains("against `apns mock-server`, start it with --allow-frequent-token-updates"), "\(output)")
         try await server.stop()
     }
 
@@ -155,9 +180,14 @@ import Testing
             #expect(run.status == 0)
             // The overview and discussion come before USAGE; option help after it is aligned in columns.
             let prose = String(run.stdout[..<(run.stdout.range(of: "USAGE:")?.lowerBound ?? run.stdout.endIndex)])
-            #expect(prose.range(of: #"\S {3,}\S"#, options: .regularExpression).map { prose[$0] } == nil, "\(command): \(prose)")
+            #expect(
+                prose.range(of: #"\S {3,}\S"#, options: .regularExpression).map { prose[$0] } == nil,
+                "\(command): \(prose)")
             if command != ["mock-server", "--help"] {
-                #expect(run.stdout.contains("Exit codes:\n  0  everything was accepted\n  1  APNs rejected at least one notification"), "\(command)")
+                #expect(
+                    run.stdout.contains(
+                        "Exit codes:\n  0  everything was accepted\n  1  APNs rejected at least one notification"),
+                    "\(command)")
             }
         }
     }
@@ -168,16 +198,18 @@ import Testing
         server.reject(deviceToken: "bbbb", with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000))
         server.inject(.respond(status: 503, retryAfter: nil, body: ""), requests: 1)
         let folder = try Self.credentials(key: key, server: server)
-        let run = try Self.apns(Self.tokenArguments(key: key, server: server, folder: folder) + [
-            "--topic", "com.example.app", "--token", "aaaa", "--token", "bbbb", "--body", "Hello",
-            "--apns-id", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c", "--json", "--retries", "3",
-        ])
+        let run = try Self.apns(
+            Self.tokenArguments(key: key, server: server, folder: folder) + [
+                "--topic", "com.example.app", "--token", "aaaa", "--token", "bbbb", "--body", "Hello",
+                "--apns-id", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c", "--json", "--retries", "3",
+            ])
         #expect(run.status == 1)
-        #expect(run.stdout == """
-            {"token":"aaaa","status":200,"apns-id":"7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c","apns-unique-id":"\(server.requests.first { $0.path.hasSuffix("aaaa") }?.responseHeaders.first { $0.name == "apns-unique-id" }?.value ?? "")"}
-            {"token":"bbbb","status":410,"apns-id":"7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c","reason":"Unregistered","timestamp":1700000000000}
+        #expect(
+            run.stdout == """
+                {"token":"aaaa","status":200,"apns-id":"7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c","apns-unique-id":"\(server.requests.first { $0.path.hasSuffix("aaaa") }?.responseHeaders.first { $0.name == "apns-unique-id" }?.value ?? "")"}
+                {"token":"bbbb","status":410,"apns-id":"7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c","reason":"Unregistered","timestamp":1700000000000}
 
-            """)
+                """)
         #expect(server.faultsApplied == 1)  // one 503, retried
         try await server.stop()
     }
@@ -189,10 +221,19 @@ import Testing
         #expect(MockAPNsServer.Fault(parsing: "stall-handshake") == .stallHandshake)
         #expect(MockAPNsServer.Fault(parsing: "delay:1500") == .delay(.milliseconds(1500)))
         #expect(MockAPNsServer.Fault(parsing: "rst-stream:7") == .resetStreams(errorCode: 7))
-        #expect(MockAPNsServer.Fault(parsing: "rst-stream-after-processing:2") == .resetStreamsAfterProcessing(errorCode: 2))
-        #expect(MockAPNsServer.Fault(parsing: "goaway:100:0:10:bye") == .goAway(afterRequests: 100, errorCode: 0, debugData: "bye", lowerBy: 10))
-        #expect(MockAPNsServer.Fault(parsing: "status:503:2") == .respond(status: 503, retryAfter: 2, body: #"{"reason":"ServiceUnavailable"}"#))
-        for bad in ["", "reset-after", "reset-after:0", "reset-after:-1", "delay:x", "status:700", "status:503:soon", "stall-handshake:1", "explode"] {
+        #expect(
+            MockAPNsServer.Fault(parsing: "rst-stream-after-processing:2") == .resetStreamsAfterProcessing(errorCode: 2)
+        )
+        #expect(
+            MockAPNsServer.Fault(parsing: "goaway:100:0:10:bye")
+                == .goAway(afterRequests: 100, errorCode: 0, debugData: "bye", lowerBy: 10))
+        #expect(
+            MockAPNsServer.Fault(parsing: "status:503:2")
+                == .respond(status: 503, retryAfter: 2, body: #"{"reason":"ServiceUnavailable"}"#))
+        for bad in [
+            "", "reset-after", "reset-after:0", "reset-after:-1", "delay:x", "status:700", "status:503:soon",
+            "stall-handshake:1", "explode",
+        ] {
             #expect(MockAPNsServer.Fault(parsing: bad) == nil, "\(bad)")
         }
         let run = try? Self.apns(["mock-server", "--fault", "explode"])
@@ -208,9 +249,12 @@ import Testing
         return folder
     }
 
-    static func tokenArguments(key: MockCertificateAuthority.SigningKey, server: MockAPNsServer, folder: URL) -> [String] {
+    static func tokenArguments(
+        key: MockCertificateAuthority.SigningKey, server: MockAPNsServer, folder: URL
+    ) -> [String] {
         [
-            "send", "--key-file", folder.appendingPathComponent("AuthKey.p8").path, "--key-id", key.keyID, "--team-id", key.teamID,
+            "send", "--key-file", folder.appendingPathComponent("AuthKey.p8").path, "--key-id", key.keyID, "--team-id",
+            key.teamID,
             "--host", "127.0.0.1:\(server.port)", "--ca-file", folder.appendingPathComponent("ca.pem").path,
         ]
     }
@@ -221,37 +265,67 @@ import Testing
             #expect(run.status == 0, "\(extra): \(run.stderr)")
             return run.stdout
         }
-        #expect(try dryRun(["--push-type", "liveactivity", "--event", "start", "--content-state", #"{"health": 1}"#,
-                            "--attributes", #"{"hero":"Panda"}"#, "--attributes-type", "HeroAttributes", "--title", "Go",
-                            "--body", "Now", "--timestamp", "1685952000", "--input-push-token"]) == """
-            POST /3/device/ab
-            apns-push-type: liveactivity
-            apns-topic: com.example.app.push-type.liveactivity
-            apns-priority: 10
+        #expect(
+            try dryRun([
+                "--push-type", "liveactivity", "--event", "start", "--content-state", #"{"health": 1}"#,
+                "--attributes", #"{"hero":"Panda"}"#, "--attributes-type", "HeroAttributes", "--title", "Go",
+                "--body", "Now", "--timestamp", "1685952000", "--input-push-token",
+            ]) == """
+                POST /3/device/ab
+                apns-push-type: liveactivity
+                apns-topic: com.example.app.push-type.liveactivity
+                apns-priority: 10
 
-            {"aps":{"alert":{"title":"Go","body":"Now"},"content-state":{"health":1},"timestamp":1685952000,"event":"start","attributes-type":"HeroAttributes","attributes":{"hero":"Panda"},"input-push-token":1}}
+                {"aps":{"alert":{"title":"Go","body":"Now"},"content-state":{"health":1},"timestamp":1685952000,"event":"start","attributes-type":"HeroAttributes","attributes":{"hero":"Panda"},"input-push-token":1}}
 
-            """)
-        #expect(try dryRun(["--push-type", "liveactivity", "--event", "end", "--content-state", "{}", "--timestamp", "10", "--dismissal-date", "20"])
+                """)
+        #expect(
+            try dryRun([
+                "--push-type", "liveactivity", "--event", "end", "--content-state", "{}", "--timestamp", "10",
+                "--dismissal-date", "20",
+            ])
             .hasSuffix(#"{"aps":{"content-state":{},"timestamp":10,"event":"end","dismissal-date":20}}"# + "\n"))
-        #expect(try dryRun(["--push-type", "widgets", "--priority", "5"]).contains("apns-topic: com.example.app.push-type.widgets\napns-priority: 5\n\n{\"aps\":{\"content-changed\":true}}"))
+        #expect(
+            try dryRun(["--push-type", "widgets", "--priority", "5"]).contains(
+                "apns-topic: com.example.app.push-type.widgets\napns-priority: 5\n\n{\"aps\":{\"content-changed\":true}}"
+            ))
         #expect(try dryRun(["--push-type", "controls"]).hasSuffix("{\"aps\":{\"content-changed\":true}}\n"))
         #expect(try dryRun(["--push-type", "location"]).hasSuffix("{\"aps\":{}}\n"))
-        #expect(try dryRun(["--push-type", "fileprovider", "--container-identifier", "c", "--domain", "d"]).hasSuffix(#"{"container-identifier":"c","domain":"d"}"# + "\n"))
-        #expect(try dryRun(["--push-type", "pushtotalk", "--data", #"{"activeSpeaker":"Ana"}"#]).contains("apns-priority: 10\napns-expiration: 0\n"))
-        #expect(try dryRun(["--push-type", "voip", "--data", #"{"caller":"Ana"}"#]).hasSuffix(#"{"caller":"Ana"}"# + "\n"))
-        #expect(try dryRun(["--push-type", "complication", "--data", #"{"high":21}"#]).contains("apns-topic: com.example.app.complication\n"))
-        let mdm = try Self.apns(["send", "--dry-run", "--push-type", "mdm", "--topic", "com.apple.mgmt.External.x", "--push-magic", "m-1", "--token", "ab"])
+        #expect(
+            try dryRun(["--push-type", "fileprovider", "--container-identifier", "c", "--domain", "d"]).hasSuffix(
+                #"{"container-identifier":"c","domain":"d"}"# + "\n"))
+        #expect(
+            try dryRun(["--push-type", "pushtotalk", "--data", #"{"activeSpeaker":"Ana"}"#]).contains(
+                "apns-priority: 10\napns-expiration: 0\n"))
+        #expect(
+            try dryRun(["--push-type", "voip", "--data", #"{"caller":"Ana"}"#]).hasSuffix(#"{"caller":"Ana"}"# + "\n"))
+        #expect(
+            try dryRun(["--push-type", "complication", "--data", #"{"high":21}"#]).contains(
+                "apns-topic: com.example.app.complication\n"))
+        let mdm = try Self.apns([
+            "send", "--dry-run", "--push-type", "mdm", "--topic", "com.apple.mgmt.External.x", "--push-magic", "m-1",
+            "--token", "ab",
+        ])
         #expect(mdm.stdout.hasSuffix("apns-topic: com.apple.mgmt.External.x\napns-priority: 10\n\n{\"mdm\":\"m-1\"}\n"))
     }
 
     @Test func typeRulesAreUsageErrors() throws {
-        let low = try Self.apns(["send", "--dry-run", "--push-type", "widgets", "--priority", "1", "--topic", "a.b", "--token", "ab"])
+        let low = try Self.apns([
+            "send", "--dry-run", "--push-type", "widgets", "--priority", "1", "--topic", "a.b", "--token", "ab",
+        ])
         #expect(low.status == 2)
         #expect(low.stderr == "apns: Priority 1 is not allowed for widgets pushes: use 10 or 5.\n")
-        let start = try Self.apns(["send", "--dry-run", "--push-type", "liveactivity", "--event", "start", "--content-state", "{}", "--topic", "a.b", "--token", "ab"])
-        #expect(start.stderr == "apns: a Live Activity start needs --attributes, --attributes-type and an alert (--title and --body)\n")
-        let badge = try Self.apns(["send", "--dry-run", "--push-type", "voip", "--badge", "1", "--topic", "a.b", "--token", "ab"])
+        let start = try Self.apns([
+            "send", "--dry-run", "--push-type", "liveactivity", "--event", "start", "--content-state", "{}", "--topic",
+            "a.b", "--token", "ab",
+        ])
+        #expect(
+            start.stderr
+                == "apns: a Live Activity start needs --attributes, --attributes-type and an alert (--title and --body)\n"
+        )
+        let badge = try Self.apns([
+            "send", "--dry-run", "--push-type", "voip", "--badge", "1", "--topic", "a.b", "--token", "ab",
+        ])
         #expect(badge.status == 2)
         let unknown = try Self.apns(["send", "--dry-run", "--push-type", "widget", "--topic", "a.b", "--token", "ab"])
         #expect(unknown.stderr.hasPrefix("apns: --push-type widget is not an APNs push type"))
@@ -267,31 +341,42 @@ import Testing
         try Data(key.privateKeyPEM.utf8).write(to: folder.appendingPathComponent("AuthKey.p8"))
         try Data(server.certificateAuthorityPEM.utf8).write(to: folder.appendingPathComponent("ca.pem"))
         let connection = [
-            "--key-file", folder.appendingPathComponent("AuthKey.p8").path, "--key-id", key.keyID, "--team-id", key.teamID,
+            "--key-file", folder.appendingPathComponent("AuthKey.p8").path, "--key-id", key.keyID, "--team-id",
+            key.teamID,
             "--host", "127.0.0.1:\(server.port)", "--ca-file", folder.appendingPathComponent("ca.pem").path,
         ]
-        let created = try Self.apns(["channels", "create", "--bundle-id", "com.example.app", "--policy", "no-message-stored"] + connection)
+        let created = try Self.apns(
+            ["channels", "create", "--bundle-id", "com.example.app", "--policy", "no-message-stored"] + connection)
         #expect(created.status == 0, "\(created.stderr)")
         let id = created.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(BroadcastChannel.isBase64(id))
         let read = try Self.apns(["channels", "read", "--bundle-id", "com.example.app", "--channel", id] + connection)
         #expect(read.stdout == "message-storage-policy 0 push-type LiveActivity\n")
-        let sent = try Self.apns([
-            "send", "--channel", id, "--topic", "com.example.app", "--push-type", "liveactivity", "--event", "update",
-            "--content-state", #"{"score":1}"#, "--timestamp", "1700000000",
-        ] + connection)
+        let sent = try Self.apns(
+            [
+                "send", "--channel", id, "--topic", "com.example.app", "--push-type", "liveactivity", "--event",
+                "update",
+                "--content-state", #"{"score":1}"#, "--timestamp", "1700000000",
+            ] + connection)
         #expect(sent.status == 0, "\(sent.stderr)")
         #expect(sent.stdout.hasPrefix("\(id) 200 apns-request-id "))
-        #expect(server.requests.last?.bodyText == #"{"aps":{"content-state":{"score":1},"timestamp":1700000000,"event":"update"}}"#)
-        let start = try Self.apns([
-            "send", "--channel", id, "--topic", "com.example.app", "--push-type", "liveactivity", "--event", "start",
-            "--content-state", "{}",
-        ] + connection)
+        #expect(
+            server.requests.last?.bodyText
+                == #"{"aps":{"content-state":{"score":1},"timestamp":1700000000,"event":"update"}}"#)
+        let start = try Self.apns(
+            [
+                "send", "--channel", id, "--topic", "com.example.app", "--push-type", "liveactivity", "--event",
+                "start",
+                "--content-state", "{}",
+            ] + connection)
         #expect(start.status == 2)
         #expect(start.stderr == "apns: --channel takes --push-type liveactivity with --event update or end\n")
         #expect(try Self.apns(["channels", "list", "--bundle-id", "com.example.app"] + connection).stdout == id + "\n")
-        #expect(try Self.apns(["channels", "delete", "--bundle-id", "com.example.app", "--channel", id] + connection).status == 0)
-        let missing = try Self.apns(["channels", "read", "--bundle-id", "com.example.app", "--channel", id] + connection)
+        #expect(
+            try Self.apns(["channels", "delete", "--bundle-id", "com.example.app", "--channel", id] + connection).status
+                == 0)
+        let missing = try Self.apns(
+            ["channels", "read", "--bundle-id", "com.example.app", "--channel", id] + connection)
         #expect(missing.status == 1)
         #expect(missing.stderr.hasPrefix("apns: APNs rejected the request: 400 ChannelNotRegistered"))
         try await server.stop()
@@ -323,7 +408,8 @@ import Testing
         #expect(lines[2][0] == "key-file" && lines[2][2...] == ["key-id", "KEY0000001", "team-id", "TEAM000001"])
         let sent = try Self.apns([
             "send", "--key-file", lines[2][1], "--key-id", "KEY0000001", "--team-id", "TEAM000001",
-            "--host", lines[0][1], "--ca-file", lines[1][1], "--topic", "com.example.app", "--token", "abcd", "--body", "Hi",
+            "--host", lines[0][1], "--ca-file", lines[1][1], "--topic", "com.example.app", "--token", "abcd", "--body",
+            "Hi",
         ])
         #expect(sent.status == 0, "\(sent.stderr)")
         #expect(sent.stdout.hasPrefix("abcd 200 apns-id "))

@@ -7,7 +7,10 @@ import Testing
 /// `apns inspect`: what a certificate or `.p8` key is good for, compared line by line. The
 /// certificates are issued at test time with Apple's extensions and fixed dates; the serial number
 /// and fingerprint, which differ every run, are read back with the `openssl` command.
-@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs the openssl command at /usr/bin/openssl"))
+@Suite(
+    .enabled(
+        if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"),
+        "needs the openssl command at /usr/bin/openssl"))
 struct InspectTests {
     static let authority = Result { try MockCertificateAuthority(name: "swift-apns inspect CA") }
     static let validFrom = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01T00:00:00Z
@@ -68,7 +71,9 @@ struct InspectTests {
     }
 
     /// The table rows every certificate shares, for `file`.
-    static func header(file: String, format: String, certificatePEM: String, folder: URL, notBefore: String, notAfter: String) throws -> String {
+    static func header(
+        file: String, format: String, certificatePEM: String, folder: URL, notBefore: String, notAfter: String
+    ) throws -> String {
         let (serial, fingerprint) = try opensslFacts(certificatePEM, in: folder)
         return """
             file          \(file)
@@ -92,84 +97,92 @@ struct InspectTests {
         let run = try CLITests.apns(["inspect", file, "--push-type", "alert", "--push-type", "voip"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stderr == "")
-        let expected = try Self.header(
-            file: file, format: "PEM", certificatePEM: issued.certificatePEM, folder: folder,
-            notBefore: "2026-01-01T00:00:00Z", notAfter: "2036-01-01T00:00:00Z") + Self.validUniversalRows + """
-            check         alert: covered (com.example.app)
-            check         voip: covered (com.example.app.voip)
-            private key   matches the certificate
+        let expected =
+            try Self.header(
+                file: file, format: "PEM", certificatePEM: issued.certificatePEM, folder: folder,
+                notBefore: "2026-01-01T00:00:00Z", notAfter: "2036-01-01T00:00:00Z") + Self.validUniversalRows + """
+                check         alert: covered (com.example.app)
+                check         voip: covered (com.example.app.voip)
+                private key   matches the certificate
 
-            """
+                """
         #expect(run.stdout == expected)
     }
 
     @Test func sandboxOnlyCertificateWithoutATopicList() throws {
         let folder = try Self.folder()
         let issued = try Self.authority.get().issueClientCertificate(
-            bundleID: "com.example.app", environments: [.sandbox], notValidBefore: Self.validFrom, notValidAfter: Self.validUntil)
+            bundleID: "com.example.app", environments: [.sandbox], notValidBefore: Self.validFrom,
+            notValidAfter: Self.validUntil)
         let file = try Self.write(issued.certificatePEM, "sandbox.pem", in: folder)
         let run = try CLITests.apns(["inspect", file])
         #expect(run.status == 0, "\(run.stderr)")
-        let expected = try Self.header(
-            file: file, format: "PEM", certificatePEM: issued.certificatePEM, folder: folder,
-            notBefore: "2026-01-01T00:00:00Z", notAfter: "2036-01-01T00:00:00Z") + """
-            status        valid
-            environments  sandbox
-            topics        com.example.app
-            push types    alert         com.example.app
-                          background    com.example.app
-                          complication  com.example.app.complication
-                          liveactivity  com.example.app.push-type.liveactivity
-                          pushtotalk    com.example.app.voip-ptt
-                          voip          com.example.app.voip
-            private key   not checked (pass --key FILE)
+        let expected =
+            try Self.header(
+                file: file, format: "PEM", certificatePEM: issued.certificatePEM, folder: folder,
+                notBefore: "2026-01-01T00:00:00Z", notAfter: "2036-01-01T00:00:00Z") + """
+                status        valid
+                environments  sandbox
+                topics        com.example.app
+                push types    alert         com.example.app
+                              background    com.example.app
+                              complication  com.example.app.complication
+                              liveactivity  com.example.app.push-type.liveactivity
+                              pushtotalk    com.example.app.voip-ptt
+                              voip          com.example.app.voip
+                private key   not checked (pass --key FILE)
 
-            """
+                """
         #expect(run.stdout == expected)
         let json = try CLITests.apns(["inspect", file, "--json"])
         #expect(json.status == 0)
         let (serial, fingerprint) = try Self.opensslFacts(issued.certificatePEM, in: folder)
-        #expect(json.stdout == """
-            {"file":"\(file)","kind":"certificate","format":"pem",\
-            "subject":"O=swift-apns tests,CN=Apple Push Services: com.example.app,UID=com.example.app",\
-            "issuer":"CN=swift-apns inspect CA,O=swift-apns tests","serialNumber":"\(serial)","sha256Fingerprint":"\(fingerprint)",\
-            "notValidBefore":"2026-01-01T00:00:00Z","notValidAfter":"2036-01-01T00:00:00Z","status":"valid",\
-            "environments":["sandbox"],"topics":[{"topic":"com.example.app","kinds":[]}],\
-            "pushTypes":{"alert":"com.example.app","background":"com.example.app","complication":"com.example.app.complication",\
-            "liveactivity":"com.example.app.push-type.liveactivity","pushtotalk":"com.example.app.voip-ptt","voip":"com.example.app.voip"},\
-            "privateKey":"notChecked"}
+        #expect(
+            json.stdout == """
+                {"file":"\(file)","kind":"certificate","format":"pem",\
+                "subject":"O=swift-apns tests,CN=Apple Push Services: com.example.app,UID=com.example.app",\
+                "issuer":"CN=swift-apns inspect CA,O=swift-apns tests","serialNumber":"\(serial)","sha256Fingerprint":"\(fingerprint)",\
+                "notValidBefore":"2026-01-01T00:00:00Z","notValidAfter":"2036-01-01T00:00:00Z","status":"valid",\
+                "environments":["sandbox"],"topics":[{"topic":"com.example.app","kinds":[]}],\
+                "pushTypes":{"alert":"com.example.app","background":"com.example.app","complication":"com.example.app.complication",\
+                "liveactivity":"com.example.app.push-type.liveactivity","pushtotalk":"com.example.app.voip-ptt","voip":"com.example.app.voip"},\
+                "privateKey":"notChecked"}
 
-            """)
+                """)
     }
 
     @Test func expiredCertificateIsShownAndFails() throws {
         let folder = try Self.folder()
         let issued = try Self.authority.get().issueClientCertificate(
-            bundleID: "com.example.app", environments: [.production], topics: [.init("com.example.app", kinds: ["app"])],
-            notValidBefore: Date(timeIntervalSince1970: 1_704_067_200), notValidAfter: Date(timeIntervalSince1970: 1_735_689_600))
+            bundleID: "com.example.app", environments: [.production],
+            topics: [.init("com.example.app", kinds: ["app"])],
+            notValidBefore: Date(timeIntervalSince1970: 1_704_067_200),
+            notValidAfter: Date(timeIntervalSince1970: 1_735_689_600))
         let file = try Self.write(issued.certificatePEM, "expired.pem", in: folder)
         let run = try CLITests.apns(["inspect", file])
         #expect(run.status == 3)
-        let expected = try Self.header(
-            file: file, format: "PEM", certificatePEM: issued.certificatePEM, folder: folder,
-            notBefore: "2024-01-01T00:00:00Z", notAfter: "2025-01-01T00:00:00Z") + """
-            status        EXPIRED
-            environments  production
-            topics        com.example.app (app)
-            push types    alert         com.example.app
-                          background    com.example.app
-                          liveactivity  com.example.app.push-type.liveactivity
-                          pushtotalk    com.example.app.voip-ptt
-            private key   not checked (pass --key FILE)
+        let expected =
+            try Self.header(
+                file: file, format: "PEM", certificatePEM: issued.certificatePEM, folder: folder,
+                notBefore: "2024-01-01T00:00:00Z", notAfter: "2025-01-01T00:00:00Z") + """
+                status        EXPIRED
+                environments  production
+                topics        com.example.app (app)
+                push types    alert         com.example.app
+                              background    com.example.app
+                              liveactivity  com.example.app.push-type.liveactivity
+                              pushtotalk    com.example.app.voip-ptt
+                private key   not checked (pass --key FILE)
 
-            """
+                """
         #expect(run.stdout == expected)
-        #expect(run.stderr == """
-            apns: The certificate O=swift-apns tests,CN=Apple Push Services: com.example.app,UID=com.example.app expired at \
-            2025-01-01T00:00:00Z; APNs refuses it. Create a new one on the Certificates page of your developer account, or use \
-            token authentication (a .p8 key does not expire).
+        #expect(
+            run.stderr == """
+                apns: The certificate O=swift-apns tests,CN=Apple Push Services: com.example.app,UID=com.example.app expired at \
+                2025-01-01T00:00:00Z; APNs refuses it. Create a new one on the Certificates page of your developer account, or use \
+                token authentication (a .p8 key does not expire).
 
-            """)
+                """)
     }
 
     @Test func encryptedPEMNeedsItsPassphraseToCheckTheKey() throws {
@@ -183,10 +196,12 @@ struct InspectTests {
         #expect(without.status == 0)
         #expect(without.stdout.hasSuffix("\nprivate key   encrypted: pass --passphrase-env VAR to check it\n"))
         #expect(without.stdout.contains("\nenvironments  sandbox, production (universal)\n"))
-        let with = try CLITests.apns(["inspect", file, "--passphrase-env", "INSPECT_PASS"], environment: ["INSPECT_PASS": "correct horse"])
+        let with = try CLITests.apns(
+            ["inspect", file, "--passphrase-env", "INSPECT_PASS"], environment: ["INSPECT_PASS": "correct horse"])
         #expect(with.status == 0)
         #expect(with.stdout.hasSuffix("\nprivate key   matches the certificate\n"))
-        let wrong = try CLITests.apns(["inspect", file, "--passphrase-env", "INSPECT_PASS"], environment: ["INSPECT_PASS": "wrong"])
+        let wrong = try CLITests.apns(
+            ["inspect", file, "--passphrase-env", "INSPECT_PASS"], environment: ["INSPECT_PASS": "wrong"])
         #expect(wrong.status == 3)
         #expect(!wrong.stdout.contains("private key"))
         #expect(wrong.stderr == "apns: The passphrase or password does not decrypt the key; check it.\n")
@@ -197,18 +212,23 @@ struct InspectTests {
         let issued = try Self.authority.get().issueClientCertificate(
             bundleID: "com.example.app", environments: [.sandbox, .production], topics: Self.universalTopics,
             notValidBefore: Self.validFrom, notValidAfter: Self.validUntil)
-        let p12 = try TestCredentials.legacyPKCS12(certificatePEM: issued.certificatePEM, privateKeyPEM: issued.privateKeyPEM, password: "old")
+        let p12 = try TestCredentials.legacyPKCS12(
+            certificatePEM: issued.certificatePEM, privateKeyPEM: issued.privateKeyPEM, password: "old")
         let file = folder.appendingPathComponent("legacy.p12")
         try Data(p12).write(to: file)
-        let run = try CLITests.apns(["inspect", file.path, "--password-env", "P12_PASS", "--push-type", "complication"], environment: ["P12_PASS": "old"])
+        let run = try CLITests.apns(
+            ["inspect", file.path, "--password-env", "P12_PASS", "--push-type", "complication"],
+            environment: ["P12_PASS": "old"])
         #expect(run.status == 0, "\(run.stderr)")
-        let expected = try Self.header(
-            file: file.path, format: "PKCS#12 (legacy RC2-40 encryption)", certificatePEM: issued.certificatePEM, folder: folder,
-            notBefore: "2026-01-01T00:00:00Z", notAfter: "2036-01-01T00:00:00Z") + Self.validUniversalRows + """
-            check         complication: covered (com.example.app.complication)
-            private key   in the bundle, matches the certificate
+        let expected =
+            try Self.header(
+                file: file.path, format: "PKCS#12 (legacy RC2-40 encryption)", certificatePEM: issued.certificatePEM,
+                folder: folder,
+                notBefore: "2026-01-01T00:00:00Z", notAfter: "2036-01-01T00:00:00Z") + Self.validUniversalRows + """
+                check         complication: covered (com.example.app.complication)
+                private key   in the bundle, matches the certificate
 
-            """
+                """
         #expect(run.stdout == expected)
         let noPassword = try CLITests.apns(["inspect", file.path])
         #expect(noPassword.status == 2)
@@ -218,25 +238,30 @@ struct InspectTests {
     @Test func voipOnlyCertificateDoesNotCoverAlerts() throws {
         let folder = try Self.folder()
         let issued = try Self.authority.get().issueClientCertificate(
-            bundleID: "com.example.app", environments: [.production], topics: [.init("com.example.app.voip", kinds: ["voip"])],
+            bundleID: "com.example.app", environments: [.production],
+            topics: [.init("com.example.app.voip", kinds: ["voip"])],
             notValidBefore: Self.validFrom, notValidAfter: Self.validUntil)
         let file = try Self.write(issued.certificatePEM, "voip.pem", in: folder)
         let run = try CLITests.apns(["inspect", file, "--push-type", "voip", "--push-type", "alert"])
         #expect(run.status == 3)
-        #expect(run.stdout.contains("""
-            push types    voip  com.example.app.voip
-            check         voip: covered (com.example.app.voip)
-            check         alert: NOT covered
+        #expect(
+            run.stdout.contains(
+                """
+                push types    voip  com.example.app.voip
+                check         voip: covered (com.example.app.voip)
+                check         alert: NOT covered
 
-            """))
-        #expect(run.stderr == """
-            apns: The certificate does not cover topic com.example.app for alert pushes; it covers: com.example.app.voip (voip). \
-            Send to a topic it covers, use a certificate issued for this app and push type, or use token authentication.
+                """))
+        #expect(
+            run.stderr == """
+                apns: The certificate does not cover topic com.example.app for alert pushes; it covers: com.example.app.voip (voip). \
+                Send to a topic it covers, use a certificate issued for this app and push type, or use token authentication.
 
-            """)
+                """)
         let widgets = try CLITests.apns(["inspect", file, "--push-type", "widgets"])
         #expect(widgets.status == 2)
-        #expect(widgets.stdout.contains("check         widgets: not covered: widgets takes token authentication only\n"))
+        #expect(
+            widgets.stdout.contains("check         widgets: not covered: widgets takes token authentication only\n"))
     }
 
     @Test func signingKey() throws {
@@ -245,25 +270,28 @@ struct InspectTests {
         let file = try Self.write(key.privateKeyPEM, "AuthKey_ABC123DEFG.p8", in: folder)
         let run = try CLITests.apns(["inspect", file, "--team-id", "DEF123GHIJ", "--issued-at", "1767225600"])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stdout == """
-            file          \(file)
-            kind          token signing key (.p8)
-            key           EC P-256, signs ES256 tokens
-            key id        ABC123DEFG (from the file name)
-            jwt header    {"alg":"ES256","kid":"ABC123DEFG"}
-            jwt claims    {"iss":"DEF123GHIJ","iat":1767225600}
-            signature     not shown: a signed token is a credential
+        #expect(
+            run.stdout == """
+                file          \(file)
+                kind          token signing key (.p8)
+                key           EC P-256, signs ES256 tokens
+                key id        ABC123DEFG (from the file name)
+                jwt header    {"alg":"ES256","kid":"ABC123DEFG"}
+                jwt claims    {"iss":"DEF123GHIJ","iat":1767225600}
+                signature     not shown: a signed token is a credential
 
-            """)
+                """)
         #expect(!run.stdout.contains("PRIVATE KEY"))
         let json = try CLITests.apns(["inspect", file, "--json"])
-        #expect(json.stdout == """
-            {"file":"\(file)","kind":"signingKey","curve":"P-256","keyID":"ABC123DEFG",\
-            "jwtHeader":"{\\"alg\\":\\"ES256\\",\\"kid\\":\\"ABC123DEFG\\"}","jwtClaims":null}
+        #expect(
+            json.stdout == """
+                {"file":"\(file)","kind":"signingKey","curve":"P-256","keyID":"ABC123DEFG",\
+                "jwtHeader":"{\\"alg\\":\\"ES256\\",\\"kid\\":\\"ABC123DEFG\\"}","jwtClaims":null}
 
-            """)
+                """)
         let renamed = try Self.write(key.privateKeyPEM, "signing.p8", in: folder)
         let unnamed = try CLITests.apns(["inspect", renamed])
-        #expect(unnamed.stdout.contains("key id        unknown: the file is not named AuthKey_<KEYID>.p8; pass --key-id\n"))
+        #expect(
+            unnamed.stdout.contains("key id        unknown: the file is not named AuthKey_<KEYID>.p8; pass --key-id\n"))
     }
 }

@@ -7,9 +7,9 @@ import Testing
 /// each sends thousands of pushes through the debug-built CLI and mock server.
 @Suite(.serialized) struct TokensFileTests {
     #if os(Linux)
-    static let hasUtilLinuxScript = FileManager.default.isExecutableFile(atPath: "/usr/bin/script")
+        static let hasUtilLinuxScript = FileManager.default.isExecutableFile(atPath: "/usr/bin/script")
     #else
-    static let hasUtilLinuxScript = false  // BSD script(1) takes other arguments
+        static let hasUtilLinuxScript = false  // BSD script(1) takes other arguments
     #endif
 
     /// A tokens file of `count` distinct tokens, two of which the server rejects.
@@ -34,9 +34,10 @@ import Testing
         let folder = try CLITests.credentials(key: key, server: server)
         let count = 5_000
         let (file, tokens) = try Self.tokensFile(count: count, server: server, folder: folder)
-        let run = try CLITests.apns(CLITests.tokenArguments(key: key, server: server, folder: folder) + [
-            "--topic", "com.example.app", "--tokens-file", file.path, "--body", "Hello", "--timeout", "120",
-        ])
+        let run = try CLITests.apns(
+            CLITests.tokenArguments(key: key, server: server, folder: folder) + [
+                "--topic", "com.example.app", "--tokens-file", file.path, "--body", "Hello", "--timeout", "120",
+            ])
         #expect(run.status == 1)  // two rejections
         let lines = run.stdout.split(separator: "\n").map(String.init)
         // Rejections as they come, then the summary.
@@ -48,7 +49,9 @@ import Testing
         #expect(summary.dropFirst().first == "4998 delivered")
         #expect(summary.dropFirst(2).first == "2 rejected (BadDeviceToken 1, Unregistered 1)")
         #expect(summary.dropFirst(3).first == "0 failed")
-        #expect(summary.dropFirst(4).first?.range(of: #"^latency p50 [0-9.]+ ms, p99 [0-9.]+ ms$"#, options: .regularExpression) != nil, "\(summary)")
+        #expect(
+            summary.dropFirst(4).first?.range(
+                of: #"^latency p50 [0-9.]+ ms, p99 [0-9.]+ ms$"#, options: .regularExpression) != nil, "\(summary)")
         #expect(summary.last?.range(of: #"^elapsed [0-9.]+ s$"#, options: .regularExpression) != nil)
         // Plain progress lines (not a terminal): at least the final one.
         let progress = run.stderr.split(separator: "\n").filter { $0.hasPrefix("progress ") }
@@ -66,14 +69,17 @@ import Testing
         let server = try await MockAPNsServer.start(configuration)
         let folder = try CLITests.credentials(key: key, server: server)
         let (file, tokens) = try Self.tokensFile(count: 5_000, server: server, folder: folder)
-        let run = try CLITests.apns(CLITests.tokenArguments(key: key, server: server, folder: folder) + [
-            "--topic", "com.example.app", "--tokens-file", file.path, "--push-type", "background", "--json",
-        ])
+        let run = try CLITests.apns(
+            CLITests.tokenArguments(key: key, server: server, folder: folder) + [
+                "--topic", "com.example.app", "--tokens-file", file.path, "--push-type", "background", "--json",
+            ])
         #expect(run.status == 1)
         #expect(run.stderr == "")
         let lines = run.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
         #expect(lines.count == tokens.count)
-        let objects = try lines.map { try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        let objects = try lines.map {
+            try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
         #expect(Set(objects.compactMap { $0["token"] as? String }) == Set(tokens))
         #expect(objects.filter { $0["status"] as? Int == 200 }.count == tokens.count - 2)
         #expect(objects.first { $0["token"] as? String == tokens[7] }?["reason"] as? String == "Unregistered")
@@ -94,15 +100,19 @@ import Testing
         for index in stride(from: 0, to: 2_000, by: 10) where index != 0 {
             let milliseconds = Int64(1_700_000_000_000 + index)
             expected[tokens[index]] = milliseconds
-            server.reject(deviceToken: tokens[index], with: .unregistered, timestamp: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+            server.reject(
+                deviceToken: tokens[index], with: .unregistered,
+                timestamp: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
         }
-        server.reject(deviceToken: tokens[7], with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_600_000_000))
+        server.reject(
+            deviceToken: tokens[7], with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_600_000_000))
         expected[tokens[7]] = 1_600_000_000_000
         let csv = folder.appendingPathComponent("gone.csv")
-        let run = try CLITests.apns(CLITests.tokenArguments(key: key, server: server, folder: folder) + [
-            "--topic", "com.example.app", "--tokens-file", file.path, "--push-type", "background", "--json",
-            "--unregistered-out", csv.path,
-        ])
+        let run = try CLITests.apns(
+            CLITests.tokenArguments(key: key, server: server, folder: folder) + [
+                "--topic", "com.example.app", "--tokens-file", file.path, "--push-type", "background", "--json",
+                "--unregistered-out", csv.path,
+            ])
         #expect(run.status == 1)
         let rows = try String(contentsOf: csv, encoding: .utf8).split(separator: "\n").map(String.init)
         #expect(rows.first == "token,timestamp")
@@ -115,10 +125,11 @@ import Testing
         #expect(written == expected)  // 199 + tokens[7]; BadDeviceToken (the last token) is not among them
 
         let jsonl = folder.appendingPathComponent("gone.jsonl")
-        let again = try CLITests.apns(CLITests.tokenArguments(key: key, server: server, folder: folder) + [
-            "--topic", "com.example.app", "--tokens-file", file.path, "--push-type", "background",
-            "--unregistered-out", jsonl.path,
-        ])
+        let again = try CLITests.apns(
+            CLITests.tokenArguments(key: key, server: server, folder: folder) + [
+                "--topic", "com.example.app", "--tokens-file", file.path, "--push-type", "background",
+                "--unregistered-out", jsonl.path,
+            ])
         #expect(again.status == 1)
         let lines = try String(contentsOf: jsonl, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == expected.count)
@@ -139,9 +150,10 @@ import Testing
         let server = try await MockAPNsServer.start(configuration)
         let folder = try CLITests.credentials(key: key, server: server)
         let (file, _) = try Self.tokensFile(count: 20_000, server: server, folder: folder)
-        let command = ([CLITests.binary.path] + CLITests.tokenArguments(key: key, server: server, folder: folder) + [
-            "--topic", "com.example.app", "--tokens-file", file.path, "--body", "Hello",
-        ]).map { "'\($0)'" }.joined(separator: " ")
+        let command =
+            ([CLITests.binary.path] + CLITests.tokenArguments(key: key, server: server, folder: folder) + [
+                "--topic", "com.example.app", "--tokens-file", file.path, "--body", "Hello",
+            ]).map { "'\($0)'" }.joined(separator: " ")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
         process.arguments = ["-qefc", command, "/dev/null"]

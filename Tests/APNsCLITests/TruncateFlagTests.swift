@@ -11,17 +11,24 @@ import Testing
         let run = try CLITests.apns(arguments + ["--truncate"])
         #expect(run.status == 0)
         #expect(run.stderr == "apns: truncated to fit 4096 bytes (was 4097): body: removed 2 characters (1 bytes)\n")
-        #expect(run.stdout == """
-            POST /3/device/ab
-            apns-push-type: alert
-            apns-topic: com.example.app
-            apns-priority: 10
+        #expect(
+            run.stdout == """
+                POST /3/device/ab
+                apns-push-type: alert
+                apns-topic: com.example.app
+                apns-priority: 10
 
-            {"aps":{"alert":{"body":"\(String(repeating: "😀", count: 1016))…"}}}
+                {"aps":{"alert":{"body":"\(String(repeating: "😀", count: 1016))…"}}}
 
-            """)
-        let wrongType = try CLITests.apns(["send", "--dry-run", "--push-type", "background", "--topic", "com.example.app", "--token", "ab", "--truncate"])
+                """)
+        let wrongType = try CLITests.apns([
+            "send", "--dry-run", "--push-type", "background", "--topic", "com.example.app", "--token", "ab",
+            "--truncate",
+        ])
         #expect(wrongType.status == 2)
-        #expect(wrongType.stderr == "apns: --truncate shortens the text of --title/--subtitle/--body on an alert; it does not apply to background\n")
+        #expect(
+            wrongType.stderr
+                == "apns: --truncate shortens the text of --title/--subtitle/--body on an alert; it does not apply to background\n"
+        )
     }
 }

@@ -24,16 +24,21 @@ import Testing
                 Title(localizedKey: "TITLE", arguments: ["t1", "t2"])
             }
         }
-        let expected = #"{"aps":{"alert":{"launch-image":"launch.png","title-loc-key":"TITLE","title-loc-args":["t1","t2"],"subtitle-loc-key":"SUB","loc-key":"BODY","loc-args":["b"]},"badge":0,"sound":{"critical":1,"name":"alarm.caf","volume":0.75},"thread-id":"thread","category":"CAT","mutable-content":1,"target-content-id":"doc-7","interruption-level":"time-sensitive","relevance-score":0.5,"filter-criteria":"work"}}"#
+        let expected =
+            #"{"aps":{"alert":{"launch-image":"launch.png","title-loc-key":"TITLE","title-loc-args":["t1","t2"],"subtitle-loc-key":"SUB","loc-key":"BODY","loc-args":["b"]},"badge":0,"sound":{"critical":1,"name":"alarm.caf","volume":0.75},"thread-id":"thread","category":"CAT","mutable-content":1,"target-content-id":"doc-7","interruption-level":"time-sensitive","relevance-score":0.5,"filter-criteria":"work"}}"#
         #expect(try notification.request(to: device).bodyText == expected)
     }
 
     @Test func plainTextKeysBeforeLocalizedOnes() throws {
         let notification = AlertNotification(bundleID: "com.example.app") {
-            Alert { Title("T"); Subtitle("S"); Body("B"); LaunchImage("L") }
+            Alert {
+                Title("T"); Subtitle("S"); Body("B"); LaunchImage("L")
+            }
             Sound.default
         }
-        #expect(try notification.request(to: device).bodyText == #"{"aps":{"alert":{"title":"T","subtitle":"S","body":"B","launch-image":"L"},"sound":"default"}}"#)
+        #expect(
+            try notification.request(to: device).bodyText
+                == #"{"aps":{"alert":{"title":"T","subtitle":"S","body":"B","launch-image":"L"},"sound":"default"}}"#)
     }
 
     @Test func builderSupportsIfIfLetSwitchAndFor() throws {
@@ -52,12 +57,18 @@ import Testing
             if let unread { Badge(unread) }
             if urgent { InterruptionLevel.timeSensitive } else { InterruptionLevel.passive }
         }
-        #expect(try notification.request(to: device).bodyText == #"{"aps":{"alert":{"title":"Mail","body":"only"},"badge":4,"interruption-level":"time-sensitive"}}"#)
+        #expect(
+            try notification.request(to: device).bodyText
+                == #"{"aps":{"alert":{"title":"Mail","body":"only"},"badge":4,"interruption-level":"time-sensitive"}}"#)
     }
 
     @Test func builderYieldsAComparableValue() {
-        let one = AlertNotification(bundleID: "a") { Alert("x"); Badge(1) }
-        let two = AlertNotification(bundleID: "a") { Badge(1); Alert("x") }
+        let one = AlertNotification(bundleID: "a") {
+            Alert("x"); Badge(1)
+        }
+        let two = AlertNotification(bundleID: "a") {
+            Badge(1); Alert("x")
+        }
         #expect(one.payload == two.payload)
         #expect(one.payload.badge == 1)
         #expect(one.payload.alert == .text("x"))
@@ -70,11 +81,14 @@ import Testing
             expiration: try .at(Date(timeIntervalSince1970: 1_900_000_000.9)),
             collapseID: "score", apnsID: id
         ) { Alert("x") }
-        #expect(try notification.request(to: device).headers.map(\.description) == [
-            "apns-push-type: alert", "apns-topic: com.example.app", "apns-priority: 1",
-            "apns-expiration: 1900000000", "apns-id: 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c", "apns-collapse-id: score",
-        ])
-        let once = AlertNotification(bundleID: "com.example.app", priority: .powerConsiderate, expiration: .immediately) { Alert("x") }
+        #expect(
+            try notification.request(to: device).headers.map(\.description) == [
+                "apns-push-type: alert", "apns-topic: com.example.app", "apns-priority: 1",
+                "apns-expiration: 1900000000", "apns-id: 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c",
+                "apns-collapse-id: score",
+            ])
+        let once = AlertNotification(bundleID: "com.example.app", priority: .powerConsiderate, expiration: .immediately)
+        { Alert("x") }
         let request = try once.request(to: device)
         #expect(request[header: "apns-expiration"] == "0")
         #expect(request[header: "apns-priority"] == "5")
@@ -82,6 +96,9 @@ import Testing
 
     @Test func dryRunFormat() throws {
         let request = try AlertNotification(bundleID: "com.example.app") { Alert("Hi") }.request(to: device)
-        #expect(request.description == "POST /3/device/abcd\napns-push-type: alert\napns-topic: com.example.app\napns-priority: 10\n\n{\"aps\":{\"alert\":\"Hi\"}}")
+        #expect(
+            request.description
+                == "POST /3/device/abcd\napns-push-type: alert\napns-topic: com.example.app\napns-priority: 10\n\n{\"aps\":{\"alert\":\"Hi\"}}"
+        )
     }
 }

@@ -10,8 +10,12 @@ import Testing
     }
 
     @Test func stringEscapingFollowsRFC8259() throws {
-        let notification = AlertNotification(bundleID: "com.example.app") { Alert("q\" b\\ n\n t\t nul\u{0} us\u{1F} / é 😀 \u{7F}") }
-        #expect(try notification.request(to: device).bodyText == "{\"aps\":{\"alert\":\"q\\\" b\\\\ n\\u000a t\\u0009 nul\\u0000 us\\u001f / é 😀 \u{7F}\"}}")
+        let notification = AlertNotification(bundleID: "com.example.app") {
+            Alert("q\" b\\ n\n t\t nul\u{0} us\u{1F} / é 😀 \u{7F}")
+        }
+        #expect(
+            try notification.request(to: device).bodyText
+                == "{\"aps\":{\"alert\":\"q\\\" b\\\\ n\\u000a t\\u0009 nul\\u0000 us\\u001f / é 😀 \u{7F}\"}}")
     }
 
     struct Mixed: Encodable, Sendable {
@@ -31,7 +35,10 @@ import Testing
     }
 
     @Test func numbersAndOrderMatchJSONEncoderDefaultsExceptKeyOrder() throws {
-        #expect(try body(Mixed()) == #"{"aps":{"alert":"x"},"zeta":1,"alpha":0.1,"whole":3,"tiny":1e-07,"huge":1e+20,"negativeZero":-0,"float":0.1,"big":18446744073709551615,"small":-128,"flag":true,"list":[1,2],"nested":{"a":1,"b":2}}"#)
+        #expect(
+            try body(Mixed())
+                == #"{"aps":{"alert":"x"},"zeta":1,"alpha":0.1,"whole":3,"tiny":1e-07,"huge":1e+20,"negativeZero":-0,"float":0.1,"big":18446744073709551615,"small":-128,"flag":true,"list":[1,2],"nested":{"a":1,"b":2}}"#
+        )
     }
 
     struct Foundationy: Encodable, Sendable {
@@ -45,8 +52,13 @@ import Testing
     @Test func foundationTypesUseJSONEncoderDefaultStrategies() throws {
         // The same values through JSONEncoder, compared value by value (its key order is not stable).
         let ours = try body(Foundationy())
-        #expect(ours == #"{"aps":{"alert":"x"},"date":1.5,"data":"AQID","url":"https://example.com/a?b=1","decimal":12.5,"uuid":"7F3C9A2B-1D4E-4F5A-8B6C-9D0E1F2A3B4C"}"#)
-        struct Decoded: Decodable, Equatable { var date: Double; var data: String; var url: String; var decimal: Double; var uuid: String }
+        #expect(
+            ours
+                == #"{"aps":{"alert":"x"},"date":1.5,"data":"AQID","url":"https://example.com/a?b=1","decimal":12.5,"uuid":"7F3C9A2B-1D4E-4F5A-8B6C-9D0E1F2A3B4C"}"#
+        )
+        struct Decoded: Decodable, Equatable {
+            var date: Double; var data: String; var url: String; var decimal: Double; var uuid: String
+        }
         let reference = try JSONDecoder().decode(Decoded.self, from: JSONEncoder().encode(Foundationy()))
         #expect(try JSONDecoder().decode(Decoded.self, from: Data(ours.utf8)) == reference)
     }
@@ -68,10 +80,14 @@ import Testing
     }
 
     @Test func nonFiniteNumbersAreTypedErrors() {
-        struct Bad: Encodable, Sendable { var inner = Inner(); struct Inner: Encodable, Sendable { var value = Double.nan } }
+        struct Bad: Encodable, Sendable {
+            var inner = Inner(); struct Inner: Encodable, Sendable { var value = Double.nan }
+        }
         #expect(throws: APNsValidationError.nonFiniteNumber(path: "inner.value")) { try body(Bad()) }
         #expect(throws: APNsValidationError.nonFiniteNumber(path: "aps.relevance-score")) {
-            try AlertNotification(bundleID: "a") { Alert("x"); RelevanceScore(.infinity) }.request(to: device)
+            try AlertNotification(bundleID: "a") {
+                Alert("x"); RelevanceScore(.infinity)
+            }.request(to: device)
         }
     }
 
@@ -89,9 +105,12 @@ import Testing
 @Suite struct RawJSONObjectTests {
     @Test func keepsOrderAndDropsWhitespace() throws {
         let data = try RawJSONObject(" { \"z\" : 1 ,\n \"a\" : \"x y\\\" }\" , \"n\": {\"k\": [1, 2]} } ")
-        let body = try AlertNotification(bundleID: "a", appData: data) { Alert("x") }.request(to: Device(token: "ab")).bodyText
+        let body = try AlertNotification(bundleID: "a", appData: data) { Alert("x") }.request(to: Device(token: "ab"))
+            .bodyText
         #expect(body == #"{"aps":{"alert":"x"},"z":1,"a":"x y\" }","n":{"k":[1,2]}}"#)
-        let empty = try BackgroundNotification(bundleID: "a", appData: RawJSONObject("{}")).request(to: Device(token: "ab")).bodyText
+        let empty = try BackgroundNotification(bundleID: "a", appData: RawJSONObject("{}")).request(
+            to: Device(token: "ab")
+        ).bodyText
         #expect(empty == #"{"aps":{"content-available":1}}"#)
     }
 
@@ -107,7 +126,9 @@ import Testing
 @Suite struct StreamingEncoderTests {
     let device = try! Device(token: "ab")
 
-    struct Inner: Encodable, Sendable { var a = 1; var list = [1.5, 2]; var flag: Bool? = nil; var when = Date(timeIntervalSinceReferenceDate: 2) }
+    struct Inner: Encodable, Sendable {
+        var a = 1; var list = [1.5, 2]; var flag: Bool? = nil; var when = Date(timeIntervalSinceReferenceDate: 2)
+    }
     struct Outer: Encodable, Sendable {
         var name = "x\"y"
         var inner = Inner()
@@ -124,7 +145,10 @@ import Testing
     @Test func sameBytesAsTheTreeEncoder() throws {
         let body = try AlertNotification(bundleID: "a", appData: Outer()) { Alert("x") }.request(to: device).bodyText
         let inner = #"{"a":1,"list":[1.5,2],"when":2}"#
-        #expect(body == #"{"aps":{"alert":"x"},"name":"x\"y","inner":"# + inner + #","inners":["# + inner + "," + inner + #"],"data":"/w==","url":"https://a.b/c","big":18446744073709551615,"small":-3,"float":0.25,"optional":"present","empty":{}}"#)
+        #expect(
+            body == #"{"aps":{"alert":"x"},"name":"x\"y","inner":"# + inner + #","inners":["# + inner + "," + inner
+                + #"],"data":"/w==","url":"https://a.b/c","big":18446744073709551615,"small":-3,"float":0.25,"optional":"present","empty":{}}"#
+        )
     }
 
     struct TwiceKeyed: Encodable, Sendable {
@@ -147,12 +171,20 @@ import Testing
     }
 
     @Test func unusualContainerUseFallsBackToTheTree() throws {
-        #expect(try AlertNotification(bundleID: "a", appData: TwiceKeyed()) { Alert("x") }.request(to: device).bodyText == #"{"aps":{"alert":"x"},"a":3,"b":2}"#)
-        #expect(try AlertNotification(bundleID: "a", appData: SuperUser()) { Alert("x") }.request(to: device).bodyText == #"{"aps":{"alert":"x"},"own":"mine","super":{}}"#)
+        #expect(
+            try AlertNotification(bundleID: "a", appData: TwiceKeyed()) { Alert("x") }.request(to: device).bodyText
+                == #"{"aps":{"alert":"x"},"a":3,"b":2}"#)
+        #expect(
+            try AlertNotification(bundleID: "a", appData: SuperUser()) { Alert("x") }.request(to: device).bodyText
+                == #"{"aps":{"alert":"x"},"own":"mine","super":{}}"#)
         struct WithDictionary: Encodable, Sendable { var first = 1; var map = ["z": 1, "a": 2] }
-        #expect(try AlertNotification(bundleID: "a", appData: WithDictionary()) { Alert("x") }.request(to: device).bodyText == #"{"aps":{"alert":"x"},"first":1,"map":{"a":2,"z":1}}"#)
+        #expect(
+            try AlertNotification(bundleID: "a", appData: WithDictionary()) { Alert("x") }.request(to: device).bodyText
+                == #"{"aps":{"alert":"x"},"first":1,"map":{"a":2,"z":1}}"#)
         struct Deep: Encodable, Sendable { var inner = Inner(); var bad = Double.infinity }
-        #expect(throws: APNsValidationError.nonFiniteNumber(path: "bad")) { try AlertNotification(bundleID: "a", appData: Deep()) { Alert("x") }.request(to: device) }
+        #expect(throws: APNsValidationError.nonFiniteNumber(path: "bad")) {
+            try AlertNotification(bundleID: "a", appData: Deep()) { Alert("x") }.request(to: device)
+        }
     }
 }
 
@@ -167,7 +199,8 @@ import Testing
         writer.key("long")
         writer.string(long)
         writer.endObject()
-        let expected = "{" + (0..<300).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
+        let expected =
+            "{" + (0..<300).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
             + ",\"long\":\"" + String(repeating: "é\\\"x", count: 5_000) + "\"}"
         #expect(text(writer) == expected)
         #expect(writer.count == expected.utf8.count)

@@ -4,21 +4,30 @@ import Testing
 
 @Suite struct ResponseTests {
     @Test func acceptedResponse() throws {
-        let response = try APNsResponse(interpreting: APNsHTTPResponse(status: 200, headers: [
-            .init(name: "apns-id", value: "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c"), .init(name: "apns-unique-id", value: "u-1"),
-        ]))
+        let response = try APNsResponse(
+            interpreting: APNsHTTPResponse(
+                status: 200,
+                headers: [
+                    .init(name: "apns-id", value: "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c"),
+                    .init(name: "apns-unique-id", value: "u-1"),
+                ]))
         #expect(response.apnsID?.description == "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c")
         #expect(response.uniqueID == "u-1")
     }
 
     @Test func unregisteredWithMillisecondTimestamp() {
         let body = #"{"reason":"Unregistered","timestamp":1700000000123}"#
-        let raw = APNsHTTPResponse(status: 410, headers: [
-            .init(name: "apns-id", value: "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c"), .init(name: "apns-unique-id", value: "u-9"),
-        ], body: Array(body.utf8))
-        #expect(throws: APNsRejection(
-            status: 410, reason: .unregistered, apnsID: APNsID("7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c"), uniqueID: "u-9",
-            timestamp: Date(timeIntervalSince1970: 1_700_000_000.123), body: Array(body.utf8))
+        let raw = APNsHTTPResponse(
+            status: 410,
+            headers: [
+                .init(name: "apns-id", value: "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c"),
+                .init(name: "apns-unique-id", value: "u-9"),
+            ], body: Array(body.utf8))
+        #expect(
+            throws: APNsRejection(
+                status: 410, reason: .unregistered, apnsID: APNsID("7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c"),
+                uniqueID: "u-9",
+                timestamp: Date(timeIntervalSince1970: 1_700_000_000.123), body: Array(body.utf8))
         ) {
             try APNsResponse(interpreting: raw)
         }
@@ -39,17 +48,25 @@ import Testing
     /// A proxy's HTML page or an empty 5xx is not APNs' JSON: no reason is invented, the body is
     /// kept, and the advice comes from the status.
     @Test func bodiesThatAreNotAPNsJSON() {
-        let html = APNsRejection(APNsHTTPResponse(status: 502, headers: [], body: Array("<html>bad gateway</html>".utf8)))
+        let html = APNsRejection(
+            APNsHTTPResponse(status: 502, headers: [], body: Array("<html>bad gateway</html>".utf8)))
         #expect(html.reason == nil)
         #expect(html.body == Array("<html>bad gateway</html>".utf8))
         #expect(html.retry == .withBackoff)
-        #expect(html.description == "APNs rejected the request: 502 with a body that is not APNs' JSON (24 bytes). A server-side failure: retry with back-off.")
+        #expect(
+            html.description
+                == "APNs rejected the request: 502 with a body that is not APNs' JSON (24 bytes). A server-side failure: retry with back-off."
+        )
         let empty = APNsRejection(APNsHTTPResponse(status: 503, headers: [.init(name: "retry-after", value: "7")]))
         #expect(empty.reason == nil)
         #expect(empty.retryAfter == .seconds(7))
         #expect(empty.retry == .withBackoff)
-        #expect(empty.description == "APNs rejected the request: 503 with no reason, retry after 7 s. A server-side failure: retry with back-off.")
-        let throttled = APNsRejection(APNsHTTPResponse(status: 429, headers: [.init(name: "retry-after", value: "bogus")]))
+        #expect(
+            empty.description
+                == "APNs rejected the request: 503 with no reason, retry after 7 s. A server-side failure: retry with back-off."
+        )
+        let throttled = APNsRejection(
+            APNsHTTPResponse(status: 429, headers: [.init(name: "retry-after", value: "bogus")]))
         #expect(throttled.retry == .later)
         #expect(throttled.retryAfter == nil)
         let notFound = APNsRejection(APNsHTTPResponse(status: 404, headers: [], body: Array("nope".utf8)))

@@ -70,7 +70,9 @@ import Testing
         let title = String(repeating: "T", count: 1500)
         let subtitle = String(repeating: "é", count: 1500)  // 3000 bytes
         let notification = AlertNotification(bundleID: "com.example.app") {
-            Alert { Title(title); Subtitle(subtitle); Body("A short body") }
+            Alert {
+                Title(title); Subtitle(subtitle); Body("A short body")
+            }
             Badge(1)
         }
         let original = try notification.truncatedToFit().originalSize
@@ -81,24 +83,33 @@ import Testing
         #expect(fitted.cuts.map(\.field) == ["body", "subtitle"])
         #expect(fitted.cuts[0].text == "…")
         let keptSubtitle = String(repeating: "é", count: 1263) + "…"
-        #expect(fitted.cuts[1] == TextCut(field: "subtitle", text: keptSubtitle, removedCharacters: 237, removedBytes: 471))
-        #expect(try fitted.notification.payload() == Array(
-            (#"{"aps":{"alert":{"title":""# + title + #"","subtitle":""# + keptSubtitle + #"","body":"…"},"badge":1}}"#).utf8))
+        #expect(
+            fitted.cuts[1] == TextCut(field: "subtitle", text: keptSubtitle, removedCharacters: 237, removedBytes: 471))
+        #expect(
+            try fitted.notification.payload()
+                == Array(
+                    (#"{"aps":{"alert":{"title":""# + title + #"","subtitle":""# + keptSubtitle
+                        + #"","body":"…"},"badge":1}}"#).utf8))
         #expect(fitted.size == 4096)
     }
 
     @Test func plainStringAlertAndLocalizedText() throws {
-        let fitted = try AlertNotification(bundleID: "com.example.app") { Alert(String(repeating: "ß", count: 2100)) }.truncatedToFit()
+        let fitted = try AlertNotification(bundleID: "com.example.app") { Alert(String(repeating: "ß", count: 2100)) }
+            .truncatedToFit()
         #expect(fitted.cuts.map(\.field) == ["alert"])
         #expect(fitted.size <= 4096)
         // 20 bytes around 4200 of text: 124 over, so 4200 - 124 - 3 = 4073 bytes may stay: 2036 ß.
-        #expect(try fitted.notification.payload() == Array((#"{"aps":{"alert":""# + String(repeating: "ß", count: 2036) + #"…"}}"#).utf8))
+        #expect(
+            try fitted.notification.payload()
+                == Array((#"{"aps":{"alert":""# + String(repeating: "ß", count: 2036) + #"…"}}"#).utf8))
         // Localized text is not cut: what is left is too large, and the error says what was tried.
         let localized = AlertNotification(bundleID: "com.example.app") {
             Alert { Body(localizedKey: "K", arguments: [String(repeating: "a", count: 5000)]) }
         }
-        #expect(throws: APNsValidationError.payloadTooLargeAfterTruncation(
-            pushType: .alert, size: 49 + 5000, limit: 4096, fields: ["alert", "body", "subtitle", "title"])) {
+        #expect(
+            throws: APNsValidationError.payloadTooLargeAfterTruncation(
+                pushType: .alert, size: 49 + 5000, limit: 4096, fields: ["alert", "body", "subtitle", "title"])
+        ) {
             try localized.truncatedToFit()
         }
     }
@@ -111,13 +122,17 @@ import Testing
     @Test func voipAppDataAt5120() throws {
         // {"callerName":"","callID":"42"} is 31 bytes; 5089 bytes of name make 5120.
         let fits = VoIPNotification(
-            bundleID: "com.example.app", appData: Call(callerName: String(repeating: "日", count: 1696) + "a", callID: "42"))
+            bundleID: "com.example.app",
+            appData: Call(callerName: String(repeating: "日", count: 1696) + "a", callID: "42"))
         #expect(try fits.payload().count == 5120)
         let field = [TruncatableText<VoIPNotification<Call>>("callerName", \.appData.callerName)]
         #expect(try fits.truncatedToFit(field).wasTruncated == false)
         let over = VoIPNotification(
-            bundleID: "com.example.app", appData: Call(callerName: String(repeating: "日", count: 1696) + "ab", callID: "42"))
-        #expect(throws: APNsValidationError.payloadTooLarge(pushType: .voip, size: 5121, limit: 5120)) { try over.payload() }
+            bundleID: "com.example.app",
+            appData: Call(callerName: String(repeating: "日", count: 1696) + "ab", callID: "42"))
+        #expect(throws: APNsValidationError.payloadTooLarge(pushType: .voip, size: 5121, limit: 5120)) {
+            try over.payload()
+        }
         let fitted = try over.truncatedToFit(field)
         let name = String(repeating: "日", count: 1695) + "…"
         #expect(try fitted.notification.payload() == Array((#"{"callerName":""# + name + #"","callID":"42"}"#).utf8))
@@ -129,7 +144,8 @@ import Testing
 
     @Test func liveActivityAlertFitsTheBroadcastLimit() throws {
         let update = LiveActivityNotification(
-            bundleID: "com.example.app", update: Score(points: 1), timestamp: Date(timeIntervalSince1970: 1_700_000_000),
+            bundleID: "com.example.app", update: Score(points: 1),
+            timestamp: Date(timeIntervalSince1970: 1_700_000_000),
             alert: LiveActivityAlert(title: "Goal", body: .text(String(repeating: "ü", count: 3000))))
         let broadcastLimit = try #require(PushType.liveactivity.maximumBroadcastPayloadSize)
         let fitted = try update.truncatedToFit(limit: broadcastLimit)
@@ -142,7 +158,9 @@ import Testing
 
     @Test func aCustomEllipsis() throws {
         let fitted = try bodyAlert(String(repeating: "a", count: 4100)).truncatedToFit(ellipsis: " [more]")
-        #expect(try fitted.notification.payload() == Array(payloadText(String(repeating: "a", count: 4060) + " [more]").utf8))
+        #expect(
+            try fitted.notification.payload()
+                == Array(payloadText(String(repeating: "a", count: 4060) + " [more]").utf8))
     }
 
     /// A deterministic generator, so a failure names a reproducible case.

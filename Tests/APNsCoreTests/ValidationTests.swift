@@ -9,20 +9,30 @@ import Testing
         let fits = AlertNotification(bundleID: "com.example.app") { Alert(String(repeating: "a", count: 4096 - 20)) }
         #expect(try fits.payload().count == 4096)
         let tooBig = AlertNotification(bundleID: "com.example.app") { Alert(String(repeating: "a", count: 4096 - 19)) }
-        #expect(throws: APNsValidationError.payloadTooLarge(pushType: .alert, size: 4097, limit: 4096)) { try tooBig.request(to: device) }
+        #expect(throws: APNsValidationError.payloadTooLarge(pushType: .alert, size: 4097, limit: 4096)) {
+            try tooBig.request(to: device)
+        }
         let error = APNsValidationError.payloadTooLarge(pushType: .alert, size: 4097, limit: 4096)
         #expect(error.description.contains("4097 bytes") && error.description.contains("at most 4096"))
         #expect(PushType.voip.maximumPayloadSize == 5120)
     }
 
     @Test func collapseIDLimit() throws {
-        let ok = AlertNotification(bundleID: "a", collapseID: CollapseID(String(repeating: "é", count: 32))) { Alert("x") }
+        let ok = AlertNotification(bundleID: "a", collapseID: CollapseID(String(repeating: "é", count: 32))) {
+            Alert("x")
+        }
         #expect(try ok.request(to: device)[header: "apns-collapse-id"]?.utf8.count == 64)
-        let long = AlertNotification(bundleID: "a", collapseID: CollapseID(String(repeating: "é", count: 32) + "x")) { Alert("x") }
+        let long = AlertNotification(bundleID: "a", collapseID: CollapseID(String(repeating: "é", count: 32) + "x")) {
+            Alert("x")
+        }
         #expect(throws: APNsValidationError.collapseIDTooLong(bytes: 65, limit: 64)) { try long.request(to: device) }
         let injected = AlertNotification(bundleID: "a", collapseID: "a\r\nx-evil: 1") { Alert("x") }
-        #expect(throws: APNsValidationError.controlCharacterInHeader(header: "apns-collapse-id")) { try injected.request(to: device) }
-        #expect(throws: APNsValidationError.emptyCollapseID) { try AlertNotification(bundleID: "a", collapseID: "") { Alert("x") }.request(to: device) }
+        #expect(throws: APNsValidationError.controlCharacterInHeader(header: "apns-collapse-id")) {
+            try injected.request(to: device)
+        }
+        #expect(throws: APNsValidationError.emptyCollapseID) {
+            try AlertNotification(bundleID: "a", collapseID: "") { Alert("x") }.request(to: device)
+        }
     }
 
     @Test func deviceTokens() throws {
@@ -38,35 +48,58 @@ import Testing
             _ = try Device(token: "abcg")
             Issue.record("expected an error")
         } catch {
-            #expect(error.description == "Invalid device token: character 4 is not a hex digit; pass the token as hex, as the app reported it.")
+            #expect(
+                error.description
+                    == "Invalid device token: character 4 is not a hex digit; pass the token as hex, as the app reported it."
+            )
         }
     }
 
     @Test func rulesTypesCannotExpress() {
         #expect(throws: APNsValidationError.mutableContentWithoutAlertText) {
-            try AlertNotification(bundleID: "a") { MutableContent(); Badge(1) }.request(to: device)
+            try AlertNotification(bundleID: "a") {
+                MutableContent(); Badge(1)
+            }.request(to: device)
         }
         #expect(throws: APNsValidationError.mutableContentWithoutAlertText) {
-            try AlertNotification(bundleID: "a") { MutableContent(); Alert { LaunchImage("x") } }.request(to: device)
+            try AlertNotification(bundleID: "a") {
+                MutableContent(); Alert { LaunchImage("x") }
+            }.request(to: device)
         }
         #expect(throws: APNsValidationError.relevanceScoreOutOfRange(1.5)) {
-            try AlertNotification(bundleID: "a") { Alert("x"); RelevanceScore(1.5) }.request(to: device)
+            try AlertNotification(bundleID: "a") {
+                Alert("x"); RelevanceScore(1.5)
+            }.request(to: device)
         }
-        #expect(throws: APNsValidationError.negativeBadge(-1)) { try AlertNotification(bundleID: "a") { Badge(-1) }.request(to: device) }
+        #expect(throws: APNsValidationError.negativeBadge(-1)) {
+            try AlertNotification(bundleID: "a") { Badge(-1) }.request(to: device)
+        }
         #expect(throws: APNsValidationError.criticalVolumeOutOfRange(2)) {
-            try AlertNotification(bundleID: "a") { Alert("x"); Sound.critical(volume: 2) }.request(to: device)
+            try AlertNotification(bundleID: "a") {
+                Alert("x"); Sound.critical(volume: 2)
+            }.request(to: device)
         }
         #expect(throws: APNsValidationError.duplicateComponent("Badge")) {
-            try AlertNotification(bundleID: "a") { Badge(1); Badge(2) }.request(to: device)
+            try AlertNotification(bundleID: "a") {
+                Badge(1); Badge(2)
+            }.request(to: device)
         }
         #expect(throws: APNsValidationError.duplicateComponent("Title")) {
-            try AlertNotification(bundleID: "a") { Alert { Title("a"); Title(localizedKey: "b") } }.request(to: device)
+            try AlertNotification(bundleID: "a") {
+                Alert {
+                    Title("a"); Title(localizedKey: "b")
+                }
+            }.request(to: device)
         }
-        #expect(throws: APNsValidationError.emptyAlert) { try AlertNotification(bundleID: "a") { Alert {} }.request(to: device) }
+        #expect(throws: APNsValidationError.emptyAlert) {
+            try AlertNotification(bundleID: "a") { Alert {} }.request(to: device)
+        }
         #expect(throws: APNsValidationError.invalidTopic("com.example app")) {
             try AlertNotification(bundleID: "com.example app") { Alert("x") }.request(to: device)
         }
-        #expect(throws: APNsValidationError.invalidTopic("")) { try BackgroundNotification(bundleID: "").request(to: device) }
+        #expect(throws: APNsValidationError.invalidTopic("")) {
+            try BackgroundNotification(bundleID: "").request(to: device)
+        }
     }
 
     @Test func apnsIDAndExpiration() throws {
@@ -75,14 +108,17 @@ import Testing
         #expect(throws: APNsValidationError.invalidExpiration(-5)) { try Expiration(unixSeconds: -5) }
         #expect(try Expiration.at(Date(timeIntervalSince1970: 10.99)).unixSeconds == 10)
         // A date before 1970 is an error, as a negative number is (it used to clamp to 0).
-        #expect(throws: APNsValidationError.invalidDate(key: "apns-expiration")) { try Expiration.at(Date(timeIntervalSince1970: -1)) }
+        #expect(throws: APNsValidationError.invalidDate(key: "apns-expiration")) {
+            try Expiration.at(Date(timeIntervalSince1970: -1))
+        }
     }
 
     @Test func everyPushTypeHasItsRules() {
-        #expect(PushType.allCases.map(\.rawValue) == [
-            "alert", "background", "complication", "controls", "fileprovider", "liveactivity", "location", "mdm",
-            "pushtotalk", "voip", "widgets",
-        ])
+        #expect(
+            PushType.allCases.map(\.rawValue) == [
+                "alert", "background", "complication", "controls", "fileprovider", "liveactivity", "location", "mdm",
+                "pushtotalk", "voip", "widgets",
+            ])
         #expect(PushType.background.allowedPriorities == [.powerConsiderate])
         #expect(PushType.pushtotalk.requiredExpiration == 0)
         #expect(PushType.widgets.topic(forBundleID: "com.a") == "com.a.push-type.widgets")
@@ -96,14 +132,21 @@ import Testing
         #expect(try PushType.alert.priority(1) == .low)
         #expect(try PushType.widgets.priority(5) == .powerConsiderate)
         #expect(try PushType.pushtotalk.priority(10) == .immediate)
-        #expect(throws: APNsValidationError.priorityNotAllowed(pushType: .widgets, priority: "1")) { try PushType.widgets.priority(1) }
-        #expect(throws: APNsValidationError.priorityNotAllowed(pushType: .alert, priority: "7")) { try PushType.alert.priority(7) }
-        #expect(APNsValidationError.priorityNotAllowed(pushType: .background, priority: "10").description
-            == "Priority 10 is not allowed for background pushes: it is always 5.")
-        #expect(APNsValidationError.priorityNotAllowed(pushType: .widgets, priority: "1").description
-            == "Priority 1 is not allowed for widgets pushes: use 10 or 5.")
-        #expect(APNsValidationError.priorityNotAllowed(pushType: .alert, priority: "7").description
-            == "Priority 7 is not allowed for alert pushes: use 10, 5 or 1.")
+        #expect(throws: APNsValidationError.priorityNotAllowed(pushType: .widgets, priority: "1")) {
+            try PushType.widgets.priority(1)
+        }
+        #expect(throws: APNsValidationError.priorityNotAllowed(pushType: .alert, priority: "7")) {
+            try PushType.alert.priority(7)
+        }
+        #expect(
+            APNsValidationError.priorityNotAllowed(pushType: .background, priority: "10").description
+                == "Priority 10 is not allowed for background pushes: it is always 5.")
+        #expect(
+            APNsValidationError.priorityNotAllowed(pushType: .widgets, priority: "1").description
+                == "Priority 1 is not allowed for widgets pushes: use 10 or 5.")
+        #expect(
+            APNsValidationError.priorityNotAllowed(pushType: .alert, priority: "7").description
+                == "Priority 7 is not allowed for alert pushes: use 10, 5 or 1.")
         #expect(StandardPriority(.powerConsiderate) == .powerConsiderate)
         #expect(StandardPriority(.immediate) == .immediate)
         #expect(StandardPriority(.low) == nil)
@@ -118,8 +161,11 @@ import Testing
         let id = APNsID("7F3C9A2B-1D4E-4F5A-8B6C-9D0E1F2A3B4C")
         #expect(id?.uuid == UUID(uuidString: "7F3C9A2B-1D4E-4F5A-8B6C-9D0E1F2A3B4C"))
         #expect(APNsID("7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c") == id)
-        for bad in ["", "7f3c9a2b1d4e4f5a8b6c9d0e1f2a3b4c", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4g",
-                    "7f3c9a2b_1d4e-4f5a-8b6c-9d0e1f2a3b4c", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4cc"] {
+        for bad in [
+            "", "7f3c9a2b1d4e4f5a8b6c9d0e1f2a3b4c", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4",
+            "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4g",
+            "7f3c9a2b_1d4e-4f5a-8b6c-9d0e1f2a3b4c", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4cc",
+        ] {
             #expect(APNsID(bad) == nil, "\(bad)")
         }
     }

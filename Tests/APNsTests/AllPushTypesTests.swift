@@ -19,21 +19,30 @@ import Testing
         try await send(WidgetNotification(bundleID: bundle), via: token, to: .test)
         try await send(ControlsNotification(bundleID: bundle), via: token, to: .test)
         try await send(LocationNotification(bundleID: bundle), via: token, to: .test)
-        try await send(FileProviderNotification(bundleID: bundle, containerIdentifier: "c", domain: "d"), via: token, to: .test)
+        try await send(
+            FileProviderNotification(bundleID: bundle, containerIdentifier: "c", domain: "d"), via: token, to: .test)
         try await send(PushToTalkNotification(bundleID: bundle, appData: Payload()), via: token, to: .test)
-        try await send(VoIPNotification(bundleID: bundle, appData: Payload(), expiration: .immediately), via: token, to: .test)
+        try await send(
+            VoIPNotification(bundleID: bundle, appData: Payload(), expiration: .immediately), via: token, to: .test)
         try await send(ComplicationNotification(bundleID: bundle, appData: Payload()), via: token, to: .test)
-        try await send(LiveActivityNotification(
-            bundleID: bundle, start: State(), attributesType: "Attrs", attributes: Attrs(),
-            alert: LiveActivityAlert(title: "Started", body: "Go"), timestamp: now, pushInput: .token), via: token, to: .test)
-        try await send(LiveActivityNotification(bundleID: bundle, update: State(), timestamp: now), via: token, to: .test)
-        try await send(LiveActivityNotification(bundleID: bundle, end: State(), timestamp: now, dismissalDate: now), via: token, to: .test)
+        try await send(
+            LiveActivityNotification(
+                bundleID: bundle, start: State(), attributesType: "Attrs", attributes: Attrs(),
+                alert: LiveActivityAlert(title: "Started", body: "Go"), timestamp: now, pushInput: .token), via: token,
+            to: .test)
+        try await send(
+            LiveActivityNotification(bundleID: bundle, update: State(), timestamp: now), via: token, to: .test)
+        try await send(
+            LiveActivityNotification(bundleID: bundle, end: State(), timestamp: now, dismissalDate: now), via: token,
+            to: .test)
         // MDM: certificate only, with a certificate issued for the MDM topic.
         let mdmCertificate = try fixture.server.certificateAuthority.issueClientCertificate(bundleID: Self.mdmTopic)
         let mdmConnector = try CertificateConnector(
             certificate: .pem(mdmCertificate.certificatePEM), privateKey: .pem(mdmCertificate.privateKeyPEM),
             environment: fixture.environment, transport: fixture.transport)
-        try await send(MDMNotification(topic: Self.mdmTopic, pushMagic: "040ac7bf-391a-4a36-a8ab-47bd380afd33"), via: mdmConnector, to: .test)
+        try await send(
+            MDMNotification(topic: Self.mdmTopic, pushMagic: "040ac7bf-391a-4a36-a8ab-47bd380afd33"), via: mdmConnector,
+            to: .test)
         // And the certificate-capable PushKit types through a certificate connector.
         let certificate = try fixture.certificateConnector()
         try await send(VoIPNotification(bundleID: bundle, appData: Payload()), via: certificate, to: .test)
@@ -41,10 +50,11 @@ import Testing
         let records = fixture.server.requests
         #expect(records.count == 12)
         #expect(records.allSatisfy { $0.status == 200 })
-        #expect(records.compactMap { $0[header: "apns-push-type"] } == [
-            "widgets", "controls", "location", "fileprovider", "pushtotalk", "voip", "complication",
-            "liveactivity", "liveactivity", "liveactivity", "mdm", "voip",
-        ])
+        #expect(
+            records.compactMap { $0[header: "apns-push-type"] } == [
+                "widgets", "controls", "location", "fileprovider", "pushtotalk", "voip", "complication",
+                "liveactivity", "liveactivity", "liveactivity", "mdm", "voip",
+            ])
         #expect(records[10].bodyText == #"{"mdm":"040ac7bf-391a-4a36-a8ab-47bd380afd33"}"#)
         try await fixture.stop()
     }
@@ -59,23 +69,83 @@ import Testing
     }
 
     static let violations: [Violation] = [
-        .init(name: "widget payload with an alert", headers: [("apns-push-type", "widgets"), ("apns-topic", "com.example.app.push-type.widgets")], body: #"{"aps":{"alert":"x"}}"#, reason: "BadRequestPayload"),
-        .init(name: "controls without suffix", headers: [("apns-push-type", "controls"), ("apns-topic", "com.example.app")], body: #"{"aps":{"content-changed":true}}"#, reason: "BadTopic"),
-        .init(name: "location via certificate", headers: [("apns-push-type", "location"), ("apns-topic", "com.example.app.location-query")], body: #"{"aps":{}}"#, reason: "BadCertificate", viaCertificate: true),
-        .init(name: "location with content", headers: [("apns-push-type", "location"), ("apns-topic", "com.example.app.location-query")], body: #"{"aps":{"badge":1}}"#, reason: "BadRequestPayload"),
-        .init(name: "fileprovider with aps", headers: [("apns-push-type", "fileprovider"), ("apns-topic", "com.example.app.pushkit.fileprovider")], body: #"{"aps":{},"container-identifier":"c","domain":"d"}"#, reason: "BadRequestPayload"),
-        .init(name: "mdm via token", headers: [("apns-push-type", "mdm"), ("apns-topic", mdmTopic)], body: #"{"mdm":"m"}"#, reason: "InvalidProviderToken"),
-        .init(name: "mdm topic not a UID", headers: [("apns-push-type", "mdm"), ("apns-topic", "com.example.app")], body: #"{"mdm":"m"}"#, reason: "BadTopic", viaCertificate: true),
-        .init(name: "pushtotalk priority 5", headers: [("apns-push-type", "pushtotalk"), ("apns-topic", "com.example.app.voip-ptt"), ("apns-priority", "5"), ("apns-expiration", "0")], body: #"{"activeSpeaker":"a"}"#, reason: "BadPriority"),
-        .init(name: "pushtotalk without expiration 0", headers: [("apns-push-type", "pushtotalk"), ("apns-topic", "com.example.app.voip-ptt"), ("apns-priority", "10")], body: #"{"activeSpeaker":"a"}"#, reason: "BadExpirationDate"),
-        .init(name: "pushtotalk with aps", headers: [("apns-push-type", "pushtotalk"), ("apns-topic", "com.example.app.voip-ptt"), ("apns-expiration", "0")], body: #"{"aps":{}}"#, reason: "BadRequestPayload"),
-        .init(name: "voip over 5120 bytes", headers: [("apns-push-type", "voip"), ("apns-topic", "com.example.app.voip")], body: #"{"x":""# + String(repeating: "a", count: 5120) + #""}"#, reason: "PayloadTooLarge"),
-        .init(name: "voip on the push-to-talk topic", headers: [("apns-push-type", "voip"), ("apns-topic", "com.example.app.voip-ptt")], body: #"{}"#, reason: "BadTopic"),
-        .init(name: "complication priority 1", headers: [("apns-push-type", "complication"), ("apns-topic", "com.example.app.complication"), ("apns-priority", "1")], body: #"{}"#, reason: "BadPriority"),
-        .init(name: "live activity start without attributes", headers: [("apns-push-type", "liveactivity"), ("apns-topic", "com.example.app.push-type.liveactivity")], body: #"{"aps":{"alert":{"title":"t","body":"b"},"content-state":{},"timestamp":1,"event":"start","attributes-type":"A"}}"#, reason: "BadRequestPayload"),
-        .init(name: "live activity both push inputs", headers: [("apns-push-type", "liveactivity"), ("apns-topic", "com.example.app.push-type.liveactivity")], body: #"{"aps":{"alert":{"title":"t","body":"b"},"content-state":{},"timestamp":1,"event":"start","attributes-type":"A","attributes":{},"input-push-token":1,"input-push-channel":"c"}}"#, reason: "BadRequestPayload"),
-        .init(name: "live activity dismissal date on update", headers: [("apns-push-type", "liveactivity"), ("apns-topic", "com.example.app.push-type.liveactivity")], body: #"{"aps":{"content-state":{},"timestamp":1,"event":"update","dismissal-date":2}}"#, reason: "BadRequestPayload"),
-        .init(name: "live activity unknown event", headers: [("apns-push-type", "liveactivity"), ("apns-topic", "com.example.app.push-type.liveactivity")], body: #"{"aps":{"content-state":{},"timestamp":1,"event":"pause"}}"#, reason: "BadRequestPayload"),
+        .init(
+            name: "widget payload with an alert",
+            headers: [("apns-push-type", "widgets"), ("apns-topic", "com.example.app.push-type.widgets")],
+            body: #"{"aps":{"alert":"x"}}"#, reason: "BadRequestPayload"),
+        .init(
+            name: "controls without suffix",
+            headers: [("apns-push-type", "controls"), ("apns-topic", "com.example.app")],
+            body: #"{"aps":{"content-changed":true}}"#, reason: "BadTopic"),
+        .init(
+            name: "location via certificate",
+            headers: [("apns-push-type", "location"), ("apns-topic", "com.example.app.location-query")],
+            body: #"{"aps":{}}"#, reason: "BadCertificate", viaCertificate: true),
+        .init(
+            name: "location with content",
+            headers: [("apns-push-type", "location"), ("apns-topic", "com.example.app.location-query")],
+            body: #"{"aps":{"badge":1}}"#, reason: "BadRequestPayload"),
+        .init(
+            name: "fileprovider with aps",
+            headers: [("apns-push-type", "fileprovider"), ("apns-topic", "com.example.app.pushkit.fileprovider")],
+            body: #"{"aps":{},"container-identifier":"c","domain":"d"}"#, reason: "BadRequestPayload"),
+        .init(
+            name: "mdm via token", headers: [("apns-push-type", "mdm"), ("apns-topic", mdmTopic)],
+            body: #"{"mdm":"m"}"#, reason: "InvalidProviderToken"),
+        .init(
+            name: "mdm topic not a UID", headers: [("apns-push-type", "mdm"), ("apns-topic", "com.example.app")],
+            body: #"{"mdm":"m"}"#, reason: "BadTopic", viaCertificate: true),
+        .init(
+            name: "pushtotalk priority 5",
+            headers: [
+                ("apns-push-type", "pushtotalk"), ("apns-topic", "com.example.app.voip-ptt"), ("apns-priority", "5"),
+                ("apns-expiration", "0"),
+            ], body: #"{"activeSpeaker":"a"}"#, reason: "BadPriority"),
+        .init(
+            name: "pushtotalk without expiration 0",
+            headers: [
+                ("apns-push-type", "pushtotalk"), ("apns-topic", "com.example.app.voip-ptt"), ("apns-priority", "10"),
+            ], body: #"{"activeSpeaker":"a"}"#, reason: "BadExpirationDate"),
+        .init(
+            name: "pushtotalk with aps",
+            headers: [
+                ("apns-push-type", "pushtotalk"), ("apns-topic", "com.example.app.voip-ptt"), ("apns-expiration", "0"),
+            ], body: #"{"aps":{}}"#, reason: "BadRequestPayload"),
+        .init(
+            name: "voip over 5120 bytes",
+            headers: [("apns-push-type", "voip"), ("apns-topic", "com.example.app.voip")],
+            body: #"{"x":""# + String(repeating: "a", count: 5120) + #""}"#, reason: "PayloadTooLarge"),
+        .init(
+            name: "voip on the push-to-talk topic",
+            headers: [("apns-push-type", "voip"), ("apns-topic", "com.example.app.voip-ptt")], body: #"{}"#,
+            reason: "BadTopic"),
+        .init(
+            name: "complication priority 1",
+            headers: [
+                ("apns-push-type", "complication"), ("apns-topic", "com.example.app.complication"),
+                ("apns-priority", "1"),
+            ], body: #"{}"#, reason: "BadPriority"),
+        .init(
+            name: "live activity start without attributes",
+            headers: [("apns-push-type", "liveactivity"), ("apns-topic", "com.example.app.push-type.liveactivity")],
+            body:
+                #"{"aps":{"alert":{"title":"t","body":"b"},"content-state":{},"timestamp":1,"event":"start","attributes-type":"A"}}"#,
+            reason: "BadRequestPayload"),
+        .init(
+            name: "live activity both push inputs",
+            headers: [("apns-push-type", "liveactivity"), ("apns-topic", "com.example.app.push-type.liveactivity")],
+            body:
+                #"{"aps":{"alert":{"title":"t","body":"b"},"content-state":{},"timestamp":1,"event":"start","attributes-type":"A","attributes":{},"input-push-token":1,"input-push-channel":"c"}}"#,
+            reason: "BadRequestPayload"),
+        .init(
+            name: "live activity dismissal date on update",
+            headers: [("apns-push-type", "liveactivity"), ("apns-topic", "com.example.app.push-type.liveactivity")],
+            body: #"{"aps":{"content-state":{},"timestamp":1,"event":"update","dismissal-date":2}}"#,
+            reason: "BadRequestPayload"),
+        .init(
+            name: "live activity unknown event",
+            headers: [("apns-push-type", "liveactivity"), ("apns-topic", "com.example.app.push-type.liveactivity")],
+            body: #"{"aps":{"content-state":{},"timestamp":1,"event":"pause"}}"#, reason: "BadRequestPayload"),
     ]
 
     @Test(arguments: violations)

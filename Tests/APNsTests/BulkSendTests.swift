@@ -32,11 +32,16 @@ import Testing
         let connector = try fixture.tokenConnector()
         let devices = Self.devices(3000)
         let rejected = Set(devices.enumerated().filter { $0.offset % 7 == 3 }.map(\.element.token))
-        for token in rejected { fixture.server.reject(deviceToken: token, with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000)) }
+        for token in rejected {
+            fixture.server.reject(
+                deviceToken: token, with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000))
+        }
 
         var outcomes: [String: BulkOutcome] = [:]
         var duplicates = 0
-        for try await outcome in try bulkSendOutcomes(AlertNotification(bundleID: Fixture.bundleID) { Alert("Sale!") }, via: connector, to: devices) {
+        for try await outcome in try bulkSendOutcomes(
+            AlertNotification(bundleID: Fixture.bundleID) { Alert("Sale!") }, via: connector, to: devices)
+        {
             if outcomes.updateValue(outcome, forKey: outcome.device.token) != nil { duplicates += 1 }
         }
         #expect(duplicates == 0)
@@ -78,7 +83,9 @@ import Testing
         let connector = TokenRecordingConnector()
         let devices = Self.devices(10_000)
         var received = 0
-        for try await outcome in try bulkSendOutcomes(BackgroundNotification(bundleID: "com.example.app"), via: connector, to: devices, maximumInFlight: 10) {
+        for try await outcome in try bulkSendOutcomes(
+            BackgroundNotification(bundleID: "com.example.app"), via: connector, to: devices, maximumInFlight: 10)
+        {
             #expect(outcome.isAccepted)
             received += 1
             if received == 50 { break }
@@ -89,7 +96,9 @@ import Testing
 
     @Test func backPressureBoundsTheWorkAheadOfTheConsumer() async throws {
         let connector = TokenRecordingConnector()
-        let results = try bulkSendOutcomes(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: Self.devices(1000), maximumInFlight: 8)
+        let results = try bulkSendOutcomes(
+            AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: Self.devices(1000),
+            maximumInFlight: 8)
         var iterator = results.makeAsyncIterator()
         _ = try await iterator.next()
         // The consumer read one outcome and stopped; requests in flight plus outcomes not read stay
@@ -105,7 +114,9 @@ import Testing
     @Test func backPressureHoldsThroughTheTransport() async throws {
         let fixture = try await Fixture.start()
         let connector = try fixture.tokenConnector()
-        let results = try bulkSendOutcomes(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: Self.devices(500), maximumInFlight: 16)
+        let results = try bulkSendOutcomes(
+            AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: Self.devices(500),
+            maximumInFlight: 16)
         var iterator = results.makeAsyncIterator()
         #expect(try await iterator.next()?.isAccepted == true)
         try await Task.sleep(for: .milliseconds(300))
@@ -125,7 +136,10 @@ import Testing
         let fixture = try await Fixture.start()
         let connector = try fixture.certificateConnector()
         var received = 0
-        for try await outcome in try bulkSendOutcomes(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: Self.devices(20_000), maximumInFlight: 50) {
+        for try await outcome in try bulkSendOutcomes(
+            BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: Self.devices(20_000),
+            maximumInFlight: 50)
+        {
             #expect(outcome.isAccepted)
             received += 1
             if received == 300 { break }
@@ -144,7 +158,11 @@ import Testing
         let connector = CertificateRecordingConnector()
         let devices = Self.devices(3)
         var count = 0
-        for try await _ in try bulkSendOutcomes(AlertNotification(bundleID: "com.example.app") { Alert("x"); Badge(1) }, via: connector, to: devices) { count += 1 }
+        for try await _ in try bulkSendOutcomes(
+            AlertNotification(bundleID: "com.example.app") {
+                Alert("x"); Badge(1)
+            }, via: connector, to: devices)
+        { count += 1 }
         #expect(count == 3)
         #expect(Set(connector.requests.map(\.bodyText)) == [#"{"aps":{"alert":"x","badge":1}}"#])
         #expect(Set(connector.requests.map(\.path)) == Set(devices.map(\.path)))
@@ -174,10 +192,13 @@ import Testing
         #expect(devices.allSatisfy { answered[$0.token] == Self.apnsID(for: $0).description })
         let sent = fixture.server.requests
         #expect(sent.count == 300)
-        #expect(sent.allSatisfy { request in
-            request[header: "apns-id"] == APNsID("7f3c9a2b-1d4e-4f5a-8b6c-" + String(request.path.suffix(12)))?.description
-                && request.headers.filter { $0.name == "apns-id" }.count == 1 && request[header: "apns-collapse-id"] == "c"
-        })
+        #expect(
+            sent.allSatisfy { request in
+                request[header: "apns-id"]
+                    == APNsID("7f3c9a2b-1d4e-4f5a-8b6c-" + String(request.path.suffix(12)))?.description
+                    && request.headers.filter { $0.name == "apns-id" }.count == 1
+                    && request[header: "apns-collapse-id"] == "c"
+            })
         await connector.shutdown(gracePeriod: .zero)
         try await fixture.stop()
     }
@@ -186,11 +207,15 @@ import Testing
         let connector = CertificateRecordingConnector()
         let devices = Self.devices(3)
         for try await _ in try bulkSendOutcomes(
-            AlertNotification(bundleID: "com.example.app", expiration: .immediately, collapseID: "c") { Alert("x") }, via: connector,
+            AlertNotification(bundleID: "com.example.app", expiration: .immediately, collapseID: "c") { Alert("x") },
+            via: connector,
             to: devices, apnsID: { Self.apnsID(for: $0) })
         {}
         let request = try #require(connector.requests.first { $0.path == devices[1].path })
-        #expect(request.headers.map(\.name) == ["apns-push-type", "apns-topic", "apns-priority", "apns-expiration", "apns-id", "apns-collapse-id"])
+        #expect(
+            request.headers.map(\.name) == [
+                "apns-push-type", "apns-topic", "apns-priority", "apns-expiration", "apns-id", "apns-collapse-id",
+            ])
         #expect(request[header: "apns-id"] == Self.apnsID(for: devices[1]).description)
     }
 
@@ -199,10 +224,14 @@ import Testing
             $0.maximumConcurrentStreams = 10
             $0.minimumTokenUpdateInterval = nil  // two connectors for one key, possibly a second apart
         }
-        let pooled = try fixture.tokenConnector(adjust: { $0.maximumConnectionsPerHost = 2; $0.maximumConcurrentStreams = 10 })
+        let pooled = try fixture.tokenConnector(adjust: {
+            $0.maximumConnectionsPerHost = 2; $0.maximumConcurrentStreams = 10
+        })
         #expect(pooled.concurrencyLimit == 20)
         var accepted = 0
-        for try await outcome in try bulkSendOutcomes(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: pooled, to: Self.devices(400)) {
+        for try await outcome in try bulkSendOutcomes(
+            AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: pooled, to: Self.devices(400))
+        {
             if outcome.isAccepted { accepted += 1 }
         }
         #expect(accepted == 400)
@@ -210,7 +239,9 @@ import Testing
         #expect(fixture.server.connectionCount == 2)
 
         let single = try fixture.tokenConnector(adjust: { $0.maximumConcurrentStreams = 10 })
-        for try await _ in try bulkSendOutcomes(AlertNotification(bundleID: Fixture.bundleID) { Alert("y") }, via: single, to: Self.devices(400)) {}
+        for try await _ in try bulkSendOutcomes(
+            AlertNotification(bundleID: Fixture.bundleID) { Alert("y") }, via: single, to: Self.devices(400))
+        {}
         #expect(single.connectionsOpened == 1)
         #expect(fixture.server.connectionCount == 3)
         try await fixture.stop()

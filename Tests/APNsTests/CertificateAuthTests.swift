@@ -6,14 +6,18 @@ import Testing
 
 @Suite struct CertificateAuthTests {
     func sendBoth(via connector: CertificateConnector, fixture: Fixture) async throws {
-        try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("Hi"); Badge(1) }, via: connector, to: .test)
+        try await send(
+            AlertNotification(bundleID: Fixture.bundleID) {
+                Alert("Hi"); Badge(1)
+            }, via: connector, to: .test)
         try await send(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: .test)
         let records = fixture.server.requests
         try #require(records.count == 2)
         #expect(records[0].authentication == .certificate(commonName: "Apple Push Services: com.example.app"))
-        #expect(records[0].headers.map(\.description) == [
-            "apns-push-type: alert", "apns-topic: com.example.app", "apns-priority: 10", "content-length: 32",
-        ])
+        #expect(
+            records[0].headers.map(\.description) == [
+                "apns-push-type: alert", "apns-topic: com.example.app", "apns-priority: 10", "content-length: 32",
+            ])
         #expect(records[0].bodyText == #"{"aps":{"alert":"Hi","badge":1}}"#)
         #expect(records[1].bodyText == #"{"aps":{"content-available":1}}"#)
         #expect(records.allSatisfy { $0[header: "authorization"] == nil })
@@ -29,25 +33,33 @@ import Testing
 
     @Test func passphraseProtectedPEM() async throws {
         let fixture = try await Fixture.start()
-        let encrypted = try TestCredentials.encryptPrivateKey(pem: fixture.client.privateKeyPEM, passphrase: "correct horse")
+        let encrypted = try TestCredentials.encryptPrivateKey(
+            pem: fixture.client.privateKeyPEM, passphrase: "correct horse")
         #expect(encrypted.contains("BEGIN ENCRYPTED PRIVATE KEY"))
         let connector = try CertificateConnector(
             certificate: .pem(fixture.client.certificatePEM), privateKey: .pem(encrypted), passphrase: "correct horse",
             environment: fixture.environment, transport: fixture.transport)
         try await sendBoth(via: connector, fixture: fixture)
         #expect(throws: APNsError.credential(.wrongPassphrase)) {
-            try CertificateConnector(certificate: .pem(fixture.client.certificatePEM), privateKey: .pem(encrypted), passphrase: "wrong", environment: fixture.environment)
+            try CertificateConnector(
+                certificate: .pem(fixture.client.certificatePEM), privateKey: .pem(encrypted), passphrase: "wrong",
+                environment: fixture.environment)
         }
         #expect(throws: APNsError.credential(.passphraseRequired)) {
-            try CertificateConnector(certificate: .pem(fixture.client.certificatePEM), privateKey: .pem(encrypted), environment: fixture.environment)
+            try CertificateConnector(
+                certificate: .pem(fixture.client.certificatePEM), privateKey: .pem(encrypted),
+                environment: fixture.environment)
         }
         try await fixture.stop()
     }
 
     @Test func pkcs12Bundle() async throws {
         let fixture = try await Fixture.start()
-        let p12 = try TestCredentials.pkcs12(certificatePEM: fixture.client.certificatePEM, privateKeyPEM: fixture.client.privateKeyPEM, password: "p12-pass")
-        let connector = try CertificateConnector(pkcs12: .bytes(p12), password: "p12-pass", environment: fixture.environment, transport: fixture.transport)
+        let p12 = try TestCredentials.pkcs12(
+            certificatePEM: fixture.client.certificatePEM, privateKeyPEM: fixture.client.privateKeyPEM,
+            password: "p12-pass")
+        let connector = try CertificateConnector(
+            pkcs12: .bytes(p12), password: "p12-pass", environment: fixture.environment, transport: fixture.transport)
         try await sendBoth(via: connector, fixture: fixture)
         #expect(throws: APNsError.credential(.wrongPassphrase)) {
             try CertificateConnector(pkcs12: .bytes(p12), password: "nope", environment: fixture.environment)
@@ -57,8 +69,10 @@ import Testing
 
     @Test func legacyRC2PKCS12() async throws {
         let fixture = try await Fixture.start()
-        let p12 = try TestCredentials.legacyPKCS12(certificatePEM: fixture.client.certificatePEM, privateKeyPEM: fixture.client.privateKeyPEM, password: "old")
-        let connector = try CertificateConnector(pkcs12: .bytes(p12), password: "old", environment: fixture.environment, transport: fixture.transport)
+        let p12 = try TestCredentials.legacyPKCS12(
+            certificatePEM: fixture.client.certificatePEM, privateKeyPEM: fixture.client.privateKeyPEM, password: "old")
+        let connector = try CertificateConnector(
+            pkcs12: .bytes(p12), password: "old", environment: fixture.environment, transport: fixture.transport)
         try await sendBoth(via: connector, fixture: fixture)
         try await fixture.stop()
     }
@@ -85,7 +99,10 @@ import Testing
         let fixture = try await Fixture.start()
         let connector = try fixture.certificateConnector()
         let notification = AlertNotification(bundleID: "com.other.app") { Alert("x") }
-        await #expect(throws: APNsError.credential(.topicNotCovered(topic: "com.other.app", pushType: .alert, covered: ["com.example.app"]))) {
+        await #expect(
+            throws: APNsError.credential(
+                .topicNotCovered(topic: "com.other.app", pushType: .alert, covered: ["com.example.app"]))
+        ) {
             try await send(notification, via: connector, to: .test)
         }
         #expect(fixture.server.requests.isEmpty)

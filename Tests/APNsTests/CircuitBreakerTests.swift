@@ -13,13 +13,16 @@ import Testing
         try await silent.stop()  // nothing listens there now
         let authority = try MockCertificateAuthority()
         let connector = try TokenConnector(
-            teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM), environment: .custom(host: "127.0.0.1", port: port),
+            teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
+            environment: .custom(host: "127.0.0.1", port: port),
             transport: TransportConfiguration(
                 trustedCertificateAuthority: .pem(authority.certificatePEM),
                 circuitBreaker: CircuitBreakerPolicy(failureThreshold: 3, initialCoolDown: .milliseconds(500))))
         let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
         for _ in 0..<3 {
-            let error = await #expect(throws: APNsError.self) { try await send(notification, via: connector, to: .test) }
+            let error = await #expect(throws: APNsError.self) {
+                try await send(notification, via: connector, to: .test)
+            }
             #expect(error.flatMap(transportFailure)?.kind == .connect)
         }
         #expect(connector.circuitTrips == 1)
@@ -46,12 +49,15 @@ import Testing
 
     /// A token connector whose key the server does not know (as after revoking it): 403
     /// InvalidProviderToken for every send.
-    static func revokedKeyConnector(_ fixture: Fixture, circuitBreaker: CircuitBreakerPolicy? = CircuitBreakerPolicy()) throws -> TokenConnector {
+    static func revokedKeyConnector(
+        _ fixture: Fixture, circuitBreaker: CircuitBreakerPolicy? = CircuitBreakerPolicy()
+    ) throws -> TokenConnector {
         let stranger = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000009")
         var transport = fixture.transport
         transport.circuitBreaker = circuitBreaker
         return try TokenConnector(
-            teamID: stranger.teamID, keyID: stranger.keyID, key: .pem(stranger.privateKeyPEM), environment: fixture.environment,
+            teamID: stranger.teamID, keyID: stranger.keyID, key: .pem(stranger.privateKeyPEM),
+            environment: fixture.environment,
             transport: transport)
     }
 
@@ -85,7 +91,10 @@ import Testing
         let connector = try Self.revokedKeyConnector(fixture)
         var outcomes = 0
         var circuitOpen = 0
-        for try await outcome in try bulkSendOutcomes(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: BulkSendTests.devices(5_000), maximumInFlight: 64) {
+        for try await outcome in try bulkSendOutcomes(
+            AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector,
+            to: BulkSendTests.devices(5_000), maximumInFlight: 64)
+        {
             outcomes += 1
             if outcome.transportFailure?.kind == .circuitOpen { circuitOpen += 1 }
         }

@@ -12,16 +12,22 @@ import Testing
             try TokenConnector(teamID: "TEAM", keyID: "KEY0000001", key: .pem(key.privateKeyPEM), environment: .sandbox)
         }
         #expect(throws: APNsError.credential(.invalidKeyID("KEY-000001"))) {
-            try TokenConnector(teamID: "TEAM000001", keyID: "KEY-000001", key: .pem(key.privateKeyPEM), environment: .sandbox)
+            try TokenConnector(
+                teamID: "TEAM000001", keyID: "KEY-000001", key: .pem(key.privateKeyPEM), environment: .sandbox)
         }
         #expect(throws: APNsError.self) {
             try TokenConnector(teamID: "TEAM000001", keyID: "KEY0000001", key: .pem("not a key"), environment: .sandbox)
         }
-        #expect(throws: APNsError.credential(.unreadableFile(path: "/nonexistent/AuthKey.p8", reason: "no such file"))) {
-            try TokenConnector(teamID: "TEAM000001", keyID: "KEY0000001", key: .file(path: "/nonexistent/AuthKey.p8"), environment: .sandbox)
+        #expect(throws: APNsError.credential(.unreadableFile(path: "/nonexistent/AuthKey.p8", reason: "no such file")))
+        {
+            try TokenConnector(
+                teamID: "TEAM000001", keyID: "KEY0000001", key: .file(path: "/nonexistent/AuthKey.p8"),
+                environment: .sandbox)
         }
         #expect(throws: APNsError.credential(.refreshIntervalOutOfRange(seconds: 600))) {
-            try TokenConnector(teamID: "TEAM000001", keyID: "KEY0000001", key: .pem(key.privateKeyPEM), environment: .sandbox, refreshInterval: .seconds(600))
+            try TokenConnector(
+                teamID: "TEAM000001", keyID: "KEY0000001", key: .pem(key.privateKeyPEM), environment: .sandbox,
+                refreshInterval: .seconds(600))
         }
     }
 
@@ -30,20 +36,24 @@ import Testing
         let one = try authority.issueClientCertificate(bundleID: "a.b")
         let two = try authority.issueClientCertificate(bundleID: "a.b")
         #expect(throws: APNsError.credential(.keyDoesNotMatchCertificate)) {
-            try CertificateConnector(certificate: .pem(one.certificatePEM), privateKey: .pem(two.privateKeyPEM), environment: .sandbox)
+            try CertificateConnector(
+                certificate: .pem(one.certificatePEM), privateKey: .pem(two.privateKeyPEM), environment: .sandbox)
         }
         #expect(throws: APNsError.self) {
-            try CertificateConnector(certificate: .pem("garbage"), privateKey: .pem(one.privateKeyPEM), environment: .sandbox)
+            try CertificateConnector(
+                certificate: .pem("garbage"), privateKey: .pem(one.privateKeyPEM), environment: .sandbox)
         }
     }
 
     @Test func descriptionsRevealNoSecret() throws {
-        let connector = try TokenConnector(teamID: "TEAM000001", keyID: "KEY0000001", key: .pem(key.privateKeyPEM), environment: .sandbox)
+        let connector = try TokenConnector(
+            teamID: "TEAM000001", keyID: "KEY0000001", key: .pem(key.privateKeyPEM), environment: .sandbox)
         let authority = try MockCertificateAuthority()
         let client = try authority.issueClientCertificate(bundleID: "com.example.app")
         let encrypted = try TestCredentials.encryptPrivateKey(pem: client.privateKeyPEM, passphrase: "hunter2-secret")
         let certificateConnector = try CertificateConnector(
-            certificate: .pem(client.certificatePEM), privateKey: .pem(encrypted), passphrase: "hunter2-secret", environment: .sandbox)
+            certificate: .pem(client.certificatePEM), privateKey: .pem(encrypted), passphrase: "hunter2-secret",
+            environment: .sandbox)
         let keyBody = key.privateKeyPEM.split(separator: "\n")[1]
         let clientKeyBody = client.privateKeyPEM.split(separator: "\n")[1]
         var dumped = ""
@@ -51,7 +61,8 @@ import Testing
         dump(certificateConnector, to: &dumped)
         let texts = [
             connector.description, connector.debugDescription, String(reflecting: connector), dumped,
-            certificateConnector.description, certificateConnector.debugDescription, CredentialSource.pem(key.privateKeyPEM).description,
+            certificateConnector.description, certificateConnector.debugDescription,
+            CredentialSource.pem(key.privateKeyPEM).description,
             CredentialError.wrongPassphrase.description,
         ]
         for text in texts {
@@ -60,6 +71,9 @@ import Testing
             #expect(!text.contains("hunter2"))
             #expect(!text.contains("PRIVATE KEY"))
         }
-        #expect(connector.description == "TokenConnector(teamID: TEAM000001, keyID: KEY0000001, environment: sandbox (api.sandbox.push.apple.com:443))")
+        #expect(
+            connector.description
+                == "TokenConnector(teamID: TEAM000001, keyID: KEY0000001, environment: sandbox (api.sandbox.push.apple.com:443))"
+        )
     }
 }

@@ -43,7 +43,10 @@ import Testing
         /// Counts one send's outcome and checks it against what the server processed (`times`):
         /// accepted ⇒ once; rejected or `.notSent` ⇒ never; `.unknown` ⇒ at most once. None of the
         /// faults leaves a send unwritten but for its deadline, so every `.notSent` is a timeout.
-        mutating func count(_ result: Result<APNsResponse, APNsError>, processed times: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+        mutating func count(
+            _ result: Result<APNsResponse, APNsError>, processed times: Int,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) {
             switch result {
             case .success:
                 accepted += 1
@@ -54,7 +57,9 @@ import Testing
             case .failure(.transport(let failure)) where failure.delivery == Delivery.notSent:
                 notSent.append(failure)
                 #expect(times == 0, "reported not sent but processed: \(failure)", sourceLocation: sourceLocation)
-                #expect(failure.kind == .timeout, "not sent, but not for its deadline: \(failure)", sourceLocation: sourceLocation)
+                #expect(
+                    failure.kind == .timeout, "not sent, but not for its deadline: \(failure)",
+                    sourceLocation: sourceLocation)
             case .failure(.transport(let failure)):
                 unknown.append(failure)
                 #expect(times <= 1, "processed \(times) times: \(failure)", sourceLocation: sourceLocation)
@@ -124,14 +129,21 @@ import Testing
         // Streams above the GOAWAY's last-stream-id were never processed: all sent again, once,
         // until accepted or their deadline passes. (libcurl 7.88 may report one refused in the
         // same read that ends the session without its code: `unknown`, see GoAwayTests.)
-        Case(fault: .goAway(afterRequests: 100, errorCode: 0, debugData: #"{"reason":"Shutdown"}"#, lowerBy: 10), connections: 3) { tally in
+        Case(
+            fault: .goAway(afterRequests: 100, errorCode: 0, debugData: #"{"reason":"Shutdown"}"#, lowerBy: 10),
+            connections: 3
+        ) { tally in
             #expect(tally.unknownNotTimedOut.count <= 5, "\(tally.summary)")
             #expect(tally.unknownNotTimedOut.allSatisfy { $0.kind == .connectionLost }, "\(tally.summary)")
             #expect(tally.accepted + tally.unknownNotTimedOut.count + tally.timedOut == count, "\(tally.summary)")
             #expect(tally.notSentTimeouts < count / 2, "\(tally.summary)")  // refused streams are sent again
         },
-        Case(fault: .respond(status: 503, retryAfter: 2, body: "<html>Service Unavailable</html>"), requests: 100) { tally in
-            #expect(tally.rejected.allSatisfy { $0.status == 503 && $0.reason == nil && $0.retryAfter == .seconds(2) && $0.retry == .withBackoff })
+        Case(fault: .respond(status: 503, retryAfter: 2, body: "<html>Service Unavailable</html>"), requests: 100) {
+            tally in
+            #expect(
+                tally.rejected.allSatisfy {
+                    $0.status == 503 && $0.reason == nil && $0.retryAfter == .seconds(2) && $0.retry == .withBackoff
+                })
             #expect(tally.rejected.count <= 100, "\(tally.summary)")
             #expect(tally.rejected.count + tally.timedOut >= 100, "\(tally.summary)")
             #expect(tally.accepted + tally.rejected.count + tally.timedOut == count, "\(tally.summary)")
@@ -148,7 +160,9 @@ import Testing
         let outcomes = await withTaskGroup(of: (Int, Result<APNsResponse, APNsError>, Duration).self) { group in
             for index in 0..<Self.count {
                 group.addTask {
-                    let notification = AlertNotification(bundleID: Fixture.bundleID, apnsID: ids[index]) { Alert("n\(index)") }
+                    let notification = AlertNotification(bundleID: Fixture.bundleID, apnsID: ids[index]) {
+                        Alert("n\(index)")
+                    }
                     let start = ContinuousClock.now  // the send's deadline counts from here
                     do throws(APNsError) {
                         let response = try await send(notification, via: connector, to: .test)
@@ -189,7 +203,8 @@ import Testing
         fixture.server.inject(nil)
         let healStart = ContinuousClock.now
         let response = try await send(
-            AlertNotification(bundleID: Fixture.bundleID) { Alert("after") }, via: connector, to: .test, timeout: Duration.seconds(15).scaledForSanitizers)
+            AlertNotification(bundleID: Fixture.bundleID) { Alert("after") }, via: connector, to: .test,
+            timeout: Duration.seconds(15).scaledForSanitizers)
         #expect(response.status == 200)
         #expect(ContinuousClock.now - healStart < Duration.seconds(15).scaledForSanitizers)
         if case .neverAnswer = example.fault { #expect(connector.stalledConnectionsClosed == 1) }
@@ -215,14 +230,20 @@ import Testing
         })
         // The first connection sends GOAWAY after 20 streams, its last-stream-id 10 streams lower.
         fixture.server.inject(.goAway(afterRequests: 20, errorCode: 0, debugData: "", lowerBy: 10), connections: 1)
-        #expect(try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("first") }, via: connector, to: .test).status == 200)
+        #expect(
+            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("first") }, via: connector, to: .test)
+                .status == 200)
         fixture.server.inject(.stallHandshake)  // every later connection
         let ids = (0..<40).map { _ in APNsID() }
         let outcomes = await withTaskGroup(of: (Int, Result<APNsResponse, APNsError>).self) { group in
             for index in ids.indices {
                 group.addTask {
-                    let notification = AlertNotification(bundleID: Fixture.bundleID, apnsID: ids[index]) { Alert("n\(index)") }
-                    do throws(APNsError) { return (index, .success(try await send(notification, via: connector, to: .test))) } catch {
+                    let notification = AlertNotification(bundleID: Fixture.bundleID, apnsID: ids[index]) {
+                        Alert("n\(index)")
+                    }
+                    do throws(APNsError) {
+                        return (index, .success(try await send(notification, via: connector, to: .test)))
+                    } catch {
                         return (index, .failure(error))
                     }
                 }
@@ -267,14 +288,20 @@ import Testing
         let outcomes = await withTaskGroup(of: Result<APNsResponse, APNsError>.self) { group in
             func start(_ index: Int) {
                 group.addTask {
-                    let notification = AlertNotification(bundleID: Fixture.bundleID, apnsID: ids[index]) { Alert("n\(index)") }
-                    do throws(APNsError) { return .success(try await send(notification, via: connector, to: .test)) } catch { return .failure(error) }
+                    let notification = AlertNotification(bundleID: Fixture.bundleID, apnsID: ids[index]) {
+                        Alert("n\(index)")
+                    }
+                    do throws(APNsError) {
+                        return .success(try await send(notification, via: connector, to: .test))
+                    } catch { return .failure(error) }
                 }
             }
             for index in 0..<19 { start(index) }
             // Every connection from now on stalls its handshake; the 20th request sets off the reset.
             let waitUntil = ContinuousClock.now + Duration.seconds(5).scaledForSanitizers
-            while fixture.server.processedCounts.count < 19, ContinuousClock.now < waitUntil { try? await Task.sleep(for: .milliseconds(2)) }
+            while fixture.server.processedCounts.count < 19, ContinuousClock.now < waitUntil {
+                try? await Task.sleep(for: .milliseconds(2))
+            }
             fixture.server.inject(.stallHandshake)
             start(19)
             var results: [Result<APNsResponse, APNsError>] = []
@@ -283,10 +310,15 @@ import Testing
         }
         var failures: [TransportError] = []
         for outcome in outcomes {
-            if case .failure(.transport(let failure)) = outcome { failures.append(failure) } else { Issue.record("not a transport failure: \(outcome)") }
+            if case .failure(.transport(let failure)) = outcome {
+                failures.append(failure)
+            } else {
+                Issue.record("not a transport failure: \(outcome)")
+            }
         }
         #expect(failures.count == 20)
-        let kinds = Dictionary(grouping: failures, by: { "\($0.kind) curl \($0.curlCode.map(String.init) ?? "-")" }).mapValues(\.count)
+        let kinds = Dictionary(grouping: failures, by: { "\($0.kind) curl \($0.curlCode.map(String.init) ?? "-")" })
+            .mapValues(\.count)
         #expect(failures.allSatisfy { $0.kind == .connectionLost && $0.delivery == .unknown }, "\(kinds)")
         #expect(ids.allSatisfy { fixture.server.processedCount(apnsID: $0.description) == 1 })
         fixture.server.inject(nil)

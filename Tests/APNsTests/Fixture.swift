@@ -34,10 +34,13 @@ struct Fixture {
         adjust(&configuration)
         let server = try await MockAPNsServer.start(configuration)
         return Fixture(
-            server: server, signingKey: key, client: try authority.issueClientCertificate(bundleID: bundleID), authority: authority)
+            server: server, signingKey: key, client: try authority.issueClientCertificate(bundleID: bundleID),
+            authority: authority)
     }
 
-    func tokenConnector(clock: @escaping @Sendable () -> Date = { Date() }, adjust: (inout TransportConfiguration) -> Void = { _ in }) throws -> TokenConnector {
+    func tokenConnector(
+        clock: @escaping @Sendable () -> Date = { Date() }, adjust: (inout TransportConfiguration) -> Void = { _ in }
+    ) throws -> TokenConnector {
         var transport = transport
         adjust(&transport)
         return try TokenConnector(

@@ -17,9 +17,12 @@ import Testing
         let results = await withTaskGroup(of: (Int, Result<APNsResponse, any Error>).self) { group in
             for index in 0..<count {
                 group.addTask {
-                    let notification = AlertNotification(bundleID: Fixture.bundleID, apnsID: ids[index]) { Alert("n\(index)") }
-                    do { return (index, .success(try await send(notification, via: connector, to: .test))) }
-                    catch { return (index, .failure(error)) }
+                    let notification = AlertNotification(bundleID: Fixture.bundleID, apnsID: ids[index]) {
+                        Alert("n\(index)")
+                    }
+                    do { return (index, .success(try await send(notification, via: connector, to: .test))) } catch {
+                        return (index, .failure(error))
+                    }
                 }
             }
             var collected: [Int: Result<APNsResponse, any Error>] = [:]
@@ -52,7 +55,8 @@ import Testing
     /// and again, past libcurl's own five retries. Each must still be sent exactly once.
     @Test func harshGoAwayLosesNothing() async throws {
         let fixture = try await Fixture.start { $0.goAwayAfterStreams = 50 }
-        let connector = try fixture.tokenConnector(adjust: { $0.requestTimeout = .seconds(60).scaledForSanitizers })  // as above
+        // as above
+        let connector = try fixture.tokenConnector(adjust: { $0.requestTimeout = .seconds(60).scaledForSanitizers })
         let count = 2_000
         let failures = await withTaskGroup(of: String?.self) { group in
             for index in 0..<count {

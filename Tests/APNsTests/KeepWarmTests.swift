@@ -95,7 +95,8 @@ import Testing
         let connector = try TokenConnector(
             teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
             environment: .custom(host: first.host, port: first.port),
-            transport: TransportConfiguration(trustedCertificateAuthority: .pem(authority.certificatePEM)), logger: logger)
+            transport: TransportConfiguration(trustedCertificateAuthority: .pem(authority.certificatePEM)),
+            logger: logger)
         let failed = "APNs connection could not be opened ahead of sends; trying again"
         try await Self.running(connector) {
             try #require(await Self.eventually(within: .seconds(5)) { connector.connectionsOpened == 1 })

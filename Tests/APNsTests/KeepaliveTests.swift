@@ -18,7 +18,9 @@ import Testing
         } catch {
             #expect(error.kind == .unsupportedLibcurl)
             #expect(error.delivery == .notSent)
-            #expect(error.message.hasPrefix("libcurl 7.76.1 is too old: swift-apns needs libcurl 7.80.0 or later"), "\(error.message)")
+            #expect(
+                error.message.hasPrefix("libcurl 7.76.1 is too old: swift-apns needs libcurl 7.80.0 or later"),
+                "\(error.message)")
             #expect(error.message.contains("apt-get install libcurl4-openssl-dev"))
             #expect(error.message.contains("brew install curl"))
             #expect(APNsError.transport(error).retryAdvice == .safe)
@@ -31,14 +33,17 @@ import Testing
             Issue.record("a libcurl without HTTP/2 was accepted")
         } catch {
             #expect(error.kind == .unsupportedLibcurl)
-            #expect(error.message.hasPrefix("libcurl 8.5.0 was built without HTTP/2 (nghttp2), which APNs requires."), "\(error.message)")
+            #expect(
+                error.message.hasPrefix("libcurl 8.5.0 was built without HTTP/2 (nghttp2), which APNs requires."),
+                "\(error.message)")
         }
     }
 
     @Test func theVersionsOurUsersRunAreAccepted() throws {
         // Ubuntu 22.04, Ubuntu 24.04, Debian 12, Debian 13 and bookworm-backports, the newest tag read.
         let cases: [(UInt32, String)] = [
-            (0x07_50_00, "7.80.0"), (0x07_51_00, "7.81.0"), (0x08_05_00, "8.5.0"), (0x07_58_01, "7.88.1"), (0x08_0E_01, "8.14.1"),
+            (0x07_50_00, "7.80.0"), (0x07_51_00, "7.81.0"), (0x08_05_00, "8.5.0"), (0x07_58_01, "7.88.1"),
+            (0x08_0E_01, "8.14.1"),
             (0x08_15_00, "8.21.0"),
         ]
         for (number, name) in cases {
@@ -55,15 +60,18 @@ import Testing
         var logger = Logger(label: "apns-test", factory: { _ in logs })
         logger.logLevel = .debug
         let connector = try TokenConnector(
-            teamID: fixture.signingKey.teamID, keyID: fixture.signingKey.keyID, key: .pem(fixture.signingKey.privateKeyPEM),
+            teamID: fixture.signingKey.teamID, keyID: fixture.signingKey.keyID,
+            key: .pem(fixture.signingKey.privateKeyPEM),
             environment: fixture.environment, transport: fixture.transport, logger: logger)
         let lines = logs.entries.filter { $0.message.description.hasPrefix("APNs connection keepalive: ") }
         #expect(lines.count == 1)
         #expect(lines.first?.level == .debug)
         #expect(lines.first?.metadata["curl.version"]?.description == libcurl.version.description)
         #expect(
-            lines.first?.message.description == "APNs connection keepalive: TCP keepalive every 30.0 seconds; idle sockets watched "
-                + "and a connection kept warm while run as a service; no HTTP/2 PING (no libcurl writes one on an idle connection)")
+            lines.first?.message.description
+                == "APNs connection keepalive: TCP keepalive every 30.0 seconds; idle sockets watched "
+                + "and a connection kept warm while run as a service; no HTTP/2 PING (no libcurl writes one on an idle connection)"
+        )
         await connector.shutdown()
         try await fixture.stop()
     }

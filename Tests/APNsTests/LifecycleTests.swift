@@ -11,11 +11,16 @@ import Testing
         let fixture = try await Fixture.start()
         fixture.server.inject(.delay(.milliseconds(300)))
         let connector = try fixture.tokenConnector()
-        let inFlight = Task { try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test) }
+        let inFlight = Task {
+            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+        }
         try await Task.sleep(for: .milliseconds(100))
         await connector.shutdown(gracePeriod: .seconds(5))
         #expect(try await inFlight.value.status == 200)
-        await #expect(throws: APNsError.transport(TransportError(kind: .shutDown, delivery: .notSent, message: "the connector's transport was shut down"))) {
+        await #expect(
+            throws: APNsError.transport(
+                TransportError(kind: .shutDown, delivery: .notSent, message: "the connector's transport was shut down"))
+        ) {
             try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("late") }, via: connector, to: .test)
         }
         await connector.shutdown()  // a second call returns at once
@@ -27,9 +32,14 @@ import Testing
         let fixture = try await Fixture.start()
         let wrapped = try fixture.tokenConnector()
         let connector = AnyConnector(wrapped)
-        #expect(try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test).status == 200)
+        #expect(
+            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+                .status == 200)
         await connector.shutdown(gracePeriod: .seconds(1))
-        await #expect(throws: APNsError.transport(TransportError(kind: .shutDown, delivery: .notSent, message: "the connector's transport was shut down"))) {
+        await #expect(
+            throws: APNsError.transport(
+                TransportError(kind: .shutDown, delivery: .notSent, message: "the connector's transport was shut down"))
+        ) {
             try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("late") }, via: wrapped, to: .test)
         }
         try await fixture.stop()
@@ -40,12 +50,20 @@ import Testing
         fixture.server.inject(.neverAnswer)
         let connector = try fixture.tokenConnector()
         let id = APNsID()
-        let stuck = Task { try await send(AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test) }
-        while fixture.server.processedCount(apnsID: id.description) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        let stuck = Task {
+            try await send(
+                AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)
+        }
+        while fixture.server.processedCount(apnsID: id.description) == 0 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         let start = ContinuousClock.now
         await connector.shutdown(gracePeriod: .milliseconds(200))
         #expect(ContinuousClock.now - start < .seconds(2))
-        await #expect(throws: APNsError.transport(TransportError(kind: .shutDown, delivery: .unknown, message: "the connector's transport was shut down"))) {
+        await #expect(
+            throws: APNsError.transport(
+                TransportError(kind: .shutDown, delivery: .unknown, message: "the connector's transport was shut down"))
+        ) {
             try await stuck.value
         }
         try await fixture.stop()
@@ -56,15 +74,26 @@ import Testing
         let fixture = try await Fixture.start()
         fixture.server.inject(.neverAnswer)
         let connector = try fixture.tokenConnector(adjust: { $0.maximumConcurrentStreams = 1 })
-        let blocker = Task { try? await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("a") }, via: connector, to: .test, timeout: .seconds(3)) }
+        let blocker = Task {
+            try? await send(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("a") }, via: connector, to: .test,
+                timeout: .seconds(3))
+        }
         try await Task.sleep(for: .milliseconds(200))
         let start = ContinuousClock.now
         do {
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("b") }, via: connector, to: .test, timeout: .milliseconds(300))
+            try await send(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("b") }, via: connector, to: .test,
+                timeout: .milliseconds(300))
             Issue.record("expected a timeout")
         } catch {
             // It never got a stream: not sent, and it ended near its own deadline, not the blocker's.
-            #expect(error == .transport(TransportError(kind: .timeout, delivery: .notSent, message: "the send's deadline passed before APNs answered")))
+            #expect(
+                error
+                    == .transport(
+                        TransportError(
+                            kind: .timeout, delivery: .notSent,
+                            message: "the send's deadline passed before APNs answered")))
         }
         #expect(ContinuousClock.now - start < .seconds(1))
         _ = await blocker.value
@@ -74,7 +103,8 @@ import Testing
 
     @Test func bulkResultsIterateOnce() async throws {
         let connector = TokenRecordingConnector()
-        let results = try bulkSendOutcomes(AlertNotification(bundleID: "a.b") { Alert("x") }, via: connector, to: BulkSendTests.devices(5))
+        let results = try bulkSendOutcomes(
+            AlertNotification(bundleID: "a.b") { Alert("x") }, via: connector, to: BulkSendTests.devices(5))
         var first = 0
         for try await _ in results { first += 1 }
         #expect(first == 5)
@@ -95,7 +125,10 @@ import Testing
         let connector = try fixture.tokenConnector()
         let task = Task {
             var read = 0
-            for try await _ in try bulkSendOutcomes(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: BulkSendTests.devices(5_000), maximumInFlight: 50) {
+            for try await _ in try bulkSendOutcomes(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector,
+                to: BulkSendTests.devices(5_000), maximumInFlight: 50)
+            {
                 read += 1
             }
             return read

@@ -5,8 +5,12 @@ import Testing
 
 /// The mock server rejects what APNs would, when a raw request breaks a rule.
 @Suite struct MockServerTests {
-    func raw(_ headers: [(String, String)], body: String, path: String = Device.test.path, method: APNsRequest.Method = .post) -> APNsRequest {
-        APNsRequest(method: method, service: .device, path: path, headers: headers.map { .init(name: $0.0, value: $0.1) }, body: Array(body.utf8))
+    func raw(
+        _ headers: [(String, String)], body: String, path: String = Device.test.path, method: APNsRequest.Method = .post
+    ) -> APNsRequest {
+        APNsRequest(
+            method: method, service: .device, path: path, headers: headers.map { .init(name: $0.0, value: $0.1) },
+            body: Array(body.utf8))
     }
 
     struct Case: Sendable, CustomTestStringConvertible {
@@ -24,29 +28,52 @@ import Testing
     static let alert = #"{"aps":{"alert":"x"}}"#
     static let base = [("apns-push-type", "alert"), ("apns-topic", "com.example.app")]
 
-    @Test(arguments: [
-        (base + [("apns-priority", "7")], alert, "/3/device/00aa", 400, "BadPriority"),
-        ([("apns-push-type", "background"), ("apns-topic", "com.example.app"), ("apns-priority", "10")], #"{"aps":{"content-available":1}}"#, "/3/device/00aa", 400, "BadPriority"),
-        ([("apns-push-type", "background"), ("apns-topic", "com.example.app")], #"{"aps":{"content-available":1}}"#, "/3/device/00aa", 400, "BadPriority"),
-        ([("apns-push-type", "background"), ("apns-topic", "com.example.app"), ("apns-priority", "5")], #"{"aps":{"content-available":1,"badge":1}}"#, "/3/device/00aa", 400, "BadRequestPayload"),
-        (base + [("apns-id", "not-a-uuid")], alert, "/3/device/00aa", 400, "BadMessageId"),
-        (base + [("apns-collapse-id", String(repeating: "c", count: 65))], alert, "/3/device/00aa", 400, "BadCollapseId"),
-        (base + [("apns-expiration", "-1")], alert, "/3/device/00aa", 400, "BadExpirationDate"),
-        ([("apns-push-type", "alert")], alert, "/3/device/00aa", 400, "MissingTopic"),
-        ([("apns-push-type", "alert"), ("apns-topic", "com.example.app.push-type.widgets")], alert, "/3/device/00aa", 400, "BadTopic"),
-        ([("apns-push-type", "widget"), ("apns-topic", "com.example.app")], alert, "/3/device/00aa", 400, "InvalidPushType"),
-        (base + [("apns-topic", "com.example.app")], alert, "/3/device/00aa", 400, "DuplicateHeaders"),
-        (base, "", "/3/device/00aa", 400, "PayloadEmpty"),
-        (base, "{not json", "/3/device/00aa", 400, "BadRequestPayload"),
-        (base, #"{"aps":{"alert":""# + String(repeating: "a", count: 4100) + #""}}"#, "/3/device/00aa", 413, "PayloadTooLarge"),
-        (base, alert, "/3/device/zz", 400, "BadDeviceToken"),
-        (base, alert, "/3/device/", 400, "MissingDeviceToken"),
-        (base, alert, "/2/device/00aa", 404, "BadPath"),
-    ].map(Case.init))
+    @Test(
+        arguments: [
+            (base + [("apns-priority", "7")], alert, "/3/device/00aa", 400, "BadPriority"),
+            (
+                [("apns-push-type", "background"), ("apns-topic", "com.example.app"), ("apns-priority", "10")],
+                #"{"aps":{"content-available":1}}"#, "/3/device/00aa", 400, "BadPriority"
+            ),
+            (
+                [("apns-push-type", "background"), ("apns-topic", "com.example.app")],
+                #"{"aps":{"content-available":1}}"#, "/3/device/00aa", 400, "BadPriority"
+            ),
+            (
+                [("apns-push-type", "background"), ("apns-topic", "com.example.app"), ("apns-priority", "5")],
+                #"{"aps":{"content-available":1,"badge":1}}"#, "/3/device/00aa", 400, "BadRequestPayload"
+            ),
+            (base + [("apns-id", "not-a-uuid")], alert, "/3/device/00aa", 400, "BadMessageId"),
+            (
+                base + [("apns-collapse-id", String(repeating: "c", count: 65))], alert, "/3/device/00aa", 400,
+                "BadCollapseId"
+            ),
+            (base + [("apns-expiration", "-1")], alert, "/3/device/00aa", 400, "BadExpirationDate"),
+            ([("apns-push-type", "alert")], alert, "/3/device/00aa", 400, "MissingTopic"),
+            (
+                [("apns-push-type", "alert"), ("apns-topic", "com.example.app.push-type.widgets")], alert,
+                "/3/device/00aa", 400, "BadTopic"
+            ),
+            (
+                [("apns-push-type", "widget"), ("apns-topic", "com.example.app")], alert, "/3/device/00aa", 400,
+                "InvalidPushType"
+            ),
+            (base + [("apns-topic", "com.example.app")], alert, "/3/device/00aa", 400, "DuplicateHeaders"),
+            (base, "", "/3/device/00aa", 400, "PayloadEmpty"),
+            (base, "{not json", "/3/device/00aa", 400, "BadRequestPayload"),
+            (
+                base, #"{"aps":{"alert":""# + String(repeating: "a", count: 4100) + #""}}"#, "/3/device/00aa", 413,
+                "PayloadTooLarge"
+            ),
+            (base, alert, "/3/device/zz", 400, "BadDeviceToken"),
+            (base, alert, "/3/device/", 400, "MissingDeviceToken"),
+            (base, alert, "/2/device/00aa", 404, "BadPath"),
+        ].map(Case.init))
     func rejectsLikeAPNs(_ example: Case) async throws {
         let fixture = try await Fixture.start()
         let connector = try fixture.tokenConnector()
-        let response = try await connector.performWithoutRuleCheck(raw(example.headers, body: example.body, path: example.path))
+        let response = try await connector.performWithoutRuleCheck(
+            raw(example.headers, body: example.body, path: example.path))
         #expect(response.status == example.status)
         #expect(APNsRejection(status: response.status, body: response.body).reason?.rawValue == example.reason)
         try await fixture.stop()
@@ -59,8 +86,10 @@ import Testing
         #expect(get.status == 405)
         // A certificate connection whose certificate is for the topic, but a push type that is token-only.
         let certificateConnector = try fixture.certificateConnector()
-        let widgets = try await certificateConnector.performWithoutRuleCheck(raw(
-            [("apns-push-type", "widgets"), ("apns-topic", "com.example.app.push-type.widgets")], body: #"{"aps":{"content-changed":true}}"#))
+        let widgets = try await certificateConnector.performWithoutRuleCheck(
+            raw(
+                [("apns-push-type", "widgets"), ("apns-topic", "com.example.app.push-type.widgets")],
+                body: #"{"aps":{"content-changed":true}}"#))
         #expect(APNsRejection(status: widgets.status, body: widgets.body).reason == .badCertificate)
         try await fixture.stop()
     }
@@ -72,7 +101,8 @@ import Testing
         fixture.server.reject(deviceToken: Device.test.token, with: .unregistered, timestamp: when)
         let id = APNsID()
         do {
-            try await send(AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)
+            try await send(
+                AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)
             Issue.record("expected a rejection")
         } catch {
             guard case .rejected(let rejection) = error else { throw error }
@@ -95,9 +125,12 @@ import Testing
     func acceptsWhatAPNsAccepts(strict: Bool) async throws {
         let fixture = try await Fixture.start { $0.strict = strict }
         let connector = try fixture.tokenConnector()
-        let noPushType = try await connector.performWithoutRuleCheck(raw([("apns-topic", Fixture.bundleID)], body: #"{"aps":{"alert":"x"}}"#))
-        let unknownKey = try await connector.performWithoutRuleCheck(raw(
-            [("apns-push-type", "alert"), ("apns-topic", Fixture.bundleID)], body: #"{"aps":{"alert":"x","future-key":1}}"#))
+        let noPushType = try await connector.performWithoutRuleCheck(
+            raw([("apns-topic", Fixture.bundleID)], body: #"{"aps":{"alert":"x"}}"#))
+        let unknownKey = try await connector.performWithoutRuleCheck(
+            raw(
+                [("apns-push-type", "alert"), ("apns-topic", Fixture.bundleID)],
+                body: #"{"aps":{"alert":"x","future-key":1}}"#))
         if strict {
             #expect(APNsRejection(noPushType).reason == .missingPushType && noPushType.status == 400)
             #expect(APNsRejection(unknownKey).reason == .badRequestPayload && unknownKey.status == 400)

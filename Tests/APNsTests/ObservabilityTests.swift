@@ -27,20 +27,29 @@ import Tracing
             logs.entries.filter { $0.message.description == message }
         }
 
-        func sends(_ pushType: String, _ outcome: String, _ status: String, reason: String = "none", error: String = "none") throws -> Int64 {
-            try metrics.expectCounter("apns.sends", [
-                ("apns.push_type", pushType), ("apns.outcome", outcome), ("http.response.status_code", status),
-                ("apns.reason", reason), ("error.type", error),
-            ]).totalValue
+        func sends(
+            _ pushType: String, _ outcome: String, _ status: String, reason: String = "none", error: String = "none"
+        ) throws -> Int64 {
+            try metrics.expectCounter(
+                "apns.sends",
+                [
+                    ("apns.push_type", pushType), ("apns.outcome", outcome), ("http.response.status_code", status),
+                    ("apns.reason", reason), ("error.type", error),
+                ]
+            ).totalValue
         }
     }
 
-    func tokenConnector(_ fixture: Fixture, _ backends: Backends, adjust: (inout TransportConfiguration) -> Void = { _ in }) throws -> TokenConnector {
+    func tokenConnector(
+        _ fixture: Fixture, _ backends: Backends, adjust: (inout TransportConfiguration) -> Void = { _ in }
+    ) throws -> TokenConnector {
         var transport = fixture.transport
         adjust(&transport)
         return try TokenConnector(
-            teamID: fixture.signingKey.teamID, keyID: fixture.signingKey.keyID, key: .pem(fixture.signingKey.privateKeyPEM),
-            environment: fixture.environment, transport: transport, logger: backends.logger, metricsFactory: backends.metrics)
+            teamID: fixture.signingKey.teamID, keyID: fixture.signingKey.keyID,
+            key: .pem(fixture.signingKey.privateKeyPEM),
+            environment: fixture.environment, transport: transport, logger: backends.logger,
+            metricsFactory: backends.metrics)
     }
 
     static let rejectedDevice = try! Device(token: "ab" + String(repeating: "cd", count: 31))
@@ -52,10 +61,13 @@ import Tracing
         fixture.server.reject(deviceToken: Self.rejectedDevice.token, with: .badDeviceToken)
         let id = APNsID()
         try await withTracer(backends.tracer) {
-            let response = try await send(AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("hi") }, via: connector, to: .test)
+            let response = try await send(
+                AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("hi") }, via: connector, to: .test)
             #expect(response.apnsID == id)
             await #expect(throws: APNsError.self) {
-                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("hi") }, via: connector, to: Self.rejectedDevice)
+                try await send(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert("hi") }, via: connector,
+                    to: Self.rejectedDevice)
             }
         }
 
@@ -63,7 +75,10 @@ import Tracing
         #expect(try backends.sends("alert", "accepted", "200") == 1)
         #expect(try backends.sends("alert", "rejected", "400", reason: "BadDeviceToken") == 1)
         #expect(try backends.metrics.expectTimer("apns.send.duration", [("apns.push_type", "alert")]).values.count == 2)
-        #expect(try backends.metrics.expectTimer("apns.send.duration", [("apns.push_type", "alert")]).values.allSatisfy { $0 > 0 })
+        #expect(
+            try backends.metrics.expectTimer("apns.send.duration", [("apns.push_type", "alert")]).values.allSatisfy {
+                $0 > 0
+            })
         #expect(try backends.metrics.expectMeter("apns.sends.in_flight").values == [1, 0, 1, 0])
         #expect(try backends.metrics.expectCounter("apns.tokens.minted").totalValue == 1)
         #expect(try backends.metrics.expectCounter("apns.connections.opened").totalValue == 1)
@@ -129,9 +144,14 @@ import Tracing
         #expect(summary.accepted + summary.deliveryUnknown == 100 && summary.accepted >= 97, "\(summary)")
         let goaways = try backends.metrics.expectCounter("apns.goaways").totalValue
         #expect(goaways >= 1)
-        let logged = backends.entries("APNs sent GOAWAY: the connection takes no new streams; later requests go on a new connection")
+        let logged = backends.entries(
+            "APNs sent GOAWAY: the connection takes no new streams; later requests go on a new connection")
         #expect(logged.count == Int(goaways))
-        #expect(logged.allSatisfy { $0.level == .notice && $0.metadata["http2.error_code"] == "0" && $0.metadata["http2.last_stream_id"] != nil })
+        #expect(
+            logged.allSatisfy {
+                $0.level == .notice && $0.metadata["http2.error_code"] == "0"
+                    && $0.metadata["http2.last_stream_id"] != nil
+            })
         let opened = try backends.metrics.expectCounter("apns.connections.opened").totalValue
         #expect(opened >= 2)
         #expect(backends.entries("APNs connection established (TLS, HTTP/2)").count == Int(opened))
@@ -146,7 +166,10 @@ import Tracing
         let backends = Backends()
         let connector = try tokenConnector(fixture, backends)
         fixture.server.reject(deviceToken: Self.rejectedDevice.token, with: .unregistered)
-        let devices = (0..<30).map { try! Device(tokenBytes: [UInt8(2), UInt8($0)] + Array(repeating: 9, count: 30)) } + [Self.rejectedDevice]
+        let devices =
+            (0..<30).map { try! Device(tokenBytes: [UInt8(2), UInt8($0)] + Array(repeating: 9, count: 30)) } + [
+                Self.rejectedDevice
+            ]
         let summary = try await withTracer(backends.tracer) {
             try await send(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: devices)
         }
@@ -159,7 +182,9 @@ import Tracing
         #expect(spans.first?.attributes.get("apns.bulk.cancelled") == .bool(false))
         #expect(try backends.sends("background", "accepted", "200") == 30)
         #expect(try backends.sends("background", "rejected", "410", reason: "Unregistered") == 1)
-        #expect(try backends.metrics.expectTimer("apns.send.duration", [("apns.push_type", "background")]).values.count == 31)
+        #expect(
+            try backends.metrics.expectTimer("apns.send.duration", [("apns.push_type", "background")]).values.count
+                == 31)
         #expect(try backends.metrics.expectMeter("apns.sends.in_flight").lastValue == 0)
         #expect(backends.entries("APNs accepted the push").count == 30)
         #expect(backends.entries("APNs bulk send finished").first?.metadata["apns.bulk.rejected"] == "1")
@@ -177,7 +202,9 @@ import Tracing
             environment: .custom(host: "127.0.0.1", port: 1), transport: transport, logger: backends.logger,
             metricsFactory: backends.metrics)
         for _ in 0..<3 {
-            await #expect(throws: APNsError.self) { try await send(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: .test) }
+            await #expect(throws: APNsError.self) {
+                try await send(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: .test)
+            }
         }
         #expect(try backends.metrics.expectCounter("apns.circuit.trips").totalValue == 1)
         let opened = backends.entries("APNs circuit breaker opened: failing sends at once until a probe succeeds")
@@ -200,23 +227,31 @@ import Tracing
         let encrypted = try TestCredentials.encryptPrivateKey(pem: fixture.client.privateKeyPEM, passphrase: passphrase)
         let certificate = try CertificateConnector(
             certificate: .pem(fixture.client.certificatePEM), privateKey: .pem(encrypted), passphrase: passphrase,
-            environment: fixture.environment, transport: fixture.transport, logger: backends.logger, metricsFactory: backends.metrics)
+            environment: fixture.environment, transport: fixture.transport, logger: backends.logger,
+            metricsFactory: backends.metrics)
         fixture.server.reject(deviceToken: Self.rejectedDevice.token, with: .badDeviceToken)
         try await withTracer(backends.tracer) {
             for index in 0..<12 {
                 let device = index % 3 == 0 ? Self.rejectedDevice : Device.test
-                _ = try? await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("n\(index)") }, via: token, to: device)
-                _ = try? await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("c\(index)") }, via: certificate, to: device)
+                _ = try? await send(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert("n\(index)") }, via: token, to: device)
+                _ = try? await send(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert("c\(index)") }, via: certificate, to: device)
             }
-            _ = try await send(BackgroundNotification(bundleID: Fixture.bundleID), via: token, to: [Device.test, Self.rejectedDevice])
+            _ = try await send(
+                BackgroundNotification(bundleID: Fixture.bundleID), via: token, to: [Device.test, Self.rejectedDevice])
         }
         let jwt = try token.bearerToken()
         var secrets = [jwt, String(jwt.split(separator: ".").last ?? ""), passphrase]
-        for pem in [fixture.signingKey.privateKeyPEM, fixture.client.privateKeyPEM, encrypted, fixture.client.certificatePEM] {
+        for pem in [
+            fixture.signingKey.privateKeyPEM, fixture.client.privateKeyPEM, encrypted, fixture.client.certificatePEM,
+        ] {
             // Every base64 line of the PEM: any one of them in a log would be a leak.
             secrets += pem.split(separator: "\n").filter { !$0.hasPrefix("-----") && $0.count >= 16 }.map(String.init)
         }
-        var texts = backends.logs.entries.map { "\($0.level) \($0.message) \($0.metadata) \($0.error.map { "\($0)" } ?? "")" }
+        var texts = backends.logs.entries.map {
+            "\($0.level) \($0.message) \($0.metadata) \($0.error.map { "\($0)" } ?? "")"
+        }
         for span in backends.tracer.finishedSpans {
             var text = span.operationName
             span.attributes.forEach { key, value in text += " \(key)=\(value)" }

@@ -43,7 +43,8 @@ struct RogueWidget: CertificateDeliverable, TokenDeliverable, BroadcastDeliverab
 /// Guarantees the compiler cannot give are enforced at run time, before any I/O, on every path:
 /// `send`, bulk sends, broadcasts, `AnyConnector`, and each shipped connector's public `perform`.
 @Suite struct RuleEnforcementTests {
-    static let mdm = MDMNotification(topic: "com.apple.mgmt.External.18a16429-886b-41f1-a5e5-f8f8a3b9e5e5", pushMagic: "magic")
+    static let mdm = MDMNotification(
+        topic: "com.apple.mgmt.External.18a16429-886b-41f1-a5e5-f8f8a3b9e5e5", pushMagic: "magic")
     static let mdmViaToken = APNsError.validation(.authenticationNotAllowed(pushType: .mdm, method: .token))
 
     @Test func publicPerformOnAShippedConnectorChecksTheRules() async throws {
@@ -56,7 +57,8 @@ struct RogueWidget: CertificateDeliverable, TokenDeliverable, BroadcastDeliverab
             try await connector.perform(low.request(to: .test))
         }
         let certificate = try fixture.certificateConnector()
-        await #expect(throws: APNsError.validation(.authenticationNotAllowed(pushType: .widgets, method: .certificate))) {
+        await #expect(throws: APNsError.validation(.authenticationNotAllowed(pushType: .widgets, method: .certificate)))
+        {
             try await certificate.perform(RogueWidget().request(to: .test), deadline: .now + .seconds(5))
         }
         #expect(fixture.server.streamCount == 0)  // nothing reached the server
@@ -69,7 +71,8 @@ struct RogueWidget: CertificateDeliverable, TokenDeliverable, BroadcastDeliverab
         let foreign = TokenMDM(base: Self.mdm)
         await #expect(throws: Self.mdmViaToken) { try await send(foreign, via: connector, to: .test) }
         await #expect(throws: Self.mdmViaToken) { try await send(foreign, via: connector, to: [Device.test]) }
-        await #expect(throws: APNsError.validation(.authenticationNotAllowed(pushType: .widgets, method: .certificate))) {
+        await #expect(throws: APNsError.validation(.authenticationNotAllowed(pushType: .widgets, method: .certificate)))
+        {
             try await send(RogueWidget(), via: CertificateRecordingConnector(), to: .test)
         }
         var low = RogueWidget()
@@ -83,7 +86,8 @@ struct RogueWidget: CertificateDeliverable, TokenDeliverable, BroadcastDeliverab
         }
         var otherApp = RogueWidget()
         otherApp.topic = "com.example.app"  // not a widgets topic
-        await #expect(throws: APNsError.validation(.topicNotForPushType(pushType: .widgets, topic: "com.example.app"))) {
+        await #expect(throws: APNsError.validation(.topicNotForPushType(pushType: .widgets, topic: "com.example.app")))
+        {
             try await send(otherApp, via: connector, to: .test)
         }
         #expect(connector.requests.isEmpty)
@@ -98,16 +102,21 @@ struct RogueWidget: CertificateDeliverable, TokenDeliverable, BroadcastDeliverab
         #expect(AnyConnector(viaToken).base is TokenRecordingConnector)  // not wrapped twice
 
         await #expect(throws: Self.mdmViaToken) { try await send(Self.mdm, via: viaToken, to: .test) }
-        await #expect(throws: Self.mdmViaToken) { try await send(Self.mdm, via: viaToken, to: [Device.test, Device.test]) }
+        await #expect(throws: Self.mdmViaToken) {
+            try await send(Self.mdm, via: viaToken, to: [Device.test, Device.test])
+        }
         await #expect(throws: Self.mdmViaToken) { try await viaToken.perform(Self.mdm.request(to: .test)) }
-        await #expect(throws: APNsError.validation(.authenticationNotAllowed(pushType: .widgets, method: .certificate))) {
+        await #expect(throws: APNsError.validation(.authenticationNotAllowed(pushType: .widgets, method: .certificate)))
+        {
             try await send(WidgetNotification(bundleID: "com.example.app"), via: viaCertificate, to: .test)
         }
         #expect(token.requests.isEmpty && certificate.requests.isEmpty)
 
         try await send(Self.mdm, via: viaCertificate, to: .test)
         try await send(WidgetNotification(bundleID: "com.example.app"), via: viaToken, to: .test)
-        let summary = try await send(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: viaCertificate, to: BulkSendTests.devices(3))
+        let summary = try await send(
+            AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: viaCertificate,
+            to: BulkSendTests.devices(3))
         #expect(summary.accepted == 3)
         #expect(certificate.requests.map { $0[header: "apns-push-type"] } == ["mdm", "alert", "alert", "alert"])
         #expect(token.requests.map { $0[header: "apns-push-type"] } == ["widgets"])
@@ -119,8 +128,14 @@ struct RogueWidget: CertificateDeliverable, TokenDeliverable, BroadcastDeliverab
         let fixture = try await Fixture.start()
         let token = try fixture.tokenConnector()
         let connector = AnyConnector(token)
-        let summary = try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: BulkSendTests.devices(200))
-        #expect(summary == { var s = BulkSendSummary(); s.accepted = 200; return s }())
+        let summary = try await send(
+            AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: BulkSendTests.devices(200)
+        )
+        #expect(
+            summary
+                == {
+                    var s = BulkSendSummary(); s.accepted = 200; return s
+                }())
         await #expect(throws: Self.mdmViaToken) { try await send(TokenMDM(base: Self.mdm), via: connector, to: .test) }
         #expect(fixture.server.streamCount == 200)
         await token.shutdown()
@@ -129,24 +144,39 @@ struct RogueWidget: CertificateDeliverable, TokenDeliverable, BroadcastDeliverab
 
     @Test func bundleIDThatAlreadyHasASuffixIsRefused() async throws {
         let widget = WidgetNotification(bundleID: "com.example.app.push-type.widgets")
-        #expect(throws: APNsValidationError.topicNotForPushType(pushType: .widgets, topic: "com.example.app.push-type.widgets.push-type.widgets")) {
+        #expect(
+            throws: APNsValidationError.topicNotForPushType(
+                pushType: .widgets, topic: "com.example.app.push-type.widgets.push-type.widgets")
+        ) {
             try widget.request(to: .test)
         }
-        let update = LiveActivityNotification(bundleID: "com.example.app", update: NoAppData(), timestamp: Date(timeIntervalSince1970: 1))
-        let channel = try BroadcastChannel(id: "dHN0LXNyY2gtY2hubA==", bundleID: "com.example.app.push-type.liveactivity")
-        #expect(throws: APNsValidationError.topicNotForPushType(pushType: .liveactivity, topic: "com.example.app.push-type.liveactivity")) {
+        let update = LiveActivityNotification(
+            bundleID: "com.example.app", update: NoAppData(), timestamp: Date(timeIntervalSince1970: 1))
+        let channel = try BroadcastChannel(
+            id: "dHN0LXNyY2gtY2hubA==", bundleID: "com.example.app.push-type.liveactivity")
+        #expect(
+            throws: APNsValidationError.topicNotForPushType(
+                pushType: .liveactivity, topic: "com.example.app.push-type.liveactivity")
+        ) {
             try update.request(to: channel)
         }
         // A bundle id that merely ends like a PushKit suffix is a legal bundle id.
-        #expect(try AlertNotification(bundleID: "com.example.voip") { Alert("x") }.request(to: .test)[header: "apns-topic"] == "com.example.voip")
+        #expect(
+            try AlertNotification(bundleID: "com.example.voip") { Alert("x") }.request(to: .test)[header: "apns-topic"]
+                == "com.example.voip")
     }
 
     @Test func bulkSendsGiveEachDeviceItsOwnAPNsID() async throws {
         let connector = TokenRecordingConnector()
         let shared = AlertNotification(bundleID: "com.example.app", apnsID: APNsID()) { Alert("x") }
-        await #expect(throws: APNsError.validation(.apnsIDInBulkSend)) { try await send(shared, via: connector, to: BulkSendTests.devices(3)) }
-        #expect(throws: APNsError.validation(.apnsIDInBulkSend)) { try bulkSendOutcomes(shared, via: connector, to: BulkSendTests.devices(3)) }
-        try await send(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: BulkSendTests.devices(3))
+        await #expect(throws: APNsError.validation(.apnsIDInBulkSend)) {
+            try await send(shared, via: connector, to: BulkSendTests.devices(3))
+        }
+        #expect(throws: APNsError.validation(.apnsIDInBulkSend)) {
+            try bulkSendOutcomes(shared, via: connector, to: BulkSendTests.devices(3))
+        }
+        try await send(
+            AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: BulkSendTests.devices(3))
         #expect(connector.requests.count == 3)
         #expect(connector.requests.allSatisfy { $0[header: "apns-id"] == nil })
     }
@@ -155,10 +185,13 @@ struct RogueWidget: CertificateDeliverable, TokenDeliverable, BroadcastDeliverab
         let devices = BulkSendTests.devices(10)
         let refused = Set(devices.prefix(3).map(\.path))
         let connector = TokenRecordingConnector { request in
-            refused.contains(request.path) ? .rejected(.unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000)) : .accepted()
+            refused.contains(request.path)
+                ? .rejected(.unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000)) : .accepted()
         }
         var seen: [String] = []
-        let summary = try await send(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: devices) { outcome in
+        let summary = try await send(
+            AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: devices
+        ) { outcome in
             seen.append(outcome.device.token)
         }
         #expect(summary.accepted == 7 && summary.rejected == 3 && summary.failed == 0 && !summary.cancelled)

@@ -14,7 +14,9 @@ import Testing
         let accepted = await withTaskGroup(of: Bool.self) { group in
             for id in ids {
                 group.addTask {
-                    (try? await send(AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)) != nil
+                    (try? await send(
+                        AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector,
+                        to: .test)) != nil
                 }
             }
             var count = 0
@@ -54,7 +56,9 @@ import Testing
         #expect(error.flatMap(transportFailure)?.kind == .timeout)
         #expect(error.flatMap(transportFailure)?.delivery == .notSent)
         let patient = try fixture.tokenConnector(adjust: { $0.connectTimeout = .seconds(5) })
-        #expect(try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: patient, to: .test).status == 200)
+        #expect(
+            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: patient, to: .test).status
+                == 200)
         await impatient.shutdown()
         await patient.shutdown()
         try await fixture.stop()

@@ -18,13 +18,17 @@ import Testing
         let connector = try fixture.tokenConnector()
         try await testGracefulShutdown { trigger in
             let service = Task { try await connector.run() }
-            let inFlight = Task { try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test) }
-            while fixture.server.faultsApplied == 0 { try await Task.sleep(for: .milliseconds(5)) }  // received; its answer waits 300 ms
+            let inFlight = Task {
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+            }
+            // received; its answer waits 300 ms
+            while fixture.server.faultsApplied == 0 { try await Task.sleep(for: .milliseconds(5)) }
             let triggered = ContinuousClock.now
             trigger.triggerGracefulShutdown()
             try await service.value  // returns once drained: the answer comes 300 ms after the request arrived
             #expect(ContinuousClock.now - triggered > .milliseconds(150))
-            #expect(ContinuousClock.now - triggered < Duration.milliseconds(900).scaledForSanitizers)  // not a poll later
+            // not a poll later
+            #expect(ContinuousClock.now - triggered < Duration.milliseconds(900).scaledForSanitizers)
             #expect(try await inFlight.value.status == 200)
         }
         await #expect(throws: Self.shutDownNotSent) {
@@ -38,7 +42,10 @@ import Testing
         fixture.server.inject(.neverAnswer)
         let connector = try fixture.certificateConnector(shutdownGracePeriod: .milliseconds(200))
         let id = APNsID()
-        let stuck = Task { try await send(AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test) }
+        let stuck = Task {
+            try await send(
+                AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)
+        }
         while fixture.server.processedCount(apnsID: id.description) == 0 { try await Task.sleep(for: .milliseconds(5)) }
         let start = ContinuousClock.now
         try await testGracefulShutdown { trigger in
@@ -47,7 +54,10 @@ import Testing
             try await service.value
         }
         #expect(ContinuousClock.now - start < .seconds(2) * sanitizerSlowdown)
-        await #expect(throws: APNsError.transport(TransportError(kind: .shutDown, delivery: .unknown, message: "the connector's transport was shut down"))) {
+        await #expect(
+            throws: APNsError.transport(
+                TransportError(kind: .shutDown, delivery: .unknown, message: "the connector's transport was shut down"))
+        ) {
             try await stuck.value
         }
         try await fixture.stop()
@@ -58,7 +68,10 @@ import Testing
         fixture.server.inject(.neverAnswer)
         let connector = try fixture.tokenConnector()
         let id = APNsID()
-        let stuck = Task { try await send(AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test) }
+        let stuck = Task {
+            try await send(
+                AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)
+        }
         while fixture.server.processedCount(apnsID: id.description) == 0 { try await Task.sleep(for: .milliseconds(5)) }
         let service = Task { try await connector.run() }
         try await Task.sleep(for: .milliseconds(50))
@@ -82,12 +95,16 @@ import Testing
         let fixture = try await Fixture.start()
         fixture.server.inject(.delay(.milliseconds(300)))
         let connector = try fixture.tokenConnector()
-        let group = ServiceGroup(configuration: .init(
-            services: [.init(service: connector)], gracefulShutdownSignals: [.sigterm],
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: connector)], gracefulShutdownSignals: [.sigterm],
+                logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })))
         let running = Task { try await group.run() }
-        let inFlight = Task { try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test) }
-        while fixture.server.faultsApplied == 0 { try await Task.sleep(for: .milliseconds(5)) }  // received; its answer waits 300 ms
+        let inFlight = Task {
+            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+        }
+        // received; its answer waits 300 ms
+        while fixture.server.faultsApplied == 0 { try await Task.sleep(for: .milliseconds(5)) }
         // Signal only once the group has taken SIGTERM over (its default action ends the process).
         while Self.sigtermIsDefault() { try await Task.sleep(for: .milliseconds(5)) }
         let signalled = ContinuousClock.now

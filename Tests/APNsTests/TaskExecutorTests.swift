@@ -88,7 +88,8 @@ import Testing
         let (summary, seen, readers) = try await withTaskExecutorPreference(onExecutor ? connector.taskExecutor : nil) {
             var seen: [String] = []
             var readers: Set<String> = []
-            let summary = try await send(Self.notification, via: connector, to: devices, maximumInFlight: 50) { outcome in
+            let summary = try await send(Self.notification, via: connector, to: devices, maximumInFlight: 50) {
+                outcome in
                 seen.append(outcome.device.description)
                 readers.insert(Self.threadName())
             }
@@ -179,7 +180,11 @@ import Testing
         }
         #expect(first == 200)
         #expect(after != Self.transportThread)
-        #expect(late == .transport(TransportError(kind: .shutDown, delivery: .notSent, message: "the connector's transport was shut down")))
+        #expect(
+            late
+                == .transport(
+                    TransportError(
+                        kind: .shutDown, delivery: .notSent, message: "the connector's transport was shut down")))
         #expect(fixture.server.requests.count == 1)
         try await fixture.stop()
     }

@@ -19,7 +19,9 @@ final class TestClock: Sendable {
         let fixture = try await Fixture.start()
         let connector = try fixture.tokenConnector()
         let alert = AlertNotification(bundleID: Fixture.bundleID, appData: Game(gameID: "12345678")) {
-            Alert { Title("Game Request"); Subtitle("Five Card Draw"); Body("Bob wants to play poker") }
+            Alert {
+                Title("Game Request"); Subtitle("Five Card Draw"); Body("Bob wants to play poker")
+            }
             Category("GAME_INVITATION")
         }
         let response = try await send(alert, via: connector, to: .test)
@@ -31,13 +33,24 @@ final class TestClock: Sendable {
         let records = fixture.server.requests
         try #require(records.count == 2)
         #expect(records[0].path == Device.test.path)
-        #expect(records[0].bodyText == #"{"aps":{"alert":{"title":"Game Request","subtitle":"Five Card Draw","body":"Bob wants to play poker"},"category":"GAME_INVITATION"},"gameID":"12345678"}"#)
+        #expect(
+            records[0].bodyText
+                == #"{"aps":{"alert":{"title":"Game Request","subtitle":"Five Card Draw","body":"Bob wants to play poker"},"category":"GAME_INVITATION"},"gameID":"12345678"}"#
+        )
         let token = try #require(records[0][header: "authorization"])
-        #expect(records[0].headers.map(\.name) == ["authorization", "apns-push-type", "apns-topic", "apns-priority", "content-length"])
-        #expect(Array(records[0].headers.dropFirst()) == (try alert.request(to: .test)).headers + [.init(name: "content-length", value: String(try alert.payload().count))])
-        #expect(records[1].headers.dropFirst().map(\.description) == [
-            "apns-push-type: background", "apns-topic: com.example.app", "apns-priority: 5", "apns-expiration: 0", "content-length: 31",
-        ])
+        #expect(
+            records[0].headers.map(\.name) == [
+                "authorization", "apns-push-type", "apns-topic", "apns-priority", "content-length",
+            ])
+        #expect(
+            Array(records[0].headers.dropFirst()) == (try alert.request(to: .test)).headers + [
+                .init(name: "content-length", value: String(try alert.payload().count))
+            ])
+        #expect(
+            records[1].headers.dropFirst().map(\.description) == [
+                "apns-push-type: background", "apns-topic: com.example.app", "apns-priority: 5", "apns-expiration: 0",
+                "content-length: 31",
+            ])
         #expect(records[1].bodyText == #"{"aps":{"content-available":1}}"#)
         // The server verified the ES256 signature with swift-crypto, not with the client's OpenSSL.
         guard case .token(let teamID, let keyID, _) = records[0].authentication else {
@@ -49,7 +62,8 @@ final class TestClock: Sendable {
         #expect(records[1][header: "authorization"] == token)
         let parts = token.dropFirst("bearer ".count).split(separator: ".")
         #expect(parts.count == 3)
-        #expect(String(parts[0]) == "eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTAwMDAwMDEifQ")  // {"alg":"ES256","kid":"KEY0000001"}
+        // {"alg":"ES256","kid":"KEY0000001"}
+        #expect(String(parts[0]) == "eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTAwMDAwMDEifQ")
         try await fixture.stop()
     }
 
@@ -124,7 +138,8 @@ final class TestClock: Sendable {
         #expect(first.status == 200)
         let devices = BulkSendTests.devices(40)
         var accepted = 0
-        for try await outcome in try bulkSendOutcomes(notification, via: connector, to: devices) where outcome.isAccepted { accepted += 1 }
+        for try await outcome in try bulkSendOutcomes(notification, via: connector, to: devices)
+        where outcome.isAccepted { accepted += 1 }
         #expect(accepted == 40)
         let tokens = fixture.server.requests.compactMap { $0[header: "authorization"] }
         let original = tokens[0]
@@ -138,7 +153,9 @@ final class TestClock: Sendable {
     @Test func expiredTokenInTheMiddleOfABulkSendIsRetriedPerDevice() async throws {
         let (fixture, connector, notification) = try await expiredTokenSetUp()
         var outcomes: [String: Bool] = [:]
-        for try await outcome in try bulkSendOutcomes(notification, via: connector, to: BulkSendTests.devices(300), maximumInFlight: 50) {
+        for try await outcome in try bulkSendOutcomes(
+            notification, via: connector, to: BulkSendTests.devices(300), maximumInFlight: 50)
+        {
             outcomes[outcome.device.token] = outcome.isAccepted
         }
         #expect(outcomes.count == 300)

@@ -23,7 +23,9 @@ import Testing
             fixture.server.reject(deviceToken: devices[index].token, with: .unregistered, timestamp: since)
         }
         for index in [1, 2, 3, 4, 5] { fixture.server.reject(deviceToken: devices[index].token, with: .badDeviceToken) }
-        for index in [11, 12, 13, 14, 15] { fixture.server.reject(deviceToken: devices[index].token, with: .deviceTokenNotForTopic) }
+        for index in [11, 12, 13, 14, 15] {
+            fixture.server.reject(deviceToken: devices[index].token, with: .deviceTokenNotForTopic)
+        }
         fixture.server.reject(deviceToken: devices[21].token, with: .tooManyRequests)  // not a token problem
 
         let summary = try await send(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: devices)
@@ -33,7 +35,9 @@ import Testing
         let unregistered = summary.tokensToForget.unregistered
         #expect(unregistered.count == 1_000)
         func milliseconds(_ date: Date?) -> Int64? { date.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } }
-        #expect(Dictionary(uniqueKeysWithValues: unregistered.map { ($0.device, milliseconds($0.invalidSince)) }) == expected.mapValues(milliseconds))
+        #expect(
+            Dictionary(uniqueKeysWithValues: unregistered.map { ($0.device, milliseconds($0.invalidSince)) })
+                == expected.mapValues(milliseconds))
         let misdirected = summary.tokensToForget.misdirected
         #expect(Set(misdirected.map(\.device)) == Set([1, 2, 3, 4, 5, 11, 12, 13, 14, 15].map { devices[$0] }))
         #expect(misdirected.filter { $0.reason == .badDeviceToken }.count == 5)
@@ -53,7 +57,8 @@ import Testing
 
     @Test func singleSendRejectionsCanBeCollected() {
         var forgotten = TokensToForget()
-        forgotten.collect(APNsRejection(status: 410, reason: .unregistered, timestamp: Date(timeIntervalSince1970: 5)), for: .test)
+        forgotten.collect(
+            APNsRejection(status: 410, reason: .unregistered, timestamp: Date(timeIntervalSince1970: 5)), for: .test)
         forgotten.collect(APNsRejection(status: 400, reason: .badDeviceToken), for: .test)
         forgotten.collect(APNsRejection(status: 400, reason: .badTopic), for: .test)
         forgotten.collect(APNsRejection(status: 500, reason: nil), for: .test)

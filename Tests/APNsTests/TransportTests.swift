@@ -58,7 +58,10 @@ struct SilentServer {
             try await send(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: .test)
         }
         task.cancel()
-        await #expect(throws: APNsError.transport(TransportError(kind: .cancelled, delivery: .notSent, message: "the send was cancelled"))) { try await task.value }
+        await #expect(
+            throws: APNsError.transport(
+                TransportError(kind: .cancelled, delivery: .notSent, message: "the send was cancelled"))
+        ) { try await task.value }
         try await silent.stop()
     }
 
@@ -117,7 +120,10 @@ struct SilentServer {
     @Test func validationFailsBeforeAnyIO() async throws {
         let connector = TokenRecordingConnector()
         await #expect(throws: APNsError.validation(.collapseIDTooLong(bytes: 65, limit: 64))) {
-            try await send(AlertNotification(bundleID: "a", collapseID: CollapseID(String(repeating: "x", count: 65))) { Alert("x") }, via: connector, to: .test)
+            try await send(
+                AlertNotification(bundleID: "a", collapseID: CollapseID(String(repeating: "x", count: 65))) {
+                    Alert("x")
+                }, via: connector, to: .test)
         }
         #expect(connector.requests.isEmpty)
     }

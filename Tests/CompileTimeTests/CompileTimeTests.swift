@@ -6,7 +6,8 @@ import Testing
 /// `Snippets/MustCompile` must typecheck cleanly. Each runs
 /// `swiftc -typecheck -I <bin>/Modules snippet.swift` against the modules this test run built.
 @Suite struct CompileTimeTests {
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let snippets = packageRoot.appendingPathComponent("Tests/CompileTimeTests/Snippets")
 
     static func snippets(in folder: String) -> [String] {
@@ -42,7 +43,9 @@ import Testing
     @Test func suiteIsPopulated() {
         #expect(Self.snippets(in: "MustFail").count >= 40)
         #expect(Self.snippets(in: "MustCompile").count >= 25)
-        #expect(FileManager.default.fileExists(atPath: Self.binPath.appendingPathComponent("Modules/APNs.swiftmodule").path))
+        #expect(
+            FileManager.default.fileExists(atPath: Self.binPath.appendingPathComponent("Modules/APNs.swiftmodule").path)
+        )
     }
 
     @Test(arguments: snippets(in: "MustFail"))
@@ -50,17 +53,21 @@ import Testing
         let file = Self.snippets.appendingPathComponent("MustFail").appendingPathComponent(name)
         let source = try String(contentsOf: file, encoding: .utf8)
         let firstLine = source.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? ""
-        let expected = try #require(firstLine.hasPrefix("// expect: ") ? String(firstLine.dropFirst("// expect: ".count)) : nil,
-                                    "\(name) must start with // expect: <diagnostic>")
+        let expected = try #require(
+            firstLine.hasPrefix("// expect: ") ? String(firstLine.dropFirst("// expect: ".count)) : nil,
+            "\(name) must start with // expect: <diagnostic>")
         let result = try Self.typecheck(file)
         #expect(result.status != 0, "\(name) compiled but must not")
         let errors = result.output.split(separator: "\n").filter { $0.contains("error:") || $0.contains("note:") }
-        #expect(errors.contains { $0.contains(expected) }, "\(name): expected «\(expected)», got:\n\(errors.prefix(6).joined(separator: "\n"))")
+        #expect(
+            errors.contains { $0.contains(expected) },
+            "\(name): expected «\(expected)», got:\n\(errors.prefix(6).joined(separator: "\n"))")
     }
 
     @Test(arguments: snippets(in: "MustCompile"))
     func mustCompile(_ name: String) throws {
-        let result = try Self.typecheck(Self.snippets.appendingPathComponent("MustCompile").appendingPathComponent(name))
+        let result = try Self.typecheck(
+            Self.snippets.appendingPathComponent("MustCompile").appendingPathComponent(name))
         #expect(result.status == 0, "\(name) must compile:\n\(result.output.prefix(2000))")
         #expect(!result.output.contains("warning:"), "\(name) has warnings:\n\(result.output.prefix(2000))")
     }
@@ -83,10 +90,14 @@ import Testing
     static let catalog = CompileTimeTests.packageRoot.appendingPathComponent("Sources/APNs.docc")
 
     static func samples() -> [Sample] {
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: catalog.path)) ?? []).filter { $0.hasSuffix(".md") }.sorted()
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: catalog.path)) ?? []).filter {
+            $0.hasSuffix(".md")
+        }.sorted()
         var samples: [Sample] = []
         for name in names {
-            guard let text = try? String(contentsOf: catalog.appendingPathComponent(name), encoding: .utf8) else { continue }
+            guard let text = try? String(contentsOf: catalog.appendingPathComponent(name), encoding: .utf8) else {
+                continue
+            }
             var index = 0
             var current: [Substring]?
             for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
@@ -143,13 +154,18 @@ import Testing
 
     @Test(arguments: samples().filter { !isExempt($0.code) })
     func sampleCompiles(_ sample: Sample) throws {
-        let body = sample.code.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("import ") }
+        let body = sample.code.split(separator: "\n", omittingEmptySubsequences: false).filter {
+            !$0.hasPrefix("import ")
+        }
         let source = Self.prelude + "func sample() async throws {\n" + body.joined(separator: "\n") + "\n}\n"
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("doc-sample-\(sample.article)-\(sample.index).swift")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "doc-sample-\(sample.article)-\(sample.index).swift")
         try source.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         let result = try CompileTimeTests.typecheck(file)
         let errors = result.output.split(separator: "\n").filter { $0.contains("error:") }
-        #expect(result.status == 0, "\(sample.article) sample \(sample.index):\n\(errors.prefix(5).joined(separator: "\n"))")
+        #expect(
+            result.status == 0, "\(sample.article) sample \(sample.index):\n\(errors.prefix(5).joined(separator: "\n"))"
+        )
     }
 }

@@ -6,7 +6,7 @@ import Hummingbird
 import Logging
 import Synchronization
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 // The gateway's throughput next to the library's own bulk send, in one run against one mock APNs:
@@ -31,7 +31,9 @@ struct Options {
             return value
         }
         func positive(_ name: String) throws -> Int {
-            guard let number = Int(try value(name)), number > 0 else { throw SetupError("\(name) takes a positive whole number") }
+            guard let number = Int(try value(name)), number > 0 else {
+                throw SetupError("\(name) takes a positive whole number")
+            }
             return number
         }
         while let argument = iterator.next() {
@@ -40,7 +42,9 @@ struct Options {
             case "--per-request": perRequest = try positive(argument)
             case "--accept-requests": acceptRequests = try positive(argument)
             case "--postgres": postgres = try value(argument)
-            default: throw SetupError("unknown option \(argument); use --devices N --per-request N --accept-requests N [--postgres URL]")
+            default:
+                throw SetupError(
+                    "unknown option \(argument); use --devices N --per-request N --accept-requests N [--postgres URL]")
             }
         }
     }
@@ -63,7 +67,8 @@ func post(_ body: String, to url: URL, key: String, session: URLSession) async t
 }
 
 func alert(to tokens: some Sequence<String>) -> String {
-    #"{"push-type":"alert","bundle-id":"com.example.app","alert":{"title":"Hi","body":"There"},"devices":["# + tokens.map { "\"\($0)\"" }.joined(separator: ",") + "]}"
+    #"{"push-type":"alert","bundle-id":"com.example.app","alert":{"title":"Hi","body":"There"},"devices":["#
+        + tokens.map { "\"\($0)\"" }.joined(separator: ",") + "]}"
 }
 
 let options: Options
@@ -92,11 +97,17 @@ func benchmark(_ options: Options) async throws {
     }
     let tokens = (0..<options.devices).map { String(format: "%064x", $0 + 1) }
     let devices = try tokens.map { try Device(token: $0) }
-    print("gateway benchmark: \(options.devices) devices, \(options.perRequest) per request, \(options.acceptRequests) single-device POSTs, queue \(options.postgres == nil ? "SQLite" : "PostgreSQL")")
+    print(
+        "gateway benchmark: \(options.devices) devices, \(options.perRequest) per request, \(options.acceptRequests) single-device POSTs, queue \(options.postgres == nil ? "SQLite" : "PostgreSQL")"
+    )
 
     // direct
     let direct = try connector()
-    let notification = AlertNotification(bundleID: "com.example.app") { Alert { Title("Hi"); Body("There") } }
+    let notification = AlertNotification(bundleID: "com.example.app") {
+        Alert {
+            Title("Hi"); Body("There")
+        }
+    }
     _ = try await send(notification, via: direct, to: devices.prefix(200))  // warm up: connection, token
     var start = ContinuousClock.now
     let summary = try await send(notification, via: direct, to: devices)
@@ -119,15 +130,21 @@ func benchmark(_ options: Options) async throws {
     }
     try await store.prepare()
     let key = GatewayAPI.makeAPIKey()
-    try await store.addAPIKey(APIKey(name: "bench-\(UUID().uuidString.prefix(8))", hash: GatewayAPI.hash(apiKey: key), apps: ["com.example.app"], requestsPerSecond: 1e9))
+    try await store.addAPIKey(
+        APIKey(
+            name: "bench-\(UUID().uuidString.prefix(8))", hash: GatewayAPI.hash(apiKey: key), apps: ["com.example.app"],
+            requestsPerSecond: 1e9))
     let gatewayConnector = try connector()
     var sending = Dispatcher.Configuration()
     sending.instance = "benchmark-\(UUID().uuidString.prefix(8))"
-    let dispatcher = Dispatcher(store: store, connector: AnyConnector(gatewayConnector), configuration: sending, logger: Logger(label: "benchmark"))
+    let dispatcher = Dispatcher(
+        store: store, connector: AnyConnector(gatewayConnector), configuration: sending,
+        logger: Logger(label: "benchmark"))
     var limits = GatewayAPI.Configuration()
     limits.maximumDevicesPerRequest = max(options.perRequest, 5_000)
     limits.maximumBodyBytes = max(1 << 20, options.perRequest * 70 + 1024)
-    let api = GatewayAPI(store: store, configuration: limits, authenticationMethod: .token, onAccepted: { dispatcher.wake() })
+    let api = GatewayAPI(
+        store: store, configuration: limits, authenticationMethod: .token, onAccepted: { dispatcher.wake() })
     let port = Mutex<Int?>(nil)
     var quiet = Logger(label: "benchmark-http")
     quiet.logLevel = .critical  // the server is cancelled at the end, which it reports as errors
@@ -146,21 +163,27 @@ func benchmark(_ options: Options) async throws {
         var accepted = 0
         for _ in 0..<8 where next < options.acceptRequests {
             let token = tokens[next % tokens.count]
-            group.addTask { try await post(alert(to: [token]), to: endpoint, key: key, session: session) == 202 ? 1 : 0 }
+            group.addTask {
+                try await post(alert(to: [token]), to: endpoint, key: key, session: session) == 202 ? 1 : 0
+            }
             next += 1
         }
         while let one = try await group.next() {
             accepted += one
             if next < options.acceptRequests {
                 let token = tokens[next % tokens.count]
-                group.addTask { try await post(alert(to: [token]), to: endpoint, key: key, session: session) == 202 ? 1 : 0 }
+                group.addTask {
+                    try await post(alert(to: [token]), to: endpoint, key: key, session: session) == 202 ? 1 : 0
+                }
                 next += 1
             }
         }
         return accepted
     }
     let acceptElapsed = ContinuousClock.now - start
-    guard acceptedCount == options.acceptRequests else { throw SetupError("accepted \(acceptedCount) of \(options.acceptRequests)") }
+    guard acceptedCount == options.acceptRequests else {
+        throw SetupError("accepted \(acceptedCount) of \(options.acceptRequests)")
+    }
     while try await dispatcher.dispatchOnce() > 0 {}  // send those, untimed
 
     // end to end: the dispatcher runs; post every device, then wait for the last outcome.
@@ -186,10 +209,14 @@ func benchmark(_ options: Options) async throws {
     let endToEndRate = rate(options.devices, endToEndElapsed)
     func figure(_ value: Double) -> String { String(Int(value.rounded())) }
     print("direct bulk send                 \(figure(directRate)) device-sends/s")
-    print("gateway: POST accepted           \(figure(rate(options.acceptRequests, acceptElapsed))) notifications/s (1 device each, 8 concurrent)")
+    print(
+        "gateway: POST accepted           \(figure(rate(options.acceptRequests, acceptElapsed))) notifications/s (1 device each, 8 concurrent)"
+    )
     print("gateway: devices posted          \(figure(rate(options.devices, postedElapsed))) device-sends/s accepted")
     print("gateway: end to end              \(figure(endToEndRate)) device-sends/s (POST to last outcome written)")
-    print("end to end / direct              \(String(format: "%.2f", endToEndRate / directRate)) (target ≥ 0.50: \(endToEndRate / directRate >= 0.5 ? "met" : "not met"))")
+    print(
+        "end to end / direct              \(String(format: "%.2f", endToEndRate / directRate)) (target ≥ 0.50: \(endToEndRate / directRate >= 0.5 ? "met" : "not met"))"
+    )
 }
 
 do {

@@ -13,18 +13,24 @@ import ServiceLifecycle
 struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apns-gateway",
-        abstract: "An HTTP push gateway in front of APNs: a durable queue (SQLite), API keys per app, outcomes and unregistered tokens.",
+        abstract:
+            "An HTTP push gateway in front of APNs: a durable queue (SQLite), API keys per app, outcomes and unregistered tokens.",
         subcommands: [Serve.self, AddKey.self, ListKeys.self, RevokeKey.self],
         defaultSubcommand: Serve.self)
 }
 
 /// Where the queue lives.
 struct DatabaseOptions: ParsableArguments {
-    @Option(help: "The queue: a SQLite file (created if missing), or postgres://user[:password]@host[:port]/database to share it between instances.")
+    @Option(
+        help:
+            "The queue: a SQLite file (created if missing), or postgres://user[:password]@host[:port]/database to share it between instances."
+    )
     var database = "apns-gateway.sqlite"
 
     /// Runs `body` with the store, its schema prepared; a PostgreSQL pool runs until `body` returns.
-    func withStore<T: Sendable>(logger: Logger, _ body: @Sendable (any GatewayStore) async throws -> T) async throws -> T {
+    func withStore<T: Sendable>(
+        logger: Logger, _ body: @Sendable (any GatewayStore) async throws -> T
+    ) async throws -> T {
         guard database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") else {
             let store = try SQLiteStore(path: database)
             try await store.prepare()
@@ -42,7 +48,8 @@ struct DatabaseOptions: ParsableArguments {
 
 struct AddKey: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "add-key", abstract: "Create an API key for some apps; prints the key once (only its hash is stored).")
+        commandName: "add-key",
+        abstract: "Create an API key for some apps; prints the key once (only its hash is stored).")
     @OptionGroup var database: DatabaseOptions
     @Option(help: "A name for the key (shown in logs and metrics).") var name: String
     @Option(help: "A bundle id (or MDM topic) the key may send to; repeat for more.") var app: [String]
@@ -53,18 +60,22 @@ struct AddKey: AsyncParsableCommand {
         guard rate > 0, rate.isFinite else { throw ValidationError("--rate \(rate) must be a positive number") }
         let key = GatewayAPI.makeAPIKey()
         let record = APIKey(name: name, hash: GatewayAPI.hash(apiKey: key), apps: Set(app), requestsPerSecond: rate)
-        try await database.withStore(logger: Logger(label: "apns-gateway")) { store in try await store.addAPIKey(record) }
+        try await database.withStore(logger: Logger(label: "apns-gateway")) { store in try await store.addAPIKey(record)
+        }
         print(key)
     }
 }
 
 struct ListKeys: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "list-keys", abstract: "Print each API key's name, rate and apps (never the key; the store has only its hash).")
+        commandName: "list-keys",
+        abstract: "Print each API key's name, rate and apps (never the key; the store has only its hash).")
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        let keys = try await database.withStore(logger: Logger(label: "apns-gateway")) { store in try await store.apiKeys() }
+        let keys = try await database.withStore(logger: Logger(label: "apns-gateway")) { store in
+            try await store.apiKeys()
+        }
         for key in keys {
             print("\(key.name)\t\(key.requestsPerSecond)/s\t\(key.apps.sorted().joined(separator: ","))")
         }
@@ -79,7 +90,9 @@ struct RevokeKey: AsyncParsableCommand {
 
     func run() async throws {
         let name = self.name
-        let removed = try await database.withStore(logger: Logger(label: "apns-gateway")) { store in try await store.revokeAPIKey(name: name) }
+        let removed = try await database.withStore(logger: Logger(label: "apns-gateway")) { store in
+            try await store.revokeAPIKey(name: name)
+        }
         guard removed else { throw ValidationError("no API key is called \(name); apns-gateway list-keys shows them") }
         print("revoked \(name)")
     }
@@ -94,14 +107,21 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("key-id"), help: "The 10-character key id.") var keyID: String?
     @Option(name: .customLong("team-id"), help: "The 10-character team id.") var teamID: String?
     @Option(name: .customLong("p12"), help: "PKCS#12 bundle (certificate authentication).") var pkcs12: String?
-    @Option(name: .customLong("password-env"), help: "Environment variable holding the --p12 password.") var passwordEnvironment: String?
+    @Option(name: .customLong("password-env"), help: "Environment variable holding the --p12 password.")
+    var passwordEnvironment: String?
     @Flag(help: "Send to APNs' production environment (default: sandbox).") var production = false
-    @Option(name: .customLong("apns-host"), help: "HOST:PORT of another APNs server, e.g. `apns mock-server`.") var apnsHost: String?
-    @Option(name: .customLong("ca-file"), help: "Trust only this CA (PEM) for the APNs server's certificate.") var caFile: String?
+    @Option(name: .customLong("apns-host"), help: "HOST:PORT of another APNs server, e.g. `apns mock-server`.")
+    var apnsHost: String?
+    @Option(name: .customLong("ca-file"), help: "Trust only this CA (PEM) for the APNs server's certificate.")
+    var caFile: String?
     @Option(name: .customLong("max-devices"), help: "Devices in one request.") var maximumDevices = 5_000
-    @Option(name: .customLong("max-queue-depth"), help: "Unfinished device-sends above which POST answers 503.") var maximumQueueDepth = 1_000_000
-    @Option(help: "This instance's name in claims: unique among running instances, the same after a restart.") var instance: String?
-    @Option(name: .customLong("lease-seconds"), help: "How long a claim is held before another instance may take it over.") var leaseSeconds = 120
+    @Option(name: .customLong("max-queue-depth"), help: "Unfinished device-sends above which POST answers 503.")
+    var maximumQueueDepth = 1_000_000
+    @Option(help: "This instance's name in claims: unique among running instances, the same after a restart.")
+    var instance: String?
+    @Option(
+        name: .customLong("lease-seconds"), help: "How long a claim is held before another instance may take it over.")
+    var leaseSeconds = 120
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error.") var logLevel = "info"
 
     func run() async throws {
@@ -117,12 +137,15 @@ struct Serve: AsyncParsableCommand {
 
         let (connector, connectorService) = try makeConnector(logger: Logger(label: "apns"))
         try await database.withStore(logger: logger) { store in
-            try await serve(store: store, connector: connector, connectorService: connectorService, registry: registry, logger: logger)
+            try await serve(
+                store: store, connector: connector, connectorService: connectorService, registry: registry,
+                logger: logger)
         }
     }
 
     private func serve(
-        store: any GatewayStore, connector: AnyConnector, connectorService: any Service, registry: PrometheusCollectorRegistry, logger: Logger
+        store: any GatewayStore, connector: AnyConnector, connectorService: any Service,
+        registry: PrometheusCollectorRegistry, logger: Logger
     ) async throws {
         var sending = Dispatcher.Configuration()
         if let instance { sending.instance = instance }
@@ -149,9 +172,10 @@ struct Serve: AsyncParsableCommand {
             },
             logger: logger)
         // Shut down in reverse order: stop taking requests, finish claimed sends, close APNs connections.
-        let group = ServiceGroup(configuration: .init(
-            services: [.init(service: connectorService), .init(service: dispatcher), .init(service: app)],
-            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: connectorService), .init(service: dispatcher), .init(service: app)],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
 
@@ -160,7 +184,9 @@ struct Serve: AsyncParsableCommand {
         if let caFile { transport.trustedCertificateAuthority = .file(path: caFile) }
         var environment: APNsEnvironment = production ? .production : .sandbox
         if let apnsHost {
-            guard let colon = apnsHost.lastIndex(of: ":"), let port = Int(apnsHost[apnsHost.index(after: colon)...]), (1...65535).contains(port) else {
+            guard let colon = apnsHost.lastIndex(of: ":"), let port = Int(apnsHost[apnsHost.index(after: colon)...]),
+                (1...65535).contains(port)
+            else {
                 throw ValidationError("--apns-host \(apnsHost) is not HOST:PORT")
             }
             environment = .custom(host: String(apnsHost[..<colon]), port: port)
@@ -168,15 +194,18 @@ struct Serve: AsyncParsableCommand {
         if let keyFile {
             guard let keyID, let teamID else { throw ValidationError("--key-file needs --key-id and --team-id") }
             let connector = try TokenConnector(
-                teamID: teamID, keyID: keyID, key: .file(path: keyFile), environment: environment, transport: transport, logger: logger)
+                teamID: teamID, keyID: keyID, key: .file(path: keyFile), environment: environment, transport: transport,
+                logger: logger)
             return (AnyConnector(connector), connector)
         }
         if let pkcs12 {
-            guard let passwordEnvironment, let password = ProcessInfo.processInfo.environment[passwordEnvironment] else {
+            guard let passwordEnvironment, let password = ProcessInfo.processInfo.environment[passwordEnvironment]
+            else {
                 throw ValidationError("--p12 needs --password-env naming a set environment variable")
             }
             let connector = try CertificateConnector(
-                pkcs12: .file(path: pkcs12), password: password, environment: environment, transport: transport, logger: logger)
+                pkcs12: .file(path: pkcs12), password: password, environment: environment, transport: transport,
+                logger: logger)
             return (AnyConnector(connector), connector)
         }
         throw ValidationError("give APNs credentials: --key-file/--key-id/--team-id or --p12/--password-env")

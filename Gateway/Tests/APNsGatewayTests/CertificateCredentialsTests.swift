@@ -20,13 +20,18 @@ import Testing
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let p12File = folder.appendingPathComponent("push.p12")
-        try Data(TestCredentials.pkcs12(certificatePEM: client.certificatePEM, privateKeyPEM: client.privateKeyPEM, password: password))
-            .write(to: p12File)
+        try Data(
+            TestCredentials.pkcs12(
+                certificatePEM: client.certificatePEM, privateKeyPEM: client.privateKeyPEM, password: password)
+        )
+        .write(to: p12File)
         let caFile = folder.appendingPathComponent("ca.pem")
         try server.certificateAuthorityPEM.write(to: caFile, atomically: true, encoding: .utf8)
         let queue = try await TestStore(.sqlite)
         let apiKey = GatewayAPI.makeAPIKey()
-        try await queue.store.addAPIKey(APIKey(name: "p12", hash: GatewayAPI.hash(apiKey: apiKey), apps: ["com.example.app"], requestsPerSecond: 100))
+        try await queue.store.addAPIKey(
+            APIKey(
+                name: "p12", hash: GatewayAPI.hash(apiKey: apiKey), apps: ["com.example.app"], requestsPerSecond: 100))
 
         let log = folder.appendingPathComponent("gateway.log")
         let gateway = try CrashSafetyTests.Gateway(
@@ -36,10 +41,13 @@ import Testing
             ],
             environment: ["GATEWAY_TEST_P12_PASSWORD": password], log: log)
         let tokens = (1...3).map { String(format: "%064x", $0) }
-        let body = #"{"push-type":"alert","bundle-id":"com.example.app","alert":"Hi","devices":[\#(tokens.map { "\"\($0)\"" }.joined(separator: ","))]}"#
+        let body =
+            #"{"push-type":"alert","bundle-id":"com.example.app","alert":"Hi","devices":[\#(tokens.map { "\"\($0)\"" }.joined(separator: ","))]}"#
         #expect(try await CrashSafetyTests.post(body, to: gateway.address, key: apiKey) == 202)
         let doneBy = ContinuousClock.now + .seconds(30)
-        while try await queue.store.queueDepth() > 0, ContinuousClock.now < doneBy { try await Task.sleep(for: .milliseconds(50)) }
+        while try await queue.store.queueDepth() > 0, ContinuousClock.now < doneBy {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         #expect(gateway.terminate() == 0, "the gateway stops cleanly on SIGTERM")
 
         // Sent with the certificate: the mock verified it and accepted all three.

@@ -4,7 +4,7 @@ import APNsMockServer
 import Foundation
 import Testing
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The built `apns-gateway` killed with SIGKILL while it sends, then restarted on the same queue
@@ -93,22 +93,29 @@ import FoundationNetworking
             }
         }
         let apiKey = GatewayAPI.makeAPIKey()
-        try await store.addAPIKey(APIKey(name: "crash", hash: GatewayAPI.hash(apiKey: apiKey), apps: ["com.example.app"], requestsPerSecond: 100))
+        try await store.addAPIKey(
+            APIKey(
+                name: "crash", hash: GatewayAPI.hash(apiKey: apiKey), apps: ["com.example.app"], requestsPerSecond: 100)
+        )
         let arguments = [
             "--database", database, "--apns-host", "\(server.host):\(server.port)", "--ca-file", caFile.path,
-            "--key-file", keyFile.path, "--key-id", signingKey.keyID, "--team-id", signingKey.teamID, "--instance", "crash-test",
+            "--key-file", keyFile.path, "--key-id", signingKey.keyID, "--team-id", signingKey.teamID, "--instance",
+            "crash-test",
             "--log-level", "trace",
         ]
 
         let first = try Gateway(arguments: arguments, log: folder.appendingPathComponent("first.log"))
         let tokens = (0..<10_000).map { String(format: "%064x", $0 + 1) }
         for half in [tokens[..<5_000], tokens[5_000...]] {
-            let body = #"{"push-type":"alert","bundle-id":"com.example.app","alert":"Hi","devices":[\#(half.map { "\"\($0)\"" }.joined(separator: ","))]}"#
+            let body =
+                #"{"push-type":"alert","bundle-id":"com.example.app","alert":"Hi","devices":[\#(half.map { "\"\($0)\"" }.joined(separator: ","))]}"#
             #expect(try await Self.post(body, to: first.address, key: apiKey) == 202)
         }
         // Kill it mid-way: some outcomes written, some sends in flight, most still queued.
         let killAt = ContinuousClock.now + .seconds(60)
-        while server.requests.count < 3_000, ContinuousClock.now < killAt { try await Task.sleep(for: .milliseconds(20)) }
+        while server.requests.count < 3_000, ContinuousClock.now < killAt {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         first.kill9()
         let sentBeforeKill = server.requests.count
         let depthAtKill = try await store.queueDepth()
@@ -117,7 +124,9 @@ import FoundationNetworking
 
         let second = try Gateway(arguments: arguments, log: folder.appendingPathComponent("second.log"))
         let doneBy = ContinuousClock.now + .seconds(120)
-        while try await store.queueDepth() > 0, ContinuousClock.now < doneBy { try await Task.sleep(for: .milliseconds(100)) }
+        while try await store.queueDepth() > 0, ContinuousClock.now < doneBy {
+            try await Task.sleep(for: .milliseconds(100))
+        }
         #expect(second.terminate() == 0, "the restarted gateway stops cleanly on SIGTERM")
 
         #expect(try await store.queueDepth() == 0)
@@ -128,21 +137,27 @@ import FoundationNetworking
         let duplicates = server.requests.count - perToken.count
         // A device-send sent twice carries the same apns-id both times: recognisable.
         var idsPerToken: [String: Set<String>] = [:]
-        for request in server.requests { idsPerToken[request.path, default: []].insert(request[header: "apns-id"] ?? "none") }
+        for request in server.requests {
+            idsPerToken[request.path, default: []].insert(request[header: "apns-id"] ?? "none")
+        }
         #expect(idsPerToken.values.allSatisfy { $0.count == 1 && !$0.contains("none") })
         #expect(Set(idsPerToken.values.flatMap { $0 }).count == tokens.count)
         // Only what the killed process had claimed and not yet written back can be sent twice.
         #expect(duplicates <= Dispatcher.Configuration().claimBatch, "\(duplicates) duplicates")
         // Every log line, at trace level, of both processes: no API key, no signing key, no JWT, no
         // database password.
-        let logs = try ["first.log", "second.log"].map { try String(contentsOf: folder.appendingPathComponent($0), encoding: .utf8) }.joined()
+        let logs = try ["first.log", "second.log"].map {
+            try String(contentsOf: folder.appendingPathComponent($0), encoding: .utf8)
+        }.joined()
         #expect(logs.contains("APNs provider token minted"), "the logs were read")
         #expect(!logs.contains(apiKey))
         let keyLines = signingKey.privateKeyPEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }
         #expect(keyLines.allSatisfy { !logs.contains($0) })
         #expect(!logs.lowercased().contains("bearer ey"))
         if let databasePassword { #expect(!logs.contains(databasePassword)) }
-        print("crash safety (\(backend)): \(sentBeforeKill) sent before SIGKILL (queue depth \(depthAtKill)), \(duplicates) sent twice after the restart, 0 lost")
+        print(
+            "crash safety (\(backend)): \(sentBeforeKill) sent before SIGKILL (queue depth \(depthAtKill)), \(duplicates) sent twice after the restart, 0 lost"
+        )
         try await server.stop()
         await queue.remove()
     }

@@ -30,7 +30,8 @@ import Testing
         let otherKey: String
 
         static func start(
-            _ backend: Backend, limits: (inout GatewayAPI.Configuration) -> Void = { _ in }, sending: (inout Dispatcher.Configuration) -> Void = { _ in }
+            _ backend: Backend, limits: (inout GatewayAPI.Configuration) -> Void = { _ in },
+            sending: (inout Dispatcher.Configuration) -> Void = { _ in }
         ) async throws -> Setup {
             let signingKey = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
             var configuration = MockAPNsServer.Configuration(signingKeys: [signingKey])
@@ -45,12 +46,19 @@ import Testing
             let store = queue.store
             let key = GatewayAPI.makeAPIKey()
             let otherKey = GatewayAPI.makeAPIKey()
-            try await store.addAPIKey(APIKey(name: "app", hash: GatewayAPI.hash(apiKey: key), apps: ["com.example.app"], requestsPerSecond: 1000))
-            try await store.addAPIKey(APIKey(name: "other", hash: GatewayAPI.hash(apiKey: otherKey), apps: ["com.other.app"], requestsPerSecond: 1))
+            try await store.addAPIKey(
+                APIKey(
+                    name: "app", hash: GatewayAPI.hash(apiKey: key), apps: ["com.example.app"], requestsPerSecond: 1000)
+            )
+            try await store.addAPIKey(
+                APIKey(
+                    name: "other", hash: GatewayAPI.hash(apiKey: otherKey), apps: ["com.other.app"],
+                    requestsPerSecond: 1))
             var sendingConfiguration = Dispatcher.Configuration()
             sending(&sendingConfiguration)
             let dispatcher = Dispatcher(
-                store: store, connector: AnyConnector(connector), configuration: sendingConfiguration, logger: Logger(label: "test"))
+                store: store, connector: AnyConnector(connector), configuration: sendingConfiguration,
+                logger: Logger(label: "test"))
             var apiConfiguration = GatewayAPI.Configuration()
             limits(&apiConfiguration)
             let api = GatewayAPI(store: store, configuration: apiConfiguration, authenticationMethod: .token)
@@ -66,7 +74,9 @@ import Testing
         }
 
         /// Runs `body` with a client of the API.
-        func client<Value: Sendable>(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
+        func client<Value: Sendable>(
+            _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Value
+        ) async throws -> Value {
             try await Application(router: api.router()).test(.router, body)
         }
     }
@@ -80,7 +90,8 @@ import Testing
     @Test(arguments: Backend.allCases)
     func acceptedNotificationsAreSentAndTheirOutcomesAndUnregisteredTokensServed(_ backend: Backend) async throws {
         let setup = try await Setup.start(backend)
-        setup.server.reject(deviceToken: Self.unregistered, with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000))
+        setup.server.reject(
+            deviceToken: Self.unregistered, with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000))
         let key = setup.key
         let id = try await setup.client { client in
             try await client.execute(
@@ -98,40 +109,51 @@ import Testing
         #expect(try await setup.store.queueDepth() == 2)
         #expect(try await setup.dispatcher.dispatchOnce() == 2)
         #expect(try await setup.store.queueDepth() == 0)
-        #expect(setup.server.requests.map(\.path).sorted() == ["/3/device/\(Self.token)", "/3/device/\(Self.unregistered)"].sorted())
+        #expect(
+            setup.server.requests.map(\.path).sorted()
+                == ["/3/device/\(Self.token)", "/3/device/\(Self.unregistered)"].sorted())
         let accepted = setup.server.requests.first { $0.path.hasSuffix(Self.token) }
         let acceptedID = accepted?.responseHeaders.first { $0.name == "apns-id" }?.value ?? "?"
         // Each device-send's apns-id is derived from the notification and the device's position.
         #expect(acceptedID == Dispatcher.apnsID(notification: id, position: 0).description)
-        let rejectedID = setup.server.requests.first { $0.path.hasSuffix(Self.unregistered) }?.responseHeaders.first { $0.name == "apns-id" }?.value ?? "?"
+        let rejectedID =
+            setup.server.requests.first { $0.path.hasSuffix(Self.unregistered) }?.responseHeaders.first {
+                $0.name == "apns-id"
+            }?.value ?? "?"
         try await setup.client { client in
-            try await client.execute(uri: "/v1/notifications/\(id)", method: .get, headers: Self.bearer(key)) { response in
+            try await client.execute(uri: "/v1/notifications/\(id)", method: .get, headers: Self.bearer(key)) {
+                response in
                 #expect(response.status == .ok)
                 let body = String(buffer: response.body)
                 let created = body.split(separator: "\"created-at\":").last?.prefix(while: \.isNumber) ?? ""
-                #expect(body == """
-                    {"app":"com.example.app","counts":{"accepted":1,"failed":0,"queued":0,"rejected":1},"created-at":\(created),\
-                    "deliveries":[{"apns-id":"\(acceptedID)","attempts":1,"state":"accepted","status":200,"token":"\(Self.token)"},\
-                    {"apns-id":"\(rejectedID)","attempts":1,"reason":"Unregistered","state":"rejected","status":410,"token":"\(Self.unregistered)"}],\
-                    "done":true,"id":"\(id)","push-type":"alert"}
-                    """)
+                #expect(
+                    body == """
+                        {"app":"com.example.app","counts":{"accepted":1,"failed":0,"queued":0,"rejected":1},"created-at":\(created),\
+                        "deliveries":[{"apns-id":"\(acceptedID)","attempts":1,"state":"accepted","status":200,"token":"\(Self.token)"},\
+                        {"apns-id":"\(rejectedID)","attempts":1,"reason":"Unregistered","state":"rejected","status":410,"token":"\(Self.unregistered)"}],\
+                        "done":true,"id":"\(id)","push-type":"alert"}
+                        """)
             }
             // Another app's key sees no such notification.
-            try await client.execute(uri: "/v1/notifications/\(id)", method: .get, headers: Self.bearer(setup.otherKey)) { response in
+            try await client.execute(uri: "/v1/notifications/\(id)", method: .get, headers: Self.bearer(setup.otherKey))
+            { response in
                 #expect(response.status == .notFound)
             }
             try await client.execute(uri: "/v1/unregistered", method: .get, headers: Self.bearer(key)) { response in
                 #expect(response.status == .ok)
                 let body = String(buffer: response.body)
                 let reported = body.split(separator: "\"reported-at\":").last?.prefix(while: \.isNumber) ?? ""
-                #expect(body == """
-                    {"next-since":1,"tokens":[{"app":"com.example.app","invalid-since":1700000000000,"reported-at":\(reported),"token":"\(Self.unregistered)"}]}
-                    """)
+                #expect(
+                    body == """
+                        {"next-since":1,"tokens":[{"app":"com.example.app","invalid-since":1700000000000,"reported-at":\(reported),"token":"\(Self.unregistered)"}]}
+                        """)
             }
-            try await client.execute(uri: "/v1/unregistered?since=1", method: .get, headers: Self.bearer(key)) { response in
+            try await client.execute(uri: "/v1/unregistered?since=1", method: .get, headers: Self.bearer(key)) {
+                response in
                 #expect(String(buffer: response.body) == #"{"next-since":1,"tokens":[]}"#)
             }
-            try await client.execute(uri: "/v1/unregistered", method: .get, headers: Self.bearer(setup.otherKey)) { response in
+            try await client.execute(uri: "/v1/unregistered", method: .get, headers: Self.bearer(setup.otherKey)) {
+                response in
                 #expect(String(buffer: response.body) == #"{"next-since":0,"tokens":[]}"#)
             }
             try await client.execute(
@@ -156,33 +178,44 @@ import Testing
         let tenThousand = (0..<10_000).map { String(format: "%064x", $0) }
         try await setup.client { client in
             func expectProblem(
-                _ status: HTTPResponse.Status, _ detail: String, field: String? = nil, headers: HTTPFields = [:], body: String?,
+                _ status: HTTPResponse.Status, _ detail: String, field: String? = nil, headers: HTTPFields = [:],
+                body: String?,
                 sourceLocation: SourceLocation = #_sourceLocation
             ) async throws {
                 try await client.execute(
                     uri: "/v1/notifications", method: .post, headers: headers, body: body.map { ByteBuffer(string: $0) }
                 ) { response in
                     #expect(response.status == status, sourceLocation: sourceLocation)
-                    #expect(response.headers[.contentType] == "application/problem+json", sourceLocation: sourceLocation)
+                    #expect(
+                        response.headers[.contentType] == "application/problem+json", sourceLocation: sourceLocation)
                     let fieldMember = field.map { #","field":"\#($0)""# } ?? ""
-                    let expected = #"{"detail":"\#(detail)"\#(fieldMember),"status":\#(status.code),"title":"\#(status.reasonPhrase)","type":"about:blank"}"#
+                    let expected =
+                        #"{"detail":"\#(detail)"\#(fieldMember),"status":\#(status.code),"title":"\#(status.reasonPhrase)","type":"about:blank"}"#
                     #expect(String(buffer: response.body) == expected, sourceLocation: sourceLocation)
                 }
             }
             let good = Self.alert(to: [Self.token])
             try await expectProblem(.unauthorized, "give an API key: Authorization: Bearer <key>", body: good)
-            try await expectProblem(.unauthorized, #"the Authorization header is not \"Bearer <key>\""#, headers: [.authorization: "Basic eA=="], body: good)
-            try await expectProblem(.unauthorized, "the API key is not known", headers: Self.bearer("agk_wrong"), body: good)
             try await expectProblem(
-                .forbidden, "the key other may not send to com.example.app; it may send to com.other.app", field: "bundle-id",
+                .unauthorized, #"the Authorization header is not \"Bearer <key>\""#,
+                headers: [.authorization: "Basic eA=="], body: good)
+            try await expectProblem(
+                .unauthorized, "the API key is not known", headers: Self.bearer("agk_wrong"), body: good)
+            try await expectProblem(
+                .forbidden, "the key other may not send to com.example.app; it may send to com.other.app",
+                field: "bundle-id",
                 headers: Self.bearer(otherKey), body: good)
             try await expectProblem(
-                .badRequest, "the body is not valid JSON: The given data was not valid JSON.", headers: Self.bearer(key), body: "{nope")
+                .badRequest, "the body is not valid JSON: The given data was not valid JSON.",
+                headers: Self.bearer(key), body: "{nope")
             try await expectProblem(
-                .badRequest, "devices: has 10000 tokens; at most 5000 go in one request: split it", field: "devices", headers: Self.bearer(key),
+                .badRequest, "devices: has 10000 tokens; at most 5000 go in one request: split it", field: "devices",
+                headers: Self.bearer(key),
                 body: Self.alert(to: tenThousand))
             try await expectProblem(
-                .badRequest, "devices[0]: Invalid device token: the token has 5 hex digits; a device token has an even number.", field: "devices[0]", headers: Self.bearer(key),
+                .badRequest,
+                "devices[0]: Invalid device token: the token has 5 hex digits; a device token has an even number.",
+                field: "devices[0]", headers: Self.bearer(key),
                 body: Self.alert(to: ["12345"]))
             try await client.execute(uri: "/v1/notifications", method: .put, headers: Self.bearer(key)) { response in
                 #expect(response.status == .methodNotAllowed)
@@ -205,17 +238,24 @@ import Testing
         let otherKey = setup.otherKey
         try await setup.client { client in
             let two = Self.alert(to: [Self.token, Self.unregistered])
-            try await client.execute(uri: "/v1/notifications", method: .post, headers: Self.bearer(key), body: ByteBuffer(string: two)) {
+            try await client.execute(
+                uri: "/v1/notifications", method: .post, headers: Self.bearer(key), body: ByteBuffer(string: two)
+            ) {
                 #expect($0.status == .accepted)
             }
-            try await client.execute(uri: "/v1/notifications", method: .post, headers: Self.bearer(key), body: ByteBuffer(string: two)) { response in
+            try await client.execute(
+                uri: "/v1/notifications", method: .post, headers: Self.bearer(key), body: ByteBuffer(string: two)
+            ) { response in
                 #expect(response.status == .serviceUnavailable)
                 #expect(response.headers[.retryAfter] == "5")
             }
             // The other key allows 1 request a second with a burst of 2: the third in a row waits.
             var statuses: [HTTPResponse.Status] = []
             for _ in 0..<3 {
-                statuses.append(try await client.execute(uri: "/v1/unregistered", method: .get, headers: Self.bearer(otherKey)) { $0.status })
+                statuses.append(
+                    try await client.execute(uri: "/v1/unregistered", method: .get, headers: Self.bearer(otherKey)) {
+                        $0.status
+                    })
             }
             #expect(statuses == [.ok, .ok, .tooManyRequests])
         }
@@ -229,12 +269,14 @@ import Testing
         let tokens = (0..<300).map { String(format: "%064x", $0 + 1) }
         let request = try NotificationRequest(body: Array(Self.alert(to: tokens).utf8), maximumDevices: 5000)
         let queued = QueuedNotification(
-            id: "n1", keyName: "app", pushType: "alert", app: "com.example.app", storedJSON: request.storedJSON, tokens: tokens,
+            id: "n1", keyName: "app", pushType: "alert", app: "com.example.app", storedJSON: request.storedJSON,
+            tokens: tokens,
             createdAt: Date())
         #expect(try await setup.store.enqueue(queued, maximumQueueDepth: 1000) == .accepted)
         // A sender claims 100 and dies before writing anything.
         let now = Date()
-        let lost = try await setup.store.claim(owner: "dead", limit: 100, now: now, leaseUntil: now.addingTimeInterval(60))
+        let lost = try await setup.store.claim(
+            owner: "dead", limit: 100, now: now, leaseUntil: now.addingTimeInterval(60))
         #expect(lost.first?.deliveries.count == 100)
         // The live sender takes the other 200 at once, and the dead one's after its lease.
         #expect(try await setup.dispatcher.dispatchOnce(now: now) == 200)
@@ -244,7 +286,9 @@ import Testing
         #expect(Set(setup.server.requests.map(\.path)) == Set(tokens.map { "/3/device/\($0)" }))
         #expect(setup.server.requests.count == 300)
         // The dead sender's late outcome changes nothing: the claim is no longer its own.
-        let late = DeliveryOutcome(notificationID: "n1", position: 0, token: tokens[0], app: "com.example.app", status: 400, reason: "BadDeviceToken")
+        let late = DeliveryOutcome(
+            notificationID: "n1", position: 0, token: tokens[0], app: "com.example.app", status: 400,
+            reason: "BadDeviceToken")
         #expect(try await setup.store.complete([late], owner: "dead", now: Date()) == 0)
         #expect(try await setup.store.progress(of: "n1")?.deliveries.allSatisfy { $0.status == 200 } == true)
         try await setup.stop()
@@ -257,7 +301,8 @@ import Testing
         for (index, part) in [tokens[..<2_000], tokens[2_000...]].enumerated() {
             let request = try NotificationRequest(body: Array(Self.alert(to: Array(part)).utf8), maximumDevices: 5000)
             let queued = QueuedNotification(
-                id: "n\(index)", keyName: "app", pushType: "alert", app: "com.example.app", storedJSON: request.storedJSON,
+                id: "n\(index)", keyName: "app", pushType: "alert", app: "com.example.app",
+                storedJSON: request.storedJSON,
                 tokens: Array(part), createdAt: Date())
             #expect(try await setup.store.enqueue(queued, maximumQueueDepth: 10_000) == .accepted)
         }
@@ -267,9 +312,11 @@ import Testing
             var configuration = Dispatcher.Configuration()
             configuration.claimBatch = 100
             configuration.instance = "a"
-            let a = Dispatcher(store: setup.store, connector: connector, configuration: configuration, logger: Logger(label: "a"))
+            let a = Dispatcher(
+                store: setup.store, connector: connector, configuration: configuration, logger: Logger(label: "a"))
             configuration.instance = "b"
-            let b = Dispatcher(store: second, connector: connector, configuration: configuration, logger: Logger(label: "b"))
+            let b = Dispatcher(
+                store: second, connector: connector, configuration: configuration, logger: Logger(label: "b"))
             async let byA = Self.drain(a)
             async let byB = Self.drain(b)
             return try await (byA, byB)
@@ -279,7 +326,9 @@ import Testing
         var perToken: [String: Int] = [:]
         for request in setup.server.requests { perToken[request.path, default: 0] += 1 }
         #expect(perToken.count == 4_000)
-        #expect(perToken.values.allSatisfy { $0 == 1 }, "\(perToken.values.filter { $0 > 1 }.count) device-sends sent twice")
+        #expect(
+            perToken.values.allSatisfy { $0 == 1 }, "\(perToken.values.filter { $0 > 1 }.count) device-sends sent twice"
+        )
         #expect(try await setup.store.queueDepth() == 0)
         try await setup.stop()
     }
@@ -287,11 +336,15 @@ import Testing
     @Test(arguments: Backend.allCases)
     func aLiveActivityUpdateIsBroadcastToItsChannel(_ backend: Backend) async throws {
         let setup = try await Setup.start(backend)
-        let channel = try await ChannelManager(setup.connector).create(bundleID: "com.example.app", storagePolicy: .noMessageStored)
+        let channel = try await ChannelManager(setup.connector).create(
+            bundleID: "com.example.app", storagePolicy: .noMessageStored)
         let key = setup.key
-        let body = #"{"push-type":"liveactivity","bundle-id":"com.example.app","event":"update","content-state":{"score":3},"timestamp":1700000000,"channel":"\#(channel.id)"}"#
+        let body =
+            #"{"push-type":"liveactivity","bundle-id":"com.example.app","event":"update","content-state":{"score":3},"timestamp":1700000000,"channel":"\#(channel.id)"}"#
         let id = try await setup.client { client in
-            try await client.execute(uri: "/v1/notifications", method: .post, headers: Self.bearer(key), body: ByteBuffer(string: body)) { response in
+            try await client.execute(
+                uri: "/v1/notifications", method: .post, headers: Self.bearer(key), body: ByteBuffer(string: body)
+            ) { response in
                 #expect(response.status == .accepted)
                 let text = String(buffer: response.body)
                 #expect(text.hasPrefix(#"{"channel":"\#(channel.id)","id":""#))
@@ -304,7 +357,8 @@ import Testing
         #expect(sent[header: "apns-channel-id"] == channel.id)
         #expect(sent.bodyText == #"{"aps":{"content-state":{"score":3},"timestamp":1700000000,"event":"update"}}"#)
         try await setup.client { client in
-            try await client.execute(uri: "/v1/notifications/\(id)", method: .get, headers: Self.bearer(key)) { response in
+            try await client.execute(uri: "/v1/notifications/\(id)", method: .get, headers: Self.bearer(key)) {
+                response in
                 let text = String(buffer: response.body)
                 #expect(text.contains(#""deliveries":[{"apns-id":""#))
                 #expect(text.contains(#""channel":"\#(channel.id)","state":"accepted","status":200}]"#))
@@ -322,13 +376,17 @@ import Testing
         #expect(keys.allSatisfy { $0.hash.count == 64 && $0.hash != setup.key && $0.hash != setup.otherKey })
         let otherKey = setup.otherKey
         let before = try await setup.client { client in
-            try await client.execute(uri: "/v1/unregistered", method: .get, headers: Self.bearer(otherKey)) { $0.status }
+            try await client.execute(uri: "/v1/unregistered", method: .get, headers: Self.bearer(otherKey)) {
+                $0.status
+            }
         }
         #expect(before == .ok)
         #expect(try await setup.store.revokeAPIKey(name: "other"))
         #expect(try await setup.store.revokeAPIKey(name: "other") == false)
         let after = try await setup.client { client in
-            try await client.execute(uri: "/v1/unregistered", method: .get, headers: Self.bearer(otherKey)) { $0.status }
+            try await client.execute(uri: "/v1/unregistered", method: .get, headers: Self.bearer(otherKey)) {
+                $0.status
+            }
         }
         #expect(after == .unauthorized)
         #expect(try await setup.store.apiKeys().map(\.name) == ["app"])

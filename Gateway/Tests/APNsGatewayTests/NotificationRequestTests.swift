@@ -10,7 +10,8 @@ import Testing
     static let other = "11fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
 
     func read(_ json: String, maximumDevices: Int = 10) throws(RequestProblem) -> NotificationRequest {
-        try NotificationRequest(body: Array(json.utf8), maximumDevices: maximumDevices, now: Date(timeIntervalSince1970: 1_700_000_000))
+        try NotificationRequest(
+            body: Array(json.utf8), maximumDevices: maximumDevices, now: Date(timeIntervalSince1970: 1_700_000_000))
     }
 
     func problem(_ json: String, maximumDevices: Int = 10) -> RequestProblem? {
@@ -23,7 +24,8 @@ import Testing
     }
 
     @Test func anAlertIsStoredCompactWithoutItsDevicesAndBuildsTheLibrarysRequest() throws {
-        let request = try read("""
+        let request = try read(
+            """
             {"push-type": "alert", "bundle-id": "com.example.app", "priority": 5, "collapse-id": "score",
              "alert": {"title": "Goal", "body": "2-1"}, "badge": 3, "sound": "default", "data": {"match": 7},
              "devices": ["\(Self.token)", "\(Self.other.uppercased())"]}
@@ -31,12 +33,17 @@ import Testing
         #expect(request.pushType == .alert)
         #expect(request.app == "com.example.app")
         #expect(request.devices.map(\.token) == [Self.token, Self.other])
-        #expect(request.storedJSON == #"{"alert":{"body":"2-1","title":"Goal"},"badge":3,"bundle-id":"com.example.app","collapse-id":"score","data":{"match":7},"priority":5,"push-type":"alert","sound":"default"}"#)
+        #expect(
+            request.storedJSON
+                == #"{"alert":{"body":"2-1","title":"Goal"},"badge":3,"bundle-id":"com.example.app","collapse-id":"score","data":{"match":7},"priority":5,"push-type":"alert","sound":"default"}"#
+        )
         let wire = try request.notification.request(to: request.devices[0])
-        #expect(wire.bodyText == #"{"aps":{"alert":{"title":"Goal","body":"2-1"},"badge":3,"sound":"default"},"match":7}"#)
-        #expect(wire.headers.map { "\($0.name): \($0.value)" } == [
-            "apns-push-type: alert", "apns-topic: com.example.app", "apns-priority: 5", "apns-collapse-id: score",
-        ])
+        #expect(
+            wire.bodyText == #"{"aps":{"alert":{"title":"Goal","body":"2-1"},"badge":3,"sound":"default"},"match":7}"#)
+        #expect(
+            wire.headers.map { "\($0.name): \($0.value)" } == [
+                "apns-push-type: alert", "apns-topic: com.example.app", "apns-priority: 5", "apns-collapse-id: score",
+            ])
         // What the sender reads back builds the same request.
         let again = try NotificationRequest.notification(storedJSON: request.storedJSON)
         #expect(try again.notification.request(to: request.devices[0]) == wire)
@@ -45,13 +52,16 @@ import Testing
     /// App data is written back by the library's JSON writer: its escaping (`\u000a`, not `\n`)
     /// and numbers (`2.5`, `3` for 3.0) are those of every payload.
     @Test func appDataFollowsTheLibrarysJSONRules() throws {
-        let request = try read("""
+        let request = try read(
+            """
             {"push-type": "background", "bundle-id": "com.example.app",
              "data": {"z": [true, null, 3.0, 2.5, -7], "a": "line\\nbreak \\"q\\" \\u0001 é/"},
              "devices": ["\(Self.token)"]}
             """)
         let wire = try request.notification.request(to: request.devices[0])
-        #expect(wire.bodyText == #"{"aps":{"content-available":1},"a":"line\u000abreak \"q\" \u0001 é/","z":[true,null,3,2.5,-7]}"#)
+        #expect(
+            wire.bodyText
+                == #"{"aps":{"content-available":1},"a":"line\u000abreak \"q\" \u0001 é/","z":[true,null,3,2.5,-7]}"#)
     }
 
     @Test func everyPushTypeIsReadIntoItsOwnStruct() throws {
@@ -63,9 +73,15 @@ import Testing
             (#""push-type":"widgets","bundle-id":"com.example.app""#, "com.example.app.push-type.widgets"),
             (#""push-type":"controls","bundle-id":"com.example.app""#, "com.example.app.push-type.controls"),
             (#""push-type":"location","bundle-id":"com.example.app""#, "com.example.app.location-query"),
-            (#""push-type":"fileprovider","bundle-id":"com.example.app","container-identifier":"c","domain":"d""#, "com.example.app.pushkit.fileprovider"),
+            (
+                #""push-type":"fileprovider","bundle-id":"com.example.app","container-identifier":"c","domain":"d""#,
+                "com.example.app.pushkit.fileprovider"
+            ),
             (#""push-type":"mdm","topic":"com.apple.mgmt.External.1","push-magic":"m""#, "com.apple.mgmt.External.1"),
-            (#""push-type":"liveactivity","bundle-id":"com.example.app","event":"update","content-state":{"n":1}"#, "com.example.app.push-type.liveactivity"),
+            (
+                #""push-type":"liveactivity","bundle-id":"com.example.app","event":"update","content-state":{"n":1}"#,
+                "com.example.app.push-type.liveactivity"
+            ),
         ]
         for (fields, topic) in bodies {
             let request = try read("{\(fields),\"devices\":[\"\(Self.token)\"]}")
@@ -74,7 +90,9 @@ import Testing
     }
 
     @Test func aLiveActivityWithoutTimestampGetsTheAcceptanceTime() throws {
-        let request = try read(#"{"push-type":"liveactivity","bundle-id":"a.b","event":"end","content-state":{},"devices":["\#(Self.token)"]}"#)
+        let request = try read(
+            #"{"push-type":"liveactivity","bundle-id":"a.b","event":"end","content-state":{},"devices":["\#(Self.token)"]}"#
+        )
         #expect(request.storedJSON.contains(#""timestamp":1700000000"#))
     }
 
@@ -82,58 +100,111 @@ import Testing
         let device = "\"devices\":[\"\(Self.token)\"]"
         let cases: [(String, RequestProblem)] = [
             ("[1]", RequestProblem("the body is an array; give a JSON object")),
-            (#"{"push-type":"alert","bundle-id":"a.b"}"#,
-             RequestProblem(field: "devices", #"give the device tokens to send to: "devices": ["<hex token>", …], or a broadcast channel: "channel": "<channel id>""#)),
-            ("{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"channel\":\"dHN0\"}",
-             RequestProblem(field: "channel", #"a broadcast channel takes a liveactivity update or end; send alert to "devices""#)),
-            ("{\"push-type\":\"liveactivity\",\"bundle-id\":\"a.b\",\"event\":\"update\",\"content-state\":{},\"channel\":\"dHN0\",\(device)}",
-             RequestProblem(field: "channel", #"give "devices" or "channel", not both"#)),
-            (#"{"push-type":"alert","bundle-id":"a.b","devices":[]}"#, RequestProblem(field: "devices", "is empty; give an array of 1 to 10 hex device tokens")),
-            (#"{"push-type":"alert","bundle-id":"a.b","devices":["xyz"]}"#, RequestProblem(field: "devices[0]", "Invalid device token: the token has 3 hex digits; a device token has an even number.")),
-            ("{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"devices\":[\"\(Self.token)\",\"\(Self.token)\"]}",
-             RequestProblem(field: "devices[1]", "repeats the token \(Self.token): give each device once")),
-            ("{\"push-type\":\"shout\",\"bundle-id\":\"a.b\",\(device)}",
-             RequestProblem(field: "push-type", "shout is not an APNs push type; use one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")),
-            ("{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"titel\":\"x\",\(device)}",
-             RequestProblem(field: "titel", "is not a field of a notification request; see openapi.yaml")),
-            ("{\"push-type\":\"background\",\"bundle-id\":\"a.b\",\"alert\":\"x\",\(device)}",
-             RequestProblem(field: "alert", "does not apply to background (it belongs to alert, liveactivity)")),
-            ("{\"push-type\":\"background\",\"bundle-id\":\"a.b\",\"priority\":10,\(device)}",
-             RequestProblem(field: "priority", "Priority 10 is not allowed for background pushes: it is always 5.")),
-            ("{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"priority\":7,\(device)}",
-             RequestProblem(field: "priority", "Priority 7 is not allowed for alert pushes: use 10, 5 or 1.")),
-            ("{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"badge\":\"3\",\(device)}", RequestProblem(field: "badge", "is a string; give a whole number")),
-            ("{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"data\":{\"aps\":1},\(device)}",
-             RequestProblem(field: "data", APNsValidationError.reservedAppDataKey("aps").description)),
-            ("{\"push-type\":\"mdm\",\"bundle-id\":\"a.b\",\"push-magic\":\"m\",\(device)}",
-             RequestProblem(field: "bundle-id", #"mdm is addressed by "topic" (the MDM push certificate's topic), not a bundle id"#)),
-            ("{\"push-type\":\"liveactivity\",\"bundle-id\":\"a.b\",\"event\":\"update\",\"content-state\":{},\"dismissal-date\":1,\(device)}",
-             RequestProblem(field: "dismissal-date", "belongs to the end event")),
+            (
+                #"{"push-type":"alert","bundle-id":"a.b"}"#,
+                RequestProblem(
+                    field: "devices",
+                    #"give the device tokens to send to: "devices": ["<hex token>", …], or a broadcast channel: "channel": "<channel id>""#
+                )
+            ),
+            (
+                "{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"channel\":\"dHN0\"}",
+                RequestProblem(
+                    field: "channel",
+                    #"a broadcast channel takes a liveactivity update or end; send alert to "devices""#)
+            ),
+            (
+                "{\"push-type\":\"liveactivity\",\"bundle-id\":\"a.b\",\"event\":\"update\",\"content-state\":{},\"channel\":\"dHN0\",\(device)}",
+                RequestProblem(field: "channel", #"give "devices" or "channel", not both"#)
+            ),
+            (
+                #"{"push-type":"alert","bundle-id":"a.b","devices":[]}"#,
+                RequestProblem(field: "devices", "is empty; give an array of 1 to 10 hex device tokens")
+            ),
+            (
+                #"{"push-type":"alert","bundle-id":"a.b","devices":["xyz"]}"#,
+                RequestProblem(
+                    field: "devices[0]",
+                    "Invalid device token: the token has 3 hex digits; a device token has an even number.")
+            ),
+            (
+                "{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"devices\":[\"\(Self.token)\",\"\(Self.token)\"]}",
+                RequestProblem(field: "devices[1]", "repeats the token \(Self.token): give each device once")
+            ),
+            (
+                "{\"push-type\":\"shout\",\"bundle-id\":\"a.b\",\(device)}",
+                RequestProblem(
+                    field: "push-type",
+                    "shout is not an APNs push type; use one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
+            ),
+            (
+                "{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"titel\":\"x\",\(device)}",
+                RequestProblem(field: "titel", "is not a field of a notification request; see openapi.yaml")
+            ),
+            (
+                "{\"push-type\":\"background\",\"bundle-id\":\"a.b\",\"alert\":\"x\",\(device)}",
+                RequestProblem(field: "alert", "does not apply to background (it belongs to alert, liveactivity)")
+            ),
+            (
+                "{\"push-type\":\"background\",\"bundle-id\":\"a.b\",\"priority\":10,\(device)}",
+                RequestProblem(field: "priority", "Priority 10 is not allowed for background pushes: it is always 5.")
+            ),
+            (
+                "{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"priority\":7,\(device)}",
+                RequestProblem(field: "priority", "Priority 7 is not allowed for alert pushes: use 10, 5 or 1.")
+            ),
+            (
+                "{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"badge\":\"3\",\(device)}",
+                RequestProblem(field: "badge", "is a string; give a whole number")
+            ),
+            (
+                "{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"data\":{\"aps\":1},\(device)}",
+                RequestProblem(field: "data", APNsValidationError.reservedAppDataKey("aps").description)
+            ),
+            (
+                "{\"push-type\":\"mdm\",\"bundle-id\":\"a.b\",\"push-magic\":\"m\",\(device)}",
+                RequestProblem(
+                    field: "bundle-id",
+                    #"mdm is addressed by "topic" (the MDM push certificate's topic), not a bundle id"#)
+            ),
+            (
+                "{\"push-type\":\"liveactivity\",\"bundle-id\":\"a.b\",\"event\":\"update\",\"content-state\":{},\"dismissal-date\":1,\(device)}",
+                RequestProblem(field: "dismissal-date", "belongs to the end event")
+            ),
         ]
         for (body, expected) in cases {
             #expect(problem(body) == expected, "\(body)")
         }
         let many = (0..<11).map { "\"" + String(format: "%064x", $0) + "\"" }.joined(separator: ",")
-        #expect(problem(#"{"push-type":"alert","bundle-id":"a.b","devices":[\#(many)]}"#)
-            == RequestProblem(field: "devices", "has 11 tokens; at most 10 go in one request: split it"))
+        #expect(
+            problem(#"{"push-type":"alert","bundle-id":"a.b","devices":[\#(many)]}"#)
+                == RequestProblem(field: "devices", "has 11 tokens; at most 10 go in one request: split it"))
     }
 
     @Test func aLiveActivityUpdateCanGoToABroadcastChannel() throws {
-        let request = try read(#"{"push-type":"liveactivity","bundle-id":"a.b","event":"update","content-state":{"n":1},"channel":"dHN0LXNyY2gtY2hubA=="}"#)
+        let request = try read(
+            #"{"push-type":"liveactivity","bundle-id":"a.b","event":"update","content-state":{"n":1},"channel":"dHN0LXNyY2gtY2hubA=="}"#
+        )
         #expect(request.devices.isEmpty)
         #expect(request.channel?.id == "dHN0LXNyY2gtY2hubA==")
         #expect(request.targets == ["channel:dHN0LXNyY2gtY2hubA=="])
         try request.check(for: .token)
         // A collapse id is refused for a channel: channels have none.
-        let collapsed = try read(#"{"push-type":"liveactivity","bundle-id":"a.b","event":"end","content-state":{},"collapse-id":"x","channel":"dHN0"}"#)
+        let collapsed = try read(
+            #"{"push-type":"liveactivity","bundle-id":"a.b","event":"end","content-state":{},"collapse-id":"x","channel":"dHN0"}"#
+        )
         #expect(throws: RequestProblem.self) { try collapsed.check(for: .token) }
     }
 
     @Test func rulesThatNeedTheWholeRequestAreCheckedToo() throws {
         let big = String(repeating: "x", count: 5000)
-        let request = try read("{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"alert\":\"\(big)\",\"devices\":[\"\(Self.token)\"]}")
+        let request = try read(
+            "{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"alert\":\"\(big)\",\"devices\":[\"\(Self.token)\"]}")
         #expect(throws: RequestProblem.self) { try request.check(for: .token) }
-        let mdm = try read("{\"push-type\":\"mdm\",\"topic\":\"com.apple.mgmt.X\",\"push-magic\":\"m\",\"devices\":[\"\(Self.token)\"]}")
+        let mdm = try read(
+            "{\"push-type\":\"mdm\",\"topic\":\"com.apple.mgmt.X\",\"push-magic\":\"m\",\"devices\":[\"\(Self.token)\"]}"
+        )
         #expect(throws: RequestProblem.self) { try mdm.check(for: .token) }
         try mdm.check(for: .certificate)
     }

@@ -14,7 +14,8 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     static var postgresURL: String {
         get throws {
             guard let url = ProcessInfo.processInfo.environment["APNS_GATEWAY_POSTGRES_URL"], !url.isEmpty else {
-                throw SetupError("""
+                throw SetupError(
+                    """
                     these tests need PostgreSQL: run `export APNS_GATEWAY_POSTGRES_URL=$(bash Scripts/start-postgres.sh)` \
                     (a throwaway cluster on 127.0.0.1:55432), or run everything with `bash Scripts/test.sh`
                     """)
@@ -51,8 +52,11 @@ final class TestStore: Sendable {
             database = nil
         case .postgres:
             let base = try Backend.postgresURL
-            let name = "gateway_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
-            try await TestStore.admin(base) { client in try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)")) }
+            let name =
+                "gateway_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+            try await TestStore.admin(base) { client in
+                try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+            }
             var components = URLComponents(string: base)
             components?.path = "/" + name
             components?.query = "sslmode=disable"
@@ -91,10 +95,13 @@ final class TestStore: Sendable {
 
     /// Runs `body` with a client on the server's default database.
     private static func admin(_ url: String, _ body: @Sendable (PostgresClient) async throws -> Void) async throws {
-        guard let components = URLComponents(string: url), let host = components.host else { throw SetupError("bad URL \(url)") }
+        guard let components = URLComponents(string: url), let host = components.host else {
+            throw SetupError("bad URL \(url)")
+        }
         let client = PostgresClient(
             configuration: .init(
-                host: host, port: components.port ?? 5432, username: components.user ?? "postgres", password: components.password,
+                host: host, port: components.port ?? 5432, username: components.user ?? "postgres",
+                password: components.password,
                 database: String(components.path.dropFirst()), tls: .disable),
             backgroundLogger: Logger(label: "test-postgres-admin"))
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -1,4 +1,3 @@
-
 /// The hand-over between a bulk send's producer (which starts requests), the transport (which
 /// delivers their results, on its own thread) and the consumer (which iterates the outcomes).
 ///
@@ -181,7 +180,8 @@ final class BulkChannel<Element: Sendable>: Sendable {
 
     /// The deferred wake-up: hands the first result to the consumer if it is still waiting.
     private func wakeReceiver() {
-        let action = state.withLock { state -> (UnsafeContinuation<Element?, Never>, Element, (UnsafeContinuation<Int, Never>, Int)?)? in
+        let action = state.withLock {
+            state -> (UnsafeContinuation<Element?, Never>, Element, (UnsafeContinuation<Int, Never>, Int)?)? in
             state.wakeScheduled = false
             guard let receiver = state.waitingReceiver, let item = state.popFirst() else { return nil }
             state.waitingReceiver = nil
@@ -247,7 +247,10 @@ final class BulkChannel<Element: Sendable>: Sendable {
     func close() {
         let (producer, receiver, action) = state.withLock { state in
             guard !state.closed else {
-                return (nil as UnsafeContinuation<Int, Never>?, nil as UnsafeContinuation<Element?, Never>?, nil as (@Sendable () -> Void)?)
+                return (
+                    nil as UnsafeContinuation<Int, Never>?, nil as UnsafeContinuation<Element?, Never>?,
+                    nil as (@Sendable () -> Void)?
+                )
             }
             state.closed = true
             state.items = Ring()

@@ -119,9 +119,11 @@ public struct BulkSendSummary: Hashable, Sendable, CustomStringConvertible {
 ///   are outcomes, never thrown.
 @discardableResult
 public func send<Notification: TokenDeliverable, Via: Connector, Devices: Sequence & Sendable>(
-    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil, timeout: Duration? = nil,
+    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil,
+    timeout: Duration? = nil,
     retry: RetryPolicy = .none, onOutcome: (BulkOutcome) async -> Void = { _ in }
-) async throws(APNsError) -> BulkSendSummary where Via.Authentication == TokenAuthentication, Devices.Element == Device {
+) async throws(APNsError) -> BulkSendSummary
+where Via.Authentication == TokenAuthentication, Devices.Element == Device {
     await BulkSendResults.drain(
         try BulkSendResults(
             notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight,
@@ -136,9 +138,11 @@ public func send<Notification: TokenDeliverable, Via: Connector, Devices: Sequen
 /// ```
 @discardableResult
 public func send<Notification: CertificateDeliverable, Via: Connector, Devices: Sequence & Sendable>(
-    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil, timeout: Duration? = nil,
+    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil,
+    timeout: Duration? = nil,
     retry: RetryPolicy = .none, onOutcome: (BulkOutcome) async -> Void = { _ in }
-) async throws(APNsError) -> BulkSendSummary where Via.Authentication == CertificateAuthentication, Devices.Element == Device {
+) async throws(APNsError) -> BulkSendSummary
+where Via.Authentication == CertificateAuthentication, Devices.Element == Device {
     await BulkSendResults.drain(
         try BulkSendResults(
             notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight,
@@ -190,7 +194,8 @@ public func bulkSendOutcomes<Notification: TokenDeliverable, Via: Connector, Dev
     timeout: Duration? = nil, retry: RetryPolicy = .none, apnsID: (@Sendable (Device) -> APNsID)? = nil
 ) throws(APNsError) -> BulkSendResults where Via.Authentication == TokenAuthentication, Devices.Element == Device {
     try BulkSendResults(
-        notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout,
+        notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight,
+        timeout: timeout,
         retry: retry, apnsID: apnsID)
 }
 
@@ -199,9 +204,11 @@ public func bulkSendOutcomes<Notification: TokenDeliverable, Via: Connector, Dev
 public func bulkSendOutcomes<Notification: CertificateDeliverable, Via: Connector, Devices: Sequence & Sendable>(
     _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil,
     timeout: Duration? = nil, retry: RetryPolicy = .none, apnsID: (@Sendable (Device) -> APNsID)? = nil
-) throws(APNsError) -> BulkSendResults where Via.Authentication == CertificateAuthentication, Devices.Element == Device {
+) throws(APNsError) -> BulkSendResults
+where Via.Authentication == CertificateAuthentication, Devices.Element == Device {
     try BulkSendResults(
-        notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout,
+        notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight,
+        timeout: timeout,
         retry: retry, apnsID: apnsID)
 }
 
@@ -212,7 +219,8 @@ public func bulkSendOutcomes<Notification: PushNotification, Devices: Sequence &
     timeout: Duration? = nil, retry: RetryPolicy = .none, apnsID: (@Sendable (Device) -> APNsID)? = nil
 ) throws(APNsError) -> BulkSendResults where Devices.Element == Device {
     try BulkSendResults(
-        notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout,
+        notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight,
+        timeout: timeout,
         retry: retry, apnsID: apnsID)
 }
 
@@ -226,7 +234,8 @@ public func bulkSendOutcomes<Devices: Sequence & Sendable>(
     timeout: Duration? = nil, retry: RetryPolicy = .none
 ) throws(APNsError) -> BulkSendResults where Devices.Element == Device {
     try BulkSendResults(
-        template: template, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout, retry: retry)
+        template: template, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout,
+        retry: retry)
 }
 
 /// The outcomes of a bulk send, one per device, in the order responses arrive.
@@ -282,14 +291,16 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             throw .validation(error)
         }
         try self.init(
-            template: template, connector: connector, devices: devices, maximumInFlight: maximumInFlight, timeout: timeout,
+            template: template, connector: connector, devices: devices, maximumInFlight: maximumInFlight,
+            timeout: timeout,
             retry: retry, apnsID: apnsID)
     }
 
     /// A bulk send of a request already built (its path is replaced per device, and its apns-id
     /// set to `apnsID(device)` when given).
     init<Via: Connector, Devices: Sequence & Sendable>(
-        template: APNsRequest, connector: Via, devices: Devices, maximumInFlight: Int?, timeout: Duration?, retry: RetryPolicy,
+        template: APNsRequest, connector: Via, devices: Devices, maximumInFlight: Int?, timeout: Duration?,
+        retry: RetryPolicy,
         apnsID: (@Sendable (Device) -> APNsID)? = nil
     ) throws(APNsError) where Devices.Element == Device {
         try retry.validate()
@@ -306,7 +317,8 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             guard let direct = unwrapped(connector) as? any BatchSubmitting else {
                 return Task {
                     await BulkSendResults.produce(
-                        template, devices: devices, apnsID: apnsID, into: channel, via: connector, timeout: timeout, retry: retry)
+                        template, devices: devices, apnsID: apnsID, into: channel, via: connector, timeout: timeout,
+                        retry: retry)
                     channel.finish()
                 }
             }
@@ -317,7 +329,8 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             let here = withUnsafeCurrentTask { $0?.unownedTaskExecutor }
             return Task(executorPreference: here == executor.asUnownedTaskExecutor() ? executor : nil) {
                 await BulkSendResults.produce(
-                    template, devices: devices, apnsID: apnsID, into: channel, via: direct, timeout: timeout, retry: retry,
+                    template, devices: devices, apnsID: apnsID, into: channel, via: direct, timeout: timeout,
+                    retry: retry,
                     observability: direct.observability)
                 channel.finish()
             }
@@ -325,7 +338,8 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     }
 
     /// Reads every outcome of `results` into `onOutcome` and counts them: the eager bulk send.
-    static func drain(_ results: BulkSendResults, into onOutcome: (BulkOutcome) async -> Void) async -> BulkSendSummary {
+    static func drain(_ results: BulkSendResults, into onOutcome: (BulkOutcome) async -> Void) async -> BulkSendSummary
+    {
         var summary = BulkSendSummary()
         var iterator = results.makeAsyncIterator()
         // A fresh value's first iterator never throws; a second iteration is the only failure.
@@ -343,7 +357,8 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     /// swift-apns' own connectors: each batch of devices is handed to the transport at once, and
     /// results come back on its thread straight into the channel — no task per device.
     private static func produce<Devices: Sequence>(
-        _ template: APNsRequest, devices: Devices, apnsID: (@Sendable (Device) -> APNsID)?, into channel: BulkChannel<Raw>,
+        _ template: APNsRequest, devices: Devices, apnsID: (@Sendable (Device) -> APNsID)?,
+        into channel: BulkChannel<Raw>,
         via connector: any BatchSubmitting, timeout: Duration?, retry: RetryPolicy, observability: Observability
     ) async where Devices.Element == Device {
         let owner = BulkOwner()
@@ -356,7 +371,8 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         ) -> @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void {
             { device, result in
                 guard let device else { return }
-                if attempt < retry.maximumAttempts, !owner.isCancelled, let failure = BulkSendResults.failure(in: result),
+                if attempt < retry.maximumAttempts, !owner.isCancelled,
+                    let failure = BulkSendResults.failure(in: result),
                     let delay = retry.delay(after: failure, attempt: attempt), ContinuousClock.now + delay < deadline
                 {
                     Task {
@@ -397,7 +413,8 @@ public struct BulkSendResults: AsyncSequence, Sendable {
 
     /// Any other connector (a recording connector, your own): one child task per device.
     private static func produce<Devices: Sequence, Via: Connector>(
-        _ template: APNsRequest, devices: Devices, apnsID: (@Sendable (Device) -> APNsID)?, into channel: BulkChannel<Raw>,
+        _ template: APNsRequest, devices: Devices, apnsID: (@Sendable (Device) -> APNsID)?,
+        into channel: BulkChannel<Raw>,
         via connector: Via, timeout: Duration?, retry: RetryPolicy
     ) async where Devices.Element == Device {
         var iterator = devices.makeIterator()
@@ -413,10 +430,12 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                     let deadline = APNs.deadline(afterValid: timeout, via: connector, retry: retry)  // checked in init
                     group.addTask {
                         let started = ContinuousClock.now
-                        let (result, attempts) = await attempt(request, via: connector, shipped: nil, deadline: deadline, retry: retry)
+                        let (result, attempts) = await attempt(
+                            request, via: connector, shipped: nil, deadline: deadline, retry: retry)
                         let duration = ContinuousClock.now - started
                         switch result {
-                        case .success(let response): channel.deliver(Raw(device, .success(response), duration, attempts))
+                        case .success(let response):
+                            channel.deliver(Raw(device, .success(response), duration, attempts))
                         case .failure(let error): channel.deliver(Raw(device, .failure(error), duration, attempts))
                         }
                     }
@@ -431,7 +450,8 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     /// The failure a raw result stands for, if any.
     static func failure(in result: Result<APNsHTTPResponse, any Error>) -> APNsError? {
         switch result {
-        case .success(let response): return (200..<300).contains(response.status) ? nil : .rejected(APNsRejection(response))
+        case .success(let response):
+            return (200..<300).contains(response.status) ? nil : .rejected(APNsRejection(response))
         case .failure(let error): return APNsError(wrapping: error)
         }
     }
@@ -470,17 +490,23 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             // An outcome already there is read without suspending or a cancellation handler (most
             // are: the transport delivers them in batches). A cancelled reader takes the slow path,
             // which cancels the send.
-            if let channel, !Task.isCancelled, let raw = channel.receiveIfReady() { return Iterator.outcome(raw, producer: producer) }
+            if let channel, !Task.isCancelled, let raw = channel.receiveIfReady() {
+                return Iterator.outcome(raw, producer: producer)
+            }
             return try await Iterator.receive(from: channel, producer: producer)
         }
 
         /// The next outcome, or nil when every device has one (or the send was cancelled).
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(APNsError) -> BulkOutcome? {
-            if let channel, !Task.isCancelled, let raw = channel.receiveIfReady() { return Iterator.outcome(raw, producer: producer) }
+            if let channel, !Task.isCancelled, let raw = channel.receiveIfReady() {
+                return Iterator.outcome(raw, producer: producer)
+            }
             return try await Iterator.receive(from: channel, producer: producer)
         }
 
-        private static func receive(from channel: BulkChannel<Raw>?, producer: Producer?) async throws(APNsError) -> BulkOutcome? {
+        private static func receive(
+            from channel: BulkChannel<Raw>?, producer: Producer?
+        ) async throws(APNsError) -> BulkOutcome? {
             guard let channel else { throw .bulkResultsAlreadyIterated }
             let raw = await withTaskCancellationHandler {
                 await channel.receive()
@@ -501,7 +527,8 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             switch result {
             case .success(let response):
                 do {
-                    outcome = BulkOutcome(device: device, result: .success(try APNsResponse(interpreting: response)), duration: duration)
+                    outcome = BulkOutcome(
+                        device: device, result: .success(try APNsResponse(interpreting: response)), duration: duration)
                 } catch {
                     outcome = BulkOutcome(device: device, result: .failure(.rejected(error)), duration: duration)
                 }
@@ -517,7 +544,9 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     final class IterationFlag: Sendable {
         private let claimed = Atomic<Bool>(false)
         /// True for the first caller only.
-        func claim() -> Bool { claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged }
+        func claim() -> Bool {
+            claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        }
     }
 
     /// Cancels the sending task when the last iterator copy goes away.
@@ -548,7 +577,8 @@ protocol BatchSubmitting: ShippedConnector {
     /// one call per device, on the transport's thread.
     /// With `apnsID`, each device's request carries `apnsID(device)` as its apns-id.
     func submit(
-        _ template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)?, deadline: ContinuousClock.Instant?,
+        _ template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)?,
+        deadline: ContinuousClock.Instant?,
         owner: BulkOwner, completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void)
 
     /// Cancels what `submit` started with `owner` and has not finished, and refuses what it starts
@@ -588,9 +618,11 @@ final class BulkObservation: Sendable {
             state.retries += attempts - 1
         }
         guard observability.isEnabled else { return }
-        observability.recordSend(pushType: summary.pushType, result: outcome.result, duration: duration, cached: metrics)
+        observability.recordSend(
+            pushType: summary.pushType, result: outcome.result, duration: duration, cached: metrics)
         observability.retried(.policy, times: attempts - 1)
-        observability.logSend(summary, result: outcome.result, duration: duration, attempts: attempts, device: outcome.device.token)
+        observability.logSend(
+            summary, result: outcome.result, duration: duration, attempts: attempts, device: outcome.device.token)
     }
 
     /// Ends the span with the counts, once.
@@ -609,7 +641,9 @@ final class BulkObservation: Sendable {
             span.attributes["apns.bulk.delivery_unknown"] = counts.deliveryUnknown
             span.attributes["apns.bulk.cancelled"] = counts.cancelled
             span.attributes["apns.retries"] = retries
-            if counts.failed > 0 || counts.rejected > 0 { span.attributes["error.type"] = counts.failed > 0 ? "partial_failure" : "partial_rejection" }
+            if counts.failed > 0 || counts.rejected > 0 {
+                span.attributes["error.type"] = counts.failed > 0 ? "partial_failure" : "partial_rejection"
+            }
         }
         span?.end()
         if observability.isEnabled {

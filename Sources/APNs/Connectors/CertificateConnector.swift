@@ -22,7 +22,9 @@ import Logging
 /// ```
 ///
 /// Thread safety: `Sendable`; use one instance from any number of tasks.
-public final class CertificateConnector: Connector, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+public final class CertificateConnector: Connector, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
     /// How this connector authenticates.
     public typealias Authentication = CertificateAuthentication
 
@@ -59,7 +61,8 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
         let identity: ClientIdentity
         do throws(CredentialError) {
             identity = try ClientIdentity(
-                certificatePEM: OpenSSL.load(certificate), privateKeyPEM: OpenSSL.load(privateKey), passphrase: passphrase)
+                certificatePEM: OpenSSL.load(certificate), privateKeyPEM: OpenSSL.load(privateKey),
+                passphrase: passphrase)
         } catch {
             throw .credential(error)
         }
@@ -142,7 +145,9 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
         if Date() > certificate.notValidAfter {
             throw .certificateExpired(subject: certificate.subject, notValidAfter: certificate.notValidAfter)
         }
-        guard request.service == .device, !certificate.topics.isEmpty, let topic = request[header: "apns-topic"] else { return }
+        guard request.service == .device, !certificate.topics.isEmpty, let topic = request[header: "apns-topic"] else {
+            return
+        }
         let pushType = request[header: "apns-push-type"].flatMap(PushType.init(rawValue:)) ?? .alert
         try certificate.checkCovers(topic: topic, pushType: pushType)
     }
@@ -154,7 +159,8 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
     }
 
     func performChecked(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse {
-        try await transport.perform(request, endpoint: environment.endpoint(for: request.service), authorization: nil, deadline: deadline)
+        try await transport.perform(
+            request, endpoint: environment.endpoint(for: request.service), authorization: nil, deadline: deadline)
     }
 
     /// Stops taking sends, lets those in flight finish for up to `gracePeriod`, then fails the rest
@@ -203,11 +209,13 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
 
 extension CertificateConnector: BatchSubmitting {
     func submit(
-        _ template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)?, deadline: ContinuousClock.Instant?,
+        _ template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)?,
+        deadline: ContinuousClock.Instant?,
         owner: BulkOwner, completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void
     ) {
         transport.submit(
-            template, to: devices, apnsID: apnsID, endpoint: environment.endpoint(for: template.service), authorization: nil,
+            template, to: devices, apnsID: apnsID, endpoint: environment.endpoint(for: template.service),
+            authorization: nil,
             deadline: deadline ?? .now + transport.requestTimeout, owner: owner, completion: completion)
     }
 

@@ -1,4 +1,3 @@
-
 /// Carries requests to APNs with one way of authenticating.
 ///
 /// swift-apns ships ``TokenConnector`` (JWT from a `.p8` key) and ``CertificateConnector`` (TLS
@@ -262,15 +261,21 @@ public struct TransportConfiguration: Sendable, Hashable {
         }
         guard requestTimeout > .zero else { throw reject("requestTimeout", "\(requestTimeout)") }
         guard connectTimeout > .zero else { throw reject("connectTimeout", "\(connectTimeout)") }
-        guard maximumConnectionsPerHost >= 1 else { throw reject("maximumConnectionsPerHost", "\(maximumConnectionsPerHost)") }
-        guard maximumConcurrentStreams >= 1 else { throw reject("maximumConcurrentStreams", "\(maximumConcurrentStreams)") }
+        guard maximumConnectionsPerHost >= 1 else {
+            throw reject("maximumConnectionsPerHost", "\(maximumConnectionsPerHost)")
+        }
+        guard maximumConcurrentStreams >= 1 else {
+            throw reject("maximumConcurrentStreams", "\(maximumConcurrentStreams)")
+        }
         guard shutdownGracePeriod >= .zero else { throw reject("shutdownGracePeriod", "\(shutdownGracePeriod)") }
         guard maximumIdleTime >= .seconds(1) else { throw reject("maximumIdleTime", "\(maximumIdleTime)") }
         if let tcpKeepAliveInterval, tcpKeepAliveInterval < .seconds(1) {
             throw reject("tcpKeepAliveInterval", "\(tcpKeepAliveInterval)")
         }
         if let breaker = circuitBreaker {
-            guard breaker.failureThreshold >= 1 else { throw reject("circuitBreaker.failureThreshold", "\(breaker.failureThreshold)") }
+            guard breaker.failureThreshold >= 1 else {
+                throw reject("circuitBreaker.failureThreshold", "\(breaker.failureThreshold)")
+            }
             guard breaker.initialCoolDown > .zero, breaker.maximumCoolDown >= breaker.initialCoolDown else {
                 throw reject("circuitBreaker cool-downs", "\(breaker.initialCoolDown)…\(breaker.maximumCoolDown)")
             }

@@ -22,7 +22,9 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
 
     /// The shortest and longest token lifetimes Apple allows, in seconds.
     public static let refreshWindow: ClosedRange<Int> =
-        Int(ProviderTokenRules.minimumUpdateInterval.components.seconds)...Int(ProviderTokenRules.lifetime.components.seconds)
+        Int(
+            ProviderTokenRules.minimumUpdateInterval.components.seconds)...Int(
+            ProviderTokenRules.lifetime.components.seconds)
     /// The default: refresh after 50 minutes, leaving room for clock skew.
     public static let defaultRefreshInterval: Duration = .seconds(50 * 60)
 
@@ -85,7 +87,8 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     /// A connector that reports nothing at all, not even to no-op logging and metrics backends:
     /// the benchmark's reference for the cost of observability. Not public API.
     @_spi(Benchmarks) public static func unobserved(
-        teamID: String, keyID: String, key: CredentialSource, environment: APNsEnvironment, transport: TransportConfiguration
+        teamID: String, keyID: String, key: CredentialSource, environment: APNsEnvironment,
+        transport: TransportConfiguration
     ) throws(APNsError) -> TokenConnector {
         try TokenConnector(
             teamID: teamID, keyID: keyID, key: key, environment: environment, transport: transport,
@@ -93,7 +96,8 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     }
 
     init(
-        teamID: String, keyID: String, key: CredentialSource, environment: APNsEnvironment, transport: TransportConfiguration,
+        teamID: String, keyID: String, key: CredentialSource, environment: APNsEnvironment,
+        transport: TransportConfiguration,
         refreshInterval: Duration, clock: @escaping @Sendable () -> Date, observability: Observability
     ) throws(APNsError) {
         guard ProviderTokenRules.isAppleID(teamID) else { throw .credential(.invalidTeamID(teamID)) }
@@ -144,11 +148,13 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     func performChecked(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse {
         let token = try currentToken()
         let endpoint = environment.endpoint(for: request.service)
-        let response = try await transport.perform(request, endpoint: endpoint, authorization: "bearer " + token.value, deadline: deadline)
+        let response = try await transport.perform(
+            request, endpoint: endpoint, authorization: "bearer " + token.value, deadline: deadline)
         // protocol reference, Responses: on ExpiredProviderToken mint a new token and retry once.
         if TokenConnector.isExpiredToken(response), let fresh = try refresh(after: token) {
             observability.retried(.expiredToken)
-            return try await transport.perform(request, endpoint: endpoint, authorization: "bearer " + fresh.value, deadline: deadline)
+            return try await transport.perform(
+                request, endpoint: endpoint, authorization: "bearer " + fresh.value, deadline: deadline)
         }
         return response
     }
@@ -212,7 +218,9 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
             // The ids and the time only: never the token, which is a credential for an hour.
             observability.logger.info(
                 "APNs provider token minted",
-                metadata: ["apns.team_id": "\(teamID)", "apns.key_id": "\(keyID)", "apns.token.issued_at": "\(issuedAt)"])
+                metadata: [
+                    "apns.team_id": "\(teamID)", "apns.key_id": "\(keyID)", "apns.token.issued_at": "\(issuedAt)",
+                ])
         }
         return Token(value: signingInput + "." + Base64URL.encode(signature), issuedAt: issuedAt)
     }
@@ -277,7 +285,8 @@ enum Base64URL {
 
 extension TokenConnector: BatchSubmitting {
     func submit(
-        _ template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)?, deadline: ContinuousClock.Instant?,
+        _ template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)?,
+        deadline: ContinuousClock.Instant?,
         owner: BulkOwner, completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void
     ) {
         let deadline = deadline ?? .now + transport.requestTimeout
@@ -290,7 +299,8 @@ extension TokenConnector: BatchSubmitting {
         }
         let endpoint = environment.endpoint(for: template.service)
         transport.submit(
-            template, to: devices, apnsID: apnsID, endpoint: endpoint, authorization: "bearer " + token.value, deadline: deadline,
+            template, to: devices, apnsID: apnsID, endpoint: endpoint, authorization: "bearer " + token.value,
+            deadline: deadline,
             owner: owner
         ) {
             [self] device, result in

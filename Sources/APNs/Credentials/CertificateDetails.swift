@@ -1,13 +1,13 @@
 internal import CCrypto
 
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a push certificate is good for, read before the first push: its subject and issuer, when
@@ -99,7 +99,9 @@ public struct CertificateDetails: Hashable, Sendable, CustomStringConvertible {
     /// to it, as ``CertificateConnector`` does.
     /// - Throws: ``CredentialError/passphraseRequired``, ``CredentialError/wrongPassphrase``,
     ///   ``CredentialError/keyDoesNotMatchCertificate``, …
-    public init(certificate: CredentialSource, privateKey: CredentialSource, passphrase: String? = nil) throws(CredentialError) {
+    public init(
+        certificate: CredentialSource, privateKey: CredentialSource, passphrase: String? = nil
+    ) throws(CredentialError) {
         self = try ClientIdentity(
             certificatePEM: OpenSSL.load(certificate), privateKeyPEM: OpenSSL.load(privateKey), passphrase: passphrase
         ).details
@@ -130,7 +132,9 @@ public struct CertificateDetails: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether it is valid at `date`, and if so whether it expires within `period` of it.
-    public func validity(at date: Date = Date(), warningWithin period: Duration = CertificateDetails.expiryWarningPeriod) -> Validity {
+    public func validity(
+        at date: Date = Date(), warningWithin period: Duration = CertificateDetails.expiryWarningPeriod
+    ) -> Validity {
         if date < notValidBefore { return .notYetValid }
         if date > notValidAfter { return .expired }
         let remaining = notValidAfter.timeIntervalSince(date)
@@ -182,7 +186,8 @@ public struct CertificateDetails: Hashable, Sendable, CustomStringConvertible {
         subject = CertificateDetails.nameText(X509_get_subject_name(leaf))
         issuer = CertificateDetails.nameText(X509_get_issuer_name(leaf))
         userID = CertificateDetails.userID(of: leaf)
-        serialNumber = X509_get0_serialNumber(leaf).map { CertificateDetails.hex(CertificateDetails.bytes(of: $0)) } ?? ""
+        serialNumber =
+            X509_get0_serialNumber(leaf).map { CertificateDetails.hex(CertificateDetails.bytes(of: $0)) } ?? ""
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         if X509_digest(leaf, EVP_sha256(), &digest, &length) == 1 {
@@ -197,14 +202,20 @@ public struct CertificateDetails: Hashable, Sendable, CustomStringConvertible {
         notValidBefore = notBefore
         notValidAfter = notAfter
         environments = PushCertificate.Environment.allCases.filter { environment in
-            CertificateDetails.extensionValue(of: leaf, oid: environment == .sandbox ? PushCertificate.sandboxOID : PushCertificate.productionOID) != nil
+            CertificateDetails.extensionValue(
+                of: leaf, oid: environment == .sandbox ? PushCertificate.sandboxOID : PushCertificate.productionOID)
+                != nil
         }
         var listed: [PushCertificate.Topic]?
         do throws(PushCertificate.MalformedExtension) {
             for (oid, kind) in [(PushCertificate.topicsOID, nil), (PushCertificate.voipTopicsOID, "voip")] {
                 guard let value = CertificateDetails.extensionValue(of: leaf, oid: oid) else { continue }
                 let topics = try PushCertificate.topics(fromExtensionValue: value)
-                listed = (listed ?? []) + topics.map { kind != nil && $0.kinds.isEmpty ? PushCertificate.Topic($0.name, kinds: [kind ?? ""]) : $0 }
+                listed =
+                    (listed ?? [])
+                    + topics.map {
+                        kind != nil && $0.kinds.isEmpty ? PushCertificate.Topic($0.name, kinds: [kind ?? ""]) : $0
+                    }
             }
         } catch {
             throw .invalidCertificate(error.description)
@@ -222,7 +233,8 @@ public struct CertificateDetails: Hashable, Sendable, CustomStringConvertible {
     private static func userID(of certificate: OpaquePointer) -> String? {
         guard let name = X509_get_subject_name(certificate) else { return nil }
         let index = X509_NAME_get_index_by_NID(name, NID_userId, -1)
-        guard index >= 0, let entry = X509_NAME_get_entry(name, index), let data = X509_NAME_ENTRY_get_data(entry) else { return nil }
+        guard index >= 0, let entry = X509_NAME_get_entry(name, index), let data = X509_NAME_ENTRY_get_data(entry)
+        else { return nil }
         return String(decoding: bytes(of: data), as: UTF8.self)
     }
 
@@ -234,7 +246,9 @@ public struct CertificateDetails: Hashable, Sendable, CustomStringConvertible {
         }
         defer { ASN1_OBJECT_free(object) }
         let index = X509_get_ext_by_OBJ(certificate, object, -1)
-        guard index >= 0, let found = X509_get_ext(certificate, index), let data = X509_EXTENSION_get_data(found) else { return nil }
+        guard index >= 0, let found = X509_get_ext(certificate, index), let data = X509_EXTENSION_get_data(found) else {
+            return nil
+        }
         return bytes(of: data)
     }
 

@@ -31,7 +31,8 @@ struct ClientIdentity: Sendable {
             throw .invalidPrivateKey(detail)
         }
         defer { EVP_PKEY_free(key) }
-        self = try ClientIdentity.make(leaf: certificates[0], chain: Array(certificates.dropFirst()), key: key, format: .pem)
+        self = try ClientIdentity.make(
+            leaf: certificates[0], chain: Array(certificates.dropFirst()), key: key, format: .pem)
     }
 
     /// A PKCS#12 bundle (`.p12`) and its password. A bundle encrypted with RC2-40 is read through
@@ -113,7 +114,9 @@ struct ClientIdentity: Sendable {
             BIO_free(keyBIO)
         }
         for certificate in [leaf] + chain {
-            guard PEM_write_bio_X509(certificateBIO, certificate) == 1 else { throw .invalidCertificate(OpenSSL.lastError()) }
+            guard PEM_write_bio_X509(certificateBIO, certificate) == 1 else {
+                throw .invalidCertificate(OpenSSL.lastError())
+            }
         }
         guard PEM_write_bio_PrivateKey(keyBIO, key, nil, nil, 0, nil, nil) == 1 else {
             throw .invalidPrivateKey(OpenSSL.lastError())

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// A key, certificate or passphrase that cannot be used, found when a connector is made.
@@ -40,7 +40,8 @@ public enum CredentialError: Error, Hashable, Sendable, CustomStringConvertible 
     /// The certificate is not valid yet (or this machine's clock is wrong).
     case certificateNotYetValid(subject: String, notValidBefore: Date)
     /// The certificate was issued for the other APNs environment.
-    case certificateEnvironmentMismatch(connector: PushCertificate.Environment, certificate: [PushCertificate.Environment])
+    case certificateEnvironmentMismatch(
+        connector: PushCertificate.Environment, certificate: [PushCertificate.Environment])
     /// The certificate does not cover the request's topic for its push type; `covered` lists the
     /// topics it does cover, with their kinds.
     case topicNotCovered(topic: String, pushType: PushType, covered: [String])
@@ -51,39 +52,50 @@ public enum CredentialError: Error, Hashable, Sendable, CustomStringConvertible 
         case let .unreadableFile(path, reason):
             return "Cannot read \(path): \(reason)."
         case let .invalidTeamID(id):
-            return "The team id \"\(id)\" is not 10 letters and digits; copy it from the Membership page of your Apple developer account."
+            return
+                "The team id \"\(id)\" is not 10 letters and digits; copy it from the Membership page of your Apple developer account."
         case let .invalidKeyID(id):
-            return "The key id \"\(id)\" is not 10 letters and digits; it is part of the .p8 file name (AuthKey_<KEYID>.p8)."
+            return
+                "The key id \"\(id)\" is not 10 letters and digits; it is part of the .p8 file name (AuthKey_<KEYID>.p8)."
         case let .invalidPrivateKey(detail):
             return "The private key is not a PEM private key (\(detail)). Pass the .p8 file Apple issued, unchanged."
         case let .notAnES256Key(detail):
-            return "The key is not an EC P-256 key (\(detail)); APNs tokens are signed with ES256. Use the .p8 key from the Keys page of your developer account."
+            return
+                "The key is not an EC P-256 key (\(detail)); APNs tokens are signed with ES256. Use the .p8 key from the Keys page of your developer account."
         case .passphraseRequired:
             return "The private key is encrypted; pass its passphrase."
         case .wrongPassphrase:
             return "The passphrase or password does not decrypt the key; check it."
         case let .invalidCertificate(detail):
-            return "The certificate is not a PEM X.509 certificate (\(detail)). Export it from Keychain Access as .pem, or convert a .cer with `openssl x509 -inform der -in aps.cer -out aps.pem`."
+            return
+                "The certificate is not a PEM X.509 certificate (\(detail)). Export it from Keychain Access as .pem, or convert a .cer with `openssl x509 -inform der -in aps.cer -out aps.pem`."
         case .keyDoesNotMatchCertificate:
-            return "The private key does not belong to the certificate. Export both from the same Keychain Access entry."
+            return
+                "The private key does not belong to the certificate. Export both from the same Keychain Access entry."
         case let .invalidPKCS12(detail):
             return "The file is not a PKCS#12 bundle with a certificate and its key (\(detail))."
         case .legacyPKCS12:
-            return "The .p12 uses RC2-40 encryption, which OpenSSL 3 reads only with its legacy provider, which is not installed here. Re-export it: `openssl pkcs12 -legacy -in old.p12 -nodes -out both.pem && openssl pkcs12 -export -in both.pem -out new.p12`."
+            return
+                "The .p12 uses RC2-40 encryption, which OpenSSL 3 reads only with its legacy provider, which is not installed here. Re-export it: `openssl pkcs12 -legacy -in old.p12 -nodes -out both.pem && openssl pkcs12 -export -in both.pem -out new.p12`."
         case let .refreshIntervalOutOfRange(seconds):
-            return "A token refresh interval of \(seconds) s is outside Apple's window: refresh no more often than every 20 minutes and at least every 60 (protocol reference, Token authentication)."
+            return
+                "A token refresh interval of \(seconds) s is outside Apple's window: refresh no more often than every 20 minutes and at least every 60 (protocol reference, Token authentication)."
         case let .signingFailed(detail):
             return "Signing the provider token failed: \(detail)."
         case let .certificateExpired(subject, notValidAfter):
-            return "The certificate \(subject) expired at \(notValidAfter.formatted(.iso8601)); APNs refuses it. Create a new one on the Certificates page of your developer account, or use token authentication (a .p8 key does not expire)."
+            return
+                "The certificate \(subject) expired at \(notValidAfter.formatted(.iso8601)); APNs refuses it. Create a new one on the Certificates page of your developer account, or use token authentication (a .p8 key does not expire)."
         case let .certificateNotYetValid(subject, notValidBefore):
-            return "The certificate \(subject) is valid only from \(notValidBefore.formatted(.iso8601)); check this machine's clock."
+            return
+                "The certificate \(subject) is valid only from \(notValidBefore.formatted(.iso8601)); check this machine's clock."
         case let .certificateEnvironmentMismatch(connector, certificate):
             let names = certificate.map(\.rawValue).joined(separator: " and ")
-            return "The certificate is for the \(names) environment, not \(connector): APNs would answer BadCertificateEnvironment. Use environment .\(certificate.first?.rawValue ?? "sandbox"), or a certificate for \(connector) (a universal certificate covers both)."
+            return
+                "The certificate is for the \(names) environment, not \(connector): APNs would answer BadCertificateEnvironment. Use environment .\(certificate.first?.rawValue ?? "sandbox"), or a certificate for \(connector) (a universal certificate covers both)."
         case let .topicNotCovered(topic, pushType, covered):
             let list = covered.isEmpty ? "none" : covered.joined(separator: ", ")
-            return "The certificate does not cover topic \(topic) for \(pushType) pushes; it covers: \(list). Send to a topic it covers, use a certificate issued for this app and push type, or use token authentication."
+            return
+                "The certificate does not cover topic \(topic) for \(pushType) pushes; it covers: \(list). Send to a topic it covers, use a certificate issued for this app and push type, or use token authentication."
         }
     }
 }

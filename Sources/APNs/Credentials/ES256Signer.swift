@@ -39,7 +39,9 @@ final class ES256Signer: @unchecked Sendable {
         else { throw .signingFailed(OpenSSL.lastError()) }
         var der = [UInt8](repeating: 0, count: length)
         let signed = der.withUnsafeMutableBufferPointer { out in
-            message.withUnsafeBufferPointer { EVP_DigestSign(context, out.baseAddress, &length, $0.baseAddress, $0.count) }
+            message.withUnsafeBufferPointer {
+                EVP_DigestSign(context, out.baseAddress, &length, $0.baseAddress, $0.count)
+            }
         }
         guard signed == 1 else { throw .signingFailed(OpenSSL.lastError()) }
         // DER SEQUENCE { r INTEGER, s INTEGER } → r‖s, each left-padded to 32 bytes.

@@ -1,9 +1,9 @@
 internal import CCrypto
 
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// Small helpers over libcrypto. Every function here is thread-safe: it uses only its own objects.
@@ -56,7 +56,9 @@ enum OpenSSL {
         case .file(let path):
             let files = FileManager.default
             guard let data = files.contents(atPath: path) else {
-                let reason = !files.fileExists(atPath: path) ? "no such file"
+                let reason =
+                    !files.fileExists(atPath: path)
+                    ? "no such file"
                     : !files.isReadableFile(atPath: path) ? "permission denied" : "not a regular file"
                 throw .unreadableFile(path: path, reason: reason)
             }

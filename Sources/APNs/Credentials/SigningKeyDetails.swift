@@ -1,4 +1,3 @@
-
 /// What a `.p8` token signing key is, read before the first push: that it is the EC P-256 key
 /// ES256 needs, and the key id its file name carries (`AuthKey_<KEYID>.p8`). `apns inspect` prints
 /// it with the JWT header and claims a ``TokenConnector`` would send (never a signature).

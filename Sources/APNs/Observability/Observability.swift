@@ -83,7 +83,8 @@ final class Observability: Sendable {
         circuitTrips = Counter(label: Metric.circuitTrips, factory: factory)
         var retryCounters: [RetryReason: CoreMetrics.Counter] = [:]
         for reason in RetryReason.allCases {
-            retryCounters[reason] = Counter(label: Metric.retries, dimensions: [("apns.retry.reason", reason.rawValue)], factory: factory)
+            retryCounters[reason] = Counter(
+                label: Metric.retries, dimensions: [("apns.retry.reason", reason.rawValue)], factory: factory)
         }
         self.retryCounters = retryCounters
     }
@@ -95,7 +96,8 @@ final class Observability: Sendable {
     static let spansOnly = Observability(logger: nil, metricsFactory: NOOPMetricsHandler.instance, enabled: false)
 
     /// The benchmark's reference: reports nothing, not even to no-op backends.
-    static let disabled = Observability(logger: nil, metricsFactory: NOOPMetricsHandler.instance, enabled: false, tracesSpans: false)
+    static let disabled = Observability(
+        logger: nil, metricsFactory: NOOPMetricsHandler.instance, enabled: false, tracesSpans: false)
 
     /// Whether anything would see an event logged at `level` or counted: work worth paying for
     /// only then (the GOAWAY watch).
@@ -152,7 +154,9 @@ final class Observability: Sendable {
 
     /// Counts a finished send and records its latency; `cached` holds the push type's metrics
     /// when the caller looked them up already.
-    func recordSend(pushType: String, result: Result<APNsResponse, APNsError>, duration: Duration, cached: PushTypeMetrics? = nil) {
+    func recordSend(
+        pushType: String, result: Result<APNsResponse, APNsError>, duration: Duration, cached: PushTypeMetrics? = nil
+    ) {
         guard isEnabled else { return }
         if let cached {
             if case .success(let response) = result, response.status == 200 {
@@ -234,7 +238,8 @@ final class Observability: Sendable {
     /// active there (the bootstrapped one, one bound with `withTracer`, or the no-op tracer).
     func startSpan(_ name: String, summary: RequestSummary) -> (any Span)? {
         guard tracesSpans else { return nil }
-        let span = InstrumentationSystem.tracer.startSpan(name, context: ServiceContext.current ?? .topLevel, ofKind: .client)
+        let span = InstrumentationSystem.tracer.startSpan(
+            name, context: ServiceContext.current ?? .topLevel, ofKind: .client)
         if span.isRecording {
             span.attributes["apns.push_type"] = summary.pushType
             span.attributes["apns.topic"] = summary.topic

@@ -18,7 +18,9 @@ public struct CircuitBreakerPolicy: Sendable, Hashable {
     public var maximumCoolDown: Duration
 
     /// When to fail fast: after `failureThreshold` failures in a row, for a cool-down that doubles from `initialCoolDown` up to `maximumCoolDown`.
-    public init(failureThreshold: Int = 5, initialCoolDown: Duration = .seconds(1), maximumCoolDown: Duration = .seconds(60)) {
+    public init(
+        failureThreshold: Int = 5, initialCoolDown: Duration = .seconds(1), maximumCoolDown: Duration = .seconds(60)
+    ) {
         self.failureThreshold = failureThreshold
         self.initialCoolDown = initialCoolDown
         self.maximumCoolDown = maximumCoolDown
@@ -116,7 +118,8 @@ struct CircuitBreaker {
     }
 
     private func rejection(retryIn: Duration?) -> TransportError {
-        var message = "the circuit breaker is open after \(consecutiveFailures) consecutive failures (last: \(lastFailure))"
+        var message =
+            "the circuit breaker is open after \(consecutiveFailures) consecutive failures (last: \(lastFailure))"
         if let retryIn {
             message += "; the next probe is in about \(max(1, Int(retryIn.components.seconds) + 1)) s"
         } else {

@@ -162,7 +162,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         multi = curl_multi_init()
         if let multi {
             do throws(RefusedOption) {
-                try require(ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)), "CURLMOPT_PIPELINING")
+                try require(
+                    ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)), "CURLMOPT_PIPELINING")
                 try require(
                     ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, maximumConnectionsPerHost)),
                     "CURLMOPT_MAX_HOST_CONNECTIONS")
@@ -205,7 +206,8 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// no longer takes work.
     private func post(_ operations: [Operation], transfers: [Transfer]) {
         guard let multi else {
-            let failure = TransportError(kind: .other, delivery: .notSent, curlCode: 2, message: "curl_multi_init failed")
+            let failure = TransportError(
+                kind: .other, delivery: .notSent, curlCode: 2, message: "curl_multi_init failed")
             for transfer in transfers { transfer.resume(.failure(failure)) }
             CurlMultiLoop.runElsewhere(operations)
             return
@@ -415,9 +417,11 @@ final class CurlMultiLoop: @unchecked Sendable {
             "apns.keep_warm.failures": "\(warmUpFailures)", "apns.keep_warm.retry_ms": "\(delay / .milliseconds(1))",
         ]
         if warmUpFailures == 1 {
-            observability.logger.notice("APNs connection could not be opened ahead of sends; trying again", metadata: metadata)
+            observability.logger.notice(
+                "APNs connection could not be opened ahead of sends; trying again", metadata: metadata)
         } else {
-            observability.logger.debug("APNs connection could not be opened ahead of sends; trying again", metadata: metadata)
+            observability.logger.debug(
+                "APNs connection could not be opened ahead of sends; trying again", metadata: metadata)
         }
     }
 
@@ -437,10 +441,14 @@ final class CurlMultiLoop: @unchecked Sendable {
             return taken
         }
         for operation in leftovers {
-            if case .add(let transfer) = operation { transfer.resume(.failure(TransportError.shutDown(delivery: .notSent))) }
+            if case .add(let transfer) = operation {
+                transfer.resume(.failure(TransportError.shutDown(delivery: .notSent)))
+            }
         }
         CurlMultiLoop.runElsewhere(leftovers)
-        for transfer in waiting[waitingHead...] { transfer.resume(.failure(TransportError.shutDown(delivery: transfer.delivery))) }
+        for transfer in waiting[waitingHead...] {
+            transfer.resume(.failure(TransportError.shutDown(delivery: transfer.delivery)))
+        }
         waiting.removeAll()
         waitingHead = 0
         for (easy, transfer) in active {
@@ -514,7 +522,10 @@ final class CurlMultiLoop: @unchecked Sendable {
             var ready = idle.popLast()
             if ready == nil { ready = try makeEasy() }
             guard let ready else {
-                transfer.resume(.failure(TransportError(kind: .other, delivery: transfer.delivery, curlCode: 2, message: "curl_easy_init failed")))
+                transfer.resume(
+                    .failure(
+                        TransportError(
+                            kind: .other, delivery: transfer.delivery, curlCode: 2, message: "curl_easy_init failed")))
                 return
             }
             easy = ready
@@ -533,8 +544,11 @@ final class CurlMultiLoop: @unchecked Sendable {
         guard added == CURLM_OK else {
             transfer.easy = nil
             recycle(easy)
-            transfer.resume(.failure(TransportError(
-                kind: .other, delivery: transfer.delivery, curlCode: Int(added.rawValue), message: String(cString: curl_multi_strerror(added)))))
+            transfer.resume(
+                .failure(
+                    TransportError(
+                        kind: .other, delivery: transfer.delivery, curlCode: Int(added.rawValue),
+                        message: String(cString: curl_multi_strerror(added)))))
             return
         }
         active[easy] = transfer
@@ -558,16 +572,21 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// Everything that is the same for every transfer on `easy`. Every option a guarantee rests on
     /// is checked (``RefusedOption``); only the GOAWAY watch's verbose channel may be refused
     /// quietly (it reports, it guarantees nothing).
-    private func configureOnce(_ easy: UnsafeMutableRawPointer, errorBuffer: UnsafeMutablePointer<CChar>) throws(RefusedOption) {
+    private func configureOnce(
+        _ easy: UnsafeMutableRawPointer, errorBuffer: UnsafeMutablePointer<CChar>
+    ) throws(RefusedOption) {
         try require(ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer), "CURLOPT_ERRORBUFFER")
         try require(ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1), "CURLOPT_NOSIGNAL")
-        try require(ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)), "CURLOPT_HTTP_VERSION")
+        try require(
+            ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)), "CURLOPT_HTTP_VERSION")
         try require(ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1), "CURLOPT_PIPEWAIT")
         try require(ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1), "CURLOPT_SSL_VERIFYPEER")
         try require(ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2), "CURLOPT_SSL_VERIFYHOST")
         try require(
-            ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeoutMilliseconds), "CURLOPT_CONNECTTIMEOUT_MS")
-        try require(ccurl_easy_setopt_long(easy, CURLOPT_MAXAGE_CONN, settings.maximumIdleSeconds), "CURLOPT_MAXAGE_CONN")
+            ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeoutMilliseconds),
+            "CURLOPT_CONNECTTIMEOUT_MS")
+        try require(
+            ccurl_easy_setopt_long(easy, CURLOPT_MAXAGE_CONN, settings.maximumIdleSeconds), "CURLOPT_MAXAGE_CONN")
         if let keepAlive = settings.tcpKeepAliveSeconds {
             try require(ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1), "CURLOPT_TCP_KEEPALIVE")
             try require(ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPIDLE, keepAlive), "CURLOPT_TCP_KEEPIDLE")
@@ -575,44 +594,55 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
         if let ca = settings.trustedCA {
             try require(
-                ca.withUnsafeBytes { ccurl_easy_setopt_blob(easy, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) }, "CURLOPT_CAINFO_BLOB")
+                ca.withUnsafeBytes { ccurl_easy_setopt_blob(easy, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) },
+                "CURLOPT_CAINFO_BLOB")
         }
         if let identity = settings.identity {
             try require(
-                identity.certificateChainPEM.withUnsafeBytes { ccurl_easy_setopt_blob(easy, CURLOPT_SSLCERT_BLOB, $0.baseAddress, $0.count) },
+                identity.certificateChainPEM.withUnsafeBytes {
+                    ccurl_easy_setopt_blob(easy, CURLOPT_SSLCERT_BLOB, $0.baseAddress, $0.count)
+                },
                 "CURLOPT_SSLCERT_BLOB")
             try require(
-                identity.privateKeyPEM.withUnsafeBytes { ccurl_easy_setopt_blob(easy, CURLOPT_SSLKEY_BLOB, $0.baseAddress, $0.count) },
+                identity.privateKeyPEM.withUnsafeBytes {
+                    ccurl_easy_setopt_blob(easy, CURLOPT_SSLKEY_BLOB, $0.baseAddress, $0.count)
+                },
                 "CURLOPT_SSLKEY_BLOB")
             try require(ccurl_easy_setopt_string(easy, CURLOPT_SSLCERTTYPE, "PEM"), "CURLOPT_SSLCERTTYPE")
             try require(ccurl_easy_setopt_string(easy, CURLOPT_SSLKEYTYPE, "PEM"), "CURLOPT_SSLKEYTYPE")
         }
-        try require(ccurl_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
-            let length = size * count
-            guard let data, let context else { return length }
-            let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-            transfer.responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
-            return length
-        }, "CURLOPT_WRITEFUNCTION")
-        try require(ccurl_easy_setopt_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, context in
-            let length = size * count
-            guard let data, let context else { return length }
-            let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-            transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: length))
-            return length
-        }, "CURLOPT_HEADERFUNCTION")
+        try require(
+            ccurl_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+                let length = size * count
+                guard let data, let context else { return length }
+                let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+                transfer.responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
+                return length
+            }, "CURLOPT_WRITEFUNCTION")
+        try require(
+            ccurl_easy_setopt_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+                let length = size * count
+                guard let data, let context else { return length }
+                let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+                transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: length))
+                return length
+            }, "CURLOPT_HEADERFUNCTION")
         let loop = Unmanaged.passUnretained(self).toOpaque()
         try require(ccurl_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, loop), "CURLOPT_OPENSOCKETDATA")
         try require(ccurl_easy_setopt_pointer(easy, CURLOPT_CLOSESOCKETDATA, loop), "CURLOPT_CLOSESOCKETDATA")
-        try require(ccurl_easy_setopt_opensocket(easy) { context, _, address in
-            guard let context, let address else { return curl_socket_t(-1) }
-            return Unmanaged<CurlMultiLoop>.fromOpaque(context).takeUnretainedValue()
-                .openSocket(family: address.pointee.family, type: address.pointee.socktype, protocol: address.pointee.protocol)
-        }, "CURLOPT_OPENSOCKETFUNCTION")
-        try require(ccurl_easy_setopt_closesocket(easy) { context, socket in
-            guard let context else { return Foundation.close(socket) }
-            return Unmanaged<CurlMultiLoop>.fromOpaque(context).takeUnretainedValue().closeSocket(socket)
-        }, "CURLOPT_CLOSESOCKETFUNCTION")
+        try require(
+            ccurl_easy_setopt_opensocket(easy) { context, _, address in
+                guard let context, let address else { return curl_socket_t(-1) }
+                return Unmanaged<CurlMultiLoop>.fromOpaque(context).takeUnretainedValue()
+                    .openSocket(
+                        family: address.pointee.family, type: address.pointee.socktype,
+                        protocol: address.pointee.protocol)
+            }, "CURLOPT_OPENSOCKETFUNCTION")
+        try require(
+            ccurl_easy_setopt_closesocket(easy) { context, socket in
+                guard let context else { return Foundation.close(socket) }
+                return Unmanaged<CurlMultiLoop>.fromOpaque(context).takeUnretainedValue().closeSocket(socket)
+            }, "CURLOPT_CLOSESOCKETFUNCTION")
         if watchesGoAway {
             // libcurl 7.88 reports a received GOAWAY only as an informational line, which needs
             // CURLOPT_VERBOSE (set per transfer in `configure`); the callback ignores everything
@@ -629,18 +659,22 @@ final class CurlMultiLoop: @unchecked Sendable {
                 return 0
             }
         }
-        try require(ccurl_easy_setopt_prereq(easy) { context, _, _, _, localPort in
-            guard let context else { return Int32(CURL_PREREQFUNC_OK) }
-            let decision = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().willSend(localPort: localPort)
-            if decision == Int32(CURL_PREREQFUNC_OK) { CoalescedWrites.current?.requestWillBeWritten() }
-            return decision
-        }, "CURLOPT_PREREQFUNCTION")
+        try require(
+            ccurl_easy_setopt_prereq(easy) { context, _, _, _, localPort in
+                guard let context else { return Int32(CURL_PREREQFUNC_OK) }
+                let decision = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().willSend(
+                    localPort: localPort)
+                if decision == Int32(CURL_PREREQFUNC_OK) { CoalescedWrites.current?.requestWillBeWritten() }
+                return decision
+            }, "CURLOPT_PREREQFUNCTION")
     }
 
     /// Sets what differs per transfer: every such option is set each time, so nothing carries over
     /// from the handle's previous transfer, except the method, body and headers when they are the
     /// very ones that transfer had (``EasyState``).
-    private func configure(_ easy: UnsafeMutableRawPointer, for transfer: Transfer, timeoutMilliseconds: Int) throws(RefusedOption) {
+    private func configure(
+        _ easy: UnsafeMutableRawPointer, for transfer: Transfer, timeoutMilliseconds: Int
+    ) throws(RefusedOption) {
         let state = handles[easy]
         state?.errorBuffer.pointee = 0
         transfer.errorBuffer = state?.errorBuffer
@@ -661,7 +695,9 @@ final class CurlMultiLoop: @unchecked Sendable {
         urlBuffer.append(contentsOf: transfer.urlSuffix.utf8)
         urlBuffer.append(0)
         try require(
-            urlBuffer.withUnsafeBytes { ccurl_easy_setopt_string(easy, CURLOPT_URL, $0.bindMemory(to: CChar.self).baseAddress) },
+            urlBuffer.withUnsafeBytes {
+                ccurl_easy_setopt_string(easy, CURLOPT_URL, $0.bindMemory(to: CChar.self).baseAddress)
+            },
             "CURLOPT_URL")
         try require(ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeoutMilliseconds)), "CURLOPT_TIMEOUT_MS")
         if let state, state.method == transfer.method, state.body === transfer.body {
@@ -674,7 +710,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
         if state == nil || state?.headerList !== transfer.headerList {
             state?.headerList = nil
-            try require(ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, transfer.headerList.list), "CURLOPT_HTTPHEADER")
+            try require(
+                ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, transfer.headerList.list), "CURLOPT_HTTPHEADER")
             state?.headerList = transfer.headerList
         }
         let context = Unmanaged.passUnretained(transfer).toOpaque()
@@ -687,8 +724,11 @@ final class CurlMultiLoop: @unchecked Sendable {
         func setBody() throws(RefusedOption) {
             try require(ccurl_easy_setopt_long(easy, CURLOPT_POST, 1), "CURLOPT_POST")
             try require(
-                ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.body.count)), "CURLOPT_POSTFIELDSIZE_LARGE")
-            try require(ccurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, transfer.body.bytes.baseAddress), "CURLOPT_POSTFIELDS")
+                ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.body.count)),
+                "CURLOPT_POSTFIELDSIZE_LARGE")
+            try require(
+                ccurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, transfer.body.bytes.baseAddress),
+                "CURLOPT_POSTFIELDS")
         }
         switch transfer.method {
         case .post:
@@ -703,7 +743,9 @@ final class CurlMultiLoop: @unchecked Sendable {
             } else {
                 try require(ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1), "CURLOPT_HTTPGET")
             }
-            try require(ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, transfer.method.rawValue), "CURLOPT_CUSTOMREQUEST")
+            try require(
+                ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, transfer.method.rawValue), "CURLOPT_CUSTOMREQUEST"
+            )
         }
     }
 
@@ -772,7 +814,9 @@ final class CurlMultiLoop: @unchecked Sendable {
             curl_easy_reset(easy)
             if let state = handles[easy] {
                 state.forget()
-                do throws(RefusedOption) { try configureOnce(easy, errorBuffer: state.errorBuffer) } catch { reusable = false }
+                do throws(RefusedOption) { try configureOnce(easy, errorBuffer: state.errorBuffer) } catch {
+                    reusable = false
+                }
             }
         }
         defer { if reusable { recycle(easy) } else { discard(easy) } }
@@ -789,7 +833,8 @@ final class CurlMultiLoop: @unchecked Sendable {
                 transfer.resumeWarmedUp()
                 return
             }
-            let failure = transfer.retry == .notHTTP2
+            let failure =
+                transfer.retry == .notHTTP2
                 ? TransportError.notHTTP2NothingWritten
                 : Transfer.failure(code: code, message: errorMessage(of: easy, code: code), delivery: .notSent)
             if breaker != nil { record(CircuitBreaker.signal(for: .failure(failure)), probe: transfer.isProbe) }
@@ -801,13 +846,20 @@ final class CurlMultiLoop: @unchecked Sendable {
             var status = 0
             var version = 0
             _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-            if transfer.negotiatedH2 { version = Int(CURL_HTTP_VERSION_2_0) } else { _ = ccurl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version) }
+            if transfer.negotiatedH2 {
+                version = Int(CURL_HTTP_VERSION_2_0)
+            } else {
+                _ = ccurl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+            }
             if version == Int(CURL_HTTP_VERSION_2_0) {
                 if transfer.localPort != 0 { lastAnswer[transfer.localPort] = .now }
-                result = .success(APNsHTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody))
+                result = .success(
+                    APNsHTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody))
             } else {
-                result = .failure(TransportError(
-                    kind: .notHTTP2, delivery: .unknown, message: "the server answered over HTTP/1.1 (it offered no ALPN h2)"))
+                result = .failure(
+                    TransportError(
+                        kind: .notHTTP2, delivery: .unknown,
+                        message: "the server answered over HTTP/1.1 (it offered no ALPN h2)"))
             }
         } else {
             switch transfer.retry {
@@ -837,9 +889,12 @@ final class CurlMultiLoop: @unchecked Sendable {
             case .notHTTP2?:
                 result = .failure(TransportError.notHTTP2NothingWritten)
             case .warmedUp?:  // only a warm-up stops there, and it returned above
-                result = .failure(TransportError(kind: .other, delivery: .notSent, message: "stopped before anything was written"))
+                result = .failure(
+                    TransportError(kind: .other, delivery: .notSent, message: "stopped before anything was written"))
             case nil:
-                if code == CURLE_OPERATION_TIMEDOUT, transfer.wasRefusedBeforeTimingOut(easy, errorBuffer: handles[easy]?.errorBuffer) {
+                if code == CURLE_OPERATION_TIMEDOUT,
+                    transfer.wasRefusedBeforeTimingOut(easy, errorBuffer: handles[easy]?.errorBuffer)
+                {
                     // Refused, then re-sent by libcurl, and the re-send found no connection in time.
                     result = .failure(TransportError.timedOut(delivery: .notSent))
                     break
@@ -929,7 +984,9 @@ final class CurlMultiLoop: @unchecked Sendable {
         let port = transfer.localPort
         guard port != 0 else { return }
         if let last = lastAnswer[port], last >= transfer.writtenAt { return }
-        guard !stalledPorts.contains(port), let socket = openSockets.first(where: { localPort(of: $0) == port }) else { return }
+        guard !stalledPorts.contains(port), let socket = openSockets.first(where: { localPort(of: $0) == port }) else {
+            return
+        }
         stalledPorts.insert(port)
         awaitingConnection = true
         _ = Foundation.shutdown(socket, Int32(SHUT_RDWR))
@@ -988,7 +1045,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         if wasOpen, observability.isEnabled {
             observability.connectionsOpen.decrement()
             observability.logger.info(
-                "APNs connection closed", metadata: ["apns.connection.socket": "\(socket)", "apns.connection.local_port": "\(port)"])
+                "APNs connection closed",
+                metadata: ["apns.connection.socket": "\(socket)", "apns.connection.local_port": "\(port)"])
         }
         lastAnswer[port] = nil
         stalledPorts.remove(port)

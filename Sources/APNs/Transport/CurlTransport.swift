@@ -31,7 +31,9 @@ final class CurlTransport: Sendable {
         var headers: [APNsRequest.Header]
     }
 
-    init(configuration: TransportConfiguration, identity: ClientIdentity?, observability: Observability) throws(APNsError) {
+    init(
+        configuration: TransportConfiguration, identity: ClientIdentity?, observability: Observability
+    ) throws(APNsError) {
         _ = curlGlobalInit
         let libcurl: Libcurl
         do throws(TransportError) { libcurl = try Libcurl.loaded.get() } catch { throw .transport(error) }
@@ -59,7 +61,8 @@ final class CurlTransport: Sendable {
         }
         if observability.isEnabled {
             observability.logger.debug(
-                "APNs connection keepalive: \(CurlTransport.keepalive(configuration))", metadata: ["curl.version": "\(libcurl.version)"])
+                "APNs connection keepalive: \(CurlTransport.keepalive(configuration))",
+                metadata: ["curl.version": "\(libcurl.version)"])
         }
     }
 
@@ -69,8 +72,14 @@ final class CurlTransport: Sendable {
     /// connection's next request (``Libcurl``).
     static func keepalive(_ configuration: TransportConfiguration) -> String {
         var parts: [String] = []
-        if let tcp = configuration.tcpKeepAliveInterval { parts.append("TCP keepalive every \(tcp)") } else { parts.append("TCP keepalive off") }
-        parts.append(configuration.keepsConnectionWarm ? "idle sockets watched and a connection kept warm while run as a service" : "no keep-warm")
+        if let tcp = configuration.tcpKeepAliveInterval {
+            parts.append("TCP keepalive every \(tcp)")
+        } else {
+            parts.append("TCP keepalive off")
+        }
+        parts.append(
+            configuration.keepsConnectionWarm
+                ? "idle sockets watched and a connection kept warm while run as a service" : "no keep-warm")
         parts.append("no HTTP/2 PING (no libcurl writes one on an idle connection)")
         return parts.joined(separator: "; ")
     }
@@ -106,7 +115,8 @@ final class CurlTransport: Sendable {
 
     /// Sends `request` to `endpoint`, adding `authorization` when given, giving up at `deadline`.
     func perform(
-        _ request: APNsRequest, endpoint: APNsEnvironment.Endpoint, authorization: String?, deadline: ContinuousClock.Instant
+        _ request: APNsRequest, endpoint: APNsEnvironment.Endpoint, authorization: String?,
+        deadline: ContinuousClock.Instant
     ) async throws -> APNsHTTPResponse {
         let transfer = Transfer(
             urlPrefix: endpoint.baseURL, urlSuffix: request.path, method: request.method,
@@ -143,7 +153,8 @@ final class CurlTransport: Sendable {
             // A device's own apns-id goes in one list node ahead of the shared list.
             let transfer = Transfer(
                 urlPrefix: urlPrefix, urlSuffix: device.token, method: template.method,
-                headerList: apnsID.map { HeaderList(first: "apns-id: " + $0(device).description, then: headers) } ?? headers, body: body,
+                headerList: apnsID.map { HeaderList(first: "apns-id: " + $0(device).description, then: headers) }
+                    ?? headers, body: body,
                 deadline: deadline, device: device, owner: owner)
             transfer.completion = .callback(completion)
             transfers.append(transfer)

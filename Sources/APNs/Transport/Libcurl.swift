@@ -65,7 +65,9 @@ struct Libcurl: Sendable, Equatable {
         guard features & Int32(CURL_VERSION_HTTP2) != 0 else {
             throw TransportError(
                 kind: .unsupportedLibcurl, delivery: .notSent,
-                message: "libcurl \(version) was built without HTTP/2 (nghttp2), which APNs requires. \(Libcurl.installAdvice)")
+                message:
+                    "libcurl \(version) was built without HTTP/2 (nghttp2), which APNs requires. \(Libcurl.installAdvice)"
+            )
         }
     }
 
@@ -78,8 +80,10 @@ struct Libcurl: Sendable, Equatable {
     /// The libcurl this process loaded, checked (once).
     static let loaded: Result<Libcurl, TransportError> = {
         guard let info = ccurl_version_info() else {
-            return .failure(TransportError(
-                kind: .unsupportedLibcurl, delivery: .notSent, message: "curl_version_info returned nothing. \(installAdvice)"))
+            return .failure(
+                TransportError(
+                    kind: .unsupportedLibcurl, delivery: .notSent,
+                    message: "curl_version_info returned nothing. \(installAdvice)"))
         }
         do throws(TransportError) {
             return .success(try Libcurl(versionNumber: info.pointee.version_num, features: info.pointee.features))
@@ -110,7 +114,8 @@ struct RefusedOption: Error {
 @inline(__always)
 func require(_ code: CURLcode, _ option: StaticString) throws(RefusedOption) {
     guard code == CURLE_OK else {
-        throw RefusedOption(option: option, code: Int32(code.rawValue), meaning: String(cString: curl_easy_strerror(code)))
+        throw RefusedOption(
+            option: option, code: Int32(code.rawValue), meaning: String(cString: curl_easy_strerror(code)))
     }
 }
 
@@ -118,6 +123,7 @@ func require(_ code: CURLcode, _ option: StaticString) throws(RefusedOption) {
 @inline(__always)
 func require(_ code: CURLMcode, _ option: StaticString) throws(RefusedOption) {
     guard code == CURLM_OK else {
-        throw RefusedOption(option: option, code: Int32(code.rawValue), meaning: String(cString: curl_multi_strerror(code)))
+        throw RefusedOption(
+            option: option, code: Int32(code.rawValue), meaning: String(cString: curl_multi_strerror(code)))
     }
 }

@@ -103,7 +103,8 @@ final class Transfer: @unchecked Sendable {
     static let maximumResubmissions = 100
 
     init(
-        urlPrefix: String, urlSuffix: String = "", method: APNsRequest.Method, headerList: HeaderList, body: RequestBody,
+        urlPrefix: String, urlSuffix: String = "", method: APNsRequest.Method, headerList: HeaderList,
+        body: RequestBody,
         deadline: ContinuousClock.Instant, device: Device?, owner: BulkOwner?
     ) {
         self.urlPrefix = urlPrefix
@@ -174,7 +175,8 @@ final class Transfer: @unchecked Sendable {
     func wasRefusedBeforeTimingOut(_ easy: UnsafeMutableRawPointer, errorBuffer: UnsafePointer<CChar>?) -> Bool {
         guard written, attempts == 1, !isWarmUp, let errorBuffer, errorBuffer.pointee != 0 else { return false }
         var retriedAfter: curl_off_t = 0
-        guard ccurl_easy_getinfo_off_t(easy, CURLINFO_REDIRECT_TIME_T, &retriedAfter) == CURLE_OK, retriedAfter > 0 else {
+        guard ccurl_easy_getinfo_off_t(easy, CURLINFO_REDIRECT_TIME_T, &retriedAfter) == CURLE_OK, retriedAfter > 0
+        else {
             return false
         }
         var osErrno = 0
@@ -241,7 +243,9 @@ final class Transfer: @unchecked Sendable {
         // HTTP/2 header names arrive in lowercase; lowercase only when a server sent otherwise.
         let rawName = UnsafeRawBufferPointer(rebasing: line[..<colon])
         let name: String
-        if let known = Transfer.knownHeaderNames.first(where: { $0.bytes.count == rawName.count && $0.bytes.elementsEqual(rawName) }) {
+        if let known = Transfer.knownHeaderNames.first(where: {
+            $0.bytes.count == rawName.count && $0.bytes.elementsEqual(rawName)
+        }) {
             name = known.name  // APNs' own headers: no new string
         } else if rawName.contains(where: { (65...90).contains($0) }) {
             name = String(decoding: rawName, as: UTF8.self).lowercased()
@@ -251,7 +255,10 @@ final class Transfer: @unchecked Sendable {
         var start = colon + 1
         var end = line.count
         while start < end, line[start] == UInt8(ascii: " ") || line[start] == UInt8(ascii: "\t") { start += 1 }
-        while end > start, line[end - 1] == UInt8(ascii: "\r") || line[end - 1] == UInt8(ascii: "\n") || line[end - 1] == UInt8(ascii: " ") {
+        while end > start,
+            line[end - 1] == UInt8(ascii: "\r") || line[end - 1] == UInt8(ascii: "\n")
+                || line[end - 1] == UInt8(ascii: " ")
+        {
             end -= 1
         }
         // Room for APNs' few headers at once, not one reallocation per header.
@@ -260,8 +267,10 @@ final class Transfer: @unchecked Sendable {
     }
 
     /// The response headers APNs sends, as they arrive (lowercase).
-    private static let knownHeaderNames: [(name: String, bytes: [UInt8])] = ["apns-id", "apns-unique-id", "content-type", "retry-after"]
-        .map { ($0, Array($0.utf8)) }
+    private static let knownHeaderNames: [(name: String, bytes: [UInt8])] = [
+        "apns-id", "apns-unique-id", "content-type", "retry-after",
+    ]
+    .map { ($0, Array($0.utf8)) }
 
     /// The transport failure libcurl reported with `code`, classified by the code alone.
     static func failure(code: CURLcode, message: String, delivery: Delivery) -> TransportError {

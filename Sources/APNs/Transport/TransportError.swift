@@ -81,15 +81,21 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         text += "): \(message). "
         switch delivery {
         case .notSent: text += "The notification was not sent; sending it again cannot duplicate it."
-        case .unknown: text += "The notification may have been delivered; send it again only if a duplicate is acceptable."
+        case .unknown:
+            text += "The notification may have been delivered; send it again only if a duplicate is acceptable."
         }
         switch kind {
         case .dns: text += " Check the host name and DNS."
-        case .connect: text += " Nothing accepted the connection: check host, port and firewall (APNs also listens on 2197)."
-        case .tls: text += " TLS failed: check the client certificate, that it matches the environment, and the trusted CA (for a mock server, TransportConfiguration.trustedCertificateAuthority)."
+        case .connect:
+            text += " Nothing accepted the connection: check host, port and firewall (APNs also listens on 2197)."
+        case .tls:
+            text +=
+                " TLS failed: check the client certificate, that it matches the environment, and the trusted CA (for a mock server, TransportConfiguration.trustedCertificateAuthority)."
         case .notHTTP2: text += " The server must offer HTTP/2 over TLS (ALPN h2), as APNs does."
-        case .timeout: text += " Raise the send's timeout or TransportConfiguration.requestTimeout, or check the network."
-        case .circuitOpen: text += " Fix the cause reported by the earlier failures; the connector probes again after its cool-down."
+        case .timeout:
+            text += " Raise the send's timeout or TransportConfiguration.requestTimeout, or check the network."
+        case .circuitOpen:
+            text += " Fix the cause reported by the earlier failures; the connector probes again after its cool-down."
         case .shutDown: text += " The connector was shut down: create a new one."
         default: break
         }
@@ -103,7 +109,9 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
 
     /// The deadline passed.
     static func timedOut(delivery: Delivery, curlCode: Int? = nil) -> TransportError {
-        TransportError(kind: .timeout, delivery: delivery, curlCode: curlCode, message: "the send's deadline passed before APNs answered")
+        TransportError(
+            kind: .timeout, delivery: delivery, curlCode: curlCode,
+            message: "the send's deadline passed before APNs answered")
     }
 
     /// Cancelled by the caller.
@@ -113,14 +121,16 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
 
     /// The connection chose a protocol other than HTTP/2 and the request was stopped before it was written.
     static let notHTTP2NothingWritten = TransportError(
-        kind: .notHTTP2, delivery: .notSent, message: "the server did not negotiate HTTP/2 (ALPN h2); nothing was written")
+        kind: .notHTTP2, delivery: .notSent,
+        message: "the server did not negotiate HTTP/2 (ALPN h2); nothing was written")
 
     /// The request was written and its connection closed before APNs answered; `then` is what
     /// libcurl reported last, when it is not that failure itself.
     static func connectionLost(curlCode: Int, then: String? = nil) -> TransportError {
         let message = "the connection failed after the request was written and before APNs answered"
         return TransportError(
-            kind: .connectionLost, delivery: .unknown, curlCode: curlCode, message: then.map { message + " (then: \($0))" } ?? message)
+            kind: .connectionLost, delivery: .unknown, curlCode: curlCode,
+            message: then.map { message + " (then: \($0))" } ?? message)
     }
 }
 

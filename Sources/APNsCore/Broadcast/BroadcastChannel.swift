@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// A Live Activity broadcast channel (iOS 18): one push updates every activity subscribed to it
@@ -87,7 +87,9 @@ extension BroadcastDeliverable {
         }
         var writer = JSONWriter()
         try writePayload(to: &writer)
-        guard writer.count <= limit else { throw .payloadTooLarge(pushType: pushType, size: writer.count, limit: limit) }
+        guard writer.count <= limit else {
+            throw .payloadTooLarge(pushType: pushType, size: writer.count, limit: limit)
+        }
         var headers: [APNsRequest.Header] = [
             .init(name: "apns-channel-id", value: channel.id),
             .init(name: "apns-push-type", value: Self.pushType.rawValue),

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// The exact requests of broadcast channel management (<doc:ProtocolReference#Broadcast-channels>), as values: what
@@ -14,7 +14,9 @@ import Foundation
 /// ```
 public enum ChannelRequest {
     /// `POST /1/apps/<bundle>/channels` with `{"message-storage-policy":n,"push-type":"LiveActivity"}`.
-    public static func create(bundleID: String, storagePolicy: MessageStoragePolicy, requestID: APNsID? = nil) throws(APNsValidationError) -> APNsRequest {
+    public static func create(
+        bundleID: String, storagePolicy: MessageStoragePolicy, requestID: APNsID? = nil
+    ) throws(APNsValidationError) -> APNsRequest {
         try validateTopic(bundleID)
         let body = #"{"message-storage-policy":"# + String(storagePolicy.rawValue) + #","push-type":"LiveActivity"}"#
         return APNsRequest(
@@ -23,7 +25,9 @@ public enum ChannelRequest {
     }
 
     /// `GET /1/apps/<bundle>/channels` with `apns-channel-id`.
-    public static func read(_ channel: BroadcastChannel, requestID: APNsID? = nil) throws(APNsValidationError) -> APNsRequest {
+    public static func read(
+        _ channel: BroadcastChannel, requestID: APNsID? = nil
+    ) throws(APNsValidationError) -> APNsRequest {
         try validateTopic(channel.bundleID)
         return APNsRequest(
             method: .get, service: .management, path: "/1/apps/\(channel.bundleID)/channels",
@@ -31,7 +35,9 @@ public enum ChannelRequest {
     }
 
     /// `DELETE /1/apps/<bundle>/channels` with `apns-channel-id`.
-    public static func delete(_ channel: BroadcastChannel, requestID: APNsID? = nil) throws(APNsValidationError) -> APNsRequest {
+    public static func delete(
+        _ channel: BroadcastChannel, requestID: APNsID? = nil
+    ) throws(APNsValidationError) -> APNsRequest {
         try validateTopic(channel.bundleID)
         return APNsRequest(
             method: .delete, service: .management, path: "/1/apps/\(channel.bundleID)/channels",
@@ -49,7 +55,9 @@ public enum ChannelRequest {
     /// The ids in a list answer, `{"channels":["<id>",…]}`.
     public static func channelIDs(fromListBody body: [UInt8]) throws(ChannelResponseError) -> [String] {
         struct Body: Decodable { var channels: [String] }
-        guard let decoded = try? JSONDecoder().decode(Body.self, from: Data(body)) else { throw ChannelResponseError(body: body) }
+        guard let decoded = try? JSONDecoder().decode(Body.self, from: Data(body)) else {
+            throw ChannelResponseError(body: body)
+        }
         return decoded.channels
     }
 
@@ -76,7 +84,10 @@ public struct ChannelInfo: Hashable, Sendable {
         struct Body: Decodable {
             var policy: Int
             var pushType: String
-            enum CodingKeys: String, CodingKey { case policy = "message-storage-policy", pushType = "push-type" }
+            enum CodingKeys: String, CodingKey {
+                case policy = "message-storage-policy"
+                case pushType = "push-type"
+            }
         }
         guard let decoded = try? JSONDecoder().decode(Body.self, from: Data(body)),
             let policy = MessageStoragePolicy(rawValue: decoded.policy)

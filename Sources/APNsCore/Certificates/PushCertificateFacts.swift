@@ -84,7 +84,8 @@ public enum PushCertificate {
     public static func coveredTopic(of pushType: PushType, in topics: [Topic]) -> String? {
         for entry in topics {
             for candidate in [entry.name, pushType.topic(forBundleID: entry.name)]
-            where pushType.bundleID(fromTopic: candidate) != nil && covers(topics, topic: candidate, pushType: pushType) {
+            where pushType.bundleID(fromTopic: candidate) != nil && covers(topics, topic: candidate, pushType: pushType)
+            {
                 return candidate
             }
         }
@@ -109,7 +110,9 @@ public enum PushCertificate {
                 var kinds = DERReader(contents)
                 while !kinds.isAtEnd {
                     let (kindTag, kind) = try kinds.anyElement()
-                    guard DERReader.stringTags.contains(kindTag) else { throw MalformedExtension(detail: "a kind that is not a string") }
+                    guard DERReader.stringTags.contains(kindTag) else {
+                        throw MalformedExtension(detail: "a kind that is not a string")
+                    }
                     topics[topics.count - 1].kinds.append(String(decoding: kind, as: UTF8.self))
                 }
             } else {
@@ -126,7 +129,8 @@ public enum PushCertificate {
             contents += DERReader.encode(tag: DERReader.utf8String, Array(topic.name.utf8))
             if !topic.kinds.isEmpty {
                 contents += DERReader.encode(
-                    tag: DERReader.sequence, topic.kinds.flatMap { DERReader.encode(tag: DERReader.utf8String, Array($0.utf8)) })
+                    tag: DERReader.sequence,
+                    topic.kinds.flatMap { DERReader.encode(tag: DERReader.utf8String, Array($0.utf8)) })
             }
         }
         return DERReader.encode(tag: DERReader.sequence, contents)

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// Encodes app data (any `Encodable`) into JSON with `JSONEncoder`'s default strategies, but in the
@@ -46,8 +46,10 @@ struct AppDataEncoder {
         }
         guard case .object(let box)? = slot ?? .object(ObjectBox()) else { return false }
         if let reserved = box.keys.first(where: { reservedKeys.contains($0) }) { throw .reserved(reserved) }
-        let order = box.sortKeys
-            ? box.keys.indices.sorted { box.keys[$0].utf8.lexicographicallyPrecedes(box.keys[$1].utf8) } : Array(box.keys.indices)
+        let order =
+            box.sortKeys
+            ? box.keys.indices.sorted { box.keys[$0].utf8.lexicographicallyPrecedes(box.keys[$1].utf8) }
+            : Array(box.keys.indices)
         for index in order {
             writer.key(box.keys[index])
             box.values[index].write(to: &writer)
@@ -275,7 +277,9 @@ private final class TreeEncoder: Encoder {
             case .secondsSince1970: return .value(try number(date.timeIntervalSince1970, at: path))
             case .millisecondsSince1970: return .value(try number(date.timeIntervalSince1970 * 1000, at: path))
             case .iso8601:
-                guard date.timeIntervalSince1970.isFinite else { throw AppDataEncoder.Failure.nonFinite(path: pathDescription(path)) }
+                guard date.timeIntervalSince1970.isFinite else {
+                    throw AppDataEncoder.Failure.nonFinite(path: pathDescription(path))
+                }
                 return .value(.string(date.formatted(.iso8601)))
             }
         }
@@ -320,24 +324,48 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     private func path(_ key: Key) -> [CodingKey] { codingPath + [key] }
 
     mutating func encodeNil(forKey key: Key) throws { box.set(.value(.null), for: encoder.name(of: key)) }
-    mutating func encode(_ value: Bool, forKey key: Key) throws { box.set(.value(.bool(value)), for: encoder.name(of: key)) }
-    mutating func encode(_ value: String, forKey key: Key) throws { box.set(.value(.string(value)), for: encoder.name(of: key)) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws {
+        box.set(.value(.bool(value)), for: encoder.name(of: key))
+    }
+    mutating func encode(_ value: String, forKey key: Key) throws {
+        box.set(.value(.string(value)), for: encoder.name(of: key))
+    }
     mutating func encode(_ value: Double, forKey key: Key) throws {
         box.set(.value(try encoder.number(value, at: path(key))), for: encoder.name(of: key))
     }
     mutating func encode(_ value: Float, forKey key: Key) throws {
         box.set(.value(try encoder.number(value, at: path(key))), for: encoder.name(of: key))
     }
-    mutating func encode(_ value: Int, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
-    mutating func encode(_ value: Int8, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
-    mutating func encode(_ value: Int16, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
-    mutating func encode(_ value: Int32, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { box.set(.value(.number(String(value))), for: encoder.name(of: key)) }
+    mutating func encode(_ value: Int, forKey key: Key) throws {
+        box.set(.value(.number(String(value))), for: encoder.name(of: key))
+    }
+    mutating func encode(_ value: Int8, forKey key: Key) throws {
+        box.set(.value(.number(String(value))), for: encoder.name(of: key))
+    }
+    mutating func encode(_ value: Int16, forKey key: Key) throws {
+        box.set(.value(.number(String(value))), for: encoder.name(of: key))
+    }
+    mutating func encode(_ value: Int32, forKey key: Key) throws {
+        box.set(.value(.number(String(value))), for: encoder.name(of: key))
+    }
+    mutating func encode(_ value: Int64, forKey key: Key) throws {
+        box.set(.value(.number(String(value))), for: encoder.name(of: key))
+    }
+    mutating func encode(_ value: UInt, forKey key: Key) throws {
+        box.set(.value(.number(String(value))), for: encoder.name(of: key))
+    }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws {
+        box.set(.value(.number(String(value))), for: encoder.name(of: key))
+    }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws {
+        box.set(.value(.number(String(value))), for: encoder.name(of: key))
+    }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws {
+        box.set(.value(.number(String(value))), for: encoder.name(of: key))
+    }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws {
+        box.set(.value(.number(String(value))), for: encoder.name(of: key))
+    }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         box.set(try encoder.wrap(value, at: path(key)), for: encoder.name(of: key))
     }
@@ -394,7 +422,9 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt64) throws { box.items.append(.value(.number(String(value)))) }
     mutating func encode<T: Encodable>(_ value: T) throws { box.items.append(try encoder.wrap(value, at: nextPath)) }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type
+    ) -> KeyedEncodingContainer<NestedKey> {
         let nested = ObjectBox()
         let path = nextPath
         box.items.append(.object(nested))

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// How app data (and a Live Activity's content state and attributes) is encoded: the usual
@@ -54,7 +54,9 @@ public struct AppDataEncoding: Hashable, Sendable {
     public var keys: KeyStrategy
 
     /// Strategies; each defaults to `JSONEncoder`'s.
-    public init(dates: DateStrategy = .deferredToDate, data: DataStrategy = .base64, keys: KeyStrategy = .useDefaultKeys) {
+    public init(
+        dates: DateStrategy = .deferredToDate, data: DataStrategy = .base64, keys: KeyStrategy = .useDefaultKeys
+    ) {
         self.dates = dates
         self.data = data
         self.keys = keys

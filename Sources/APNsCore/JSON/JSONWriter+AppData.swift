@@ -25,7 +25,8 @@ extension JSONWriter {
         }
         let isObject: Bool
         do {
-            isObject = try AppDataEncoder.writeMembers(of: appData, into: &self, reservedKeys: reservedKeys, options: encoding)
+            isObject = try AppDataEncoder.writeMembers(
+                of: appData, into: &self, reservedKeys: reservedKeys, options: encoding)
         } catch {
             switch error {
             case .nonFinite(let path): throw .nonFiniteNumber(path: path)

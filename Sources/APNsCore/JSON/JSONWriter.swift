@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// Writes compact, deterministic JSON straight into a byte buffer.
@@ -95,9 +95,10 @@ public struct JSONWriter: Sendable {
     /// ASCII that needs no escaping, so it is copied without being scanned.
     mutating func literalKey(_ key: StaticString) {
         let length = key.utf8CodeUnitCount
-        assert(UnsafeBufferPointer(start: key.utf8Start, count: length).allSatisfy {
-            $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\")
-        }, "literal keys are plain ASCII")
+        assert(
+            UnsafeBufferPointer(start: key.utf8Start, count: length).allSatisfy {
+                $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\")
+            }, "literal keys are plain ASCII")
         let out = reserve(length + 4)
         var at = 0
         if needsComma { out[0] = UInt8(ascii: ","); at = 1 }

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// App data given as JSON text (from a command line, a queue, a template), written beside `aps`
@@ -21,7 +21,9 @@ public struct RawJSONObject: Encodable, Sendable, Hashable {
     /// - Throws: ``APNsValidationError/appDataNotAnObject`` unless `text` is one JSON object,
     ///   ``APNsValidationError/reservedAppDataKey(_:)`` if it has a root `aps` key.
     public init(_ text: String) throws(APNsValidationError) {
-        guard let root = try? JSONDecoder().decode(RootKeys.self, from: Data(text.utf8)) else { throw .appDataNotAnObject }
+        guard let root = try? JSONDecoder().decode(RootKeys.self, from: Data(text.utf8)) else {
+            throw .appDataNotAnObject
+        }
         if root.keys.contains("aps") { throw .reservedAppDataKey("aps") }
         compactText = RawJSONObject.compact(text)
     }
@@ -66,7 +68,13 @@ public struct RawJSONObject: Encodable, Sendable, Hashable {
         for byte in text.utf8 {
             if inString {
                 out.append(byte)
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
             } else if byte == UInt8(ascii: "\"") {
                 inString = true
                 out.append(byte)

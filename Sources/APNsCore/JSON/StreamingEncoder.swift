@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// The fast path of app-data encoding: writes straight into the ``JSONWriter`` with no tree, for
@@ -17,7 +17,9 @@ enum StreamingEncoder {
     struct GiveUp: Error {}
 
     /// Writes the members of `value` (an object) into the object `writer` is in.
-    static func writeMembers<T: Encodable>(of value: T, into writer: inout JSONWriter, reservedKeys: Set<String>) throws(GiveUp) {
+    static func writeMembers<T: Encodable>(
+        of value: T, into writer: inout JSONWriter, reservedKeys: Set<String>
+    ) throws(GiveUp) {
         // Move the writer in (no copy of its bytes) and always back out, so a caller that gives
         // up can rewind it.
         let state = StreamState.make(reservedKeys: reservedKeys)
@@ -93,7 +95,9 @@ private final class StreamState: ManagedBuffer<StreamState.Core, UInt8> {
         if T.self == Double.self, let double = value as? Double { return try number(double) }
         if T.self == Bool.self, let bool = value as? Bool { return core.pointee.writer.bool(bool) }
         if T.self == Date.self, let date = value as? Date { return try number(date.timeIntervalSinceReferenceDate) }
-        if T.self == Data.self, let data = value as? Data { return core.pointee.writer.string(data.base64EncodedString()) }
+        if T.self == Data.self, let data = value as? Data {
+            return core.pointee.writer.string(data.base64EncodedString())
+        }
         if T.self == URL.self, let url = value as? URL { return core.pointee.writer.string(url.absoluteString) }
         if T.self == Decimal.self || T.self == RawJSONObject.self || T.self is UnorderedDictionaryMarker.Type {
             throw StreamingEncoder.GiveUp()
@@ -208,23 +212,49 @@ private struct StreamKeyed<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
 
     mutating func encodeNil(forKey key: Key) throws { try self.key(key); state.core.pointee.writer.null() }
-    mutating func encode(_ value: Bool, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.bool(value) }
-    mutating func encode(_ value: String, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.string(value) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws {
+        try self.key(key); state.core.pointee.writer.bool(value)
+    }
+    mutating func encode(_ value: String, forKey key: Key) throws {
+        try self.key(key); state.core.pointee.writer.string(value)
+    }
     mutating func encode(_ value: Double, forKey key: Key) throws { try self.key(key); try state.number(value) }
     mutating func encode(_ value: Float, forKey key: Key) throws { try self.key(key); try state.number(value) }
-    mutating func encode(_ value: Int, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
-    mutating func encode(_ value: Int8, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
-    mutating func encode(_ value: Int16, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
-    mutating func encode(_ value: Int32, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { try self.key(key); state.core.pointee.writer.int(value) }
+    mutating func encode(_ value: Int, forKey key: Key) throws {
+        try self.key(key); state.core.pointee.writer.int(value)
+    }
+    mutating func encode(_ value: Int8, forKey key: Key) throws {
+        try self.key(key); state.core.pointee.writer.int(value)
+    }
+    mutating func encode(_ value: Int16, forKey key: Key) throws {
+        try self.key(key); state.core.pointee.writer.int(value)
+    }
+    mutating func encode(_ value: Int32, forKey key: Key) throws {
+        try self.key(key); state.core.pointee.writer.int(value)
+    }
+    mutating func encode(_ value: Int64, forKey key: Key) throws {
+        try self.key(key); state.core.pointee.writer.int(value)
+    }
+    mutating func encode(_ value: UInt, forKey key: Key) throws {
+        try self.key(key); state.core.pointee.writer.int(value)
+    }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws {
+        try self.key(key); state.core.pointee.writer.int(value)
+    }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws {
+        try self.key(key); state.core.pointee.writer.int(value)
+    }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws {
+        try self.key(key); state.core.pointee.writer.int(value)
+    }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws {
+        try self.key(key); state.core.pointee.writer.int(value)
+    }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws { try self.key(key); try state.write(value) }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type, forKey key: Key
+    ) -> KeyedEncodingContainer<NestedKey> {
         state.failed = true
         return KeyedEncodingContainer(StreamKeyed<NestedKey>(state: state, id: -1, topLevel: false))
     }
@@ -273,7 +303,9 @@ private struct StreamUnkeyed: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt64) throws { try next(); state.core.pointee.writer.int(value) }
     mutating func encode<T: Encodable>(_ value: T) throws { try next(); try state.write(value) }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type
+    ) -> KeyedEncodingContainer<NestedKey> {
         state.failed = true
         return KeyedEncodingContainer(StreamKeyed<NestedKey>(state: state, id: -1, topLevel: false))
     }

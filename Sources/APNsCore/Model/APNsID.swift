@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// The `apns-id` of a notification: a UUID, sent in lowercase canonical form (<doc:ProtocolReference#Device-requests>).
@@ -23,8 +23,12 @@ public struct APNsID: Hashable, Sendable, CustomStringConvertible {
     /// Parses the 8-4-4-4-12 hex form, in either case; `nil` for anything else.
     public init?(_ string: String) {
         // Parsed by hand: every APNs response carries one, and Foundation's parser goes through sscanf.
-        var bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var bytes:
+            (
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                UInt8
+            ) =
+                (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         let parsed: Bool = withUnsafeMutableBytes(of: &bytes) { out in
             var utf8 = string.utf8
             let result: Bool? = utf8.withContiguousStorageIfAvailable { text in APNsID.parse(text, into: out) }
@@ -55,7 +59,6 @@ public struct APNsID: Hashable, Sendable, CustomStringConvertible {
         }
         return byteIndex == 16
     }
-
 
     /// The header value: lowercase, 8-4-4-4-12.
     public var description: String { uuid.uuidString.lowercased() }

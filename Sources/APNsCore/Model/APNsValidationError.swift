@@ -79,33 +79,42 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
     public var description: String {
         switch self {
         case let .payloadTooLarge(pushType, size, limit):
-            return "The \(pushType) payload is \(size) bytes; APNs accepts at most \(limit). Shorten the text, let truncatedToFit() shorten it, or move data out of the notification (the app can fetch it)."
+            return
+                "The \(pushType) payload is \(size) bytes; APNs accepts at most \(limit). Shorten the text, let truncatedToFit() shorten it, or move data out of the notification (the app can fetch it)."
         case let .payloadTooLargeAfterTruncation(pushType, size, limit, fields):
-            return "The \(pushType) payload is still \(size) bytes with \(fields.joined(separator: ", ")) cut short; APNs accepts at most \(limit). Move other data out of the notification (the app can fetch it)."
+            return
+                "The \(pushType) payload is still \(size) bytes with \(fields.joined(separator: ", ")) cut short; APNs accepts at most \(limit). Move other data out of the notification (the app can fetch it)."
         case let .collapseIDTooLong(bytes, limit):
-            return "The collapse id is \(bytes) bytes of UTF-8; APNs accepts at most \(limit). Use a shorter id, for example a hash of the long one."
+            return
+                "The collapse id is \(bytes) bytes of UTF-8; APNs accepts at most \(limit). Use a shorter id, for example a hash of the long one."
         case .emptyCollapseID:
             return "The collapse id is empty. Leave it nil to send none."
         case let .controlCharacterInHeader(header):
-            return "The value for \(header) contains a control character, which cannot travel in an HTTP header. Remove it."
+            return
+                "The value for \(header) contains a control character, which cannot travel in an HTTP header. Remove it."
         case let .invalidTopic(topic):
-            return "\"\(topic)\" is not a valid bundle id: use letters, digits, '-' and '.', for example com.example.app."
+            return
+                "\"\(topic)\" is not a valid bundle id: use letters, digits, '-' and '.', for example com.example.app."
         case let .invalidDeviceToken(reason):
             return "Invalid device token: \(reason)."
         case let .invalidExpiration(seconds):
             return "The expiration \(seconds) is negative. Use Expiration.immediately (0) or a date after 1970."
         case let .reservedAppDataKey(key):
-            return "App data writes the root key \"\(key)\", which APNs reserves for its own dictionary. Rename that property (for example with CodingKeys)."
+            return
+                "App data writes the root key \"\(key)\", which APNs reserves for its own dictionary. Rename that property (for example with CodingKeys)."
         case .appDataNotAnObject:
-            return "App data must encode as a keyed container (a JSON object) so its keys can sit beside \"aps\". Wrap arrays and single values in a struct."
+            return
+                "App data must encode as a keyed container (a JSON object) so its keys can sit beside \"aps\". Wrap arrays and single values in a struct."
         case let .nonFiniteNumber(path):
-            return "The number at \(path) is NaN or infinite, which JSON cannot represent. Send a finite number or omit it."
+            return
+                "The number at \(path) is NaN or infinite, which JSON cannot represent. Send a finite number or omit it."
         case let .appDataEncodingFailed(message):
             return "App data failed to encode: \(message)."
         case let .duplicateComponent(name):
             return "\(name) is given more than once in the notification. Keep one."
         case .mutableContentWithoutAlertText:
-            return "MutableContent() needs an alert with a title, subtitle or body, or the notification service extension never runs. Add one, or drop MutableContent()."
+            return
+                "MutableContent() needs an alert with a title, subtitle or body, or the notification service extension never runs. Add one, or drop MutableContent()."
         case let .relevanceScoreOutOfRange(score):
             return "The relevance score \(score) is outside 0…1. Use a value from 0 (least relevant) to 1 (most)."
         case let .negativeBadge(badge):
@@ -117,36 +126,47 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
         case let .notAnObject(key):
             return "\(key) must encode as a keyed container (a JSON object); wrap arrays and single values in a struct."
         case let .invalidMDMTopic(topic):
-            return "\"\(topic)\" is not an MDM topic: use the UID of your MDM push certificate, which starts with com.apple.mgmt."
+            return
+                "\"\(topic)\" is not an MDM topic: use the UID of your MDM push certificate, which starts with com.apple.mgmt."
         case let .invalidChannelID(id):
-            return "\"\(id)\" is not a broadcast channel id: use the base64 id APNs returned when the channel was created."
+            return
+                "\"\(id)\" is not a broadcast channel id: use the base64 id APNs returned when the channel was created."
         case .collapseIDOnBroadcast:
             return "Broadcasts have no collapse id (protocol reference, Broadcast channels); remove it."
         case let .expirationOnUnstoredChannel(seconds):
-            return "The channel stores no message, so APNs rejects expiration \(seconds) (BadExpirationDate). Use Expiration.immediately, or create the channel with .mostRecentMessageStored."
+            return
+                "The channel stores no message, so APNs rejects expiration \(seconds) (BadExpirationDate). Use Expiration.immediately, or create the channel with .mostRecentMessageStored."
         case let .invalidTimeout(timeout):
-            return "The timeout \(timeout) is not a positive duration. Pass at least a millisecond, for example .seconds(10), or nil for the connector's default."
+            return
+                "The timeout \(timeout) is not a positive duration. Pass at least a millisecond, for example .seconds(10), or nil for the connector's default."
         case let .invalidTransportSetting(name, value):
             return "TransportConfiguration.\(name) is \(value); timeouts must be positive and limits at least 1."
         case let .unknownPushType(name):
-            return "\"\(name)\" is not an APNs push type; use one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))."
+            return
+                "\"\(name)\" is not an APNs push type; use one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))."
         case let .authenticationNotAllowed(pushType, method):
             let accepted = AuthenticationMethod.allCases.filter { pushType.authentication.contains($0) }.map(\.rawValue)
-            return "\(pushType) pushes cannot be sent through a \(method) connector; APNs accepts them only with \(accepted.joined(separator: " or ")) authentication. Send them through a connector made with that credential."
+            return
+                "\(pushType) pushes cannot be sent through a \(method) connector; APNs accepts them only with \(accepted.joined(separator: " or ")) authentication. Send them through a connector made with that credential."
         case let .priorityNotAllowed(pushType, priority):
             let allowed = pushType.allowedPriorities.sorted(by: >).map(\.description)
-            let advice = allowed.count == 1
-                ? "it is always \(allowed[0])" : "use " + allowed.dropLast().joined(separator: ", ") + " or " + (allowed.last ?? "")
+            let advice =
+                allowed.count == 1
+                ? "it is always \(allowed[0])"
+                : "use " + allowed.dropLast().joined(separator: ", ") + " or " + (allowed.last ?? "")
             return "Priority \(priority) is not allowed for \(pushType) pushes: \(advice)."
         case let .expirationRequired(pushType, seconds):
             return "\(pushType) pushes must have apns-expiration \(seconds)."
         case let .notBroadcastable(pushType):
-            return "\(pushType) pushes cannot be sent to a broadcast channel; only Live Activity updates and ends can (protocol reference, Broadcast channels). Send to devices instead."
+            return
+                "\(pushType) pushes cannot be sent to a broadcast channel; only Live Activity updates and ends can (protocol reference, Broadcast channels). Send to devices instead."
         case let .topicNotForPushType(pushType, topic):
             let suffix = pushType.topicSuffix ?? ""
-            return "\"\(topic)\" is not a \(pushType) topic: it must be the bare bundle id\(suffix.isEmpty ? "" : " followed by \"\(suffix)\"") — pass the bundle id without any push-type suffix; swift-apns appends it."
+            return
+                "\"\(topic)\" is not a \(pushType) topic: it must be the bare bundle id\(suffix.isEmpty ? "" : " followed by \"\(suffix)\"") — pass the bundle id without any push-type suffix; swift-apns appends it."
         case .apnsIDInBulkSend:
-            return "An apns-id identifies one push, but a bulk send makes one push per device. Leave apnsID nil (APNs assigns each push its own and returns it in each outcome), or send to each device with its own apns-id."
+            return
+                "An apns-id identifies one push, but a bulk send makes one push per device. Leave apnsID nil (APNs assigns each push its own and returns it in each outcome), or send to each device with its own apns-id."
         case let .invalidDate(key):
             return "The date for \(key) is before 1970 or not a finite time; APNs takes UNIX seconds."
         }

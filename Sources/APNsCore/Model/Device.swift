@@ -33,7 +33,6 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-
     /// A device from the raw token bytes the app received in
     /// `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)`.
     public init<Bytes: Collection>(tokenBytes: Bytes) throws(APNsValidationError) where Bytes.Element == UInt8 {
@@ -41,7 +40,9 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
         // Called from another module this generic is not specialised: iterating `tokenBytes`
         // would cost a protocol-witness call per byte (13,000 instructions for a 32-byte token,
         // callgrind). Contiguous bytes (`[UInt8]`, `Data`) are read through one buffer instead.
-        self.token = tokenBytes.withContiguousStorageIfAvailable(Device.hex) ?? Array(tokenBytes).withUnsafeBufferPointer(Device.hex)
+        self.token =
+            tokenBytes.withContiguousStorageIfAvailable(Device.hex)
+            ?? Array(tokenBytes).withUnsafeBufferPointer(Device.hex)
     }
 
     /// Lowercase hex of `bytes`.

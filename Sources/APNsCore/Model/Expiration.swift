@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// When APNs may stop trying to deliver a notification (`apns-expiration`, <doc:ProtocolReference#Device-requests>).
@@ -25,7 +25,9 @@ public struct Expiration: Hashable, Sendable, CustomStringConvertible {
     ///   ``immediately`` for "do not store").
     public static func at(_ date: Date) throws(APNsValidationError) -> Expiration {
         let seconds = date.timeIntervalSince1970
-        guard seconds.isFinite, seconds >= 0, seconds < Double(Int.max) else { throw .invalidDate(key: "apns-expiration") }
+        guard seconds.isFinite, seconds >= 0, seconds < Double(Int.max) else {
+            throw .invalidDate(key: "apns-expiration")
+        }
         return Expiration(seconds: Int(seconds.rounded(.down)))
     }
 

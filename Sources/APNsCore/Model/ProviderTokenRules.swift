@@ -24,6 +24,7 @@ public enum ProviderTokenRules {
 
     /// Whether `id` has the shape of Apple's team and key ids: 10 ASCII letters and digits.
     public static func isAppleID(_ id: String) -> Bool {
-        id.utf8.count == 10 && id.utf8.allSatisfy { (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }
+        id.utf8.count == 10
+            && id.utf8.allSatisfy { (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }
     }
 }

@@ -57,7 +57,8 @@ extension PushNotification {
     public func request(to device: Device) throws(APNsValidationError) -> APNsRequest {
         try validateTopic(topic)
         if Self.pushType.bundleID(fromTopic: topic) == nil {
-            throw Self.pushType == .mdm ? .invalidMDMTopic(topic) : .topicNotForPushType(pushType: Self.pushType, topic: topic)
+            throw Self.pushType == .mdm
+                ? .invalidMDMTopic(topic) : .topicNotForPushType(pushType: Self.pushType, topic: topic)
         }
         var headers: [APNsRequest.Header] = [
             .init(name: "apns-push-type", value: Self.pushType.rawValue),
@@ -77,12 +78,14 @@ extension PushNotification {
 /// Checks a topic the way <doc:ProtocolReference#Push-types> describes bundle ids: ASCII letters, digits, `-`, `.`
 /// (and `_`, which MDM UIDs may contain), not empty.
 func validateTopic(_ topic: String) throws(APNsValidationError) {
-    guard !topic.isEmpty, topic.utf8.allSatisfy({ byte in
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"):
-            return true
-        default: return false
-        }
-    }) else { throw .invalidTopic(topic) }
+    guard !topic.isEmpty,
+        topic.utf8.allSatisfy({ byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"):
+                return true
+            default: return false
+            }
+        })
+    else { throw .invalidTopic(topic) }
 }

@@ -95,7 +95,9 @@ public struct PushType: Hashable, Sendable, CustomStringConvertible {
         if PushType.allCases.contains(where: { other in
             guard let otherSuffix = other.topicSuffix, !otherSuffix.isEmpty else { return false }
             return bundleID.hasSuffix(otherSuffix) && otherSuffix.hasPrefix(".push-type.")
-        }) { return nil }
+        }) {
+            return nil
+        }
         return bundleID
     }
 

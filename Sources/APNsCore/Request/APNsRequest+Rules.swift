@@ -41,7 +41,8 @@ extension APNsRequest {
         case .device, .management:
             limit = pushType.maximumPayloadSize
             if let topic = self[header: "apns-topic"], pushType.bundleID(fromTopic: topic) == nil {
-                throw pushType == .mdm ? .invalidMDMTopic(topic) : .topicNotForPushType(pushType: pushType, topic: topic)
+                throw pushType == .mdm
+                    ? .invalidMDMTopic(topic) : .topicNotForPushType(pushType: pushType, topic: topic)
             }
         }
         guard body.count <= limit else { throw .payloadTooLarge(pushType: pushType, size: body.count, limit: limit) }

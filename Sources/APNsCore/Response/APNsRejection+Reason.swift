@@ -41,17 +41,21 @@ extension APNsRejection {
             case .unregistered, .expiredToken:
                 return "Stop sending to this token unless the device registered it again after the timestamp."
             case .badDeviceToken:
-                return "Check that the connector's environment matches the app build that produced the token (sandbox for development builds, production for App Store and TestFlight) before forgetting the token: a whole batch of these means the environment is wrong."
+                return
+                    "Check that the connector's environment matches the app build that produced the token (sandbox for development builds, production for App Store and TestFlight) before forgetting the token: a whole batch of these means the environment is wrong."
             case .deviceTokenNotForTopic:
-                return "Check the bundle id: the token belongs to another app (or the topic suffix is wrong). A whole batch of these means a configuration mistake, not dead tokens."
+                return
+                    "Check the bundle id: the token belongs to another app (or the topic suffix is wrong). A whole batch of these means a configuration mistake, not dead tokens."
             case .badCertificateEnvironment, .badEnvironmentKeyIdInToken:
-                return "The credential is for the other environment: use .sandbox for development builds and .production for App Store and TestFlight builds."
+                return
+                    "The credential is for the other environment: use .sandbox for development builds and .production for App Store and TestFlight builds."
             case .expiredProviderToken:
                 return "The JWT is older than an hour: check the server's clock."
             case .invalidProviderToken, .unrelatedKeyIdInToken, .missingProviderToken:
                 return "Check the key id, team id and .p8 key of the token connector."
             case .tooManyProviderTokenUpdates:
-                return "Share one token connector per key instead of creating one per request, then retry after a while: APNs accepts a new token at most every 20 minutes."
+                return
+                    "Share one token connector per key instead of creating one per request, then retry after a while: APNs accepts a new token at most every 20 minutes."
             case .tooManyRequests:
                 return "Slow down: too many pushes to this device; retry later."
             case .payloadTooLarge:

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// What came back over HTTP/2 for one request, before interpretation. Connectors return this;
@@ -134,7 +134,8 @@ public struct APNsRejection: Error, Hashable, Sendable, CustomStringConvertible 
 
     /// Decodes Apple's JSON error body `{"reason":…,"timestamp":…}`. A body that is not JSON, or has
     /// no reason, leaves ``reason`` nil and keeps the bytes in ``body``.
-    public init(status: Int, body: [UInt8], apnsID: APNsID? = nil, uniqueID: String? = nil, retryAfter: Duration? = nil) {
+    public init(status: Int, body: [UInt8], apnsID: APNsID? = nil, uniqueID: String? = nil, retryAfter: Duration? = nil)
+    {
         struct Body: Decodable {
             var reason: String?
             var timestamp: Double?

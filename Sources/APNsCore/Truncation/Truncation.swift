@@ -129,12 +129,15 @@ extension PushNotification {
             let shortened = ellipsisWidth < width ? prefix + ellipsis : ""
             field.write(&notification, shortened)
             let newSize = try notification.encodedSize()
-            cuts.append(TextCut(
-                field: field.name, text: shortened, removedCharacters: text.count - prefix.count, removedBytes: size - newSize))
+            cuts.append(
+                TextCut(
+                    field: field.name, text: shortened, removedCharacters: text.count - prefix.count,
+                    removedBytes: size - newSize))
             size = newSize
         }
         guard size <= limit else {
-            throw .payloadTooLargeAfterTruncation(pushType: Self.pushType, size: size, limit: limit, fields: fields.map(\.name))
+            throw .payloadTooLargeAfterTruncation(
+                pushType: Self.pushType, size: size, limit: limit, fields: fields.map(\.name))
         }
         return Truncated(notification: notification, cuts: cuts, originalSize: originalSize, size: size, limit: limit)
     }

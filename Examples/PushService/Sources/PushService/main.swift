@@ -77,12 +77,15 @@ func makeConnector(_ environment: [String: String], logger: Logger) throws -> (A
     var transport = TransportConfiguration()
     if let ca = environment["APNS_CA_FILE"] { transport.trustedCertificateAuthority = .file(path: ca) }
     var apnsEnvironment: APNsEnvironment = environment["APNS_ENVIRONMENT"] == "production" ? .production : .sandbox
-    if let host = environment["APNS_HOST"], let colon = host.lastIndex(of: ":"), let port = Int(host[host.index(after: colon)...]) {
+    if let host = environment["APNS_HOST"], let colon = host.lastIndex(of: ":"),
+        let port = Int(host[host.index(after: colon)...])
+    {
         apnsEnvironment = .custom(host: String(host[..<colon]), port: port)
     }
     if let keyFile = environment["APNS_KEY_FILE"] {
         let connector = try TokenConnector(
-            teamID: environment["APNS_TEAM_ID"] ?? "", keyID: environment["APNS_KEY_ID"] ?? "", key: .file(path: keyFile),
+            teamID: environment["APNS_TEAM_ID"] ?? "", keyID: environment["APNS_KEY_ID"] ?? "",
+            key: .file(path: keyFile),
             environment: apnsEnvironment, transport: transport, logger: logger)
         return (AnyConnector(connector), connector)
     }
@@ -112,9 +115,12 @@ func deliver(_ request: Notify, topic: String, via connector: AnyConnector) asyn
     case .alert:
         return try await send(notification(request, topic: topic), via: connector, to: device)
     case .background:
-        return try await send(BackgroundNotification(bundleID: topic, appData: Message(message: request.message ?? "")), via: connector, to: device)
+        return try await send(
+            BackgroundNotification(bundleID: topic, appData: Message(message: request.message ?? "")), via: connector,
+            to: device)
     case .voip:
-        return try await send(VoIPNotification(bundleID: topic, appData: Call(caller: request.message ?? "")), via: connector, to: device)
+        return try await send(
+            VoIPNotification(bundleID: topic, appData: Call(caller: request.message ?? "")), via: connector, to: device)
     }
 }
 
@@ -125,12 +131,19 @@ func answer(_ result: Result<APNsResponse, APNsError>) -> (HTTPResponse.Status, 
     case .success(let response):
         return (.accepted, Outcome(status: response.status, apnsID: response.apnsID?.description))
     case .failure(.rejected(let rejection)):
-        let status: HTTPResponse.Status = [400, 410].contains(rejection.status) ? .init(code: rejection.status) : .badGateway
-        return (status, Outcome(status: rejection.status, apnsID: rejection.apnsID?.description, reason: rejection.reason?.rawValue))
+        let status: HTTPResponse.Status =
+            [400, 410].contains(rejection.status) ? .init(code: rejection.status) : .badGateway
+        return (
+            status,
+            Outcome(status: rejection.status, apnsID: rejection.apnsID?.description, reason: rejection.reason?.rawValue)
+        )
     case .failure(.validation(let error)):
         return (.badRequest, Outcome(error: error.description))
     case .failure(.transport(let failure)):
-        return (failure.isTimeout ? .gatewayTimeout : .serviceUnavailable, Outcome(error: failure.kind.rawValue, delivery: failure.delivery.rawValue))
+        return (
+            failure.isTimeout ? .gatewayTimeout : .serviceUnavailable,
+            Outcome(error: failure.kind.rawValue, delivery: failure.delivery.rawValue)
+        )
     case .failure(let error):
         return (.serviceUnavailable, Outcome(error: error.description))
     }
@@ -152,8 +165,10 @@ func json(_ status: HTTPResponse.Status, _ value: some Encodable) -> Response {
 let arguments = CommandLine.arguments
 if arguments.contains("--check-names") {
     // Builds without serving: proves the names resolve.
-    let request = try notification(Notify(token: "00fc13adff78", title: "t", body: "b", category: "C"), topic: "com.example.app")
-        .request(to: Device(token: "00fc13adff78"))
+    let request = try notification(
+        Notify(token: "00fc13adff78", title: "t", body: "b", category: "C"), topic: "com.example.app"
+    )
+    .request(to: Device(token: "00fc13adff78"))
     let response: HTTPResponse = HTTPResponse(status: status(of: APNsHTTPResponse(status: 200, headers: [])))
     print(request.path, response.status.code)
 } else {
@@ -173,7 +188,8 @@ if arguments.contains("--check-names") {
     let router = Router()
     router.post("/notify") { request, context -> Response in
         guard let notify = try? await request.decode(as: Notify.self, context: context) else {
-            return json(.badRequest, Outcome(error: #"expected {"type":"alert"|"background"|"voip","token":"<hex>",…}"#))
+            return json(
+                .badRequest, Outcome(error: #"expected {"type":"alert"|"background"|"voip","token":"<hex>",…}"#))
         }
         let result: Result<APNsResponse, APNsError>
         do throws(APNsError) {
@@ -188,11 +204,13 @@ if arguments.contains("--check-names") {
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
         return Response(
-            status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+            body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
     }
     let app = Application(
         router: router,
-        configuration: .init(address: .hostname(environment["HOST"] ?? "127.0.0.1", port: environment["PORT"].flatMap(Int.init) ?? 8080)),
+        configuration: .init(
+            address: .hostname(environment["HOST"] ?? "127.0.0.1", port: environment["PORT"].flatMap(Int.init) ?? 8080)),
         onServerRunning: { channel in
             // One line on standard output for scripts that start the service on port 0.
             print("listening \(channel.localAddress?.ipAddress ?? "?"):\(channel.localAddress?.port ?? 0)")
@@ -200,9 +218,10 @@ if arguments.contains("--check-names") {
         },
         logger: logger)
     // Shut down in reverse order: the HTTP server stops taking requests, then the connector drains.
-    let group = ServiceGroup(configuration: .init(
-        services: [.init(service: connectorService), .init(service: app)],
-        gracefulShutdownSignals: [.sigterm, .sigint],
-        logger: logger))
+    let group = ServiceGroup(
+        configuration: .init(
+            services: [.init(service: connectorService), .init(service: app)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
     try await group.run()
 }

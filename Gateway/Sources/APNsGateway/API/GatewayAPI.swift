@@ -72,19 +72,28 @@ public struct GatewayAPI: Sendable {
     /// A new random API key (32 bytes, hex): give it to the caller once, store its ``hash(apiKey:)``.
     public static func makeAPIKey() -> String {
         var generator = SystemRandomNumberGenerator()
-        return "agk_" + (0..<32).map { _ in
-            let byte = UInt8.random(in: 0...255, using: &generator)
-            return byte < 16 ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
-        }.joined()
+        return "agk_"
+            + (0..<32).map { _ in
+                let byte = UInt8.random(in: 0...255, using: &generator)
+                return byte < 16 ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
+            }.joined()
     }
 
     /// The routes.
     public func router() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
-        router.post("/v1/notifications") { request, context in try await counted { try await self.accept(request, context: context) } }
-        router.get("/v1/notifications/:id") { request, context in try await counted { try await self.progress(request, context: context) } }
-        router.get("/v1/unregistered") { request, context in try await counted { try await self.unregistered(request, context: context) } }
-        router.delete("/v1/unregistered") { request, context in try await counted { try await self.acknowledge(request, context: context) } }
+        router.post("/v1/notifications") { request, context in
+            try await counted { try await self.accept(request, context: context) }
+        }
+        router.get("/v1/notifications/:id") { request, context in
+            try await counted { try await self.progress(request, context: context) }
+        }
+        router.get("/v1/unregistered") { request, context in
+            try await counted { try await self.unregistered(request, context: context) }
+        }
+        router.delete("/v1/unregistered") { request, context in
+            try await counted { try await self.acknowledge(request, context: context) }
+        }
         router.get("/healthz") { _, _ in jsonResponse(.ok, .object(["status": .string("ok")])) }
         router.get("/readyz") { _, _ in
             do {
@@ -134,12 +143,14 @@ public struct GatewayAPI: Sendable {
         }
         guard key.apps.contains(notification.app) else {
             throw Problem(
-                .forbidden, "the key \(key.name) may not send to \(notification.app); it may send to \(key.apps.sorted().joined(separator: ", "))",
+                .forbidden,
+                "the key \(key.name) may not send to \(notification.app); it may send to \(key.apps.sorted().joined(separator: ", "))",
                 field: notification.pushType == .mdm ? "topic" : "bundle-id")
         }
         let id = UUID().uuidString.lowercased()
         let queued = QueuedNotification(
-            id: id, keyName: key.name, pushType: notification.pushType.rawValue, app: notification.app, storedJSON: notification.storedJSON,
+            id: id, keyName: key.name, pushType: notification.pushType.rawValue, app: notification.app,
+            storedJSON: notification.storedJSON,
             tokens: notification.targets, createdAt: Date())
         switch try await store.enqueue(queued, maximumQueueDepth: configuration.maximumQueueDepth) {
         case .accepted:
@@ -147,12 +158,14 @@ public struct GatewayAPI: Sendable {
             onAccepted()
             return jsonResponse(
                 .accepted,
-                .object(notification.channel.map { ["id": .string(id), "channel": .string($0.id)] }
-                    ?? ["id": .string(id), "devices": .integer(Int64(queued.tokens.count))]),
+                .object(
+                    notification.channel.map { ["id": .string(id), "channel": .string($0.id)] }
+                        ?? ["id": .string(id), "devices": .integer(Int64(queued.tokens.count))]),
                 headers: [.location: "/v1/notifications/\(id)"])
         case .queueFull(let depth):
             throw Problem(
-                .serviceUnavailable, "the queue holds \(depth) unfinished device-sends (limit \(configuration.maximumQueueDepth)); try again later",
+                .serviceUnavailable,
+                "the queue holds \(depth) unfinished device-sends (limit \(configuration.maximumQueueDepth)); try again later",
                 retryAfter: configuration.queueFullRetryAfter)
         }
     }
@@ -193,12 +206,14 @@ public struct GatewayAPI: Sendable {
             }
             return .object(members)
         }
-        return jsonResponse(.ok, .object([
-            "id": .string(progress.id), "push-type": .string(progress.pushType), "app": .string(progress.app),
-            "created-at": .integer(Int64((progress.createdAt.timeIntervalSince1970 * 1000).rounded())),
-            "done": .bool(counts["queued"] == 0), "counts": .object(counts.mapValues { .integer(Int64($0)) }),
-            "deliveries": .array(deliveries),
-        ]))
+        return jsonResponse(
+            .ok,
+            .object([
+                "id": .string(progress.id), "push-type": .string(progress.pushType), "app": .string(progress.app),
+                "created-at": .integer(Int64((progress.createdAt.timeIntervalSince1970 * 1000).rounded())),
+                "done": .bool(counts["queued"] == 0), "counts": .object(counts.mapValues { .integer(Int64($0)) }),
+                "deliveries": .array(deliveries),
+            ]))
     }
 
     private func unregistered(_ request: Request, context: BasicRequestContext) async throws -> Response {
@@ -207,7 +222,10 @@ public struct GatewayAPI: Sendable {
         var cursor: Int64 = 0
         if let since = query["since"] {
             guard let value = Int64(String(since)), value >= 0 else {
-                throw Problem(.badRequest, "since=\(since) is not a cursor; give the next-since of the previous page, or leave it out", field: "since")
+                throw Problem(
+                    .badRequest,
+                    "since=\(since) is not a cursor; give the next-since of the previous page, or leave it out",
+                    field: "since")
             }
             cursor = value
         }
@@ -220,34 +238,45 @@ public struct GatewayAPI: Sendable {
         }
         var apps = key.apps
         if let app = query["app"] {
-            guard key.apps.contains(String(app)) else { throw Problem(.forbidden, "the key \(key.name) may not read \(app)", field: "app") }
+            guard key.apps.contains(String(app)) else {
+                throw Problem(.forbidden, "the key \(key.name) may not read \(app)", field: "app")
+            }
             apps = [String(app)]
         }
         let tokens = try await store.unregistered(apps: apps, after: cursor, limit: limit)
-        return jsonResponse(.ok, .object([
-            "tokens": .array(tokens.map { token in
-                var members: [String: JSONValue] = [
-                    "app": .string(token.app), "token": .string(token.token),
-                    "reported-at": .integer(Int64((token.reportedAt.timeIntervalSince1970 * 1000).rounded())),
-                ]
-                members["invalid-since"] = token.invalidSince.map { .integer(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? .null
-                return .object(members)
-            }),
-            "next-since": .integer(tokens.last?.cursor ?? cursor),
-        ]))
+        return jsonResponse(
+            .ok,
+            .object([
+                "tokens": .array(
+                    tokens.map { token in
+                        var members: [String: JSONValue] = [
+                            "app": .string(token.app), "token": .string(token.token),
+                            "reported-at": .integer(Int64((token.reportedAt.timeIntervalSince1970 * 1000).rounded())),
+                        ]
+                        members["invalid-since"] =
+                            token.invalidSince.map { .integer(Int64(($0.timeIntervalSince1970 * 1000).rounded())) }
+                            ?? .null
+                        return .object(members)
+                    }),
+                "next-since": .integer(tokens.last?.cursor ?? cursor),
+            ]))
     }
 
     private func acknowledge(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let key = try await authenticate(request)
         let body = try await readBody(request)
         guard let root = try? JSONDecoder().decode([String: JSONValue].self, from: Data(body)),
-            case .string(let app)? = root["app"], case .array(let values)? = root["tokens"], Set(root.keys) == ["app", "tokens"]
+            case .string(let app)? = root["app"], case .array(let values)? = root["tokens"],
+            Set(root.keys) == ["app", "tokens"]
         else {
             throw Problem(.badRequest, #"give {"app": "<bundle id>", "tokens": ["<hex token>", …]}"#)
         }
-        guard key.apps.contains(app) else { throw Problem(.forbidden, "the key \(key.name) may not change \(app)", field: "app") }
+        guard key.apps.contains(app) else {
+            throw Problem(.forbidden, "the key \(key.name) may not change \(app)", field: "app")
+        }
         guard values.count <= configuration.maximumDevicesPerRequest else {
-            throw Problem(.badRequest, "at most \(configuration.maximumDevicesPerRequest) tokens in one request", field: "tokens")
+            throw Problem(
+                .badRequest, "at most \(configuration.maximumDevicesPerRequest) tokens in one request", field: "tokens")
         }
         var tokens: [String] = []
         for (index, value) in values.enumerated() {
@@ -267,7 +296,8 @@ public struct GatewayAPI: Sendable {
         do {
             return try await route()
         } catch let problem as Problem {
-            Counter(label: "apns_gateway_requests_refused_total", dimensions: [("status", String(problem.status.code))]).increment()
+            Counter(label: "apns_gateway_requests_refused_total", dimensions: [("status", String(problem.status.code))])
+                .increment()
             throw problem
         }
     }
@@ -287,7 +317,8 @@ public struct GatewayAPI: Sendable {
         }
         if let wait = limiter.admit(key: key.name, rate: key.requestsPerSecond) {
             throw Problem(
-                .tooManyRequests, "the key \(key.name) may make \(key.requestsPerSecond) requests a second; wait and try again",
+                .tooManyRequests,
+                "the key \(key.name) may make \(key.requestsPerSecond) requests a second; wait and try again",
                 retryAfter: max(1, Int(wait.rounded(.up))))
         }
         return key
@@ -295,7 +326,9 @@ public struct GatewayAPI: Sendable {
 
     private func readBody(_ request: Request) async throws -> [UInt8] {
         if let length = request.headers[.contentLength].flatMap(Int.init), length > configuration.maximumBodyBytes {
-            throw Problem(.contentTooLarge, "the body has \(length) bytes; at most \(configuration.maximumBodyBytes) are accepted")
+            throw Problem(
+                .contentTooLarge, "the body has \(length) bytes; at most \(configuration.maximumBodyBytes) are accepted"
+            )
         }
         do {
             let buffer = try await request.body.collect(upTo: configuration.maximumBodyBytes)

@@ -41,11 +41,14 @@ public struct NotificationRequest: Sendable {
         case (nil, nil):
             throw RequestProblem(
                 field: "devices",
-                "give the device tokens to send to: \"devices\": [\"<hex token>\", …], or a broadcast channel: \"channel\": \"<channel id>\"")
+                "give the device tokens to send to: \"devices\": [\"<hex token>\", …], or a broadcast channel: \"channel\": \"<channel id>\""
+            )
         case (_?, _?):
             throw RequestProblem(field: "channel", "give \"devices\" or \"channel\", not both")
         case (nil, let value?):
-            guard case .string(let id) = value else { throw RequestProblem(field: "channel", "is \(value.typeName); give the channel id APNs returned") }
+            guard case .string(let id) = value else {
+                throw RequestProblem(field: "channel", "is \(value.typeName); give the channel id APNs returned")
+            }
             channelID = id
         case (let value?, nil):
             devices = try NotificationRequest.devices(value, maximumDevices: maximumDevices)
@@ -62,7 +65,9 @@ public struct NotificationRequest: Sendable {
         if let channelID {
             guard spec.notification is any BroadcastDeliverable else {
                 throw RequestProblem(
-                    field: "channel", "a broadcast channel takes a liveactivity update or end; send \(spec.pushType.rawValue) to \"devices\"")
+                    field: "channel",
+                    "a broadcast channel takes a liveactivity update or end; send \(spec.pushType.rawValue) to \"devices\""
+                )
             }
             do {
                 channel = try BroadcastChannel(id: channelID, bundleID: spec.app)
@@ -89,10 +94,14 @@ public struct NotificationRequest: Sendable {
     /// `devices`, every token checked, none repeated, at most `maximumDevices`.
     private static func devices(_ value: JSONValue, maximumDevices: Int) throws(RequestProblem) -> [Device] {
         guard case .array(let tokens) = value, !tokens.isEmpty else {
-            throw RequestProblem(field: "devices", "is \(value.typeName == "an array" ? "empty" : value.typeName); give an array of 1 to \(maximumDevices) hex device tokens")
+            throw RequestProblem(
+                field: "devices",
+                "is \(value.typeName == "an array" ? "empty" : value.typeName); give an array of 1 to \(maximumDevices) hex device tokens"
+            )
         }
         guard tokens.count <= maximumDevices else {
-            throw RequestProblem(field: "devices", "has \(tokens.count) tokens; at most \(maximumDevices) go in one request: split it")
+            throw RequestProblem(
+                field: "devices", "has \(tokens.count) tokens; at most \(maximumDevices) go in one request: split it")
         }
         var devices: [Device] = []
         devices.reserveCapacity(tokens.count)
@@ -106,7 +115,8 @@ public struct NotificationRequest: Sendable {
                 throw RequestProblem(field: "devices[\(index)]", error.description)
             }
             guard seen.insert(device.token).inserted else {
-                throw RequestProblem(field: "devices[\(index)]", "repeats the token \(device.token): give each device once")
+                throw RequestProblem(
+                    field: "devices[\(index)]", "repeats the token \(device.token): give each device once")
             }
             devices.append(device)
         }
@@ -181,7 +191,8 @@ struct NotificationSpec: Sendable {
     /// The fields each push type adds.
     static let specific: [String: Set<String>] = [
         "alert": [
-            "alert", "badge", "sound", "thread-id", "category", "interruption-level", "relevance-score", "mutable-content",
+            "alert", "badge", "sound", "thread-id", "category", "interruption-level", "relevance-score",
+            "mutable-content",
             "target-content-id", "data",
         ],
         "background": ["data"],
@@ -202,32 +213,46 @@ struct NotificationSpec: Sendable {
     init(_ fields: [String: JSONValue]) throws(RequestProblem) {
         let reader = FieldReader(fields: fields)
         guard let typeName = try reader.string("push-type") else {
-            throw RequestProblem(field: "push-type", "is missing; give one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw RequestProblem(
+                field: "push-type",
+                "is missing; give one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard let type = PushType(rawValue: typeName), let allowed = NotificationSpec.specific[typeName] else {
-            throw RequestProblem(field: "push-type", "\(typeName) is not an APNs push type; use one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw RequestProblem(
+                field: "push-type",
+                "\(typeName) is not an APNs push type; use one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
         }
         for key in fields.keys.sorted() where !NotificationSpec.common.contains(key) && !allowed.contains(key) {
             let belongsTo = NotificationSpec.specific.filter { $0.value.contains(key) }.keys.sorted()
             throw RequestProblem(
                 field: key,
-                belongsTo.isEmpty ? "is not a field of a notification request; see openapi.yaml"
+                belongsTo.isEmpty
+                    ? "is not a field of a notification request; see openapi.yaml"
                     : "does not apply to \(typeName) (it belongs to \(belongsTo.joined(separator: ", ")))")
         }
         let appKey = type == .mdm ? "topic" : "bundle-id"
         let otherKey = type == .mdm ? "bundle-id" : "topic"
         if fields[otherKey] != nil {
-            throw RequestProblem(field: otherKey, type == .mdm ? "mdm is addressed by \"topic\" (the MDM push certificate's topic), not a bundle id" : "give the app as \"bundle-id\"; the topic follows from it and the push type")
+            throw RequestProblem(
+                field: otherKey,
+                type == .mdm
+                    ? "mdm is addressed by \"topic\" (the MDM push certificate's topic), not a bundle id"
+                    : "give the app as \"bundle-id\"; the topic follows from it and the push type")
         }
         guard let app = try reader.string(appKey), !app.isEmpty else {
-            throw RequestProblem(field: appKey, "is missing; give the app's \(type == .mdm ? "MDM topic" : "bundle id, e.g. com.example.app")")
+            throw RequestProblem(
+                field: appKey,
+                "is missing; give the app's \(type == .mdm ? "MDM topic" : "bundle id, e.g. com.example.app")")
         }
         self.pushType = type
         self.app = app
         self.notification = try NotificationSpec.build(type, app: app, reader)
     }
 
-    private static func build(_ type: PushType, app: String, _ reader: FieldReader) throws(RequestProblem) -> any PushNotification {
+    private static func build(
+        _ type: PushType, app: String, _ reader: FieldReader
+    ) throws(RequestProblem) -> any PushNotification {
         var expiration: Expiration?
         if let seconds = try reader.integer("expiration") {
             do throws(APNsValidationError) {
@@ -248,7 +273,9 @@ struct NotificationSpec: Sendable {
         func standard() -> StandardPriority { priority.flatMap(StandardPriority.init) ?? .immediate }
         func appData() throws(RequestProblem) -> RawJSONObject {
             guard let data = reader.fields["data"] else { return try raw("{}", field: "data") }
-            guard case .object = data else { throw RequestProblem(field: "data", "is \(data.typeName); app data is a JSON object") }
+            guard case .object = data else {
+                throw RequestProblem(field: "data", "is \(data.typeName); app data is a JSON object")
+            }
             return try raw(data.compactText, field: "data")
         }
         switch type {
@@ -283,35 +310,46 @@ struct NotificationSpec: Sendable {
                 if let target { TargetContentID(target) }
             }
         case .background:
-            return BackgroundNotification(bundleID: app, appData: try appData(), expiration: expiration, collapseID: collapse)
+            return BackgroundNotification(
+                bundleID: app, appData: try appData(), expiration: expiration, collapseID: collapse)
         case .voip:
-            return VoIPNotification(bundleID: app, appData: try appData(), priority: standard(), expiration: expiration, collapseID: collapse)
+            return VoIPNotification(
+                bundleID: app, appData: try appData(), priority: standard(), expiration: expiration,
+                collapseID: collapse)
         case .complication:
             return ComplicationNotification(
-                bundleID: app, appData: try appData(), priority: standard(), expiration: expiration, collapseID: collapse)
+                bundleID: app, appData: try appData(), priority: standard(), expiration: expiration,
+                collapseID: collapse)
         case .pushtotalk:
             if let value = try reader.integer("expiration"), let required = type.requiredExpiration, value != required {
-                throw RequestProblem(field: "expiration", "pushtotalk notifications always expire at once (\(required)); leave it out")
+                throw RequestProblem(
+                    field: "expiration", "pushtotalk notifications always expire at once (\(required)); leave it out")
             }
             return PushToTalkNotification(bundleID: app, appData: try appData(), collapseID: collapse)
         case .widgets:
             return WidgetNotification(bundleID: app, priority: standard(), expiration: expiration, collapseID: collapse)
         case .controls:
-            return ControlsNotification(bundleID: app, priority: standard(), expiration: expiration, collapseID: collapse)
+            return ControlsNotification(
+                bundleID: app, priority: standard(), expiration: expiration, collapseID: collapse)
         case .location:
-            return LocationNotification(bundleID: app, priority: standard(), expiration: expiration, collapseID: collapse)
+            return LocationNotification(
+                bundleID: app, priority: standard(), expiration: expiration, collapseID: collapse)
         case .fileprovider:
-            guard let container = try reader.string("container-identifier"), let domain = try reader.string("domain") else {
-                throw RequestProblem(field: "container-identifier", "fileprovider needs \"container-identifier\" and \"domain\"")
+            guard let container = try reader.string("container-identifier"), let domain = try reader.string("domain")
+            else {
+                throw RequestProblem(
+                    field: "container-identifier", "fileprovider needs \"container-identifier\" and \"domain\"")
             }
             return FileProviderNotification(
-                bundleID: app, containerIdentifier: container, domain: domain, priority: standard(), expiration: expiration,
+                bundleID: app, containerIdentifier: container, domain: domain, priority: standard(),
+                expiration: expiration,
                 collapseID: collapse)
         case .mdm:
             guard let magic = try reader.string("push-magic") else {
                 throw RequestProblem(field: "push-magic", "mdm needs the device's \"push-magic\" string")
             }
-            return MDMNotification(topic: app, pushMagic: magic, priority: standard(), expiration: expiration, collapseID: collapse)
+            return MDMNotification(
+                topic: app, pushMagic: magic, priority: standard(), expiration: expiration, collapseID: collapse)
         default:
             return try liveActivity(app: app, reader, priority: standard(), expiration: expiration, collapse: collapse)
         }
@@ -321,9 +359,13 @@ struct NotificationSpec: Sendable {
         app: String, _ reader: FieldReader, priority: StandardPriority, expiration: Expiration?, collapse: CollapseID?
     ) throws(RequestProblem) -> any PushNotification {
         guard let stateValue = reader.fields["content-state"] else {
-            throw RequestProblem(field: "content-state", "liveactivity needs \"content-state\", the activity's ContentState as a JSON object")
+            throw RequestProblem(
+                field: "content-state",
+                "liveactivity needs \"content-state\", the activity's ContentState as a JSON object")
         }
-        guard case .object = stateValue else { throw RequestProblem(field: "content-state", "is \(stateValue.typeName); it is a JSON object") }
+        guard case .object = stateValue else {
+            throw RequestProblem(field: "content-state", "is \(stateValue.typeName); it is a JSON object")
+        }
         let state = try raw(stateValue.compactText, field: "content-state")
         let timestamp = Date(timeIntervalSince1970: TimeInterval(try reader.integer("timestamp") ?? 0))
         let stale = try reader.integer("stale-date").map { Date(timeIntervalSince1970: TimeInterval($0)) }
@@ -331,31 +373,48 @@ struct NotificationSpec: Sendable {
         let sound = try reader.string("sound")
         var alert: LiveActivityAlert?
         if let text = try reader.alert() {
-            if text.subtitle != nil { throw RequestProblem(field: "alert.subtitle", "a Live Activity alert has a title and a body only") }
+            if text.subtitle != nil {
+                throw RequestProblem(field: "alert.subtitle", "a Live Activity alert has a title and a body only")
+            }
             alert = LiveActivityAlert(title: .text(text.title ?? ""), body: .text(text.body ?? ""), sound: sound)
         } else if sound != nil {
             throw RequestProblem(field: "sound", "a Live Activity plays a sound with its alert: give \"alert\" too")
         }
         let event = try reader.string("event") ?? ""
-        let startOnly = ["attributes-type", "attributes", "input-push-token", "input-push-channel"].filter { reader.fields[$0] != nil }
-        if event != "start", let first = startOnly.first { throw RequestProblem(field: first, "belongs to the start event") }
-        if event != "end", reader.fields["dismissal-date"] != nil { throw RequestProblem(field: "dismissal-date", "belongs to the end event") }
+        let startOnly = ["attributes-type", "attributes", "input-push-token", "input-push-channel"].filter {
+            reader.fields[$0] != nil
+        }
+        if event != "start", let first = startOnly.first {
+            throw RequestProblem(field: first, "belongs to the start event")
+        }
+        if event != "end", reader.fields["dismissal-date"] != nil {
+            throw RequestProblem(field: "dismissal-date", "belongs to the end event")
+        }
         switch event {
         case "update":
             return LiveActivityNotification(
-                bundleID: app, update: state, timestamp: timestamp, alert: alert, staleDate: stale, relevanceScore: relevance,
+                bundleID: app, update: state, timestamp: timestamp, alert: alert, staleDate: stale,
+                relevanceScore: relevance,
                 priority: priority, expiration: expiration, collapseID: collapse)
         case "end":
             let dismissal = try reader.integer("dismissal-date").map { Date(timeIntervalSince1970: TimeInterval($0)) }
             return LiveActivityNotification(
-                bundleID: app, end: state, timestamp: timestamp, dismissalDate: dismissal, alert: alert, staleDate: stale,
+                bundleID: app, end: state, timestamp: timestamp, dismissalDate: dismissal, alert: alert,
+                staleDate: stale,
                 relevanceScore: relevance, priority: priority, expiration: expiration, collapseID: collapse)
         case "start":
-            guard let attributesType = try reader.string("attributes-type"), let attributesValue = reader.fields["attributes"] else {
-                throw RequestProblem(field: "attributes", "a Live Activity start needs \"attributes-type\" and \"attributes\"")
+            guard let attributesType = try reader.string("attributes-type"),
+                let attributesValue = reader.fields["attributes"]
+            else {
+                throw RequestProblem(
+                    field: "attributes", "a Live Activity start needs \"attributes-type\" and \"attributes\"")
             }
-            guard case .object = attributesValue else { throw RequestProblem(field: "attributes", "is \(attributesValue.typeName); it is a JSON object") }
-            guard let alert else { throw RequestProblem(field: "alert", "a Live Activity start needs an alert with a title and a body") }
+            guard case .object = attributesValue else {
+                throw RequestProblem(field: "attributes", "is \(attributesValue.typeName); it is a JSON object")
+            }
+            guard let alert else {
+                throw RequestProblem(field: "alert", "a Live Activity start needs an alert with a title and a body")
+            }
             let wantsToken = try reader.bool("input-push-token") ?? false
             let channel = try reader.string("input-push-channel")
             let input: LiveActivityPushInput?
@@ -366,11 +425,15 @@ struct NotificationSpec: Sendable {
                     throw RequestProblem(field: "input-push-channel", error.description)
                 }
             case (false, nil): input = nil
-            case (true, _?): throw RequestProblem(field: "input-push-channel", "give \"input-push-token\" or \"input-push-channel\", not both")
+            case (true, _?):
+                throw RequestProblem(
+                    field: "input-push-channel", "give \"input-push-token\" or \"input-push-channel\", not both")
             }
             return LiveActivityNotification(
-                bundleID: app, start: state, attributesType: attributesType, attributes: try raw(attributesValue.compactText, field: "attributes"),
-                alert: alert, timestamp: timestamp, pushInput: input, staleDate: stale, relevanceScore: relevance, priority: priority,
+                bundleID: app, start: state, attributesType: attributesType,
+                attributes: try raw(attributesValue.compactText, field: "attributes"),
+                alert: alert, timestamp: timestamp, pushInput: input, staleDate: stale, relevanceScore: relevance,
+                priority: priority,
                 expiration: expiration, collapseID: collapse)
         default:
             throw RequestProblem(field: "event", "liveactivity needs \"event\": \"start\", \"update\" or \"end\"")
@@ -431,16 +494,21 @@ private struct FieldReader {
         case .object(let members)?:
             var text = AlertText()
             for (key, value) in members.sorted(by: { $0.key < $1.key }) {
-                guard case .string(let string) = value else { throw RequestProblem(field: "alert.\(key)", "is \(value.typeName); give a string") }
+                guard case .string(let string) = value else {
+                    throw RequestProblem(field: "alert.\(key)", "is \(value.typeName); give a string")
+                }
                 switch key {
                 case "title": text.title = string
                 case "subtitle": text.subtitle = string
                 case "body": text.body = string
-                default: throw RequestProblem(field: "alert.\(key)", "is not an alert field; give title, subtitle and body")
+                default:
+                    throw RequestProblem(field: "alert.\(key)", "is not an alert field; give title, subtitle and body")
                 }
             }
             return text
-        case let other?: throw RequestProblem(field: "alert", "is \(other.typeName); give a string or {\"title\", \"subtitle\", \"body\"}")
+        case let other?:
+            throw RequestProblem(
+                field: "alert", "is \(other.typeName); give a string or {\"title\", \"subtitle\", \"body\"}")
         }
     }
 
@@ -451,7 +519,9 @@ private struct FieldReader {
         case "active": return .active
         case "time-sensitive": return .timeSensitive
         case "critical": return .critical
-        default: throw RequestProblem(field: "interruption-level", "\(name) is not one of passive, active, time-sensitive, critical")
+        default:
+            throw RequestProblem(
+                field: "interruption-level", "\(name) is not one of passive, active, time-sensitive, critical")
         }
     }
 }

@@ -16,7 +16,10 @@ public struct Problem: HTTPResponseError, Sendable, Equatable {
     /// The methods the path answers (405).
     public let allow: String?
 
-    public init(_ status: HTTPResponse.Status, _ detail: String, field: String? = nil, retryAfter: Int? = nil, allow: String? = nil) {
+    public init(
+        _ status: HTTPResponse.Status, _ detail: String, field: String? = nil, retryAfter: Int? = nil,
+        allow: String? = nil
+    ) {
         self.status = status
         self.detail = detail
         self.field = field
@@ -31,7 +34,8 @@ public struct Problem: HTTPResponseError, Sendable, Equatable {
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var members: [String: JSONValue] = [
-            "type": .string("about:blank"), "title": .string(status.reasonPhrase), "status": .integer(Int64(status.code)),
+            "type": .string("about:blank"), "title": .string(status.reasonPhrase),
+            "status": .integer(Int64(status.code)),
             "detail": .string(detail),
         ]
         if let field { members["field"] = .string(field) }
@@ -39,7 +43,8 @@ public struct Problem: HTTPResponseError, Sendable, Equatable {
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         if let allow { headers[.allow] = allow }
         return Response(
-            status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: JSONValue.object(members).compactText)))
+            status: status, headers: headers,
+            body: .init(byteBuffer: ByteBuffer(string: JSONValue.object(members).compactText)))
     }
 }
 

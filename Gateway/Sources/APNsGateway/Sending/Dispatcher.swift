@@ -56,13 +56,16 @@ public final class Dispatcher: Service, Sendable {
     private let wakeUps: AsyncStream<Void>
     private let wakeUpContinuation: AsyncStream<Void>.Continuation
     /// Device-sends finished or queued again, by result: accepted, rejected, failed, requeued.
-    private let results: [String: Counter] = Dictionary(uniqueKeysWithValues: ["accepted", "rejected", "failed", "requeued"].map {
-        ($0, Counter(label: "apns_gateway_device_sends_total", dimensions: [("result", $0)]))
-    })
+    private let results: [String: Counter] = Dictionary(
+        uniqueKeysWithValues: ["accepted", "rejected", "failed", "requeued"].map {
+            ($0, Counter(label: "apns_gateway_device_sends_total", dimensions: [("result", $0)]))
+        })
     /// Unfinished device-sends, read at each poll.
     private let queueDepth = Gauge(label: "apns_gateway_queue_depth")
 
-    public init(store: any GatewayStore, connector: AnyConnector, configuration: Configuration = .init(), logger: Logger) {
+    public init(
+        store: any GatewayStore, connector: AnyConnector, configuration: Configuration = .init(), logger: Logger
+    ) {
         self.store = store
         self.connector = connector
         self.configuration = configuration
@@ -79,7 +82,8 @@ public final class Dispatcher: Service, Sendable {
     public func run() async throws {
         let released = try await store.releaseClaims(of: owner)
         if released > 0 {
-            logger.notice("queued again what this instance held when it stopped", metadata: ["device-sends": "\(released)"])
+            logger.notice(
+                "queued again what this instance held when it stopped", metadata: ["device-sends": "\(released)"])
         }
         let wakeUps = self.wakeUps
         let pollInterval = configuration.pollInterval
@@ -117,7 +121,8 @@ public final class Dispatcher: Service, Sendable {
                 // Shutting down: the claim was interrupted, not failed (its lease lets it go).
                 logger.debug("stopped while claiming from the queue", metadata: ["error": "\(error)"])
             } else {
-                logger.error("claiming from the queue failed; trying again at the next poll", metadata: ["error": "\(error)"])
+                logger.error(
+                    "claiming from the queue failed; trying again at the next poll", metadata: ["error": "\(error)"])
             }
             return 0
         }
@@ -127,7 +132,8 @@ public final class Dispatcher: Service, Sendable {
     @discardableResult
     public func dispatchOnce(now: Date = Date()) async throws -> Int {
         let claimed = try await store.claim(
-            owner: owner, limit: configuration.claimBatch, now: now, leaseUntil: now.addingTimeInterval(configuration.lease.seconds))
+            owner: owner, limit: configuration.claimBatch, now: now,
+            leaseUntil: now.addingTimeInterval(configuration.lease.seconds))
         guard !claimed.isEmpty else { return 0 }
         // Finish what was claimed even if shutdown begins meanwhile: a lease left to expire would
         // delay these sends by its length.
@@ -148,8 +154,15 @@ public final class Dispatcher: Service, Sendable {
             spec = try NotificationRequest.notification(storedJSON: claimed.storedJSON)
         } catch {
             // Checked before it was stored: only a gateway of another version could get here.
-            logger.error("stored notification no longer valid", metadata: ["notification": "\(claimed.id)", "problem": "\(error)"])
-            await write(claimed.deliveries.map { failure(claimed, $0, app: "", kind: "invalid", delivery: .notSent, message: error.description, final: true) })
+            logger.error(
+                "stored notification no longer valid",
+                metadata: ["notification": "\(claimed.id)", "problem": "\(error)"])
+            await write(
+                claimed.deliveries.map {
+                    failure(
+                        claimed, $0, app: "", kind: "invalid", delivery: .notSent, message: error.description,
+                        final: true)
+                })
             return
         }
         var byToken: [String: ClaimedDelivery] = [:]
@@ -167,7 +180,10 @@ public final class Dispatcher: Service, Sendable {
                 ids[device.token] = Dispatcher.apnsID(notification: claimed.id, position: delivery.position)
                 devices.append(device)
             } catch {
-                pending.append(failure(claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: error.description, final: true))
+                pending.append(
+                    failure(
+                        claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent,
+                        message: error.description, final: true))
             }
         }
         // Devices go through the bulk path (a channel's notification has none).
@@ -176,14 +192,17 @@ public final class Dispatcher: Service, Sendable {
             var answered: Set<String> = []
             do {
                 let results = try bulkSendOutcomes(
-                    spec.notification, via: connector, to: devices, timeout: configuration.timeout, retry: configuration.retry,
+                    spec.notification, via: connector, to: devices, timeout: configuration.timeout,
+                    retry: configuration.retry,
                     apnsID: { [ids] device in ids[device.token] ?? APNsID() })
                 var lastWrite = ContinuousClock.now
                 for try await outcome in results {
                     guard let delivery = byToken[outcome.device.token] else { continue }
                     answered.insert(outcome.device.token)
                     pending.append(record(outcome.result, claimed, delivery, app: spec.app))
-                    if pending.count >= configuration.writeBatch || ContinuousClock.now - lastWrite >= configuration.writeInterval {
+                    if pending.count >= configuration.writeBatch
+                        || ContinuousClock.now - lastWrite >= configuration.writeInterval
+                    {
                         await write(pending)
                         pending.removeAll(keepingCapacity: true)
                         lastWrite = ContinuousClock.now
@@ -194,7 +213,10 @@ public final class Dispatcher: Service, Sendable {
                 // this push type, say): every device-send ends with that reason, nothing was sent.
                 for device in devices where !answered.contains(device.token) {
                     guard let delivery = byToken[device.token] else { continue }
-                    pending.append(failure(claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: "\(error)", final: true))
+                    pending.append(
+                        failure(
+                            claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: "\(error)",
+                            final: true))
                 }
             }
         }
@@ -203,14 +225,23 @@ public final class Dispatcher: Service, Sendable {
 
     /// Sends a Live Activity update or end to its broadcast channel (one request for every
     /// subscribed device).
-    private func broadcast(_ spec: NotificationSpec, _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery) async -> DeliveryOutcome {
+    private func broadcast(
+        _ spec: NotificationSpec, _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery
+    ) async -> DeliveryOutcome {
         let id = String(delivery.token.dropFirst(NotificationRequest.channelPrefix.count))
-        guard let notification = spec.notification as? any BroadcastDeliverable, let channel = try? BroadcastChannel(id: id, bundleID: spec.app) else {
-            return failure(claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: "not a channel notification", final: true)
+        guard let notification = spec.notification as? any BroadcastDeliverable,
+            let channel = try? BroadcastChannel(id: id, bundleID: spec.app)
+        else {
+            return failure(
+                claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent,
+                message: "not a channel notification", final: true)
         }
         let result: Result<APNsResponse, APNsError>
         do throws(APNsError) {
-            result = .success(try await APNs.send(notification, via: connector, to: channel, timeout: configuration.timeout, retry: configuration.retry))
+            result = .success(
+                try await APNs.send(
+                    notification, via: connector, to: channel, timeout: configuration.timeout,
+                    retry: configuration.retry))
         } catch {
             result = .failure(error)
         }
@@ -226,16 +257,20 @@ public final class Dispatcher: Service, Sendable {
         var bytes = Array(SHA256.hash(data: Array("\(notification)/\(position)".utf8)).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x80  // version 8: custom
         bytes[8] = (bytes[8] & 0x3F) | 0x80  // variant: RFC 9562
-        let uuid = UUID(uuid: (
-            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        let uuid = UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
         return APNsID(uuid)
     }
 
     private func record(
-        _ result: Result<APNsResponse, APNsError>, _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, app: String
+        _ result: Result<APNsResponse, APNsError>, _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery,
+        app: String
     ) -> DeliveryOutcome {
-        var record = DeliveryOutcome(notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app)
+        var record = DeliveryOutcome(
+            notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app)
         switch result {
         case .success(let response):
             record.status = response.status
@@ -248,7 +283,8 @@ public final class Dispatcher: Service, Sendable {
             record.message = rejection.description
         case .failure(.transport(let failure)):
             return self.failure(
-                claimed, delivery, app: app, kind: failure.kind.rawValue, delivery: failure.delivery, message: failure.description, final: false)
+                claimed, delivery, app: app, kind: failure.kind.rawValue, delivery: failure.delivery,
+                message: failure.description, final: false)
         case .failure(let error):
             return self.failure(
                 claimed, delivery, app: app, kind: "other", delivery: error.mayHaveBeenDelivered ? .unknown : .notSent,
@@ -260,10 +296,12 @@ public final class Dispatcher: Service, Sendable {
     /// A failure without an answer: queued again with back-off when it was provably not sent and
     /// attempts remain, else final.
     private func failure(
-        _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, app: String, kind: String, delivery sent: Delivery, message: String,
+        _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, app: String, kind: String, delivery sent: Delivery,
+        message: String,
         final: Bool
     ) -> DeliveryOutcome {
-        var record = DeliveryOutcome(notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app)
+        var record = DeliveryOutcome(
+            notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app)
         record.errorKind = kind
         record.delivery = sent.rawValue
         record.message = message
@@ -277,7 +315,9 @@ public final class Dispatcher: Service, Sendable {
     private func write(_ outcomes: [DeliveryOutcome]) async {
         guard !outcomes.isEmpty else { return }
         for outcome in outcomes {
-            let result = outcome.retryAt != nil ? "requeued" : outcome.status == 200 ? "accepted" : outcome.status != nil ? "rejected" : "failed"
+            let result =
+                outcome.retryAt != nil
+                ? "requeued" : outcome.status == 200 ? "accepted" : outcome.status != nil ? "rejected" : "failed"
             results[result]?.increment()
         }
         // The outcome of a send is not lost to a passing database error: try again while the
@@ -295,7 +335,9 @@ public final class Dispatcher: Service, Sendable {
                         metadata: ["error": "\(error)", "outcomes": "\(outcomes.count)"])
                     return
                 }
-                logger.warning("writing outcomes failed; retrying", metadata: ["error": "\(error)", "outcomes": "\(outcomes.count)"])
+                logger.warning(
+                    "writing outcomes failed; retrying",
+                    metadata: ["error": "\(error)", "outcomes": "\(outcomes.count)"])
                 try? await Task.sleep(for: delay)
                 delay = min(delay * 2, .seconds(5))
             }

@@ -82,7 +82,10 @@ public struct QueuedNotification: Sendable {
     public var tokens: [String]
     public var createdAt: Date
 
-    public init(id: String, keyName: String, pushType: String, app: String, storedJSON: String, tokens: [String], createdAt: Date) {
+    public init(
+        id: String, keyName: String, pushType: String, app: String, storedJSON: String, tokens: [String],
+        createdAt: Date
+    ) {
         self.id = id
         self.keyName = keyName
         self.pushType = pushType
@@ -150,7 +153,11 @@ public struct DeliveryOutcome: Sendable, Hashable {
     /// Set to queue the device-send again (a failure that was provably not sent), instead of done.
     public var retryAt: Date?
 
-    public init(notificationID: String, position: Int, token: String, app: String, status: Int? = nil, reason: String? = nil, apnsID: String? = nil, invalidSince: Date? = nil, errorKind: String? = nil, delivery: String? = nil, message: String? = nil, retryAt: Date? = nil) {
+    public init(
+        notificationID: String, position: Int, token: String, app: String, status: Int? = nil, reason: String? = nil,
+        apnsID: String? = nil, invalidSince: Date? = nil, errorKind: String? = nil, delivery: String? = nil,
+        message: String? = nil, retryAt: Date? = nil
+    ) {
         self.notificationID = notificationID
         self.position = position
         self.token = token
@@ -175,7 +182,9 @@ public struct NotificationProgress: Sendable, Hashable {
     public var createdAt: Date
     public var deliveries: [DeliveryRecord]
 
-    public init(id: String, keyName: String, pushType: String, app: String, createdAt: Date, deliveries: [DeliveryRecord]) {
+    public init(
+        id: String, keyName: String, pushType: String, app: String, createdAt: Date, deliveries: [DeliveryRecord]
+    ) {
         self.id = id
         self.keyName = keyName
         self.pushType = pushType
@@ -199,7 +208,10 @@ public struct DeliveryRecord: Sendable, Hashable {
     public var message: String?
     public var finishedAt: Date?
 
-    public init(token: String, state: String, attempts: Int, status: Int? = nil, reason: String? = nil, apnsID: String? = nil, errorKind: String? = nil, delivery: String? = nil, message: String? = nil, finishedAt: Date? = nil) {
+    public init(
+        token: String, state: String, attempts: Int, status: Int? = nil, reason: String? = nil, apnsID: String? = nil,
+        errorKind: String? = nil, delivery: String? = nil, message: String? = nil, finishedAt: Date? = nil
+    ) {
         self.token = token
         self.state = state
         self.attempts = attempts

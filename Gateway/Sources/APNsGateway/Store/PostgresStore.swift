@@ -32,15 +32,18 @@ public final class PostgresStore: GatewayStore, Service {
     /// A store on the database `url` names: `postgres://user[:password]@host[:port]/database`
     /// (`?sslmode=disable` turns TLS off; it is preferred otherwise).
     public init(url: String, settleTime: Duration = .seconds(5), logger: Logger) throws {
-        guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
+        guard let components = URLComponents(string: url),
+            ["postgres", "postgresql"].contains(components.scheme ?? ""),
             let host = components.host, !host.isEmpty
         else {
-            throw StoreError("\(url.prefix(11))… is not a PostgreSQL URL: give postgres://user[:password]@host[:port]/database")
+            throw StoreError(
+                "\(url.prefix(11))… is not a PostgreSQL URL: give postgres://user[:password]@host[:port]/database")
         }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         let disableTLS = components.queryItems?.contains { $0.name == "sslmode" && $0.value == "disable" } ?? false
         var configuration = PostgresClient.Configuration(
-            host: host, port: components.port ?? 5432, username: components.user ?? "postgres", password: components.password,
+            host: host, port: components.port ?? 5432, username: components.user ?? "postgres",
+            password: components.password,
             database: database.isEmpty ? nil : database,
             tls: disableTLS ? .disable : .prefer(.makeClientConfiguration()))
         configuration.options.maximumConnections = 20
@@ -99,7 +102,9 @@ public final class PostgresStore: GatewayStore, Service {
         let rows = try await client.query(
             "SELECT name, hash, apps, requests_per_second FROM api_keys WHERE hash = \(hash)", logger: logger)
         for try await (name, hash, apps, rate) in rows.decode((String, String, String, Double).self) {
-            return APIKey(name: name, hash: hash, apps: Set(apps.split(separator: "\n").map(String.init)), requestsPerSecond: rate)
+            return APIKey(
+                name: name, hash: hash, apps: Set(apps.split(separator: "\n").map(String.init)), requestsPerSecond: rate
+            )
         }
         return nil
     }
@@ -109,13 +114,17 @@ public final class PostgresStore: GatewayStore, Service {
         for try await (name, hash, apps, rate) in try await client.query(
             "SELECT name, hash, apps, requests_per_second FROM api_keys ORDER BY name", logger: logger
         ).decode((String, String, String, Double).self) {
-            keys.append(APIKey(name: name, hash: hash, apps: Set(apps.split(separator: "\n").map(String.init)), requestsPerSecond: rate))
+            keys.append(
+                APIKey(
+                    name: name, hash: hash, apps: Set(apps.split(separator: "\n").map(String.init)),
+                    requestsPerSecond: rate))
         }
         return keys
     }
 
     public func revokeAPIKey(name: String) async throws -> Bool {
-        try await client.query("DELETE FROM api_keys WHERE name = \(name) RETURNING 1", logger: logger).collect().count > 0
+        try await client.query("DELETE FROM api_keys WHERE name = \(name) RETURNING 1", logger: logger).collect().count
+            > 0
     }
 
     public func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
@@ -141,16 +150,19 @@ public final class PostgresStore: GatewayStore, Service {
     }
 
     public func queueDepth() async throws -> Int {
-        let count = try await client.query(
-            "SELECT count(*) FROM deliveries WHERE state <> 'done'", logger: logger
-        ).collect().first?.decode(Int.self) ?? 0
+        let count =
+            try await client.query(
+                "SELECT count(*) FROM deliveries WHERE state <> 'done'", logger: logger
+            ).collect().first?.decode(Int.self) ?? 0
         depth.withLock { $0 = (count, .now) }
         return count
     }
 
     /// The depth counted at most 200 ms ago, plus what this instance queued since.
     private func recentDepth() async throws -> Int {
-        if let cached = depth.withLock({ $0 }), ContinuousClock.now - cached.at < .milliseconds(200) { return cached.count }
+        if let cached = depth.withLock({ $0 }), ContinuousClock.now - cached.at < .milliseconds(200) {
+            return cached.count
+        }
         return try await queueDepth()
     }
 
@@ -189,7 +201,9 @@ public final class PostgresStore: GatewayStore, Service {
                 if notifications.last?.id == entry.id {
                     notifications[notifications.count - 1].deliveries.append(delivery)
                 } else {
-                    notifications.append(ClaimedNotification(id: entry.id, storedJSON: requests[entry.id] ?? "{}", deliveries: [delivery]))
+                    notifications.append(
+                        ClaimedNotification(
+                            id: entry.id, storedJSON: requests[entry.id] ?? "{}", deliveries: [delivery]))
                 }
             }
             return notifications
@@ -211,17 +225,22 @@ public final class PostgresStore: GatewayStore, Service {
         let nowSeconds = now.timeIntervalSince1970
         // Each kind of write is one statement over the batch, as JSON rows (NULLs kept).
         func rows(_ outcomes: [DeliveryOutcome]) -> String {
-            JSONValue.array(outcomes.map { outcome in
-                func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
-                return .object([
-                    "notification_id": .string(outcome.notificationID), "position": .integer(Int64(outcome.position)),
-                    "status": outcome.status.map { .integer(Int64($0)) } ?? .null, "reason": text(outcome.reason),
-                    "apns_id": text(outcome.apnsID), "error_kind": text(outcome.errorKind), "delivery": text(outcome.delivery),
-                    "message": text(outcome.message), "retry_at": outcome.retryAt.map { .number($0.timeIntervalSince1970) } ?? .null,
-                    "app": .string(outcome.app), "token": .string(outcome.token),
-                    "invalid_since": outcome.invalidSince.map { .number($0.timeIntervalSince1970) } ?? .null,
-                ])
-            }).compactText
+            JSONValue.array(
+                outcomes.map { outcome in
+                    func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+                    return .object([
+                        "notification_id": .string(outcome.notificationID),
+                        "position": .integer(Int64(outcome.position)),
+                        "status": outcome.status.map { .integer(Int64($0)) } ?? .null, "reason": text(outcome.reason),
+                        "apns_id": text(outcome.apnsID), "error_kind": text(outcome.errorKind),
+                        "delivery": text(outcome.delivery),
+                        "message": text(outcome.message),
+                        "retry_at": outcome.retryAt.map { .number($0.timeIntervalSince1970) } ?? .null,
+                        "app": .string(outcome.app), "token": .string(outcome.token),
+                        "invalid_since": outcome.invalidSince.map { .number($0.timeIntervalSince1970) } ?? .null,
+                    ])
+                }
+            ).compactText
         }
         let requeued = outcomes.filter { $0.retryAt != nil }
         let finishing = outcomes.filter { $0.retryAt == nil }
@@ -254,7 +273,9 @@ public final class PostgresStore: GatewayStore, Service {
             ).decode((String, Int).self) {
                 finished.insert("\(id)/\(position)")
             }
-            let unregistered = finishing.filter { $0.status == 410 && finished.contains("\($0.notificationID)/\($0.position)") }
+            let unregistered = finishing.filter {
+                $0.status == 410 && finished.contains("\($0.notificationID)/\($0.position)")
+            }
             if !unregistered.isEmpty {
                 try await connection.query(
                     """
@@ -275,7 +296,8 @@ public final class PostgresStore: GatewayStore, Service {
             "SELECT id, key_name, push_type, app, created_at FROM notifications WHERE id = \(id)", logger: logger
         ).decode((String, String, String, String, Double).self) {
             progress = NotificationProgress(
-                id: id, keyName: keyName, pushType: pushType, app: app, createdAt: Date(timeIntervalSince1970: created), deliveries: [])
+                id: id, keyName: keyName, pushType: pushType, app: app, createdAt: Date(timeIntervalSince1970: created),
+                deliveries: [])
         }
         guard var progress else { return nil }
         let rows = try await client.query(
@@ -284,11 +306,14 @@ public final class PostgresStore: GatewayStore, Service {
             FROM deliveries WHERE notification_id = \(id) ORDER BY position
             """, logger: logger)
         for try await row in rows {
-            let (token, state, attempts, status, reason, apnsID, errorKind, delivery, message, finished) = try row.decode(
-                (String, String, Int, Int?, String?, String?, String?, String?, String?, Double?).self)
-            progress.deliveries.append(DeliveryRecord(
-                token: token, state: state, attempts: attempts, status: status, reason: reason, apnsID: apnsID, errorKind: errorKind,
-                delivery: delivery, message: message, finishedAt: finished.map(Date.init(timeIntervalSince1970:))))
+            let (token, state, attempts, status, reason, apnsID, errorKind, delivery, message, finished) =
+                try row.decode(
+                    (String, String, Int, Int?, String?, String?, String?, String?, String?, Double?).self)
+            progress.deliveries.append(
+                DeliveryRecord(
+                    token: token, state: state, attempts: attempts, status: status, reason: reason, apnsID: apnsID,
+                    errorKind: errorKind,
+                    delivery: delivery, message: message, finishedAt: finished.map(Date.init(timeIntervalSince1970:))))
         }
         return progress
     }
@@ -304,9 +329,11 @@ public final class PostgresStore: GatewayStore, Service {
             ORDER BY seq LIMIT \(limit)
             """, logger: logger
         ).decode((Int64, String, String, Double?, Double).self) {
-            tokens.append(UnregisteredToken(
-                cursor: seq, app: app, token: token, invalidSince: invalidSince.map(Date.init(timeIntervalSince1970:)),
-                reportedAt: Date(timeIntervalSince1970: reported)))
+            tokens.append(
+                UnregisteredToken(
+                    cursor: seq, app: app, token: token,
+                    invalidSince: invalidSince.map(Date.init(timeIntervalSince1970:)),
+                    reportedAt: Date(timeIntervalSince1970: reported)))
         }
         return tokens
     }

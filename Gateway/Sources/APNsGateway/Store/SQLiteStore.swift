@@ -19,25 +19,26 @@ public final class SQLiteStore: GatewayStore {
 
     public func prepare() async throws {
         try await pool.write { db in
-            try db.execute(sql: """
-                CREATE TABLE IF NOT EXISTS api_keys (
-                    hash TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, apps TEXT NOT NULL, requests_per_second REAL NOT NULL);
-                CREATE TABLE IF NOT EXISTS notifications (
-                    id TEXT PRIMARY KEY, key_name TEXT NOT NULL, push_type TEXT NOT NULL, app TEXT NOT NULL,
-                    request TEXT NOT NULL, created_at REAL NOT NULL);
-                CREATE TABLE IF NOT EXISTS deliveries (
-                    notification_id TEXT NOT NULL REFERENCES notifications(id), position INTEGER NOT NULL,
-                    token TEXT NOT NULL, state TEXT NOT NULL, available_at REAL NOT NULL,
-                    lease_owner TEXT, lease_until REAL, attempts INTEGER NOT NULL DEFAULT 0,
-                    status INTEGER, reason TEXT, apns_id TEXT, error_kind TEXT, delivery TEXT, message TEXT, finished_at REAL,
-                    PRIMARY KEY (notification_id, position));
-                CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(state, available_at) WHERE state <> 'done';
-                CREATE TABLE IF NOT EXISTS unregistered (
-                    seq INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, token TEXT NOT NULL, invalid_since REAL,
-                    reported_at REAL NOT NULL, UNIQUE (app, token));
-                CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-                INSERT OR IGNORE INTO counters(name, value) VALUES ('queue_depth', 0);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS api_keys (
+                        hash TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, apps TEXT NOT NULL, requests_per_second REAL NOT NULL);
+                    CREATE TABLE IF NOT EXISTS notifications (
+                        id TEXT PRIMARY KEY, key_name TEXT NOT NULL, push_type TEXT NOT NULL, app TEXT NOT NULL,
+                        request TEXT NOT NULL, created_at REAL NOT NULL);
+                    CREATE TABLE IF NOT EXISTS deliveries (
+                        notification_id TEXT NOT NULL REFERENCES notifications(id), position INTEGER NOT NULL,
+                        token TEXT NOT NULL, state TEXT NOT NULL, available_at REAL NOT NULL,
+                        lease_owner TEXT, lease_until REAL, attempts INTEGER NOT NULL DEFAULT 0,
+                        status INTEGER, reason TEXT, apns_id TEXT, error_kind TEXT, delivery TEXT, message TEXT, finished_at REAL,
+                        PRIMARY KEY (notification_id, position));
+                    CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(state, available_at) WHERE state <> 'done';
+                    CREATE TABLE IF NOT EXISTS unregistered (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, token TEXT NOT NULL, invalid_since REAL,
+                        reported_at REAL NOT NULL, UNIQUE (app, token));
+                    CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+                    INSERT OR IGNORE INTO counters(name, value) VALUES ('queue_depth', 0);
+                    """)
         }
     }
 
@@ -84,21 +85,30 @@ public final class SQLiteStore: GatewayStore {
             guard depth < maximumQueueDepth else { return .queueFull(depth: depth) }
             let created = notification.createdAt.timeIntervalSince1970
             try db.execute(
-                sql: "INSERT INTO notifications(id, key_name, push_type, app, request, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                arguments: [notification.id, notification.keyName, notification.pushType, notification.app, notification.storedJSON, created])
+                sql:
+                    "INSERT INTO notifications(id, key_name, push_type, app, request, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [
+                    notification.id, notification.keyName, notification.pushType, notification.app,
+                    notification.storedJSON, created,
+                ])
             let insert = try db.cachedStatement(
-                sql: "INSERT INTO deliveries(notification_id, position, token, state, available_at) VALUES (?, ?, ?, 'queued', ?)")
+                sql:
+                    "INSERT INTO deliveries(notification_id, position, token, state, available_at) VALUES (?, ?, ?, 'queued', ?)"
+            )
             for (position, token) in notification.tokens.enumerated() {
                 try insert.execute(arguments: [notification.id, position, token, created])
             }
             try db.execute(
-                sql: "UPDATE counters SET value = value + ? WHERE name = 'queue_depth'", arguments: [notification.tokens.count])
+                sql: "UPDATE counters SET value = value + ? WHERE name = 'queue_depth'",
+                arguments: [notification.tokens.count])
             return .accepted
         }
     }
 
     public func queueDepth() async throws -> Int {
-        try await pool.read { db in try Int.fetchOne(db, sql: "SELECT value FROM counters WHERE name = 'queue_depth'") ?? 0 }
+        try await pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT value FROM counters WHERE name = 'queue_depth'") ?? 0
+        }
     }
 
     public func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification] {
@@ -118,7 +128,8 @@ public final class SQLiteStore: GatewayStore {
             for row in rows {
                 let id: String = row["notification_id"]
                 try update.execute(arguments: [owner, leaseUntil.timeIntervalSince1970, row["id"] as Int64])
-                let delivery = ClaimedDelivery(position: row["position"], token: row["token"], attempts: row["attempts"])
+                let delivery = ClaimedDelivery(
+                    position: row["position"], token: row["token"], attempts: row["attempts"])
                 if claimed.last?.id == id {
                     claimed[claimed.count - 1].deliveries.append(delivery)
                 } else {
@@ -132,7 +143,8 @@ public final class SQLiteStore: GatewayStore {
     public func releaseClaims(of owner: String) async throws -> Int {
         try await pool.write { db in
             try db.execute(
-                sql: "UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_until = NULL WHERE state = 'claimed' AND lease_owner = ?",
+                sql:
+                    "UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_until = NULL WHERE state = 'claimed' AND lease_owner = ?",
                 arguments: [owner])
             return db.changesCount
         }
@@ -141,54 +153,64 @@ public final class SQLiteStore: GatewayStore {
     public func complete(_ outcomes: [DeliveryOutcome], owner: String, now: Date) async throws -> Int {
         guard !outcomes.isEmpty else { return 0 }
         return try await pool.write { db in
-            let finish = try db.cachedStatement(sql: """
-                UPDATE deliveries SET state = 'done', lease_owner = NULL, lease_until = NULL, attempts = attempts + 1,
-                    status = ?, reason = ?, apns_id = ?, error_kind = ?, delivery = ?, message = ?, finished_at = ?
-                WHERE notification_id = ? AND position = ? AND state = 'claimed' AND lease_owner = ?
-                """)
-            let requeue = try db.cachedStatement(sql: """
-                UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_until = NULL, attempts = attempts + 1,
-                    available_at = ?, error_kind = ?, delivery = ?, message = ?
-                WHERE notification_id = ? AND position = ? AND state = 'claimed' AND lease_owner = ?
-                """)
-            let unregistered = try db.cachedStatement(sql: """
-                INSERT OR REPLACE INTO unregistered(app, token, invalid_since, reported_at) VALUES (?, ?, ?, ?)
-                """)
+            let finish = try db.cachedStatement(
+                sql: """
+                    UPDATE deliveries SET state = 'done', lease_owner = NULL, lease_until = NULL, attempts = attempts + 1,
+                        status = ?, reason = ?, apns_id = ?, error_kind = ?, delivery = ?, message = ?, finished_at = ?
+                    WHERE notification_id = ? AND position = ? AND state = 'claimed' AND lease_owner = ?
+                    """)
+            let requeue = try db.cachedStatement(
+                sql: """
+                    UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_until = NULL, attempts = attempts + 1,
+                        available_at = ?, error_kind = ?, delivery = ?, message = ?
+                    WHERE notification_id = ? AND position = ? AND state = 'claimed' AND lease_owner = ?
+                    """)
+            let unregistered = try db.cachedStatement(
+                sql: """
+                    INSERT OR REPLACE INTO unregistered(app, token, invalid_since, reported_at) VALUES (?, ?, ?, ?)
+                    """)
             var finished = 0
             for outcome in outcomes {
                 if let retryAt = outcome.retryAt {
                     try requeue.execute(arguments: [
-                        retryAt.timeIntervalSince1970, outcome.errorKind, outcome.delivery, outcome.message, outcome.notificationID,
+                        retryAt.timeIntervalSince1970, outcome.errorKind, outcome.delivery, outcome.message,
+                        outcome.notificationID,
                         outcome.position, owner,
                     ])
                     continue
                 }
                 try finish.execute(arguments: [
-                    outcome.status, outcome.reason, outcome.apnsID, outcome.errorKind, outcome.delivery, outcome.message,
+                    outcome.status, outcome.reason, outcome.apnsID, outcome.errorKind, outcome.delivery,
+                    outcome.message,
                     now.timeIntervalSince1970, outcome.notificationID, outcome.position, owner,
                 ])
                 guard db.changesCount == 1 else { continue }
                 finished += 1
                 if outcome.status == 410 {
                     try unregistered.execute(arguments: [
-                        outcome.app, outcome.token, outcome.invalidSince?.timeIntervalSince1970, now.timeIntervalSince1970,
+                        outcome.app, outcome.token, outcome.invalidSince?.timeIntervalSince1970,
+                        now.timeIntervalSince1970,
                     ])
                 }
             }
-            try db.execute(sql: "UPDATE counters SET value = value - ? WHERE name = 'queue_depth'", arguments: [finished])
+            try db.execute(
+                sql: "UPDATE counters SET value = value - ? WHERE name = 'queue_depth'", arguments: [finished])
             return finished
         }
     }
 
     public func progress(of id: String) async throws -> NotificationProgress? {
         try await pool.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM notifications WHERE id = ?", arguments: [id]) else { return nil }
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM notifications WHERE id = ?", arguments: [id])
+            else { return nil }
             let deliveries = try Row.fetchAll(
                 db, sql: "SELECT * FROM deliveries WHERE notification_id = ? ORDER BY position", arguments: [id]
             ).map { row in
                 DeliveryRecord(
-                    token: row["token"], state: row["state"], attempts: row["attempts"], status: row["status"], reason: row["reason"],
-                    apnsID: row["apns_id"], errorKind: row["error_kind"], delivery: row["delivery"], message: row["message"],
+                    token: row["token"], state: row["state"], attempts: row["attempts"], status: row["status"],
+                    reason: row["reason"],
+                    apnsID: row["apns_id"], errorKind: row["error_kind"], delivery: row["delivery"],
+                    message: row["message"],
                     finishedAt: (row["finished_at"] as Double?).map(Date.init(timeIntervalSince1970:)))
             }
             return NotificationProgress(

@@ -22,19 +22,24 @@ extension AlertNotification {
     /// Body (or a plain-string alert), subtitle, title: the order alert text is shortened in.
     static var alertTextFields: [TruncatableText<Self>] {
         [
-            TruncatableText("alert", read: { if case .text(let text)? = $0.payload.alert { return text } else { return nil } },
-                            write: { $0.payload.alert = .text($1) }),
+            TruncatableText(
+                "alert", read: { if case .text(let text)? = $0.payload.alert { return text } else { return nil } },
+                write: { $0.payload.alert = .text($1) }),
             contentField("body", \.body),
             contentField("subtitle", \.subtitle),
             contentField("title", \.title),
         ]
     }
 
-    private static func contentField(_ name: String, _ keyPath: WritableKeyPath<AlertContent, LocalizableText?> & Sendable) -> TruncatableText<Self> {
+    private static func contentField(
+        _ name: String, _ keyPath: WritableKeyPath<AlertContent, LocalizableText?> & Sendable
+    ) -> TruncatableText<Self> {
         TruncatableText(
             name,
             read: { notification in
-                guard case .content(let content)? = notification.payload.alert, case .text(let text)? = content[keyPath: keyPath] else { return nil }
+                guard case .content(let content)? = notification.payload.alert,
+                    case .text(let text)? = content[keyPath: keyPath]
+                else { return nil }
                 return text
             },
             write: { notification, text in

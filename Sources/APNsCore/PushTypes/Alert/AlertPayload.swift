@@ -59,7 +59,8 @@ public struct AlertPayload: Hashable, Sendable {
         if mutableContent {
             switch alert {
             case .text?: break
-            case .content(let content)? where content.title != nil || content.subtitle != nil || content.body != nil: break
+            case .content(let content)? where content.title != nil || content.subtitle != nil || content.body != nil:
+                break
             default: throw .mutableContentWithoutAlertText
             }
         }

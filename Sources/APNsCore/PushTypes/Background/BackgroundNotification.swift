@@ -70,32 +70,61 @@ public struct BackgroundNotification<AppData: Encodable & Sendable>: TokenDelive
 extension BackgroundNotification where AppData == NoAppData {
     /// A background notification with no app data: `{"aps":{"content-available":1}}`.
     public init(bundleID: String, expiration: Expiration? = nil, collapseID: CollapseID? = nil, apnsID: APNsID? = nil) {
-        self.init(bundleID: bundleID, appData: NoAppData(), expiration: expiration, collapseID: collapseID, apnsID: apnsID)
+        self.init(
+            bundleID: bundleID, appData: NoAppData(), expiration: expiration, collapseID: collapseID, apnsID: apnsID)
     }
 }
 
 // Clear diagnostics for what a background notification cannot have. These initialisers exist only
 // so the compiler names the rule instead of a confusing type mismatch; none can be called.
 extension BackgroundNotification {
-    @available(*, unavailable, message: "A background notification has no priority to set: Apple accepts only 5, which swift-apns always sends.")
-    public init(bundleID: String, appData: AppData, priority: PushPriority, expiration: Expiration? = nil, collapseID: CollapseID? = nil, apnsID: APNsID? = nil) {
+    @available(
+        *, unavailable,
+        message:
+            "A background notification has no priority to set: Apple accepts only 5, which swift-apns always sends."
+    )
+    public init(
+        bundleID: String, appData: AppData, priority: PushPriority, expiration: Expiration? = nil,
+        collapseID: CollapseID? = nil, apnsID: APNsID? = nil
+    ) {
         self.init(bundleID: bundleID, appData: appData, expiration: expiration, collapseID: collapseID, apnsID: apnsID)
     }
 
-    @available(*, unavailable, message: "A background notification carries no alert, badge or sound (Apple allows only content-available and app data). Use AlertNotification for anything the user sees.")
-    public init(bundleID: String, appData: AppData, expiration: Expiration? = nil, collapseID: CollapseID? = nil, apnsID: APNsID? = nil, @AlertNotificationBuilder _ components: () -> [any AlertNotificationComponent]) {
+    @available(
+        *, unavailable,
+        message:
+            "A background notification carries no alert, badge or sound (Apple allows only content-available and app data). Use AlertNotification for anything the user sees."
+    )
+    public init(
+        bundleID: String, appData: AppData, expiration: Expiration? = nil, collapseID: CollapseID? = nil,
+        apnsID: APNsID? = nil, @AlertNotificationBuilder _ components: () -> [any AlertNotificationComponent]
+    ) {
         self.init(bundleID: bundleID, appData: appData, expiration: expiration, collapseID: collapseID, apnsID: apnsID)
     }
 }
 
 extension BackgroundNotification where AppData == NoAppData {
-    @available(*, unavailable, message: "A background notification has no priority to set: Apple accepts only 5, which swift-apns always sends.")
-    public init(bundleID: String, priority: PushPriority, expiration: Expiration? = nil, collapseID: CollapseID? = nil, apnsID: APNsID? = nil) {
+    @available(
+        *, unavailable,
+        message:
+            "A background notification has no priority to set: Apple accepts only 5, which swift-apns always sends."
+    )
+    public init(
+        bundleID: String, priority: PushPriority, expiration: Expiration? = nil, collapseID: CollapseID? = nil,
+        apnsID: APNsID? = nil
+    ) {
         self.init(bundleID: bundleID, expiration: expiration, collapseID: collapseID, apnsID: apnsID)
     }
 
-    @available(*, unavailable, message: "A background notification carries no alert, badge or sound (Apple allows only content-available and app data). Use AlertNotification for anything the user sees.")
-    public init(bundleID: String, expiration: Expiration? = nil, collapseID: CollapseID? = nil, apnsID: APNsID? = nil, @AlertNotificationBuilder _ components: () -> [any AlertNotificationComponent]) {
+    @available(
+        *, unavailable,
+        message:
+            "A background notification carries no alert, badge or sound (Apple allows only content-available and app data). Use AlertNotification for anything the user sees."
+    )
+    public init(
+        bundleID: String, expiration: Expiration? = nil, collapseID: CollapseID? = nil, apnsID: APNsID? = nil,
+        @AlertNotificationBuilder _ components: () -> [any AlertNotificationComponent]
+    ) {
         self.init(bundleID: bundleID, expiration: expiration, collapseID: collapseID, apnsID: apnsID)
     }
 }

@@ -10,11 +10,15 @@ extension LiveActivityNotification {
     /// - Parameters:
     ///   - limit: 4096 bytes by default; pass the broadcast limit (5120) for a channel.
     ///   - ellipsis: Appended where text is cut.
-    public func truncatedToFit(limit: Int? = nil, ellipsis: String = "…") throws(APNsValidationError) -> Truncated<Self> {
-        try truncatedToFit([alertField("body", \.body), alertField("title", \.title)], limit: limit, ellipsis: ellipsis)
+    public func truncatedToFit(limit: Int? = nil, ellipsis: String = "…") throws(APNsValidationError) -> Truncated<Self>
+    {
+        try truncatedToFit(
+            [alertField("body", \.body), alertField("title", \.title)], limit: limit, ellipsis: ellipsis)
     }
 
-    private func alertField(_ name: String, _ keyPath: WritableKeyPath<LiveActivityAlert, LocalizableText> & Sendable) -> TruncatableText<Self> {
+    private func alertField(
+        _ name: String, _ keyPath: WritableKeyPath<LiveActivityAlert, LocalizableText> & Sendable
+    ) -> TruncatableText<Self> {
         TruncatableText(
             name,
             read: { notification in

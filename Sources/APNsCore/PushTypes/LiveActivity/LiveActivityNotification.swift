@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// Starts, updates or ends a Live Activity (`apns-push-type: liveactivity`).
@@ -146,14 +146,16 @@ extension LiveActivityNotification where Event == LiveActivityEvent.Start {
     ///   - collapseID: At most 64 bytes.
     ///   - apnsID: The notification's id.
     public init(
-        bundleID: String, start contentState: ContentState, attributesType: String = String(describing: Attributes.self), attributes: Attributes,
+        bundleID: String, start contentState: ContentState,
+        attributesType: String = String(describing: Attributes.self), attributes: Attributes,
         alert: LiveActivityAlert, timestamp: Date, pushInput: LiveActivityPushInput? = nil, staleDate: Date? = nil,
         relevanceScore: Double? = nil, priority: Priority = .immediate, expiration: Expiration? = nil,
         collapseID: CollapseID? = nil, apnsID: APNsID? = nil
     ) {
         self.init(
             bundleID: bundleID, contentState: contentState, timestamp: timestamp, alert: alert, staleDate: staleDate,
-            relevanceScore: relevanceScore, priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID)
+            relevanceScore: relevanceScore, priority: priority, expiration: expiration, collapseID: collapseID,
+            apnsID: apnsID)
         startAttributes = (attributesType, attributes)
         startPushInput = pushInput
     }
@@ -194,7 +196,8 @@ extension LiveActivityNotification where Event == LiveActivityEvent.Update, Attr
     ) {
         self.init(
             bundleID: bundleID, contentState: contentState, timestamp: timestamp, alert: alert, staleDate: staleDate,
-            relevanceScore: relevanceScore, priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID)
+            relevanceScore: relevanceScore, priority: priority, expiration: expiration, collapseID: collapseID,
+            apnsID: apnsID)
     }
 
     /// Lights up the device and shows the expanded presentation; nil for a silent update.
@@ -203,7 +206,6 @@ extension LiveActivityNotification where Event == LiveActivityEvent.Update, Attr
         set { storedAlert = newValue }
     }
 }
-
 
 extension LiveActivityNotification where Event == LiveActivityEvent.End, Attributes == NoAttributes {
     /// Ends a Live Activity with its final content state.
@@ -223,11 +225,13 @@ extension LiveActivityNotification where Event == LiveActivityEvent.End, Attribu
     public init(
         bundleID: String, end contentState: ContentState, timestamp: Date, dismissalDate: Date? = nil,
         alert: LiveActivityAlert? = nil, staleDate: Date? = nil, relevanceScore: Double? = nil,
-        priority: Priority = .immediate, expiration: Expiration? = nil, collapseID: CollapseID? = nil, apnsID: APNsID? = nil
+        priority: Priority = .immediate, expiration: Expiration? = nil, collapseID: CollapseID? = nil,
+        apnsID: APNsID? = nil
     ) {
         self.init(
             bundleID: bundleID, contentState: contentState, timestamp: timestamp, alert: alert, staleDate: staleDate,
-            relevanceScore: relevanceScore, priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID)
+            relevanceScore: relevanceScore, priority: priority, expiration: expiration, collapseID: collapseID,
+            apnsID: apnsID)
         endDismissalDate = dismissalDate
     }
 

@@ -54,6 +54,8 @@ public struct WidgetNotification: TokenDeliverable {
 
     /// Checks the rules types cannot express, then writes the JSON body.
     public func writePayload(to writer: inout JSONWriter) throws(APNsValidationError) {
-        writer.fixedAPS { $0.literalKey("content-changed"); $0.bool(true) }
+        writer.fixedAPS {
+            $0.literalKey("content-changed"); $0.bool(true)
+        }
     }
 }

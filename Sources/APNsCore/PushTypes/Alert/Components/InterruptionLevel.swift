@@ -18,5 +18,7 @@ public struct InterruptionLevel: AlertNotificationComponent, Hashable, Sendable 
     public static let critical = InterruptionLevel(rawValue: "critical")
 
     /// Adds this component to the payload being built; the result builder calls it.
-    public func apply(to payload: inout AlertPayload) { payload.set(\.interruptionLevel, self, name: "InterruptionLevel") }
+    public func apply(to payload: inout AlertPayload) {
+        payload.set(\.interruptionLevel, self, name: "InterruptionLevel")
+    }
 }
