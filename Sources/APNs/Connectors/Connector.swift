@@ -19,7 +19,16 @@
 ///   is reported as a transport failure whose delivery is unknown);
 /// - give up at `deadline` when one is given;
 /// - be safe to call from many tasks at once.
-public protocol Connector: Sendable {
+///
+/// Code that sends through any token connector takes `some Connector<TokenAuthentication>`, so a
+/// test can pass a recording connector where production passes a ``TokenConnector``:
+///
+/// ```swift
+/// func sendShippingNotice(to device: Device, via connector: some Connector<TokenAuthentication>) async throws {
+///     try await send(AlertNotification(bundleID: "com.example.app") { Alert("Shipped") }, via: connector, to: device)
+/// }
+/// ```
+public protocol Connector<Authentication>: Sendable {
     /// ``TokenAuthentication`` or ``CertificateAuthentication`` (``RunTimeAuthentication`` for
     /// ``AnyConnector``).
     associatedtype Authentication: AuthenticationKind

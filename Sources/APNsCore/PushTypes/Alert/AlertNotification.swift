@@ -5,6 +5,7 @@
 ///
 /// ```swift
 /// struct Game: Encodable, Sendable { var gameID: String }
+/// let unread: Int? = nil  // with a count, the notification carries a badge
 ///
 /// let notification = AlertNotification(bundleID: "com.example.poker", appData: Game(gameID: "12345678")) {
 ///     Alert {
