@@ -8,14 +8,16 @@
 # Harnesses (Fuzz/Harnesses): responses (status, headers, body from the server), json (writer and
 # app-data encoder: output must parse and round-trip), tokens (device token and apns-id parsing),
 # credentials (.p8, PEM, encrypted PEM, PKCS#12 and DER certificates through libcrypto, Apple's topic
-# list), mock (the mock server's request validation: any request gets an answer APNs could give).
+# list), mock (the mock server's request validation: any request gets an answer APNs could give),
+# options (transport settings, send timeouts and retry policies: accepted exactly as documented,
+# and no arithmetic on an accepted value overflows).
 # Any crash, leak (LeakSanitizer,
 # on by default with ASan on Linux) or violated invariant fails the run; its input is kept in
 # .build-fuzz/artifacts. Prints one line per harness and exits non-zero if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-1000000}
-harnesses=${2:-responses json tokens credentials mock}
+harnesses=${2:-responses json tokens credentials mock options}
 out=.build-fuzz
 mkdir -p "$out/artifacts"
 flags=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 -package-name swift_apns)
@@ -27,6 +29,8 @@ apns=$(find Sources/APNs/Credentials -name '*.swift' | sort)
 # The mock harness needs only the validator and what it reads (the rest of the mock imports SwiftNIO
 # and swift-crypto): it is compiled into a module named like the mock's, with its own context.
 mock=(Sources/APNsMockServer/{ValidationContext,RequestValidator,PayloadShape,RecordedRequest}.swift)
+options=(Sources/APNs/{APNsError,RetryPolicy}.swift Sources/APNs/Connectors/TransportConfiguration.swift
+  Sources/APNs/Transport/{TransportError,CircuitBreaker,Duration+Transport}.swift)
 maps=(-Xcc -fmodule-map-file=Sources/CCurl/module.modulemap -Xcc -fmodule-map-file=Sources/CCrypto/module.modulemap)
 quiet() { grep -v -E "Cannot export local symbol|^$" || true; }
 
@@ -48,6 +52,11 @@ build() {
       # The harness is compiled into APNs to reach its internals.
       swiftc "${flags[@]}" -module-name APNs "${maps[@]}" $core $apns Fuzz/Harnesses/FuzzInput.swift \
         Fuzz/Harnesses/Credentials.swift -lcurl -lssl -lcrypto -o "$out/$name" 2>&1 | quiet ;;
+    options)
+      # The settings and what checks them, compiled into APNs to reach its internals; the rest of
+      # the transport (libcurl, swift-log) is not needed.
+      swiftc "${flags[@]}" -module-name APNs "${maps[@]}" $core $apns "${options[@]}" Fuzz/Harnesses/FuzzInput.swift \
+        Fuzz/Harnesses/Options.swift -lcrypto -o "$out/$name" 2>&1 | quiet ;;
     *)
       swiftc "${flags[@]}" -module-name "Fuzz_$name" $core Fuzz/Harnesses/FuzzInput.swift "Fuzz/Harnesses/$(tr a-z A-Z <<< "${name:0:1}")${name:1}.swift" \
         -o "$out/$name" 2>&1 | quiet ;;

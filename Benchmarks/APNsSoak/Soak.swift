@@ -9,29 +9,34 @@ import Foundation
 ///
 ///     swift run -c release --package-path Benchmarks APNsSoak                 # 1,000,000 sends, a fault every 10,000
 ///     swift run --package-path Benchmarks APNsSoak --count 20000             # a short run
+///     swift run -c release --package-path Benchmarks APNsSoak --duration 3600   # an hour, RSS every minute
 ///
 /// Each wave of `--wave` sends (500 in flight, each with its own apns-id) starts with one fault
 /// injected into the mock server and a graceful GOAWAY on its open connections (so the client's
 /// next connection gets the fault), in turn: reset or close after processing, a connection that
-/// never answers, streams reset after processing, refused streams, GOAWAY with a lower
+/// never answers (from the start, or after 100 answers), streams reset after processing, refused streams, GOAWAY with a lower
 /// last-stream-id, 503 with Retry-After, slow answers. Counted per wave, then forgotten, so memory
 /// measures the client.
 @main
 struct Soak: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "APNsSoak", abstract: "swift-apns through a million sends and a hundred faults.")
 
-    @Option(help: "Sends in all.") var count = 1_000_000
+    @Option(help: "Sends in all (ignored with --duration).") var count = 1_000_000
+    @Option(help: "Run for this many seconds instead of --count sends, whole waves at a time (3600: an hour).")
+    var duration: Double?
+    @Option(name: .customLong("sample-every"), help: "Seconds between two RSS samples of the curve.") var sampleEvery = 60.0
     @Option(help: "Sends per wave; one fault is injected at the start of each.") var wave = 10_000
     @Option(help: "Sends in flight.") var inFlight = 500
     @Option(help: "Each send's timeout, in seconds.") var timeout = 2.0
     @Option(help: "faults (the default), churn (no fault, a new connection each wave) or none (no fault, one connection): the last two are baselines.")
     var mode = "faults"
-    @Option(name: .customLong("only-fault"), help: "Inject only the fault with this index (0–7) in every wave.") var onlyFault: Int?
+    @Option(name: .customLong("only-fault"), help: "Inject only the fault with this index (0–8) in every wave.") var onlyFault: Int?
 
     static let faults: [(MockAPNsServer.Fault, connections: Int?, requests: Int?)] = [
         (.resetAfterProcessing(requests: 50), 1, nil),
         (.closeAfterProcessing(requests: 50), 1, nil),
         (.neverAnswer, 1, nil),
+        (.neverAnswerAfter(requests: 100), 1, nil),
         (.resetStreamsAfterProcessing(errorCode: 2), nil, 20),
         (.resetStreams(errorCode: 7), 1, nil),
         (.goAway(afterRequests: 200, errorCode: 0, debugData: #"{"reason":"Shutdown"}"#, lowerBy: 20), 1, nil),
@@ -91,8 +96,14 @@ struct Soak: AsyncParsableCommand {
         var tally = Tally()
         var sent = 0
         var waveIndex = 0
-        while sent < count {
-            let size = min(wave, count - sent)
+        // The RSS curve: (seconds since the start, MB), one sample every `sampleEvery` seconds.
+        var curve: [(Double, Int)] = [(0, startRSS)]
+        func more() -> Bool {
+            if let duration { return (ContinuousClock.now - started).seconds < duration }
+            return sent < self.count
+        }
+        while more() {
+            let size = duration == nil ? min(wave, self.count - sent) : wave
             let (fault, connections, requests) = Self.faults[(onlyFault ?? waveIndex) % Self.faults.count]
             if mode == "faults" { server.inject(fault, connections: connections, requests: requests) }
             if mode != "none" { server.goAwayAll() }  // the client moves to a new connection, which gets the fault
@@ -121,12 +132,21 @@ struct Soak: AsyncParsableCommand {
             server.clearProcessedCounts()
             sent += size
             waveIndex += 1
+            let now = (ContinuousClock.now - started).seconds
+            if let last = curve.last, now - last.0 >= sampleEvery {
+                curve.append((now, Self.residentMegabytes()))
+                print(String(format: "curve %6.0f s  %d MB  (%d sent)", now, curve[curve.count - 1].1, sent))
+            }
             if waveIndex % 10 == 0 {
                 print("\(sent) sent, \(Int(Double(sent) / (ContinuousClock.now - started).seconds))/s, RSS \(Self.residentMegabytes()) MB")
             }
         }
         let elapsed = (ContinuousClock.now - started).seconds
         let endRSS = Self.residentMegabytes()
+        let count = sent
+        // After the first five minutes (the pools and caches' warm-up), how far RSS moved.
+        let settled = curve.filter { $0.0 >= 300 }.map(\.1) + [endRSS]
+        let drift = (settled.max() ?? endRSS) - (settled.first ?? endRSS)
         let rows: [(String, String)] = [
             ("sends", "\(count) in waves of \(wave), \(inFlight) in flight, timeout \(self.timeout) s"),
             ("faults injected", mode == "faults" ? "\(waveIndex) (one per wave, \(Self.faults.count) kinds in turn)" : "none (\(mode))"),
@@ -142,6 +162,7 @@ struct Soak: AsyncParsableCommand {
             ("latency p50 / p99 / max", String(format: "%.1f / %.1f / %.1f ms", tally.latencies.quantile(0.5) * 1000, tally.latencies.quantile(0.99) * 1000, tally.latencies.maximum * 1000)),
             ("throughput", String(format: "%.0f sends/s over %.0f s", Double(count) / elapsed, elapsed)),
             ("RSS start / end", "\(startRSS) / \(endRSS) MB"),
+            ("RSS after 5 min: first / max / end", elapsed >= 300 ? "\(settled.first ?? 0) / \(settled.max() ?? 0) / \(endRSS) MB (range \(drift) MB)" : "run shorter than 5 min"),
         ]
         let width = rows.map(\.0.count).max() ?? 0
         for (name, value) in rows { print(name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value) }

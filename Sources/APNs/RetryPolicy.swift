@@ -44,12 +44,15 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// Whether the policy can be used.
     func validate() throws(APNsError) {
-        guard maximumAttempts >= 1, initialBackoff >= .zero, maximumBackoff >= initialBackoff, (0...1).contains(jitter)
+        guard maximumAttempts >= 1, initialBackoff >= .zero, maximumBackoff >= initialBackoff,
+            maximumBackoff <= TransportConfiguration.maximumDuration, (0...1).contains(jitter)
         else {
             throw .validation(
                 .invalidTransportSetting(
                     name: "retry",
-                    value: "\(maximumAttempts) attempts, \(initialBackoff)…\(maximumBackoff), jitter \(jitter)"))
+                    value:
+                        "\(maximumAttempts) attempts, \(initialBackoff)…\(maximumBackoff), jitter \(jitter); use at least 1 attempt, back-offs from 0 to 24 hours with the initial one no longer than the maximum, and a jitter from 0 to 1"
+                ))
         }
     }
 
@@ -77,7 +80,9 @@ public struct RetryPolicy: Sendable, Hashable {
             return nil
         }
         var backoff = initialBackoff
-        for _ in 1..<attempt where backoff < maximumBackoff { backoff = backoff * 2 }
+        // At most 63 doublings: any back-off reaches the 24-hour ceiling long before, and a huge
+        // `attempt` costs no more than a small one.
+        for _ in 1..<Swift.max(1, Swift.min(attempt, 64)) where backoff < maximumBackoff { backoff = backoff * 2 }
         backoff = min(backoff, maximumBackoff)
         if jitter > 0 { backoff = backoff.scaled(by: Double.random(in: (1 - jitter)...(1 + jitter))) }
         return max(backoff, floor)

@@ -125,11 +125,11 @@ func deliver(
 
 /// The send's deadline: `now + timeout`; without a timeout, nil (each connector applies its own),
 /// except that retries need one deadline for all attempts — the connector's default. A timeout
-/// that is not positive is refused.
+/// that is not positive, or over 24 hours, is refused.
 func deadline(
     after timeout: Duration?, via connector: some Connector, retry: RetryPolicy
 ) throws(APNsError) -> ContinuousClock.Instant? {
-    if let timeout, timeout <= .zero { throw .validation(.invalidTimeout(timeout)) }
+    try TransportConfiguration.validate(sendTimeout: timeout)
     return deadline(afterValid: timeout, via: connector, retry: retry)
 }
 

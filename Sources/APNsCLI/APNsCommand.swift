@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// `apns`: send push notifications, inspect credentials, run a local mock APNs, or watch both in a demo.
 @main
@@ -9,4 +10,22 @@ struct APNsCommand: AsyncParsableCommand {
         discussion: Failure.exitCodes,
         subcommands: [Demo.self, SendCommand.self, ChannelsCommand.self, InspectCommand.self, MockServerCommand.self]
     )
+
+    /// As ArgumentParser's, except that a command line it cannot parse (a missing value, an
+    /// unknown option, a value of the wrong type) exits 2 like every other usage error, not
+    /// ArgumentParser's 64.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
+            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            exit(withError: ExitCode(2))
+        }
+    }
 }

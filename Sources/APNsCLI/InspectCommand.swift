@@ -34,7 +34,8 @@ struct InspectCommand: AsyncParsableCommand {
         name: .customLong("key-id"), help: "For a .p8 key: the key id, when the file is not named AuthKey_<KEYID>.p8.")
     var keyID: String?
     @Option(
-        name: .customLong("issued-at"), help: "For a .p8 key: the iat to show, in seconds since 1970 (default now).")
+        name: .customLong("issued-at"), parsing: .unconditional,
+        help: "For a .p8 key: the iat to show, in seconds since 1970 (default now).")
     var issuedAt: Int?
     @Flag(help: "Print one JSON object instead of a table.") var json = false
 

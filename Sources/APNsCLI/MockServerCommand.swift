@@ -16,12 +16,12 @@ struct MockServerCommand: AsyncParsableCommand {
             TooManyProviderTokenUpdates); each `apns send` process makes a new token, so give \
             --allow-frequent-token-updates to run it more than once against the same server.
 
-            --fault makes it misbehave on purpose: reset-after:N, close-after:N, never-answer, \
+            --fault makes it misbehave on purpose: reset-after:N, close-after:N, never-answer, never-answer-after:N, \
             stall-handshake, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE, \
             goaway:AFTER:CODE:LOWER-BY[:DEBUG], status:CODE[:RETRY-AFTER].
             """)
 
-    @Option(help: "Port to listen on; 0 picks a free one.") var port = 0
+    @Option(parsing: .unconditional, help: "Port to listen on; 0 picks a free one.") var port = 0
     @Option(name: .customLong("client-ca"), help: "Also accept client certificates signed by this CA (PEM).")
     var clientCA: String?
     @Option(name: .customLong("bundle-id"), help: "Bundle id of the generated client certificate.") var bundleID =
@@ -37,17 +37,26 @@ struct MockServerCommand: AsyncParsableCommand {
     )
     var strict = false
     @Option(help: "Misbehave on purpose (see the discussion).") var fault: String?
-    @Option(name: .customLong("fault-connections"), help: "Only the first N connections get the fault.")
+    @Option(
+        name: .customLong("fault-connections"), parsing: .unconditional,
+        help: "Only the first N connections get the fault.")
     var faultConnections: Int?
-    @Option(name: .customLong("fault-requests"), help: "Only the first N requests get the fault.") var faultRequests:
-        Int?
+    @Option(
+        name: .customLong("fault-requests"), parsing: .unconditional, help: "Only the first N requests get the fault.")
+    var faultRequests: Int?
 
     func run() async throws {
         try await Failure.reporting {
+            guard (0...65_535).contains(port) else {
+                throw UsageError("--port \(port) is not a TCP port; use 1 to 65535, or 0 for a free one")
+            }
+            for (flag, value) in [("--fault-connections", faultConnections), ("--fault-requests", faultRequests)] {
+                if let value, value < 1 { throw UsageError("\(flag) \(value) must be at least 1") }
+            }
             let injected = try fault.map { text throws -> MockAPNsServer.Fault in
                 guard let parsed = MockAPNsServer.Fault(parsing: text) else {
                     throw UsageError(
-                        "--fault \(text) is not a fault; use reset-after:N, close-after:N, never-answer, stall-handshake, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE, goaway:AFTER:CODE:LOWER-BY[:DEBUG] or status:CODE[:RETRY-AFTER]"
+                        "--fault \(text) is not a fault; use reset-after:N, close-after:N, never-answer, never-answer-after:N, stall-handshake, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE, goaway:AFTER:CODE:LOWER-BY[:DEBUG] or status:CODE[:RETRY-AFTER] (delay at most 86400000 ms)"
                     )
                 }
                 return parsed

@@ -37,7 +37,7 @@ struct SendCommand: AsyncParsableCommand {
         help: "A file of device tokens, one hex token a line ('-' for standard input): sent with the bulk path.")
     var tokensFile: String?
     @Option(
-        name: .customLong("max-in-flight"),
+        name: .customLong("max-in-flight"), parsing: .unconditional,
         help: "With --tokens-file: requests in flight at most (default: the connection's capacity).")
     var maximumInFlight: Int?
     @Option(
@@ -56,12 +56,13 @@ struct SendCommand: AsyncParsableCommand {
     @Option var title: String?
     @Option var subtitle: String?
     @Option var body: String?
-    @Option var badge: Int?
+    @Option(parsing: .unconditional) var badge: Int?
     @Option var sound: String?
     @Option(help: "App data: a JSON object written beside aps, in its own key order.") var data: String?
     @Option(help: "A file whose JSON is sent as the body exactly (validated, not re-ordered).") var payload: String?
-    @Option(help: "10, 5 or 1 (alert only); each push type's allowed priorities apply.") var priority: Int?
-    @Option(help: "UNIX seconds; 0 = deliver once, never store.") var expiration: Int?
+    @Option(parsing: .unconditional, help: "10, 5 or 1 (alert only); each push type's allowed priorities apply.")
+    var priority: Int?
+    @Option(parsing: .unconditional, help: "UNIX seconds; 0 = deliver once, never store.") var expiration: Int?
     @Option(name: .customLong("collapse-id")) var collapseID: String?
     @Option(name: .customLong("apns-id")) var apnsID: String?
     @Flag(name: .customLong("dry-run"), help: "Print the exact request; send nothing.") var dryRun = false
@@ -69,8 +70,11 @@ struct SendCommand: AsyncParsableCommand {
         help:
             "alert: shorten the body (then subtitle, then title) so the payload fits 4096 bytes, and say what was cut.")
     var truncate = false
-    @Option(help: "Seconds each send may take, from the start, retries included (default 30).") var timeout: Double?
-    @Option(help: "Attempts per device, the first included: retries only what was not sent and 429/5xx (default 1).")
+    @Option(parsing: .unconditional, help: "Seconds each send may take, from the start, retries included (default 30).")
+    var timeout: Double?
+    @Option(
+        parsing: .unconditional,
+        help: "Attempts per device, the first included: retries only what was not sent and 429/5xx (default 1).")
     var retries: Int?
     @Flag(help: "One JSON object per device per line.") var json = false
 
@@ -85,10 +89,14 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "liveactivity start: the attributes as a JSON object.") var attributes: String?
     @Option(name: .customLong("attributes-type"), help: "liveactivity start: the ActivityAttributes type name.")
     var attributesType: String?
-    @Option(help: "liveactivity: UNIX seconds of the content state (default: now).") var timestamp: Int?
-    @Option(name: .customLong("stale-date"), help: "liveactivity: UNIX seconds.") var staleDate: Int?
-    @Option(name: .customLong("dismissal-date"), help: "liveactivity end: UNIX seconds.") var dismissalDate: Int?
-    @Option(name: .customLong("relevance-score"), help: "liveactivity: relevance score.") var relevanceScore: Double?
+    @Option(parsing: .unconditional, help: "liveactivity: UNIX seconds of the content state (default: now).")
+    var timestamp: Int?
+    @Option(name: .customLong("stale-date"), parsing: .unconditional, help: "liveactivity: UNIX seconds.")
+    var staleDate: Int?
+    @Option(name: .customLong("dismissal-date"), parsing: .unconditional, help: "liveactivity end: UNIX seconds.")
+    var dismissalDate: Int?
+    @Option(name: .customLong("relevance-score"), parsing: .unconditional, help: "liveactivity: relevance score.")
+    var relevanceScore: Double?
     @Flag(name: .customLong("input-push-token"), help: "liveactivity start: ask for a per-activity push token.")
     var inputPushToken = false
     @Option(
@@ -100,6 +108,7 @@ struct SendCommand: AsyncParsableCommand {
             guard (tokens.isEmpty && tokensFile == nil) != (channel == nil) else {
                 throw UsageError("give --token (repeatable), --tokens-file or --channel; a channel takes no tokens")
             }
+            _ = try sendOptions()  // checked before anything else, --dry-run included
             if tokensFile == nil, maximumInFlight != nil || unregisteredOut != nil {
                 throw UsageError("--max-in-flight and --unregistered-out go with --tokens-file")
             }
@@ -171,8 +180,9 @@ struct SendCommand: AsyncParsableCommand {
 
     /// `--timeout` and `--retries`, checked.
     private func sendOptions() throws -> (Duration?, RetryPolicy) {
-        if let timeout, !(timeout > 0) || !timeout.isFinite {
-            throw UsageError("--timeout \(timeout) must be a positive number of seconds")
+        let longest = TransportConfiguration.maximumDuration / .seconds(1)
+        if let timeout, !(timeout >= 0.001) || !(timeout <= longest) {
+            throw UsageError("--timeout \(timeout) must be from 0.001 to \(Int(longest)) seconds (24 hours)")
         }
         if let retries, retries < 1 {
             throw UsageError("--retries \(retries) must be at least 1 (attempts, the first included)")

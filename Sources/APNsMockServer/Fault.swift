@@ -15,6 +15,10 @@ extension MockAPNsServer {
         /// Processes every request and never answers; a connection opened with this fault keeps it
         /// after the server is healed, like a peer that went away without closing.
         case neverAnswer
+        /// Answers the first `requests` requests on a connection, then processes every later one
+        /// without answering, and keeps doing so after the server is healed: a peer that went
+        /// silent mid-stream while answers were still arriving.
+        case neverAnswerAfter(requests: Int)
         /// Processes every request and answers after `delay`.
         case delay(Duration)
         /// Resets every stream with this HTTP/2 error code before processing it (7 is
@@ -39,6 +43,7 @@ extension MockAPNsServer {
             case .resetAfterProcessing(let n): return "reset after processing \(n)"
             case .closeAfterProcessing(let n): return "close after processing \(n)"
             case .neverAnswer: return "never answer"
+            case .neverAnswerAfter(let n): return "never answer after \(n)"
             case .delay(let delay): return "delay \(delay)"
             case .resetStreams(let code): return "RST_STREAM \(code)"
             case .resetStreamsAfterProcessing(let code): return "RST_STREAM \(code) after processing"
@@ -55,7 +60,7 @@ extension MockAPNsServer {
 
 extension MockAPNsServer.Fault {
     /// Reads a fault from its command-line form (`apns mock-server --fault …`):
-    /// `reset-after:N`, `close-after:N`, `never-answer`, `stall-handshake`, `delay:MILLISECONDS`,
+    /// `reset-after:N`, `close-after:N`, `never-answer`, `never-answer-after:N`, `stall-handshake`, `delay:MILLISECONDS` (at most a day),
     /// `rst-stream:CODE`, `rst-stream-after-processing:CODE`, `goaway:AFTER:CODE:LOWER-BY[:DEBUG-DATA]`,
     /// `status:CODE[:RETRY-AFTER-SECONDS]` (the body is then `{"reason":"ServiceUnavailable"}` for
     /// 503, `{"reason":"TooManyRequests"}` for 429, `{"reason":"InternalServerError"}` for 500, and
@@ -71,8 +76,12 @@ extension MockAPNsServer.Fault {
         case ("close-after", 2):
             guard let n = number(1), n > 0 else { return nil }; self = .closeAfterProcessing(requests: n)
         case ("never-answer", 1): self = .neverAnswer
+        case ("never-answer-after", 2):
+            guard let n = number(1) else { return nil }; self = .neverAnswerAfter(requests: n)
         case ("stall-handshake", 1): self = .stallHandshake
-        case ("delay", 2): guard let ms = number(1) else { return nil }; self = .delay(.milliseconds(ms))
+        case ("delay", 2):
+            // At most a day: a longer delay is never answered in a test, and would not fit NIO's timer.
+            guard let ms = number(1), ms <= 86_400_000 else { return nil }; self = .delay(.milliseconds(ms))
         case ("rst-stream", 2):
             guard let code = number(1) else { return nil }; self = .resetStreams(errorCode: UInt32(clamping: code))
         case ("rst-stream-after-processing", 2):

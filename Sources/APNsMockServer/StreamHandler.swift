@@ -14,6 +14,8 @@ final class ConnectionContext {
     let fault: MockAPNsServer.Fault?
     /// Requests processed and deliberately left unanswered.
     var processedUnanswered = 0
+    /// Requests seen on the connection while it has the `neverAnswerAfter` fault.
+    var requestsBeforeSilence = 0
     /// The stream limit was raised after the first accepted request (`oneStreamUntilFirstSuccess`).
     var streamLimitRaised = false
     /// The verified client certificate's common name: nil until looked up, then `.some(nil)` for none.
@@ -186,7 +188,13 @@ final class StreamHandler: ChannelInboundHandler {
         if case .goAway = fault { return false }
         // A connection that never answers stays that way (as a dead peer or middlebox does), even
         // after the server is healed for new connections.
-        if case .neverAnswer = fault {} else { guard state.takeFaultyRequest() else { return false } }
+        switch fault {
+        case .neverAnswer: break
+        case .neverAnswerAfter(let answered):
+            connection.requestsBeforeSilence += 1
+            if connection.requestsBeforeSilence <= answered { return false }
+        default: guard state.takeFaultyRequest() else { return false }
+        }
         switch fault {
         case .resetAfterProcessing(let limit), .closeAfterProcessing(let limit):
             state.markProcessed(apnsID: apnsID)
@@ -198,7 +206,7 @@ final class StreamHandler: ChannelInboundHandler {
                     connection.drop(reset: false)
                 }
             }
-        case .neverAnswer:
+        case .neverAnswer, .neverAnswerAfter:
             state.markProcessed(apnsID: apnsID)
         case .delay(let delay):
             let handler = NIOLoopBound(self, eventLoop: context.eventLoop)

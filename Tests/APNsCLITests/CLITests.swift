@@ -87,6 +87,40 @@ import Testing
         #expect(noCredentials.stderr.hasPrefix("apns: give credentials"))
     }
 
+    /// Every usage error exits 2, negative numbers and values the parser itself refuses included,
+    /// and no number traps.
+    @Test func everyUsageErrorExitsTwo() throws {
+        let dryRun = ["send", "--dry-run", "--topic", "com.example.app", "--token", "ab", "--body", "x"]
+        let cases: [([String], String)] = [
+            (["--retries", "-1"], "apns: --retries -1 must be at least 1 (attempts, the first included)\n"),
+            (["--timeout", "-5"], "apns: --timeout -5.0 must be from 0.001 to 86400 seconds (24 hours)\n"),
+            (["--timeout", "1e16"], "apns: --timeout 1e+16 must be from 0.001 to 86400 seconds (24 hours)\n"),
+            (["--timeout", "nan"], "apns: --timeout nan must be from 0.001 to 86400 seconds (24 hours)\n"),
+            (
+                ["--expiration", "-5"],
+                "apns: The expiration -5 is negative. Use Expiration.immediately (0) or a date after 1970.\n"
+            ),
+        ]
+        for (extra, message) in cases {
+            let run = try Self.apns(dryRun + extra)
+            #expect(run.status == 2, "\(extra)")
+            #expect(run.stderr == message, "\(extra)")
+        }
+        // What ArgumentParser refuses itself: a missing value, a value of the wrong type, an
+        // unknown option, a number too large for its type.
+        for extra in [["--retries"], ["--badge", "many"], ["--no-such-option"], ["--badge", "99999999999999999999"]] {
+            let run = try Self.apns(dryRun + extra)
+            #expect(run.status == 2, "\(extra)")
+            #expect(run.stderr.hasPrefix("Error: "), "\(extra): \(run.stderr)")
+        }
+        let longToken = try Self.apns([
+            "send", "--dry-run", "--topic", "com.example.app", "--token", String(repeating: "ab", count: 500), "--body",
+            "x",
+        ])
+        #expect(longToken.status == 2)
+        #expect(longToken.stderr.contains("at most 512 are accepted (256 bytes)"))
+    }
+
     @Test func sendsThroughTheMockServerAndReportsRejections() async throws {
         let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
         let server = try await MockAPNsServer.start(.init(signingKeys: [key]))
@@ -214,7 +248,7 @@ import Testing
         try await server.stop()
     }
 
-    @Test func faultsParseFromTheirCommandLineForm() {
+    @Test func faultsParseFromTheirCommandLineForm() throws {
         #expect(MockAPNsServer.Fault(parsing: "reset-after:20") == .resetAfterProcessing(requests: 20))
         #expect(MockAPNsServer.Fault(parsing: "close-after:5") == .closeAfterProcessing(requests: 5))
         #expect(MockAPNsServer.Fault(parsing: "never-answer") == .neverAnswer)
@@ -232,13 +266,26 @@ import Testing
                 == .respond(status: 503, retryAfter: 2, body: #"{"reason":"ServiceUnavailable"}"#))
         for bad in [
             "", "reset-after", "reset-after:0", "reset-after:-1", "delay:x", "status:700", "status:503:soon",
-            "stall-handshake:1", "explode",
+            "stall-handshake:1", "explode", "delay:9223372036854775807", "delay:86400001", "never-answer-after:-1",
         ] {
             #expect(MockAPNsServer.Fault(parsing: bad) == nil, "\(bad)")
         }
         let run = try? Self.apns(["mock-server", "--fault", "explode"])
         #expect(run?.status == 2)
         #expect(run?.stderr.contains("--fault explode is not a fault") == true)
+        #expect(MockAPNsServer.Fault(parsing: "delay:86400000") == .delay(.seconds(86_400)))
+        #expect(MockAPNsServer.Fault(parsing: "never-answer-after:10") == .neverAnswerAfter(requests: 10))
+        // Numbers the mock cannot use are usage errors, not a server on another port.
+        for (arguments, message) in [
+            (["--port", "99999"], "apns: --port 99999 is not a TCP port; use 1 to 65535, or 0 for a free one\n"),
+            (["--port", "-1"], "apns: --port -1 is not a TCP port; use 1 to 65535, or 0 for a free one\n"),
+            (["--fault-requests", "-1"], "apns: --fault-requests -1 must be at least 1\n"),
+            (["--fault-connections", "0"], "apns: --fault-connections 0 must be at least 1\n"),
+        ] {
+            let refused = try Self.apns(["mock-server"] + arguments)
+            #expect(refused.status == 2, "\(arguments)")
+            #expect(refused.stderr == message, "\(arguments)")
+        }
     }
 
     static func credentials(key: MockCertificateAuthority.SigningKey, server: MockAPNsServer) throws -> URL {

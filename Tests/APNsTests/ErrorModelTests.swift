@@ -76,16 +76,84 @@ import Testing
         }
         #expect(connector.requests.isEmpty)
         let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
-        #expect(throws: APNsError.validation(.invalidTransportSetting(name: "requestTimeout", value: "0.0 seconds"))) {
-            try TokenConnector(
+        func make(_ transport: TransportConfiguration) throws {
+            _ = try TokenConnector(
                 teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM), environment: .sandbox,
-                transport: TransportConfiguration(requestTimeout: .zero))
+                transport: transport)
         }
-        #expect(throws: APNsError.validation(.invalidTransportSetting(name: "maximumConcurrentStreams", value: "0"))) {
-            try TokenConnector(
-                teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM), environment: .sandbox,
-                transport: TransportConfiguration(maximumConcurrentStreams: 0))
+        let timeoutRange = "use 0.001 seconds to 24 hours (86400 seconds)"
+        #expect(
+            throws: APNsError.validation(
+                .invalidTransportSetting(name: "requestTimeout", value: "0.0 seconds; \(timeoutRange)"))
+        ) { try make(TransportConfiguration(requestTimeout: .zero)) }
+        #expect(
+            throws: APNsError.validation(
+                .invalidTransportSetting(name: "maximumConcurrentStreams", value: "0; use 1 to 2147483647"))
+        ) { try make(TransportConfiguration(maximumConcurrentStreams: 0)) }
+        // Upper bounds: nothing a caller passes may overflow the transport's arithmetic.
+        #expect(
+            throws: APNsError.validation(
+                .invalidTransportSetting(
+                    name: "requestTimeout", value: "\(Duration.seconds(Int64.max)); \(timeoutRange)"))
+        ) { try make(TransportConfiguration(requestTimeout: .seconds(Int64.max))) }
+        #expect(
+            throws: APNsError.validation(
+                .invalidTransportSetting(name: "connectTimeout", value: "86401.0 seconds; \(timeoutRange)"))
+        ) { try make(TransportConfiguration(connectTimeout: .seconds(86_401))) }
+        #expect(
+            throws: APNsError.validation(
+                .invalidTransportSetting(name: "maximumConnectionsPerHost", value: "\(Int.max); use 1 to 1000"))
+        ) { try make(TransportConfiguration(maximumConnectionsPerHost: .max)) }
+        #expect(
+            throws: APNsError.validation(
+                .invalidTransportSetting(name: "maximumConcurrentStreams", value: "\(Int.max); use 1 to 2147483647"))
+        ) { try make(TransportConfiguration(maximumConcurrentStreams: .max)) }
+        #expect(throws: APNsError.self) { try make(TransportConfiguration(maximumIdleTime: .seconds(Int64.max))) }
+        #expect(throws: APNsError.self) { try make(TransportConfiguration(tcpKeepAliveInterval: .seconds(1e12))) }
+        #expect(throws: APNsError.self) { try make(TransportConfiguration(shutdownGracePeriod: .seconds(1e15))) }
+        #expect(throws: APNsError.self) {
+            try make(TransportConfiguration(circuitBreaker: CircuitBreakerPolicy(maximumCoolDown: .seconds(Int64.max))))
         }
+        // The largest accepted values make a connector.
+        try make(
+            TransportConfiguration(
+                requestTimeout: TransportConfiguration.maximumDuration, connectTimeout: .seconds(86_400),
+                maximumConnectionsPerHost: 1_000, maximumConcurrentStreams: Int(Int32.max),
+                maximumIdleTime: .seconds(86_400), tcpKeepAliveInterval: .seconds(86_400),
+                shutdownGracePeriod: .seconds(86_400)))
+    }
+
+    /// A send timeout above 24 hours is refused before any I/O, never an overflow on the transport
+    /// thread; one of exactly 24 hours is sent.
+    @Test func hugeTimeoutsAreRefusedNotTrapped() async throws {
+        let connector = TokenRecordingConnector()
+        for timeout in [Duration.seconds(Int64.max), .seconds(86_400) + .nanoseconds(1), .seconds(1e16)] {
+            await #expect(throws: APNsError.validation(.invalidTimeout(timeout))) {
+                try await send(
+                    AlertNotification(bundleID: "a.b") { Alert("x") }, via: connector, to: .test, timeout: timeout)
+            }
+        }
+        #expect(connector.requests.isEmpty)
+        try await send(
+            AlertNotification(bundleID: "a.b") { Alert("x") }, via: connector, to: .test, timeout: .seconds(86_400))
+        #expect(connector.requests.count == 1)
+        await #expect(throws: APNsError.self) {
+            try await send(
+                AlertNotification(bundleID: "a.b") { Alert("x") }, via: connector, to: .test,
+                retry: RetryPolicy(maximumAttempts: 2, maximumBackoff: .seconds(Int64.max)))
+        }
+        #expect(connector.requests.count == 1)
+        // The bulk path checks the same range (it had its own check, without the ceiling).
+        #expect(throws: APNsError.validation(.invalidTimeout(.seconds(Int64.max)))) {
+            try bulkSendOutcomes(
+                AlertNotification(bundleID: "a.b") { Alert("x") }, via: connector, to: [Device.test],
+                timeout: .seconds(Int64.max))
+        }
+        #expect(connector.requests.count == 1)
+        #expect(
+            APNsValidationError.invalidTimeout(.seconds(Int64.max)).description
+                == "The timeout \(Duration.seconds(Int64.max)) is not positive or is over 24 hours. Pass, for example, .seconds(10), or nil for the connector's default."
+        )
     }
 
     /// A custom connector's own error arrives as a transport failure with unknown delivery: nothing

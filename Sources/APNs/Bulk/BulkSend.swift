@@ -306,7 +306,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         try retry.validate()
         guard !template.headers.contains(where: { $0.name == "apns-id" }) else { throw .validation(.apnsIDInBulkSend) }
         _ = try checkBeforeSending(template, via: connector)
-        if let timeout, timeout <= .zero { throw .validation(.invalidTimeout(timeout)) }
+        try TransportConfiguration.validate(sendTimeout: timeout)
         if let maximumInFlight, maximumInFlight < 1 {
             throw .validation(.invalidTransportSetting(name: "maximumInFlight", value: "\(maximumInFlight)"))
         }

@@ -119,13 +119,15 @@ final class CurlMultiLoop: @unchecked Sendable {
     @exclusivity(unchecked) private var waitingHead = 0
     /// When the waiting queue is next checked for requests past their deadline.
     private var nextDeadlineSweep = ContinuousClock.now
+    /// When the transfers in libcurl are next checked against their deadlines.
+    private var nextActiveSweep = ContinuousClock.now
     /// When each connection (by local port) last delivered a response, to tell a stalled
     /// connection from a slow request.
     @exclusivity(unchecked) private var lastAnswer: [Int32: ContinuousClock.Instant] = [:]
     /// The sockets libcurl opened through this loop and has not closed.
     @exclusivity(unchecked) private var openSockets: Set<Int32> = []
-    /// Local ports of connections already shut down as stalled.
-    private var stalledPorts: Set<Int32> = []
+    /// Local ports of connections already shut down as stalled (every transfer sees them).
+    private let stalled = Transfer.StalledPorts()
     /// No connection takes new streams (none is open yet, or the last one sent GOAWAY or
     /// stalled) and none has been established since: the next request will make one.
     @exclusivity(unchecked) private var awaitingConnection = true
@@ -152,6 +154,11 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     /// How often requests waiting in the queue are checked against their deadlines.
     static let deadlineSweepInterval: Duration = .milliseconds(50)
+    /// How often, and how long after its deadline, a transfer inside libcurl is checked and ended
+    /// by the loop itself (``sweepExpiredActive(on:)``).
+    static let activeSweepInterval: Duration = .milliseconds(100)
+    static let activeDeadlineSlack: Duration = .milliseconds(100)
+    static let writtenDeadlineSlack: Duration = .milliseconds(500)
 
     /// Throws when libcurl refuses an option the stream and connection limits rest on.
     init(settings: Settings, maximumConnectionsPerHost: Int, maximumConcurrentStreams: Int) throws(TransportError) {
@@ -335,9 +342,11 @@ final class CurlMultiLoop: @unchecked Sendable {
             curl_multi_perform(multi, &running)
             writes.end()
             collectFinished(on: multi)
+            sweepExpiredActive(on: multi)
             startWaiting(on: multi)
             if warmURL != nil, case .running = phase { warmUpIfNeeded(on: multi) }
             if waitingHead < waiting.count { pollLimit = min(pollLimit, CurlMultiLoop.deadlineSweepInterval) }
+            if !active.isEmpty { pollLimit = min(pollLimit, CurlMultiLoop.activeSweepInterval) }
             wakes.run()
             // A drain whose last transfer just finished ends now, not after the next poll's limit.
             if case .draining = phase, isIdle { continue }
@@ -482,6 +491,43 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
     }
 
+    /// Ends transfers inside libcurl whose deadline has passed and which libcurl has not ended.
+    ///
+    /// libcurl applies a transfer's timeout only once it has a connection or a stream (7.88: a
+    /// transfer pending for APNs' one stream on a new token connection, or for a TLS handshake
+    /// that never finishes, waits past it). A transfer whose request was never written is ended
+    /// `notSent` a little after its deadline (``activeDeadlineSlack``) and taken out of libcurl,
+    /// which has written nothing of it; one that was written, which libcurl should have timed out
+    /// itself, is ended `unknown` after ``writtenDeadlineSlack``. Runs after libcurl's own results
+    /// are collected, so a timeout libcurl reported (with its finer judgement) comes first.
+    private func sweepExpiredActive(on multi: UnsafeMutableRawPointer) {
+        guard !active.isEmpty else { return }
+        let now = ContinuousClock.now
+        guard now >= nextActiveSweep else { return }
+        nextActiveSweep = now + CurlMultiLoop.activeSweepInterval
+        var expired: [(UnsafeMutableRawPointer, Transfer)] = []
+        // A transfer already ended (cancelled) but still pending in libcurl is taken out too.
+        for (easy, transfer) in active {
+            let slack = transfer.written ? CurlMultiLoop.writtenDeadlineSlack : CurlMultiLoop.activeDeadlineSlack
+            if now >= transfer.deadline + slack { expired.append((easy, transfer)) }
+        }
+        for (easy, transfer) in expired {
+            active.removeValue(forKey: easy)
+            curl_multi_remove_handle(multi, easy)
+            transfer.easy = nil
+            discard(easy)  // taken out mid-way: in a state not worth reusing
+            guard !transfer.finished else {
+                if transfer.isProbe { record(.neutral, probe: true) }
+                continue
+            }
+            if transfer.written { closeIfStalled(transfer) }
+            let result: Result<APNsHTTPResponse, any Error> = .failure(
+                TransportError.timedOut(delivery: transfer.delivery))
+            if breaker != nil { record(CircuitBreaker.signal(for: result), probe: transfer.isProbe) }
+            transfer.resume(result)
+        }
+    }
+
     /// Moves waiting transfers into libcurl while there is room.
     private func startWaiting(on multi: UnsafeMutableRawPointer) {
         while active.count < maximumInFlight, waitingHead < waiting.count {
@@ -540,6 +586,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             return
         }
         transfer.easy = easy
+        transfer.stalledPorts = stalled
         let added = curl_multi_add_handle(multi, easy)
         guard added == CURLM_OK else {
             transfer.easy = nil
@@ -863,14 +910,16 @@ final class CurlMultiLoop: @unchecked Sendable {
             }
         } else {
             switch transfer.retry {
-            case .refused?:
-                // The server refused the stream before processing it: sending it again cannot
-                // duplicate it. It is queued again until its deadline. (An HTTP/2 refusal is an
-                // answer: for the circuit breaker, the path to APNs works.)
-                if transfer.isProbe { record(.healthy, probe: true) }
+            case .refused?, .stalledConnection?:
+                // The server refused the stream before processing it, or the request was stopped
+                // before it was written to a connection shut down as stalled: sending it again
+                // cannot duplicate it. It is queued again until its deadline. (An HTTP/2 refusal
+                // is an answer: for the circuit breaker, the path to APNs works.)
+                let refused = transfer.retry == .refused
+                if transfer.isProbe { record(refused ? .healthy : .neutral, probe: true) }
                 transfer.prepareForResubmission()
                 transfer.resubmissions += 1
-                if observability.isEnabled {
+                if observability.isEnabled, refused {
                     observability.retried(.refusedStream)
                     observability.logger.debug(
                         "APNs refused the stream before processing it; sending it again",
@@ -983,11 +1032,17 @@ final class CurlMultiLoop: @unchecked Sendable {
     private func closeIfStalled(_ transfer: Transfer) {
         let port = transfer.localPort
         guard port != 0 else { return }
-        if let last = lastAnswer[port], last >= transfer.writtenAt { return }
-        guard !stalledPorts.contains(port), let socket = openSockets.first(where: { localPort(of: $0) == port }) else {
+        // Silence is how long nothing has been answered on the connection, judged against how long
+        // this request waited: an answer to any request in the last half of that wait means the
+        // connection still works (slow, not stalled). Whether something was answered after this
+        // request was written says nothing: a connection that answered ten requests and then went
+        // silent would be found one timeout late.
+        let now = ContinuousClock.now
+        if let last = lastAnswer[port], now - last < (now - transfer.writtenAt) / 2 { return }
+        guard !stalled.ports.contains(port), let socket = openSockets.first(where: { localPort(of: $0) == port }) else {
             return
         }
-        stalledPorts.insert(port)
+        stalled.ports.insert(port)
         awaitingConnection = true
         _ = Foundation.shutdown(socket, Int32(SHUT_RDWR))
         inbox.withLock { $0.stalledConnectionsClosed += 1 }
@@ -1049,7 +1104,7 @@ final class CurlMultiLoop: @unchecked Sendable {
                 metadata: ["apns.connection.socket": "\(socket)", "apns.connection.local_port": "\(port)"])
         }
         lastAnswer[port] = nil
-        stalledPorts.remove(port)
+        stalled.ports.remove(port)
         return Foundation.close(socket)
     }
 

@@ -50,6 +50,16 @@ final class Transfer: @unchecked Sendable {
         case notHTTP2
         /// A keep-warm transfer reached a ready HTTP/2 connection and stopped there, as it always does.
         case warmedUp
+        /// libcurl was about to write it to a connection the loop has shut down as stalled: stopped
+        /// before anything was written, and queued again for a new connection.
+        case stalledConnection
+    }
+
+    /// The local ports of connections the loop shut down as stalled, shared by all its transfers
+    /// (loop thread only): a request is never written to one of them, though libcurl, which has
+    /// not noticed yet, would offer it.
+    final class StalledPorts {
+        @exclusivity(unchecked) var ports: Set<Int32> = []
     }
 
     /// The URL in two parts, written one after the other when the request is configured: a bulk
@@ -98,6 +108,8 @@ final class Transfer: @unchecked Sendable {
     /// The connection the request was written to (its local port), and when.
     @exclusivity(unchecked) var localPort: Int32 = 0
     @exclusivity(unchecked) var writtenAt = ContinuousClock.now
+    /// The loop's ``StalledPorts``, set when the transfer is started.
+    @exclusivity(unchecked) var stalledPorts: StalledPorts?
 
     /// A guard against pathological loops; the deadline is what normally ends resubmission.
     static let maximumResubmissions = 100
@@ -136,6 +148,10 @@ final class Transfer: @unchecked Sendable {
         if attempts == 1 {
             if isCancelled {
                 retry = .cancelled
+                return Int32(CURL_PREREQFUNC_ABORT)
+            }
+            if let stalled = stalledPorts?.ports, !stalled.isEmpty, stalled.contains(localPort) {
+                retry = .stalledConnection
                 return Int32(CURL_PREREQFUNC_ABORT)
             }
             // APNs speaks HTTP/2 only: never write a request to a server that chose HTTP/1.1.

@@ -54,9 +54,10 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
     case collapseIDOnBroadcast
     /// A non-zero expiration for a channel that stores no message.
     case expirationOnUnstoredChannel(Int)
-    /// A send's timeout that is not a positive duration.
+    /// A send's timeout that is not positive, or is over 24 hours.
     case invalidTimeout(Duration)
-    /// A transport setting no connection can use (a timeout that is not positive, a limit below 1).
+    /// A transport setting no connection can use (a timeout that is not positive or over 24 hours, a
+    /// limit out of its range); `value` names the range.
     case invalidTransportSetting(name: String, value: String)
     /// An `apns-push-type` Apple does not define.
     case unknownPushType(String)
@@ -138,9 +139,9 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
                 "The channel stores no message, so APNs rejects expiration \(seconds) (BadExpirationDate). Use Expiration.immediately, or create the channel with .mostRecentMessageStored."
         case let .invalidTimeout(timeout):
             return
-                "The timeout \(timeout) is not a positive duration. Pass at least a millisecond, for example .seconds(10), or nil for the connector's default."
+                "The timeout \(timeout) is not positive or is over 24 hours. Pass, for example, .seconds(10), or nil for the connector's default."
         case let .invalidTransportSetting(name, value):
-            return "TransportConfiguration.\(name) is \(value); timeouts must be positive and limits at least 1."
+            return "TransportConfiguration.\(name) is \(value)."
         case let .unknownPushType(name):
             return
                 "\"\(name)\" is not an APNs push type; use one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))."

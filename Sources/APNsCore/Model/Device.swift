@@ -17,6 +17,11 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
     public init(token: String) throws(APNsValidationError) {
         let utf8 = token.utf8
         guard !utf8.isEmpty else { throw .invalidDeviceToken("the token is empty") }
+        guard utf8.count <= 2 * Device.maximumTokenBytes else {
+            throw .invalidDeviceToken(
+                "the token has \(utf8.count) hex digits; at most \(2 * Device.maximumTokenBytes) are accepted (\(Device.maximumTokenBytes) bytes): pass the token the app registered, not another value"
+            )
+        }
         guard utf8.count % 2 == 0 else {
             throw .invalidDeviceToken("the token has \(utf8.count) hex digits; a device token has an even number")
         }
@@ -37,6 +42,11 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
     /// `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)`.
     public init<Bytes: Collection>(tokenBytes: Bytes) throws(APNsValidationError) where Bytes.Element == UInt8 {
         guard !tokenBytes.isEmpty else { throw .invalidDeviceToken("the token is empty") }
+        guard tokenBytes.count <= Device.maximumTokenBytes else {
+            throw .invalidDeviceToken(
+                "the token has \(tokenBytes.count) bytes; at most \(Device.maximumTokenBytes) are accepted: pass the token the app registered, not another value"
+            )
+        }
         // Called from another module this generic is not specialised: iterating `tokenBytes`
         // would cost a protocol-witness call per byte (13,000 instructions for a 32-byte token,
         // callgrind). Contiguous bytes (`[UInt8]`, `Data`) are read through one buffer instead.
@@ -44,6 +54,12 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
             tokenBytes.withContiguousStorageIfAvailable(Device.hex)
             ?? Array(tokenBytes).withUnsafeBufferPointer(Device.hex)
     }
+
+    /// The longest token accepted, in bytes: 256. Device tokens are 32 bytes today and Apple says
+    /// their length may change (<doc:ProtocolReference#Device-requests>), so no length is assumed;
+    /// eight times today's leaves room to grow, while a value that is no token (a JWT, a file's
+    /// contents) is refused before it becomes a request path.
+    public static let maximumTokenBytes = 256
 
     /// Lowercase hex of `bytes`.
     private static func hex(_ bytes: UnsafeBufferPointer<UInt8>) -> String {

@@ -1,0 +1,138 @@
+/// How the transport connects: timeouts, trust, connection and stream limits.
+///
+/// ```swift
+/// let transport = TransportConfiguration(
+///     requestTimeout: .seconds(10),
+///     trustedCertificateAuthority: .pem(mockServer.certificateAuthorityPEM))  // tests only
+/// ```
+///
+/// Values are checked when a connector is made: a timeout that is not positive, a limit below one,
+/// an idle time or keepalive under a second, any duration over ``maximumDuration`` (24 hours), more
+/// than ``maximumConnectionsLimit`` connections or ``maximumStreamsLimit`` streams is an
+/// ``APNsValidationError/invalidTransportSetting(name:value:)`` that names the allowed range.
+public struct TransportConfiguration: Sendable, Hashable {
+    /// The default deadline of one send, counted from the moment it is made, whether it waits in a
+    /// queue, for a connection or for APNs' answer. `send(…, timeout:)` overrides it per send.
+    public var requestTimeout: Duration
+    /// The longest a TCP + TLS connect may take.
+    public var connectTimeout: Duration
+    /// The only CA trusted for the server certificate, replacing the system's roots. `nil` (the
+    /// default) trusts the system's roots. Verification itself cannot be turned off.
+    public var trustedCertificateAuthority: CredentialSource?
+    /// Connections per host. One is what Apple recommends; more only when one connection's stream
+    /// limit caps throughput.
+    public var maximumConnectionsPerHost: Int
+    /// The most streams libcurl opens on one connection; the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS lowers it further.
+    public var maximumConcurrentStreams: Int
+    /// How long an idle connection is kept for the next send (libcurl's own default, 118 s, would
+    /// make the first push after a two-minute gap pay a new handshake). Apple asks providers to
+    /// keep connections open.
+    public var maximumIdleTime: Duration
+    /// TCP keepalive probes on idle connections, so a peer or middlebox that vanished is noticed
+    /// before the next push is written to it, and NAT mappings stay open; nil turns them off.
+    /// HTTP/2 PING would check the connection end to end, but no libcurl writes one on an idle
+    /// connection (7.80–8.9 cannot reach a multi handle's connections; 8.10–8.21 queue the PING
+    /// until the next request): see the Reliability article.
+    public var tcpKeepAliveInterval: Duration?
+    /// Fail fast while the host is unreachable or the credentials are refused; nil turns it off.
+    public var circuitBreaker: CircuitBreakerPolicy?
+    /// How long sends in flight may take to finish when a service supervisor asks the connector
+    /// to stop gracefully (the connector's `Service.run()`); then they are cancelled.
+    public var shutdownGracePeriod: Duration
+    /// Whether GOAWAY frames are logged (with their error code and last stream id) and counted
+    /// (`apns.goaways`) when the connector has a logger at `notice` or a metrics factory. libcurl
+    /// 7.88 reports a GOAWAY only on its verbose channel, which costs about 4 % more CPU per push;
+    /// set `false` to save that (refused streams and new connections are still logged and counted).
+    /// With neither a logger nor metrics, GOAWAYs are never watched and cost nothing.
+    public var reportsGoAway: Bool = true
+    /// Whether the connector's `Service.run()` keeps a connection to APNs open while it runs, so
+    /// no send waits for a handshake: it opens one when `run()` starts, and again whenever none is
+    /// left (the server closed it or sent GOAWAY, a keepalive failed) or the idle one is about to
+    /// pass ``maximumIdleTime``. Nothing is written on it until a send; failures are retried after
+    /// 1 s, doubling to 60 s, and count for the ``circuitBreaker`` like a send's. A connector that
+    /// is not run as a service connects on its first send either way.
+    public var keepsConnectionWarm: Bool = true
+
+    /// Transport settings; every default is what a production sender wants.
+    ///
+    /// - Parameters:
+    ///   - requestTimeout: Default deadline of a send, from when it is made (30 s).
+    ///   - connectTimeout: Longest TCP + TLS connect (10 s).
+    ///   - trustedCertificateAuthority: The only CA to trust (tests with a mock server); nil for the
+    ///     system's roots.
+    ///   - maximumConnectionsPerHost: Connections per host (1).
+    ///   - maximumConcurrentStreams: Streams per connection (1000; the server may lower it).
+    ///   - maximumIdleTime: How long an idle connection is kept (1 hour).
+    ///   - tcpKeepAliveInterval: TCP keepalive on idle connections (30 s); nil for none.
+    ///   - circuitBreaker: When to fail fast (``CircuitBreakerPolicy``); nil for never.
+    ///   - shutdownGracePeriod: How long in-flight sends may finish on graceful shutdown (10 s).
+    public init(
+        requestTimeout: Duration = .seconds(30),
+        connectTimeout: Duration = .seconds(10),
+        trustedCertificateAuthority: CredentialSource? = nil,
+        maximumConnectionsPerHost: Int = 1,
+        maximumConcurrentStreams: Int = 1000,
+        maximumIdleTime: Duration = .seconds(60 * 60),
+        tcpKeepAliveInterval: Duration? = .seconds(30),
+        circuitBreaker: CircuitBreakerPolicy? = CircuitBreakerPolicy(),
+        shutdownGracePeriod: Duration = .seconds(10)
+    ) {
+        self.shutdownGracePeriod = shutdownGracePeriod
+        self.requestTimeout = requestTimeout
+        self.connectTimeout = connectTimeout
+        self.trustedCertificateAuthority = trustedCertificateAuthority
+        self.maximumConnectionsPerHost = maximumConnectionsPerHost
+        self.maximumConcurrentStreams = maximumConcurrentStreams
+        self.maximumIdleTime = maximumIdleTime
+        self.tcpKeepAliveInterval = tcpKeepAliveInterval
+        self.circuitBreaker = circuitBreaker
+    }
+
+    /// The longest duration any setting, send timeout or retry back-off accepts: 24 hours. A
+    /// longer one is refused with a typed error rather than clamped, since it is almost certainly
+    /// a unit mistake (milliseconds passed as seconds); within it, no arithmetic of the transport
+    /// can overflow.
+    public static let maximumDuration: Duration = .seconds(24 * 60 * 60)
+    /// The most connections a connector opens to one host: 1,000.
+    public static let maximumConnectionsLimit = 1_000
+    /// The most streams per connection: 2³¹ − 1, HTTP/2's own limit.
+    public static let maximumStreamsLimit = Int(Int32.max)
+
+    /// Throws for a send's own timeout (`send(…, timeout:)`, a bulk send's per-device timeout) that
+    /// is not positive or is over ``maximumDuration``; nil (the connector's default) passes.
+    static func validate(sendTimeout timeout: Duration?) throws(APNsError) {
+        if let timeout, timeout <= .zero || timeout > maximumDuration { throw .validation(.invalidTimeout(timeout)) }
+    }
+
+    /// Throws for a value no transport can use, naming the range it must be in.
+    func validate() throws(APNsError) {
+        func check(_ name: String, _ value: Duration, from lowest: Duration, orZero: Bool = false) throws(APNsError) {
+            let low = orZero ? Duration.zero : lowest
+            guard value >= low, orZero || value > .zero, value <= Self.maximumDuration else {
+                throw .validation(
+                    .invalidTransportSetting(
+                        name: name, value: "\(value); use \(orZero ? "0" : "\(lowest)") to 24 hours (86400 seconds)"))
+            }
+        }
+        func check(_ name: String, _ value: Int, within range: ClosedRange<Int>) throws(APNsError) {
+            guard range.contains(value) else {
+                throw .validation(
+                    .invalidTransportSetting(
+                        name: name, value: "\(value); use \(range.lowerBound) to \(range.upperBound)"))
+            }
+        }
+        try check("requestTimeout", requestTimeout, from: .milliseconds(1))
+        try check("connectTimeout", connectTimeout, from: .milliseconds(1))
+        try check("maximumConnectionsPerHost", maximumConnectionsPerHost, within: 1...Self.maximumConnectionsLimit)
+        try check("maximumConcurrentStreams", maximumConcurrentStreams, within: 1...Self.maximumStreamsLimit)
+        try check("shutdownGracePeriod", shutdownGracePeriod, from: .zero, orZero: true)
+        try check("maximumIdleTime", maximumIdleTime, from: .seconds(1))
+        if let tcpKeepAliveInterval { try check("tcpKeepAliveInterval", tcpKeepAliveInterval, from: .seconds(1)) }
+        if let breaker = circuitBreaker {
+            try check("circuitBreaker.failureThreshold", breaker.failureThreshold, within: 1...Int(Int32.max))
+            try check("circuitBreaker.initialCoolDown", breaker.initialCoolDown, from: .milliseconds(1))
+            try check("circuitBreaker.maximumCoolDown", breaker.maximumCoolDown, from: breaker.initialCoolDown)
+        }
+    }
+}
