@@ -10,6 +10,7 @@ import Foundation
 ///     swift run -c release --package-path Benchmarks APNsSoak                 # 1,000,000 sends, a fault every 10,000
 ///     swift run --package-path Benchmarks APNsSoak --count 20000             # a short run
 ///     swift run -c release --package-path Benchmarks APNsSoak --duration 3600   # an hour, RSS every minute
+///     swift run -c release --package-path Benchmarks APNsSoak --duration 3600 --trim   # memory in use: freed memory handed back first
 ///
 /// Each wave of `--wave` sends (500 in flight, each with its own apns-id) starts with one fault
 /// injected into the mock server and a graceful GOAWAY on its open connections (so the client's
@@ -31,6 +32,8 @@ struct Soak: AsyncParsableCommand {
     @Option(help: "faults (the default), churn (no fault, a new connection each wave) or none (no fault, one connection): the last two are baselines.")
     var mode = "faults"
     @Option(name: .customLong("only-fault"), help: "Inject only the fault with this index (0–8) in every wave.") var onlyFault: Int?
+    @Flag(help: "Diagnostic: hand freed memory back to the system (glibc's malloc_trim) before each sample, to tell what the allocator keeps from what is in use.")
+    var trim = false
 
     static let faults: [(MockAPNsServer.Fault, connections: Int?, requests: Int?)] = [
         (.resetAfterProcessing(requests: 50), 1, nil),
@@ -134,14 +137,23 @@ struct Soak: AsyncParsableCommand {
             waveIndex += 1
             let now = (ContinuousClock.now - started).seconds
             if let last = curve.last, now - last.0 >= sampleEvery {
-                curve.append((now, Self.residentMegabytes()))
-                print(String(format: "curve %6.0f s  %d MB  (%d sent)", now, curve[curve.count - 1].1, sent))
+                let resident = Self.residentMegabytes()
+                if trim {
+                    // The curve is what remains once the allocator returns what it can: memory in use.
+                    Self.trimHeap()
+                    curve.append((now, Self.residentMegabytes()))
+                    print(String(format: "curve %6.0f s  %d MB after trim, %d MB before  (%d sent)", now, curve[curve.count - 1].1, resident, sent))
+                } else {
+                    curve.append((now, resident))
+                    print(String(format: "curve %6.0f s  %d MB  (%d sent)", now, resident, sent))
+                }
             }
             if waveIndex % 10 == 0 {
                 print("\(sent) sent, \(Int(Double(sent) / (ContinuousClock.now - started).seconds))/s, RSS \(Self.residentMegabytes()) MB")
             }
         }
         let elapsed = (ContinuousClock.now - started).seconds
+        if trim { Self.trimHeap() }
         let endRSS = Self.residentMegabytes()
         let count = sent
         // After the first five minutes (the pools and caches' warm-up), how far RSS moved.
@@ -199,6 +211,15 @@ struct Soak: AsyncParsableCommand {
             }
             return results.map { $0 ?? (.failure(.transport(TransportError(kind: .other, delivery: .unknown, message: "lost"))), 0) }
         }
+    }
+
+    /// glibc's `malloc_trim(0)`, looked up at run time (it is not in Swift's Glibc module); nothing
+    /// elsewhere.
+    static func trimHeap() {
+        #if os(Linux)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
+        _ = unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)(0)
+        #endif
     }
 
     static func residentMegabytes() -> Int {

@@ -19,7 +19,8 @@ public func send<Notification: BroadcastDeliverable & TokenDeliverable, Via: Con
     _ notification: Notification, via connector: Via, to channel: BroadcastChannel, timeout: Duration? = nil,
     retry: RetryPolicy = .none
 ) async throws(APNsError) -> APNsResponse where Via.Authentication == TokenAuthentication {
-    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in
+    try await deliver(Notification.pushType, via: connector, timeout: timeout, retry: retry) {
+        () throws(APNsValidationError) in
         try notification.request(to: channel)
     }
 }
@@ -38,7 +39,8 @@ public func send<Notification: BroadcastDeliverable & CertificateDeliverable, Vi
     _ notification: Notification, via connector: Via, to channel: BroadcastChannel, timeout: Duration? = nil,
     retry: RetryPolicy = .none
 ) async throws(APNsError) -> APNsResponse where Via.Authentication == CertificateAuthentication {
-    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in
+    try await deliver(Notification.pushType, via: connector, timeout: timeout, retry: retry) {
+        () throws(APNsValidationError) in
         try notification.request(to: channel)
     }
 }
@@ -56,7 +58,8 @@ public func send<Notification: BroadcastDeliverable>(
     _ notification: Notification, via connector: AnyConnector, to channel: BroadcastChannel, timeout: Duration? = nil,
     retry: RetryPolicy = .none
 ) async throws(APNsError) -> APNsResponse {
-    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in
+    try await deliver(Notification.pushType, via: connector, timeout: timeout, retry: retry) {
+        () throws(APNsValidationError) in
         try notification.request(to: channel)
     }
 }

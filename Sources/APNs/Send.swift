@@ -26,7 +26,8 @@ public func send<Notification: TokenDeliverable, Via: Connector>(
     _ notification: Notification, via connector: Via, to device: Device, timeout: Duration? = nil,
     retry: RetryPolicy = .none
 ) async throws(APNsError) -> APNsResponse where Via.Authentication == TokenAuthentication {
-    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in
+    try await deliver(Notification.pushType, via: connector, timeout: timeout, retry: retry) {
+        () throws(APNsValidationError) in
         try notification.request(to: device)
     }
 }
@@ -53,7 +54,8 @@ public func send<Notification: CertificateDeliverable, Via: Connector>(
     _ notification: Notification, via connector: Via, to device: Device, timeout: Duration? = nil,
     retry: RetryPolicy = .none
 ) async throws(APNsError) -> APNsResponse where Via.Authentication == CertificateAuthentication {
-    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in
+    try await deliver(Notification.pushType, via: connector, timeout: timeout, retry: retry) {
+        () throws(APNsValidationError) in
         try notification.request(to: device)
     }
 }
@@ -73,23 +75,34 @@ public func send<Notification: PushNotification>(
     _ notification: Notification, via connector: AnyConnector, to device: Device, timeout: Duration? = nil,
     retry: RetryPolicy = .none
 ) async throws(APNsError) -> APNsResponse {
-    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in
+    try await deliver(Notification.pushType, via: connector, timeout: timeout, retry: retry) {
+        () throws(APNsValidationError) in
         try notification.request(to: device)
     }
 }
 
 /// Builds the request, checks it against its push type's rules for the connector's
 /// authentication, performs it within the deadline (retrying as the policy allows) and interprets
-/// the answer: the one path every single send shares. Every failure leaves as an ``APNsError``.
+/// the answer: the one path every single send shares. Every failure leaves as an ``APNsError``;
+/// one refused before any I/O is counted and logged as a refusal (`pushType` names it when the
+/// request could not be built).
 func deliver(
-    via connector: some Connector, timeout: Duration?, retry: RetryPolicy = .none,
+    _ pushType: PushType?, via connector: some Connector, timeout: Duration?, retry: RetryPolicy = .none,
     request build: () throws(APNsValidationError) -> APNsRequest
 ) async throws(APNsError) -> APNsResponse {
-    try retry.validate()
-    let deadline = try deadline(after: timeout, via: connector, retry: retry)
     let request: APNsRequest
-    do { request = try build() } catch { throw .validation(error) }
-    let shipped = try checkBeforeSending(request, via: connector)
+    let shipped: (any ShippedConnector)?
+    let deadline: ContinuousClock.Instant?
+    do throws(APNsError) {
+        try retry.validate()
+        deadline = try APNs.deadline(after: timeout, via: connector, retry: retry)
+        do { request = try build() } catch { throw .validation(error) }
+        shipped = try checkBeforeSending(request, via: connector)
+    } catch {
+        (unwrapped(connector) as? any ShippedConnector)?.observability.recordRefusal(
+            pushType: pushType?.rawValue ?? "none", error: error)
+        throw error
+    }
     let observability = shipped?.observability ?? .spansOnly
     let summary = RequestSummary(request)
     let span = observability.startSpan("apns.send", summary: summary)
@@ -240,5 +253,5 @@ func perform(
 public func send(
     request: APNsRequest, via connector: some Connector, timeout: Duration? = nil, retry: RetryPolicy = .none
 ) async throws(APNsError) -> APNsResponse {
-    try await deliver(via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in request }
+    try await deliver(nil, via: connector, timeout: timeout, retry: retry) { () throws(APNsValidationError) in request }
 }

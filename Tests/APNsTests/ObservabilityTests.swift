@@ -133,6 +133,38 @@ import Tracing
     /// GOAWAY with a lower last-stream-id while requests are in flight: the GOAWAY is logged with
     /// its code and counted, refused streams are sent again (counted as retries), a new connection
     /// is opened, and every send is accepted.
+    /// A send refused before any I/O is counted (`apns.outcome` `invalid`, the rule as its reason)
+    /// and logged at debug; nothing reaches the server.
+    @Test func refusalsBeforeSendingAreCountedAndLogged() async throws {
+        let fixture = try await Fixture.start()
+        let backends = Backends()
+        let connector = try tokenConnector(fixture, backends)
+        let long = String(repeating: "x", count: 5_000)
+        await #expect(throws: APNsError.validation(.payloadTooLarge(pushType: .alert, size: 5_020, limit: 4096))) {
+            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert(long) }, via: connector, to: .test)
+        }
+        await #expect(throws: APNsError.validation(.apnsIDInBulkSend)) {
+            try await send(
+                AlertNotification(bundleID: Fixture.bundleID, apnsID: APNsID()) { Alert("x") }, via: connector,
+                to: [Device.test])
+        }
+        await #expect(throws: APNsError.validation(.invalidTimeout(.zero))) {
+            try await send(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: AnyConnector(connector), to: .test,
+                timeout: .zero)
+        }
+        #expect(try backends.sends("alert", "invalid", "none", reason: "payloadTooLarge", error: "validation") == 1)
+        #expect(try backends.sends("alert", "invalid", "none", reason: "apnsIDInBulkSend", error: "validation") == 1)
+        #expect(try backends.sends("alert", "invalid", "none", reason: "invalidTimeout", error: "validation") == 1)
+        let refused = backends.entries("APNs push refused before sending")
+        #expect(refused.count == 3)
+        #expect(refused.allSatisfy { $0.level == .debug && $0.metadata["apns.outcome"] == "invalid" })
+        #expect(refused.allSatisfy { $0.metadata["apns.push_type"] == "alert" })
+        #expect(fixture.server.streamCount == 0)
+        await connector.shutdown()
+        try await fixture.stop()
+    }
+
     @Test func goAwayAndReconnectAreLoggedAndCounted() async throws {
         let fixture = try await Fixture.start { $0.goAwayAfterStreams = 20 }
         let backends = Backends()

@@ -283,11 +283,13 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         retry: RetryPolicy, apnsID: (@Sendable (Device) -> APNsID)? = nil
     ) throws(APNsError) where Devices.Element == Device {
         // Validate and serialise once; each device only changes the path.
-        guard notification.apnsID == nil else { throw .validation(.apnsIDInBulkSend) }
         let template: APNsRequest
-        do {
+        do throws(APNsValidationError) {
+            guard notification.apnsID == nil else { throw .apnsIDInBulkSend }
             template = try notification.request(to: Device(tokenBytes: [0]))
         } catch {
+            (unwrapped(connector) as? any ShippedConnector)?.observability.recordRefusal(
+                pushType: Notification.pushType.rawValue, error: .validation(error))
             throw .validation(error)
         }
         try self.init(
@@ -303,12 +305,22 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         retry: RetryPolicy,
         apnsID: (@Sendable (Device) -> APNsID)? = nil
     ) throws(APNsError) where Devices.Element == Device {
-        try retry.validate()
-        guard !template.headers.contains(where: { $0.name == "apns-id" }) else { throw .validation(.apnsIDInBulkSend) }
-        _ = try checkBeforeSending(template, via: connector)
-        try TransportConfiguration.validate(sendTimeout: timeout)
-        if let maximumInFlight, maximumInFlight < 1 {
-            throw .validation(.invalidTransportSetting(name: "maximumInFlight", value: "\(maximumInFlight)"))
+        do throws(APNsError) {
+            try retry.validate()
+            guard !template.headers.contains(where: { $0.name == "apns-id" }) else {
+                throw .validation(.apnsIDInBulkSend)
+            }
+            _ = try checkBeforeSending(template, via: connector)
+            try TransportConfiguration.validate(sendTimeout: timeout)
+            if let maximumInFlight, maximumInFlight < 1 {
+                throw .validation(
+                    .invalidTransportSetting(name: "maximumInFlight", value: "\(maximumInFlight); use at least 1"))
+            }
+        } catch {
+            // A bulk send refused as a whole counts once, whatever the number of devices.
+            (unwrapped(connector) as? any ShippedConnector)?.observability.recordRefusal(
+                pushType: RequestSummary(template).pushType, error: error)
+            throw error
         }
         limit = Swift.max(1, maximumInFlight ?? connector.concurrencyLimit)
         summary = RequestSummary(template)

@@ -139,6 +139,13 @@ final class Observability: Sendable {
                 (outcome, status, reason, errorType) = ("failed", "none", "none", "other")
             }
         }
+
+        /// A send refused before any I/O.
+        init(pushType: String, refusal error: APNsError) {
+            self.init(pushType: pushType, result: .failure(error))
+            outcome = "invalid"
+            if case .validation(let rule) = error { reason = rule.rule }
+        }
     }
 
     /// The metrics of one push type's common case, looked up once for a bulk send.
@@ -150,6 +157,17 @@ final class Observability: Sendable {
     func metrics(forPushType pushType: String) -> PushTypeMetrics {
         let accepted = SendDimensions(pushType: pushType, result: .success(APNsResponse(status: 200)))
         return PushTypeMetrics(accepted: counter(for: accepted), duration: timer(for: pushType))
+    }
+
+    /// Counts and logs (at debug) a send refused before any I/O: `apns.outcome` `invalid`,
+    /// `apns.reason` the rule broken, `error.type` `validation` or `credential`.
+    func recordRefusal(pushType: String, error: APNsError) {
+        guard isEnabled else { return }
+        counter(for: SendDimensions(pushType: pushType, refusal: error)).increment()
+        guard logger.logLevel <= .debug else { return }
+        logger.debug(
+            "APNs push refused before sending", error: error,
+            metadata: ["apns.push_type": "\(pushType)", "apns.outcome": "invalid"])
     }
 
     /// Counts a finished send and records its latency; `cached` holds the push type's metrics

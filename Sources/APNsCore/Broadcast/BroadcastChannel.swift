@@ -99,6 +99,6 @@ extension BroadcastDeliverable {
         if let apnsID { headers.append(.init(name: "apns-request-id", value: apnsID.description)) }
         return APNsRequest(
             method: .post, service: .broadcast, path: "/4/broadcasts/apps/" + channel.bundleID, headers: headers,
-            body: writer.bytes)
+            writer: writer)
     }
 }

@@ -19,6 +19,10 @@
 /// Storage: one growable buffer, copied on write like `Array`, but each write checks room once and
 /// then stores its bytes directly (a string is one check and one copy, not one per byte).
 ///
+/// While it writes, the writer notes what the run-time rules need to know of the payload's `aps`
+/// dictionary (``PayloadFacts``: which keys it has, its `event` and `timestamp`), so that checking
+/// a request never parses its body again.
+///
 /// Thread safety: a value type; use each instance from one task at a time.
 public struct JSONWriter: Sendable {
     /// The buffer behind a writer. Copies of a writer share it until one of them writes.
@@ -42,6 +46,54 @@ public struct JSONWriter: Sendable {
     public private(set) var count = 0
     private var needsComma = false
 
+    /// Where the writer is relative to `aps`, for ``facts``.
+    fileprivate enum APSState: UInt8 {
+        /// No `aps` key at the root yet, or its value was not an object.
+        case outside
+        /// The root key `aps` was written; its value comes next.
+        case keyWritten
+        /// Inside the `aps` object (at `depth` 2 its own keys are written).
+        case inside
+        /// The `aps` object is closed.
+        case closed
+        /// Raw JSON text was written where it may hold `aps` or its keys: the facts are unknown.
+        case opaque
+    }
+    /// Objects and arrays open: 1 inside the root object, 2 inside `aps` (or another root value).
+    private var depth: Int32 = 0
+    private var aps = APSState.outside
+    /// `event` or `timestamp` was written in `aps`; its value is noted when it is a string or an integer.
+    private var pendingFact: PayloadFacts.Keys = []
+    private var noted = PayloadFacts()
+
+    /// What the writer noted of `aps` (see ``PayloadFacts``), or nil when raw JSON text written
+    /// at the root or in `aps` hid it.
+    var facts: PayloadFacts? { aps == .opaque ? nil : noted }
+
+    /// Notes a key written at `depth`: `aps` at the root, the keys the rules look at inside it.
+    @inline(__always)
+    private mutating func note(key: UnsafeBufferPointer<UInt8>) {
+        if depth == 1 {
+            if key.count == 3, key.elementsEqual("aps".utf8) {
+                if aps == .outside { aps = .keyWritten }
+            } else if aps == .keyWritten {
+                aps = .outside
+            }
+        } else if depth == 2, aps == .inside {
+            pendingFact = []
+            guard let fact = PayloadFacts.Keys(utf8: key) else { return }
+            noted.keys.insert(fact)
+            if fact == .event || fact == .timestamp { pendingFact = fact }
+        }
+    }
+
+    /// Raw JSON text hides what it holds: at the root, as the value of `aps`, or as a fact's value.
+    private mutating func noteRawValue() {
+        if depth == 0 || (depth == 1 && aps == .keyWritten) || (depth == 2 && aps == .inside && !pendingFact.isEmpty) {
+            aps = .opaque
+        }
+    }
+
     /// Creates a writer with room for `capacity` bytes before it grows.
     public init(capacity: Int = 512) {
         storage = Storage(capacity: capacity)
@@ -62,12 +114,16 @@ public struct JSONWriter: Sendable {
         out[at] = UInt8(ascii: "{")
         count += at + 1
         needsComma = false
+        if depth == 1, aps == .keyWritten { aps = .inside }
+        depth += 1
     }
 
     /// Closes the innermost object (`}`).
     public mutating func endObject() {
         put(UInt8(ascii: "}"))
         needsComma = true
+        depth -= 1
+        if depth == 1, aps == .inside { aps = .closed }
     }
 
     /// Opens an array (`[`).
@@ -75,12 +131,15 @@ public struct JSONWriter: Sendable {
         separate()
         put(UInt8(ascii: "["))
         needsComma = false
+        if depth == 1, aps == .keyWritten { aps = .outside }
+        depth += 1
     }
 
     /// Closes the innermost array (`]`).
     public mutating func endArray() {
         put(UInt8(ascii: "]"))
         needsComma = true
+        depth -= 1
     }
 
     /// Writes `"key":`; the next value written belongs to it.
@@ -89,6 +148,10 @@ public struct JSONWriter: Sendable {
         appendQuoted(key)
         put(UInt8(ascii: ":"))
         needsComma = false
+        if depth <= 2 {
+            var key = key
+            key.withUTF8 { note(key: $0) }
+        }
     }
 
     /// Writes `"key":` for a key known when the library was compiled (`"aps"`, `"badge"`, …):
@@ -108,6 +171,7 @@ public struct JSONWriter: Sendable {
         out[at + 2 + length] = UInt8(ascii: ":")
         count += at + 3 + length
         needsComma = false
+        if depth <= 2 { note(key: UnsafeBufferPointer(start: key.utf8Start, count: length)) }
     }
 
     // MARK: Values
@@ -117,17 +181,26 @@ public struct JSONWriter: Sendable {
         separate()
         appendQuoted(value)
         needsComma = true
+        if pendingFact == .event, depth == 2 {
+            noted.event = value
+            pendingFact = []
+        }
     }
 
     /// Writes an integer.
     public mutating func int<I: BinaryInteger>(_ value: I) {
         separate()
-        if let small = Int64(exactly: value) {
+        let small = Int64(exactly: value)
+        if let small {
             appendDigits(small)
         } else {
             appendASCII(String(value))
         }
         needsComma = true
+        if pendingFact == .timestamp, depth == 2 {
+            noted.timestamp = small
+            pendingFact = []
+        }
     }
 
     /// Writes a 64-bit integer's decimal digits without allocating a String.
@@ -168,6 +241,11 @@ public struct JSONWriter: Sendable {
         }
         appendASCII(JSONWriter.format(value))
         needsComma = true
+        if pendingFact == .timestamp, depth == 2 {
+            // A whole number is written without a fraction ("2"), so the body says an integer.
+            noted.timestamp = value.rounded(.towardZero) == value ? Int64(exactly: value) : nil
+            pendingFact = []
+        }
     }
 
     /// Writes `true` or `false`.
@@ -187,6 +265,7 @@ public struct JSONWriter: Sendable {
     /// Writes an already formatted JSON number (for example a `Decimal`'s description).
     /// Writes already-valid compact JSON as one value.
     mutating func rawValue(_ json: String) {
+        noteRawValue()
         separate()
         appendASCII(json)
         needsComma = true
@@ -196,10 +275,15 @@ public struct JSONWriter: Sendable {
         separate()
         appendASCII(literal)
         needsComma = true
+        if pendingFact == .timestamp, depth == 2 {
+            noted.timestamp = Int64(literal)
+            pendingFact = []
+        }
     }
 
     /// Appends pre-validated, compact object members (`"a":1,"b":2`) at the current position.
     mutating func rawMembersText(_ members: Substring) {
+        if depth == 1 || (depth == 2 && aps == .inside) { aps = .opaque }
         separate()
         var members = members
         members.withUTF8 { put($0) }
@@ -208,6 +292,7 @@ public struct JSONWriter: Sendable {
 
     /// Appends one pre-validated, compact JSON value at the current position.
     mutating func rawValueText(_ value: Substring) {
+        noteRawValue()
         separate()
         var value = value
         value.withUTF8 { put($0) }
@@ -218,13 +303,24 @@ public struct JSONWriter: Sendable {
     struct Checkpoint {
         fileprivate let count: Int
         fileprivate let needsComma: Bool
+        fileprivate let depth: Int32
+        fileprivate let aps: APSState
+        fileprivate let pendingFact: PayloadFacts.Keys
+        fileprivate let noted: PayloadFacts
     }
 
-    func checkpoint() -> Checkpoint { Checkpoint(count: count, needsComma: needsComma) }
+    func checkpoint() -> Checkpoint {
+        Checkpoint(
+            count: count, needsComma: needsComma, depth: depth, aps: aps, pendingFact: pendingFact, noted: noted)
+    }
 
     mutating func rewind(to checkpoint: Checkpoint) {
         count = Swift.min(count, checkpoint.count)
         needsComma = checkpoint.needsComma
+        depth = checkpoint.depth
+        aps = checkpoint.aps
+        pendingFact = checkpoint.pendingFact
+        noted = checkpoint.noted
     }
 
     // MARK: Helpers

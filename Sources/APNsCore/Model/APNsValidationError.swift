@@ -75,6 +75,13 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
     case topicNotForPushType(pushType: PushType, topic: String)
     /// A bulk send of a notification with an apns-id, which identifies one push, not one per device.
     case apnsIDInBulkSend
+    /// A Live Activity payload whose `aps.event` is missing, not a string, or not `start`,
+    /// `update` or `end` (nil when missing or not a string).
+    case invalidLiveActivityEvent(String?)
+    /// A Live Activity start addressed to a broadcast channel: a start goes to a push-to-start token.
+    case liveActivityStartToChannel
+    /// A Live Activity payload without a key its event needs (`aps.alert` on a start, say).
+    case missingLiveActivityKey(event: String, key: String)
 
     /// A readable form for logs and test failures; it never contains a secret.
     public var description: String {
@@ -168,8 +175,62 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
         case .apnsIDInBulkSend:
             return
                 "An apns-id identifies one push, but a bulk send makes one push per device. Leave apnsID nil (APNs assigns each push its own and returns it in each outcome), or send to each device with its own apns-id."
+        case let .invalidLiveActivityEvent(event):
+            return
+                "A Live Activity payload needs aps.event \"start\", \"update\" or \"end\"; it has \(event.map { "\"\($0)\"" } ?? "none (or not a string)"). Use LiveActivityNotification, which writes it."
+        case .liveActivityStartToChannel:
+            return
+                "A Live Activity start cannot go to a broadcast channel: APNs starts an activity only on a device's push-to-start token. Send the start to that token (with pushInput: .channel(channel) to subscribe it), then broadcast updates and ends."
+        case let .missingLiveActivityKey(event, key):
+            return
+                "A Live Activity \(event) needs aps.\(key) (a start: timestamp, content-state, attributes-type, attributes and alert; an update or end: timestamp and content-state). Use LiveActivityNotification, which writes them."
         case let .invalidDate(key):
             return "The date for \(key) is before 1970 or not a finite time; APNs takes UNIX seconds."
+        }
+    }
+}
+
+extension APNsValidationError {
+    /// The rule broken, as the case's name (`payloadTooLarge`): a bounded value for a metric's
+    /// `apns.reason` dimension, where the description (with its values) would not be.
+    var rule: String {
+        switch self {
+        case .payloadTooLarge: return "payloadTooLarge"
+        case .payloadTooLargeAfterTruncation: return "payloadTooLargeAfterTruncation"
+        case .collapseIDTooLong: return "collapseIDTooLong"
+        case .emptyCollapseID: return "emptyCollapseID"
+        case .controlCharacterInHeader: return "controlCharacterInHeader"
+        case .invalidTopic: return "invalidTopic"
+        case .invalidDeviceToken: return "invalidDeviceToken"
+        case .invalidExpiration: return "invalidExpiration"
+        case .reservedAppDataKey: return "reservedAppDataKey"
+        case .appDataNotAnObject: return "appDataNotAnObject"
+        case .nonFiniteNumber: return "nonFiniteNumber"
+        case .appDataEncodingFailed: return "appDataEncodingFailed"
+        case .duplicateComponent: return "duplicateComponent"
+        case .mutableContentWithoutAlertText: return "mutableContentWithoutAlertText"
+        case .relevanceScoreOutOfRange: return "relevanceScoreOutOfRange"
+        case .negativeBadge: return "negativeBadge"
+        case .criticalVolumeOutOfRange: return "criticalVolumeOutOfRange"
+        case .emptyAlert: return "emptyAlert"
+        case .notAnObject: return "notAnObject"
+        case .invalidDate: return "invalidDate"
+        case .invalidMDMTopic: return "invalidMDMTopic"
+        case .invalidChannelID: return "invalidChannelID"
+        case .collapseIDOnBroadcast: return "collapseIDOnBroadcast"
+        case .expirationOnUnstoredChannel: return "expirationOnUnstoredChannel"
+        case .invalidTimeout: return "invalidTimeout"
+        case .invalidTransportSetting: return "invalidTransportSetting"
+        case .unknownPushType: return "unknownPushType"
+        case .authenticationNotAllowed: return "authenticationNotAllowed"
+        case .priorityNotAllowed: return "priorityNotAllowed"
+        case .expirationRequired: return "expirationRequired"
+        case .notBroadcastable: return "notBroadcastable"
+        case .topicNotForPushType: return "topicNotForPushType"
+        case .apnsIDInBulkSend: return "apnsIDInBulkSend"
+        case .invalidLiveActivityEvent: return "invalidLiveActivityEvent"
+        case .liveActivityStartToChannel: return "liveActivityStartToChannel"
+        case .missingLiveActivityKey: return "missingLiveActivityKey"
         }
     }
 }

@@ -36,13 +36,16 @@ public protocol CertificateDeliverable: PushNotification {}
 extension PushNotification {
     /// The JSON body exactly as it would be sent.
     /// - Throws: ``APNsValidationError`` for anything APNs would reject, including an oversize payload.
-    public func payload() throws(APNsValidationError) -> [UInt8] {
+    public func payload() throws(APNsValidationError) -> [UInt8] { try writer().bytes }
+
+    /// The writer that wrote the payload, checked against the push type's size limit.
+    func writer() throws(APNsValidationError) -> JSONWriter {
         var writer = JSONWriter()
         try writePayload(to: &writer)
         let size = writer.count
         let limit = Self.pushType.maximumPayloadSize
         guard size <= limit else { throw .payloadTooLarge(pushType: Self.pushType, size: size, limit: limit) }
-        return writer.bytes
+        return writer
     }
 
     /// The exact request that sends this notification to `device`: method, path, ordered headers
@@ -71,7 +74,7 @@ extension PushNotification {
             try collapseID.validate()
             headers.append(.init(name: "apns-collapse-id", value: collapseID.value))
         }
-        return APNsRequest(method: .post, service: .device, path: device.path, headers: headers, body: try payload())
+        return APNsRequest(method: .post, service: .device, path: device.path, headers: headers, writer: try writer())
     }
 }
 

@@ -2,7 +2,9 @@ extension APNsRequest {
     /// Checks this request against its push type's rules (<doc:ProtocolReference#Push-types> and <doc:ProtocolReference#Broadcast-channels>) for a
     /// connection that authenticates with `method`: the authentication the push type accepts, its
     /// priorities, topic, required expiration, payload size, and whether it may go to a broadcast
-    /// channel. Channel management requests (any authentication) pass.
+    /// channel, and for a Live Activity its event, the keys that event needs and its timestamp
+    /// (read from what the writer noted while writing the body, not parsed again). Channel
+    /// management requests (any authentication) pass.
     ///
     /// Every send of swift-apns runs this check before any I/O, and so does every shipped
     /// connector's `perform`: what the compiler prevents for swift-apns' own push types (an MDM
@@ -46,5 +48,6 @@ extension APNsRequest {
             }
         }
         guard body.count <= limit else { throw .payloadTooLarge(pushType: pushType, size: body.count, limit: limit) }
+        if pushType == .liveactivity { try LiveActivityRules.check(payloadFacts, service: service) }
     }
 }

@@ -3,6 +3,8 @@
 /// Built once, by the notification (``PushNotification/request(to:)``); the transport, the
 /// recording connector, `apns send --dry-run` and tests all read this value, so what a test asserts
 /// is what goes on the wire. The host comes from the connector's environment and ``service``.
+///
+/// Two requests are equal when their method, service, path, headers and body are.
 public struct APNsRequest: Hashable, Sendable, CustomStringConvertible {
     /// An HTTP method. An open set: APNs uses POST, GET and DELETE.
     public struct Method: Hashable, Sendable, CustomStringConvertible {
@@ -54,7 +56,11 @@ public struct APNsRequest: Hashable, Sendable, CustomStringConvertible {
     /// In the order they are sent.
     public var headers: [Header]
     /// The body bytes exactly as sent (UTF-8 JSON for pushes).
-    public var body: [UInt8]
+    public var body: [UInt8] {
+        didSet { facts = nil }  // noted for the old body: read from the new one when needed
+    }
+    /// What the writer noted of the body's `aps` while writing it (nil for a body given as bytes).
+    var facts: PayloadFacts?
 
     /// A request built by hand; notifications build theirs with `request(to:)`.
     public init(method: Method, service: Service, path: String, headers: [Header], body: [UInt8]) {
@@ -63,6 +69,28 @@ public struct APNsRequest: Hashable, Sendable, CustomStringConvertible {
         self.path = path
         self.headers = headers
         self.body = body
+    }
+
+    /// A request whose body a ``JSONWriter`` wrote, with what it noted.
+    init(method: Method, service: Service, path: String, headers: [Header], writer: JSONWriter) {
+        self.init(method: method, service: service, path: path, headers: headers, body: writer.bytes)
+        facts = writer.facts
+    }
+
+    /// What the rules need to know of the body's `aps`: as noted while writing, or read from it.
+    var payloadFacts: PayloadFacts { facts ?? PayloadFacts(parsing: body) }
+
+    public static func == (lhs: APNsRequest, rhs: APNsRequest) -> Bool {
+        lhs.method == rhs.method && lhs.service == rhs.service && lhs.path == rhs.path && lhs.headers == rhs.headers
+            && lhs.body == rhs.body
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(method)
+        hasher.combine(service)
+        hasher.combine(path)
+        hasher.combine(headers)
+        hasher.combine(body)
     }
 
     /// The value of the first header named `name` (lowercase), if any.

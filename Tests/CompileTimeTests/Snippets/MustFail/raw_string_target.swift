@@ -1,4 +1,4 @@
-// expect: requires the types 'String.Element' (aka 'Character') and 'Device' be equivalent
+// expect: is unavailable: send to a Device, not a token: let device = try Device(token: hex)
 import APNs
 import APNsTesting
 func go() async throws {
