@@ -32,7 +32,7 @@ public final class RecordingConnector<Authentication: FixedAuthenticationKind>: 
 
     /// Records `request` and answers it. Checks the request's rules first, as the shipped connectors do: a request production would
     /// refuse (an MDM push through a token connector, a Live Activity start without an alert)
-    /// throws the same ``APNsError/validation(_:)`` here and is not recorded.
+    /// throws the same `APNsError.validation` here and is not recorded.
     public func perform(_ request: APNsRequest) async throws -> APNsHTTPResponse {
         try Task.checkCancellation()
         do { try request.checkRules(for: Authentication.method) } catch { throw APNsError.validation(error) }

@@ -20,7 +20,7 @@
 /// then stores its bytes directly (a string is one check and one copy, not one per byte).
 ///
 /// While it writes, the writer notes what the run-time rules need to know of the payload's `aps`
-/// dictionary (``PayloadFacts``: which keys it has, its `event` and `timestamp`), so that checking
+/// dictionary (which keys it has, its `event` and its `timestamp`), so that checking
 /// a request never parses its body again.
 ///
 /// Thread safety: a value type; use each instance from one task at a time.
