@@ -20,6 +20,9 @@ typedef size_t (*ccurl_data_callback)(char *ptr, size_t size, size_t nmemb, void
 static inline CURLcode ccurl_easy_setopt_long(CURL *easy, CURLoption option, long value) {
     return curl_easy_setopt(easy, option, value);
 }
+static inline CURLSHcode ccurl_share_setopt_long(CURLSH *share, CURLSHoption option, long value) {
+    return curl_share_setopt(share, option, value);
+}
 static inline CURLcode ccurl_easy_setopt_string(CURL *easy, CURLoption option, const char *value) {
     return curl_easy_setopt(easy, option, value);
 }

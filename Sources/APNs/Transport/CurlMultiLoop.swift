@@ -84,6 +84,12 @@ final class CurlMultiLoop: @unchecked Sendable {
     private let settings: Settings
     private let inbox = Locked(Inbox())
     private let multi: UnsafeMutableRawPointer?
+    /// One TLS session cache for all the loop's easy handles (`CURL_LOCK_DATA_SSL_SESSION`):
+    /// without it each easy handle keeps up to five sessions of its own (on libcurl before 8.12),
+    /// each holding the server's certificates, so memory grew with every reconnection until each
+    /// idle handle's cache was full. Used only on the loop thread, like the easy handles, so it
+    /// needs no lock callbacks; cleaned up after them.
+    private let share: UnsafeMutableRawPointer?
     @exclusivity(unchecked) private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     @exclusivity(unchecked) private var idle: [UnsafeMutableRawPointer] = []
     /// `CURLOPT_ERRORBUFFER` of each easy handle, allocated with it.
@@ -167,8 +173,15 @@ final class CurlMultiLoop: @unchecked Sendable {
         watchesGoAway = settings.reportsGoAway && settings.observability.isListening(at: .notice)
         maximumInFlight = max(1, maximumConnectionsPerHost) * max(1, maximumConcurrentStreams)
         multi = curl_multi_init()
+        share = curl_share_init()
         if let multi {
             do throws(RefusedOption) {
+                guard let share else {
+                    throw RefusedOption(option: "curl_share_init", code: 0, meaning: "out of memory")
+                }
+                try require(
+                    ccurl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue)),
+                    "CURLSHOPT_SHARE CURL_LOCK_DATA_SSL_SESSION")
                 try require(
                     ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)), "CURLMOPT_PIPELINING")
                 try require(
@@ -179,6 +192,7 @@ final class CurlMultiLoop: @unchecked Sendable {
                     "CURLMOPT_MAX_CONCURRENT_STREAMS")
             } catch {
                 curl_multi_cleanup(multi)
+                share.map { _ = curl_share_cleanup($0) }
                 throw error.error
             }
         }
@@ -281,7 +295,10 @@ final class CurlMultiLoop: @unchecked Sendable {
             curl_multi_wakeup(multi)
             return false
         }
-        if cleanUpHere { curl_multi_cleanup(multi) }
+        if cleanUpHere {
+            curl_multi_cleanup(multi)
+            share.map { _ = curl_share_cleanup($0) }
+        }
     }
 
     /// The loop thread's name (15 bytes: the kernel's limit), as `top -H` and `perf` show it.
@@ -470,6 +487,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         idle.removeAll()
         handles.removeAll()
         curl_multi_cleanup(multi)
+        share.map { _ = curl_share_cleanup($0) }  // after every easy handle that used it
         DeferredWakes.current?.run()  // every outcome reaches its reader before shutdown returns
         let waiters = inbox.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.exited = true
@@ -624,6 +642,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     ) throws(RefusedOption) {
         try require(ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer), "CURLOPT_ERRORBUFFER")
         try require(ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1), "CURLOPT_NOSIGNAL")
+        try require(ccurl_easy_setopt_pointer(easy, CURLOPT_SHARE, share), "CURLOPT_SHARE")
         try require(
             ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)), "CURLOPT_HTTP_VERSION")
         try require(ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1), "CURLOPT_PIPEWAIT")

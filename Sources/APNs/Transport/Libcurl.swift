@@ -119,6 +119,14 @@ func require(_ code: CURLcode, _ option: StaticString) throws(RefusedOption) {
     }
 }
 
+/// Throws ``RefusedOption`` when `code` is not `CURLSHE_OK`.
+func require(_ code: CURLSHcode, _ option: StaticString) throws(RefusedOption) {
+    guard code == CURLSHE_OK else {
+        throw RefusedOption(
+            option: option, code: Int32(code.rawValue), meaning: String(cString: curl_share_strerror(code)))
+    }
+}
+
 /// Throws ``RefusedOption`` when `code` is not `CURLM_OK`.
 @inline(__always)
 func require(_ code: CURLMcode, _ option: StaticString) throws(RefusedOption) {
