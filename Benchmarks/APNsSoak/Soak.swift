@@ -1,4 +1,4 @@
-import APNs
+@_spi(Benchmarks) import APNs
 import APNsMockServer
 import ArgumentParser
 import BenchmarkSupport
@@ -142,10 +142,10 @@ struct Soak: AsyncParsableCommand {
                     // The curve is what remains once the allocator returns what it can: memory in use.
                     Self.trimHeap()
                     curve.append((now, Self.residentMegabytes()))
-                    print(String(format: "curve %6.0f s  %d MB after trim, %d MB before  (%d sent)", now, curve[curve.count - 1].1, resident, sent))
+                    print(String(format: "curve %6.0f s  %d MB after trim, %d MB before  (%d sent, %d easy handles)", now, curve[curve.count - 1].1, resident, sent, connector.easyHandleCount))
                 } else {
                     curve.append((now, resident))
-                    print(String(format: "curve %6.0f s  %d MB  (%d sent)", now, resident, sent))
+                    print(String(format: "curve %6.0f s  %d MB  (%d sent, %d easy handles)", now, resident, sent, connector.easyHandleCount))
                 }
             }
             if waveIndex % 10 == 0 {

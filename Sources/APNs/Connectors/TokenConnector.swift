@@ -256,6 +256,9 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     /// Connections opened so far.
     public var connectionsOpened: Int { transport.connectionsOpened }
 
+    /// libcurl easy handles that exist (in use or idle): for the soak's memory figures.
+    @_spi(Benchmarks) public var easyHandleCount: Int { transport.easyHandleCount }
+
     /// Connections closed because they stopped answering (a written request timed out with
     /// nothing answered on its connection since).
     public var stalledConnectionsClosed: Int { transport.stalledConnectionsClosed }

@@ -69,6 +69,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         var exitWaiters: [CheckedContinuation<Void, Never>] = []
         var connectionsOpened = 0
         var stalledConnectionsClosed = 0
+        /// Easy handles that exist (in libcurl or idle), for the soak's memory figures.
+        var easyHandles = 0
         var circuitTrips = 0
         /// The loop is (about to be) asleep in `curl_multi_poll`: a submit must wake it.
         var sleeping = false
@@ -127,6 +129,10 @@ final class CurlMultiLoop: @unchecked Sendable {
     private var nextDeadlineSweep = ContinuousClock.now
     /// When the transfers in libcurl are next checked against their deadlines.
     private var nextActiveSweep = ContinuousClock.now
+    /// The most transfers in libcurl at once since the idle handles were last trimmed, and when
+    /// they are next (``trimIdleHandles()``).
+    @exclusivity(unchecked) private var peakActive = 0
+    private var nextIdleTrim = ContinuousClock.now
     /// When each connection (by local port) last delivered a response, to tell a stalled
     /// connection from a slow request.
     @exclusivity(unchecked) private var lastAnswer: [Int32: ContinuousClock.Instant] = [:]
@@ -165,6 +171,8 @@ final class CurlMultiLoop: @unchecked Sendable {
     static let activeSweepInterval: Duration = .milliseconds(100)
     static let activeDeadlineSlack: Duration = .milliseconds(100)
     static let writtenDeadlineSlack: Duration = .milliseconds(500)
+    /// How often idle easy handles beyond the recent need are freed.
+    static let idleTrimInterval: Duration = .seconds(30)
 
     /// Throws when libcurl refuses an option the stream and connection limits rest on.
     init(settings: Settings, maximumConnectionsPerHost: Int, maximumConcurrentStreams: Int) throws(TransportError) {
@@ -199,6 +207,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     var connectionsOpened: Int { inbox.withLock { $0.connectionsOpened } }
+    var easyHandleCount: Int { inbox.withLock { $0.easyHandles } }
 
     /// Queues an operation and wakes the loop, starting its thread on first use.
     func submit(_ operation: Operation) {
@@ -360,6 +369,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             writes.end()
             collectFinished(on: multi)
             sweepExpiredActive(on: multi)
+            trimIdleHandles()
             startWaiting(on: multi)
             if warmURL != nil, case .running = phase { warmUpIfNeeded(on: multi) }
             if waitingHead < waiting.count { pollLimit = min(pollLimit, CurlMultiLoop.deadlineSweepInterval) }
@@ -546,6 +556,22 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
     }
 
+    /// Frees the idle easy handles beyond the most that were in use at once in the last
+    /// ``idleTrimInterval``: a burst (a bulk send with thousands in flight, or transfers libcurl
+    /// held past a fault) would otherwise keep its handles, each with its buffers, for the life
+    /// of the connector. The oldest go first; the loop makes new ones when it needs them.
+    private func trimIdleHandles() {
+        let now = ContinuousClock.now
+        guard now >= nextIdleTrim else { return }
+        nextIdleTrim = now + CurlMultiLoop.idleTrimInterval
+        let excess = idle.count + active.count - Swift.max(peakActive, 1)
+        if excess > 0 {
+            for easy in idle.prefix(excess) { discard(easy) }
+            idle.removeFirst(Swift.min(excess, idle.count))
+        }
+        peakActive = active.count
+    }
+
     /// Moves waiting transfers into libcurl while there is room.
     private func startWaiting(on multi: UnsafeMutableRawPointer) {
         while active.count < maximumInFlight, waitingHead < waiting.count {
@@ -617,6 +643,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             return
         }
         active[easy] = transfer
+        if active.count > peakActive { peakActive = active.count }
     }
 
     /// A new easy handle with everything that is the same for every transfer set once: TLS,
@@ -625,6 +652,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         guard let easy = curl_easy_init() else { return nil }
         let state = EasyState()
         handles[easy] = state
+        inbox.withLock { $0.easyHandles += 1 }
         do throws(RefusedOption) {
             try configureOnce(easy, errorBuffer: state.errorBuffer)
         } catch {
@@ -1157,6 +1185,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     private func discard(_ easy: UnsafeMutableRawPointer) {
         curl_easy_cleanup(easy)
         handles.removeValue(forKey: easy)
+        inbox.withLock { $0.easyHandles -= 1 }
     }
 }
 

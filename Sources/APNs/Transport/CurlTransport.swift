@@ -106,6 +106,7 @@ final class CurlTransport: Sendable {
 
     /// Connections libcurl has opened so far (`CURLINFO_NUM_CONNECTS`, summed over requests).
     var connectionsOpened: Int { loop.connectionsOpened }
+    var easyHandleCount: Int { loop.easyHandleCount }
 
     /// Connections shut down because they stopped answering.
     var stalledConnectionsClosed: Int { loop.stalledConnectionsClosed }
