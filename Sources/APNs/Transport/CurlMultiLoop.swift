@@ -88,9 +88,9 @@ final class CurlMultiLoop: @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer?
     /// One TLS session cache for all the loop's easy handles (`CURL_LOCK_DATA_SSL_SESSION`):
     /// without it each easy handle keeps up to five sessions of its own (on libcurl before 8.12),
-    /// each holding the server's certificates, so memory grew with every reconnection until each
-    /// idle handle's cache was full. Used only on the loop thread, like the easy handles, so it
-    /// needs no lock callbacks; cleaned up after them.
+    /// each holding the server's certificates, and only the handle that made a connection can
+    /// resume it. Used only on the loop thread, like the easy handles, so it needs no lock
+    /// callbacks; cleaned up after them.
     private let share: UnsafeMutableRawPointer?
     @exclusivity(unchecked) private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     @exclusivity(unchecked) private var idle: [UnsafeMutableRawPointer] = []
