@@ -125,14 +125,13 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// libcurl's own pending queue.
     @exclusivity(unchecked) private var waiting: [Transfer] = []
     @exclusivity(unchecked) private var waitingHead = 0
-    /// When the waiting queue is next checked for requests past their deadline.
-    private var nextDeadlineSweep = ContinuousClock.now
-    /// When the transfers in libcurl are next checked against their deadlines.
-    private var nextActiveSweep = ContinuousClock.now
-    /// The most transfers in libcurl at once since the idle handles were last trimmed, and when
-    /// they are next (``trimIdleHandles()``).
+    /// The loop's timed checks: the waiting queue and the transfers in libcurl against their
+    /// deadlines, the idle easy handles against the recent need.
+    private var waitingSweep = Periodic(every: CurlMultiLoop.deadlineSweepInterval)
+    private var activeSweep = Periodic(every: CurlMultiLoop.activeSweepInterval)
+    private var idleTrim = Periodic(every: CurlMultiLoop.idleTrimInterval)
+    /// The most transfers in libcurl at once since the idle handles were last trimmed.
     @exclusivity(unchecked) private var peakActive = 0
-    private var nextIdleTrim = ContinuousClock.now
     /// When each connection (by local port) last delivered a response, to tell a stalled
     /// connection from a slow request.
     @exclusivity(unchecked) private var lastAnswer: [Int32: ContinuousClock.Instant] = [:]
@@ -167,7 +166,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// How often requests waiting in the queue are checked against their deadlines.
     static let deadlineSweepInterval: Duration = .milliseconds(50)
     /// How often, and how long after its deadline, a transfer inside libcurl is checked and ended
-    /// by the loop itself (``sweepExpiredActive(on:)``).
+    /// by the loop itself (``sweepExpiredActive(on:now:)``).
     static let activeSweepInterval: Duration = .milliseconds(100)
     static let activeDeadlineSlack: Duration = .milliseconds(100)
     static let writtenDeadlineSlack: Duration = .milliseconds(500)
@@ -368,8 +367,9 @@ final class CurlMultiLoop: @unchecked Sendable {
             curl_multi_perform(multi, &running)
             writes.end()
             collectFinished(on: multi)
-            sweepExpiredActive(on: multi)
-            trimIdleHandles()
+            let afterPerform = ContinuousClock.now
+            sweepExpiredActive(on: multi, now: afterPerform)
+            trimIdleHandles(now: afterPerform)
             startWaiting(on: multi)
             if warmURL != nil, case .running = phase { warmUpIfNeeded(on: multi) }
             if waitingHead < waiting.count { pollLimit = min(pollLimit, CurlMultiLoop.deadlineSweepInterval) }
@@ -512,8 +512,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     private func sweepExpiredWaiting() {
         guard waitingHead < waiting.count else { return }
         let now = ContinuousClock.now
-        guard now >= nextDeadlineSweep else { return }
-        nextDeadlineSweep = now + CurlMultiLoop.deadlineSweepInterval
+        guard waitingSweep.isDue(at: now) else { return }
         for transfer in waiting[waitingHead...] where !transfer.finished && transfer.deadline <= now {
             transfer.resume(.failure(TransportError.timedOut(delivery: transfer.delivery)))
         }
@@ -528,11 +527,8 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// which has written nothing of it; one that was written, which libcurl should have timed out
     /// itself, is ended `unknown` after ``writtenDeadlineSlack``. Runs after libcurl's own results
     /// are collected, so a timeout libcurl reported (with its finer judgement) comes first.
-    private func sweepExpiredActive(on multi: UnsafeMutableRawPointer) {
-        guard !active.isEmpty else { return }
-        let now = ContinuousClock.now
-        guard now >= nextActiveSweep else { return }
-        nextActiveSweep = now + CurlMultiLoop.activeSweepInterval
+    private func sweepExpiredActive(on multi: UnsafeMutableRawPointer, now: ContinuousClock.Instant) {
+        guard !active.isEmpty, activeSweep.isDue(at: now) else { return }
         var expired: [(UnsafeMutableRawPointer, Transfer)] = []
         // A transfer already ended (cancelled) but still pending in libcurl is taken out too.
         for (easy, transfer) in active {
@@ -560,16 +556,29 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// ``idleTrimInterval``: a burst (a bulk send with thousands in flight, or transfers libcurl
     /// held past a fault) would otherwise keep its handles, each with its buffers, for the life
     /// of the connector. The oldest go first; the loop makes new ones when it needs them.
-    private func trimIdleHandles() {
-        let now = ContinuousClock.now
-        guard now >= nextIdleTrim else { return }
-        nextIdleTrim = now + CurlMultiLoop.idleTrimInterval
+    private func trimIdleHandles(now: ContinuousClock.Instant) {
+        guard idleTrim.isDue(at: now) else { return }
         let excess = idle.count + active.count - Swift.max(peakActive, 1)
         if excess > 0 {
             for easy in idle.prefix(excess) { discard(easy) }
             idle.removeFirst(Swift.min(excess, idle.count))
         }
         peakActive = active.count
+    }
+
+    /// A check the loop makes at most once per interval, given the pass's clock reading.
+    private struct Periodic {
+        let interval: Duration
+        private var next = ContinuousClock.now
+
+        init(every interval: Duration) { self.interval = interval }
+
+        /// True when the interval has passed since it was last due (and from now on counts again).
+        mutating func isDue(at now: ContinuousClock.Instant) -> Bool {
+            guard now >= next else { return false }
+            next = now + interval
+            return true
+        }
     }
 
     /// Moves waiting transfers into libcurl while there is room.
