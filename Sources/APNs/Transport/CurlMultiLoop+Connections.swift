@@ -1,0 +1,132 @@
+internal import CCurl
+import Foundation
+import Logging
+
+// Connections: their set-up, stall detection, the socket callbacks and GOAWAY.
+
+extension CurlMultiLoop {
+    /// A transfer finished that opened `count` connections: log each one's set-up.
+    func connectionEstablished(_ easy: UnsafeMutableRawPointer, count: Int, code: CURLcode) {
+        assertOnLoopThread()
+        guard observability.isEnabled else { return }
+        observability.connectionsOpened.increment(by: Int64(count))
+        guard observability.logger.logLevel <= .info else { return }
+        var connect: curl_off_t = 0
+        var handshake: curl_off_t = 0
+        var port = 0
+        var address: UnsafeMutableRawPointer?
+        _ = ccurl_easy_getinfo_off_t(easy, CURLINFO_CONNECT_TIME_T, &connect)
+        _ = ccurl_easy_getinfo_off_t(easy, CURLINFO_APPCONNECT_TIME_T, &handshake)
+        _ = ccurl_easy_getinfo_long(easy, CURLINFO_PRIMARY_PORT, &port)
+        _ = ccurl_easy_getinfo_pointer(easy, CURLINFO_PRIMARY_IP, &address)
+        let host = address.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? ""
+        var metadata: Logger.Metadata = [
+            "server.address": "\(host)", "server.port": "\(port)",
+            "apns.connect_ms": "\(Double(connect) / 1000)",
+        ]
+        if handshake > 0 {
+            metadata["apns.tls_ms"] = "\(Double(handshake) / 1000)"
+            observability.logger.info("APNs connection established (TLS, HTTP/2)", metadata: metadata)
+        } else {
+            metadata["curl.code"] = "\(code.rawValue)"
+            observability.logger.info("APNs connection opened; TLS was not established", metadata: metadata)
+        }
+    }
+
+    /// A written request timed out. If its connection answered nothing since the request was
+    /// written, the connection is stalled (a server or middlebox that stopped answering): libcurl
+    /// would keep using it for every later request, since a stream timeout does not close an
+    /// HTTP/2 connection. Shutting its socket down makes libcurl fail what is on it (written, so
+    /// `unknown`) and open a new connection for what comes next.
+    func closeIfStalled(_ transfer: Transfer) {
+        assertOnLoopThread()
+        let port = transfer.localPort
+        guard port != 0 else { return }
+        // Silence is how long nothing has been answered on the connection, judged against how long
+        // this request waited: an answer to any request in the last half of that wait means the
+        // connection still works (slow, not stalled). Whether something was answered after this
+        // request was written says nothing: a connection that answered ten requests and then went
+        // silent would be found one timeout late.
+        let now = ContinuousClock.now
+        if let last = lastAnswer[port], now - last < (now - transfer.writtenAt) / 2 { return }
+        guard !stalled.ports.contains(port), let socket = openSockets.first(where: { localPort(of: $0) == port }) else {
+            return
+        }
+        stalled.ports.insert(port)
+        awaitingConnection = true
+        _ = Foundation.shutdown(socket, Int32(SHUT_RDWR))
+        inbox.withLock { $0.stalledConnectionsClosed += 1 }
+        if observability.isEnabled {
+            observability.connectionsStalled.increment()
+            observability.logger.notice(
+                "APNs connection stalled: a request timed out with nothing answered since it was written; closing it",
+                metadata: ["apns.connection.local_port": "\(port)"])
+        }
+    }
+
+    /// Whether a socket libcurl opened and has not closed is bound to `localPort` (a connection
+    /// shut down as stalled still counts until libcurl closes it).
+    func hasOpenSocket(localPort port: Int32) -> Bool {
+        openSockets.contains { localPort(of: $0) == port }
+    }
+
+    /// The local port a socket is bound to, or 0.
+    func localPort(of socket: Int32) -> Int32 {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
+        guard named == 0 else { return 0 }
+        let port: UInt16
+        switch Int32(address.ss_family) {
+        case AF_INET: port = withUnsafeBytes(of: &address) { $0.load(as: sockaddr_in.self).sin_port }
+        case AF_INET6: port = withUnsafeBytes(of: &address) { $0.load(as: sockaddr_in6.self).sin6_port }
+        default: return 0
+        }
+        return Int32(UInt16(bigEndian: port))
+    }
+
+    /// `CURLOPT_OPENSOCKETFUNCTION`, on the loop thread: opens the socket libcurl asks for and
+    /// remembers it, so a stalled connection can be found by its local port.
+    func openSocket(family: Int32, type: Int32, protocol: Int32) -> Int32 {
+        assertOnLoopThread()
+        let socket = Foundation.socket(family, type, `protocol`)
+        if socket >= 0 {
+            openSockets.insert(socket)
+            if observability.isEnabled {
+                observability.connectionsOpen.increment()
+                observability.logger.debug("APNs connection opening", metadata: ["apns.connection.socket": "\(socket)"])
+            }
+        }
+        return socket
+    }
+
+    /// `CURLOPT_CLOSESOCKETFUNCTION`, on the loop thread.
+    func closeSocket(_ socket: Int32) -> Int32 {
+        assertOnLoopThread()
+        let port = localPort(of: socket)
+        let wasOpen = openSockets.remove(socket) != nil
+        CoalescedWrites.current?.forget(socket)
+        if wasOpen, openSockets.isEmpty { awaitingConnection = true }
+        if wasOpen, observability.isEnabled {
+            observability.connectionsOpen.decrement()
+            observability.logger.info(
+                "APNs connection closed",
+                metadata: ["apns.connection.socket": "\(socket)", "apns.connection.local_port": "\(port)"])
+        }
+        lastAnswer[port] = nil
+        stalled.ports.remove(port)
+        return Foundation.close(socket)
+    }
+
+    /// libcurl's debug callback, on the loop thread: the server sent GOAWAY on a connection.
+    func receivedGoAway(_ frame: GoAway) {
+        assertOnLoopThread()
+        awaitingConnection = true
+        observability.goaways.increment()
+        observability.logger.notice(
+            "APNs sent GOAWAY: the connection takes no new streams; later requests go on a new connection",
+            metadata: ["http2.error_code": "\(frame.errorCode)", "http2.last_stream_id": "\(frame.lastStreamID)"])
+    }
+}

@@ -1,0 +1,287 @@
+internal import CCurl
+import Foundation
+
+// Easy handles: starting a transfer on one, the options set once per handle and per transfer,
+// and keeping or freeing it afterwards.
+
+extension CurlMultiLoop {
+    func start(_ transfer: Transfer, on multi: UnsafeMutableRawPointer) {
+        assertOnLoopThread()
+        if transfer.isCancelled {
+            transfer.resume(.failure(TransportError.cancelled(delivery: transfer.delivery)))
+            return
+        }
+        // The deadline counts from the send; libcurl's own timeout counts from here.
+        let remaining = transfer.deadline - ContinuousClock.now
+        guard remaining > .zero else {
+            transfer.resume(.failure(TransportError.timedOut(delivery: transfer.delivery)))
+            return
+        }
+        // Mutated in place: a copy of the breaker costs more than the check.
+        switch breaker?.isClosed == true ? .go : breaker?.admit(now: .now) {
+        case nil, .go?: break
+        case .probe?: transfer.isProbe = true
+        case .reject(let error)?:
+            transfer.resume(.failure(error))
+            return
+        }
+        let easy: UnsafeMutableRawPointer
+        do throws(RefusedOption) {
+            var ready = idle.popLast()
+            if ready == nil { ready = try makeEasy() }
+            guard let ready else {
+                transfer.resume(
+                    .failure(
+                        TransportError(
+                            kind: .other, delivery: transfer.delivery, curlCode: 2, message: "curl_easy_init failed")))
+                return
+            }
+            easy = ready
+            do throws(RefusedOption) {
+                try configure(easy, for: transfer, timeoutMilliseconds: remaining.millisecondsRoundedUp)
+            } catch {
+                discard(easy)  // in an unknown state
+                throw error
+            }
+        } catch {
+            transfer.resume(.failure(error.error))
+            return
+        }
+        transfer.easy = easy
+        transfer.stalledPorts = stalled
+        let added = curl_multi_add_handle(multi, easy)
+        guard added == CURLM_OK else {
+            transfer.easy = nil
+            recycle(easy)
+            transfer.resume(
+                .failure(
+                    TransportError(
+                        kind: .other, delivery: transfer.delivery, curlCode: Int(added.rawValue),
+                        message: String(cString: curl_multi_strerror(added)))))
+            return
+        }
+        active[easy] = transfer
+        if active.count > peakActive { peakActive = active.count }
+    }
+
+    /// A new easy handle with everything that is the same for every transfer set once: TLS,
+    /// HTTP/2, callbacks, its error buffer.
+    func makeEasy() throws(RefusedOption) -> UnsafeMutableRawPointer? {
+        assertOnLoopThread()
+        guard let easy = curl_easy_init() else { return nil }
+        let state = EasyState()
+        handles[easy] = state
+        inbox.withLock { $0.easyHandles += 1 }
+        do throws(RefusedOption) {
+            try configureOnce(easy, errorBuffer: state.errorBuffer)
+        } catch {
+            discard(easy)
+            throw error
+        }
+        return easy
+    }
+
+    /// Everything that is the same for every transfer on `easy`. Every option a guarantee rests on
+    /// is checked (``RefusedOption``); only the GOAWAY watch's verbose channel may be refused
+    /// quietly (it reports, it guarantees nothing).
+    func configureOnce(
+        _ easy: UnsafeMutableRawPointer, errorBuffer: UnsafeMutablePointer<CChar>
+    ) throws(RefusedOption) {
+        try require(ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer), "CURLOPT_ERRORBUFFER")
+        try require(ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1), "CURLOPT_NOSIGNAL")
+        try require(ccurl_easy_setopt_pointer(easy, CURLOPT_SHARE, share), "CURLOPT_SHARE")
+        try require(
+            ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)), "CURLOPT_HTTP_VERSION")
+        try require(ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1), "CURLOPT_PIPEWAIT")
+        try require(ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1), "CURLOPT_SSL_VERIFYPEER")
+        try require(ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2), "CURLOPT_SSL_VERIFYHOST")
+        try require(
+            ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeoutMilliseconds),
+            "CURLOPT_CONNECTTIMEOUT_MS")
+        try require(
+            ccurl_easy_setopt_long(easy, CURLOPT_MAXAGE_CONN, settings.maximumIdleSeconds), "CURLOPT_MAXAGE_CONN")
+        if let keepAlive = settings.tcpKeepAliveSeconds {
+            try require(ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1), "CURLOPT_TCP_KEEPALIVE")
+            try require(ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPIDLE, keepAlive), "CURLOPT_TCP_KEEPIDLE")
+            try require(ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPINTVL, keepAlive), "CURLOPT_TCP_KEEPINTVL")
+        }
+        if let ca = settings.trustedCA {
+            try require(
+                ca.withUnsafeBytes { ccurl_easy_setopt_blob(easy, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) },
+                "CURLOPT_CAINFO_BLOB")
+        }
+        if let identity = settings.identity {
+            try require(
+                identity.certificateChainPEM.withUnsafeBytes {
+                    ccurl_easy_setopt_blob(easy, CURLOPT_SSLCERT_BLOB, $0.baseAddress, $0.count)
+                },
+                "CURLOPT_SSLCERT_BLOB")
+            try require(
+                identity.privateKeyPEM.withUnsafeBytes {
+                    ccurl_easy_setopt_blob(easy, CURLOPT_SSLKEY_BLOB, $0.baseAddress, $0.count)
+                },
+                "CURLOPT_SSLKEY_BLOB")
+            try require(ccurl_easy_setopt_string(easy, CURLOPT_SSLCERTTYPE, "PEM"), "CURLOPT_SSLCERTTYPE")
+            try require(ccurl_easy_setopt_string(easy, CURLOPT_SSLKEYTYPE, "PEM"), "CURLOPT_SSLKEYTYPE")
+        }
+        try require(
+            ccurl_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+                let length = size * count
+                guard let data, let context else { return length }
+                let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+                transfer.responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
+                return length
+            }, "CURLOPT_WRITEFUNCTION")
+        try require(
+            ccurl_easy_setopt_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+                let length = size * count
+                guard let data, let context else { return length }
+                let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+                transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: length))
+                return length
+            }, "CURLOPT_HEADERFUNCTION")
+        let loop = Unmanaged.passUnretained(self).toOpaque()
+        try require(ccurl_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, loop), "CURLOPT_OPENSOCKETDATA")
+        try require(ccurl_easy_setopt_pointer(easy, CURLOPT_CLOSESOCKETDATA, loop), "CURLOPT_CLOSESOCKETDATA")
+        try require(
+            ccurl_easy_setopt_opensocket(easy) { context, _, address in
+                guard let context, let address else { return curl_socket_t(-1) }
+                return Unmanaged<CurlMultiLoop>.fromOpaque(context).takeUnretainedValue()
+                    .openSocket(
+                        family: address.pointee.family, type: address.pointee.socktype,
+                        protocol: address.pointee.protocol)
+            }, "CURLOPT_OPENSOCKETFUNCTION")
+        try require(
+            ccurl_easy_setopt_closesocket(easy) { context, socket in
+                guard let context else { return Foundation.close(socket) }
+                return Unmanaged<CurlMultiLoop>.fromOpaque(context).takeUnretainedValue().closeSocket(socket)
+            }, "CURLOPT_CLOSESOCKETFUNCTION")
+        if watchesGoAway {
+            // libcurl 7.88 reports a received GOAWAY only as an informational line, which needs
+            // CURLOPT_VERBOSE (set per transfer in `configure`); the callback ignores everything
+            // else (headers included, so the authorization header passes through it unread and
+            // unkept).
+            _ = ccurl_easy_setopt_pointer(easy, CURLOPT_DEBUGDATA, loop)
+            _ = ccurl_easy_setopt_debug(easy) { _, type, text, size, context in
+                guard type == CURLINFO_TEXT, size >= 16, let text, let context else { return 0 }
+                let line = UnsafeRawBufferPointer(start: text, count: size)
+                // "recveived GOAWAY, error=%d, last_stream=%u" (sic, libcurl 7.88); later versions
+                // spell it "received".
+                guard line[0] == UInt8(ascii: "r"), let frame = GoAway(line) else { return 0 }
+                Unmanaged<CurlMultiLoop>.fromOpaque(context).takeUnretainedValue().receivedGoAway(frame)
+                return 0
+            }
+        }
+        try require(
+            ccurl_easy_setopt_prereq(easy) { context, _, _, _, localPort in
+                guard let context else { return Int32(CURL_PREREQFUNC_OK) }
+                let decision = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().willSend(
+                    localPort: localPort)
+                if decision == Int32(CURL_PREREQFUNC_OK) { CoalescedWrites.current?.requestWillBeWritten() }
+                return decision
+            }, "CURLOPT_PREREQFUNCTION")
+    }
+
+    /// Sets what differs per transfer: every such option is set each time, so nothing carries over
+    /// from the handle's previous transfer, except the method, body and headers when they are the
+    /// very ones that transfer had (``EasyState``).
+    func configure(
+        _ easy: UnsafeMutableRawPointer, for transfer: Transfer, timeoutMilliseconds: Int
+    ) throws(RefusedOption) {
+        let state = handles[easy]
+        state?.errorBuffer.pointee = 0
+        transfer.errorBuffer = state?.errorBuffer
+        if watchesGoAway {
+            // libcurl gives a connection made by a verbose transfer a TLS trace callback that
+            // formats a line for every TLS record for the connection's whole life (most of verbose
+            // mode's cost, about 7 % CPU per push); a connection made by a quiet transfer never has
+            // it. So the request that will make the next connection is configured quietly, and
+            // every other request verbosely: those wait for that connection (CURLOPT_PIPEWAIT)
+            // and report any GOAWAY it sends.
+            let quiet = awaitingConnection && quietTransfer.map { $0.finished } != false
+            if quiet { quietTransfer = transfer }
+            _ = ccurl_easy_setopt_long(easy, CURLOPT_VERBOSE, quiet ? 0 : 1)
+        }
+        // libcurl copies the URL; it is assembled in one reused buffer (no string per push).
+        urlBuffer.removeAll(keepingCapacity: true)
+        urlBuffer.append(contentsOf: transfer.urlPrefix.utf8)
+        urlBuffer.append(contentsOf: transfer.urlSuffix.utf8)
+        urlBuffer.append(0)
+        try require(
+            urlBuffer.withUnsafeBytes {
+                ccurl_easy_setopt_string(easy, CURLOPT_URL, $0.bindMemory(to: CChar.self).baseAddress)
+            },
+            "CURLOPT_URL")
+        try require(ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeoutMilliseconds)), "CURLOPT_TIMEOUT_MS")
+        if let state, state.method == transfer.method, state.body === transfer.body {
+            // The same request as the handle's last transfer: method and body are set.
+        } else {
+            state?.method = nil  // until all of it is set
+            try setMethodAndBody(easy, for: transfer)
+            state?.method = transfer.method
+            state?.body = transfer.body
+        }
+        if state == nil || state?.headerList !== transfer.headerList {
+            state?.headerList = nil
+            try require(
+                ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, transfer.headerList.list), "CURLOPT_HTTPHEADER")
+            state?.headerList = transfer.headerList
+        }
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        try require(ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context), "CURLOPT_WRITEDATA")
+        try require(ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context), "CURLOPT_HEADERDATA")
+        try require(ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, context), "CURLOPT_PREREQDATA")
+    }
+
+    func setMethodAndBody(_ easy: UnsafeMutableRawPointer, for transfer: Transfer) throws(RefusedOption) {
+        func setBody() throws(RefusedOption) {
+            try require(ccurl_easy_setopt_long(easy, CURLOPT_POST, 1), "CURLOPT_POST")
+            try require(
+                ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.body.count)),
+                "CURLOPT_POSTFIELDSIZE_LARGE")
+            try require(
+                ccurl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, transfer.body.bytes.baseAddress),
+                "CURLOPT_POSTFIELDS")
+        }
+        switch transfer.method {
+        case .post:
+            try require(ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, nil), "CURLOPT_CUSTOMREQUEST")
+            try setBody()
+        case .get:
+            try require(ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, nil), "CURLOPT_CUSTOMREQUEST")
+            try require(ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1), "CURLOPT_HTTPGET")
+        default:
+            if transfer.body.count > 0 {
+                try setBody()
+            } else {
+                try require(ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1), "CURLOPT_HTTPGET")
+            }
+            try require(
+                ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, transfer.method.rawValue), "CURLOPT_CUSTOMREQUEST"
+            )
+        }
+    }
+
+    /// libcurl's detail for the last failure of `easy`, or, when it wrote none, what `code` means.
+    func errorMessage(of easy: UnsafeMutableRawPointer, code: CURLcode) -> String {
+        let detail = handles[easy].map { String(cString: $0.errorBuffer) } ?? ""
+        return detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+    }
+
+    /// Keeps a finished easy handle, still configured, for the next transfer.
+    func recycle(_ easy: UnsafeMutableRawPointer) {
+        assertOnLoopThread()
+        if idle.count < 4096 {
+            idle.append(easy)
+        } else {
+            discard(easy)
+        }
+    }
+
+    func discard(_ easy: UnsafeMutableRawPointer) {
+        assertOnLoopThread()
+        curl_easy_cleanup(easy)
+        handles.removeValue(forKey: easy)
+        inbox.withLock { $0.easyHandles -= 1 }
+    }
+}

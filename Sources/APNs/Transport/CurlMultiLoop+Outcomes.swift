@@ -1,0 +1,174 @@
+internal import CCurl
+import Foundation
+import Logging
+
+// Outcomes: what a finished transfer means (an answer, a re-send that cannot duplicate, a
+// failure with its delivery), and what it tells the circuit breaker.
+
+extension CurlMultiLoop {
+    func collectFinished(on multi: UnsafeMutableRawPointer) {
+        assertOnLoopThread()
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            finish(easy, code: message.pointee.data.result, on: multi)
+        }
+    }
+
+    func finish(_ easy: UnsafeMutableRawPointer, code: CURLcode, on multi: UnsafeMutableRawPointer) {
+        assertOnLoopThread()
+        curl_multi_remove_handle(multi, easy)
+        var connects = 0
+        _ = ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
+        if connects > 0 {
+            inbox.withLock { $0.connectionsOpened += connects }
+            awaitingConnection = false
+            quietTransfer = nil
+            connectionEstablished(easy, count: connects, code: code)
+        }
+        guard let transfer = active.removeValue(forKey: easy) else {
+            recycle(easy)
+            return
+        }
+        transfer.easy = nil
+        transfer.errorBuffer = nil
+        // libcurl counts its re-sends on the easy handle (`state.retrycount`) and resets the count
+        // only in curl_easy_reset: a handle that went through one is reset and configured again, or
+        // later refusals would find libcurl's budget spent.
+        var reusable = true
+        if transfer.attempts > 1 {
+            curl_easy_reset(easy)
+            if let state = handles[easy] {
+                state.forget()
+                do throws(RefusedOption) { try configureOnce(easy, errorBuffer: state.errorBuffer) } catch {
+                    reusable = false
+                }
+            }
+        }
+        defer { if reusable { recycle(easy) } else { discard(easy) } }
+        if warmURL != nil { lastActivity = .now }
+        guard !transfer.finished else {
+            // Cancelled or timed out while libcurl had it.
+            if transfer.isProbe { record(.neutral, probe: true) }
+            return
+        }
+        if transfer.isWarmUp {
+            // It stops itself at the pre-request callback: ready means it got there over HTTP/2.
+            if transfer.retry == .warmedUp {
+                if breaker != nil { record(.healthy, probe: transfer.isProbe) }
+                transfer.resumeWarmedUp()
+                return
+            }
+            let failure =
+                transfer.retry == .notHTTP2
+                ? TransportError.notHTTP2NothingWritten
+                : Transfer.failure(code: code, message: errorMessage(of: easy, code: code), delivery: .notSent)
+            if breaker != nil { record(CircuitBreaker.signal(for: .failure(failure)), probe: transfer.isProbe) }
+            transfer.resume(.failure(failure))
+            return
+        }
+        let result: Result<APNsHTTPResponse, any Error>
+        if code == CURLE_OK {
+            var status = 0
+            var version = 0
+            _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+            if transfer.negotiatedH2 {
+                version = Int(CURL_HTTP_VERSION_2_0)
+            } else {
+                _ = ccurl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+            }
+            if version == Int(CURL_HTTP_VERSION_2_0) {
+                if transfer.localPort != 0 { lastAnswer[transfer.localPort] = .now }
+                result = .success(
+                    APNsHTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody))
+            } else {
+                result = .failure(
+                    TransportError(
+                        kind: .notHTTP2, delivery: .unknown,
+                        message: "the server answered over HTTP/1.1 (it offered no ALPN h2)"))
+            }
+        } else {
+            switch transfer.retry {
+            case .refused?, .stalledConnection?:
+                // The server refused the stream before processing it, or the request was stopped
+                // before it was written to a connection shut down as stalled: sending it again
+                // cannot duplicate it. It is queued again until its deadline. (An HTTP/2 refusal
+                // is an answer: for the circuit breaker, the path to APNs works.)
+                let refused = transfer.retry == .refused
+                if transfer.isProbe { record(refused ? .healthy : .neutral, probe: true) }
+                transfer.prepareForResubmission()
+                transfer.resubmissions += 1
+                if observability.isEnabled, refused {
+                    observability.retried(.refusedStream)
+                    observability.logger.debug(
+                        "APNs refused the stream before processing it; sending it again",
+                        metadata: ["apns.resubmissions": "\(transfer.resubmissions)"])
+                }
+                if ContinuousClock.now < transfer.deadline, transfer.resubmissions <= Transfer.maximumResubmissions {
+                    waiting.append(transfer)
+                } else {
+                    transfer.resume(.failure(TransportError.timedOut(delivery: .notSent)))
+                }
+                return
+            case .connectionDied?:
+                result = .failure(TransportError.connectionLost(curlCode: Int(code.rawValue)))
+            case .cancelled?:
+                result = .failure(TransportError.cancelled(delivery: .notSent))
+            case .notHTTP2?:
+                result = .failure(TransportError.notHTTP2NothingWritten)
+            case .warmedUp?:  // only a warm-up stops there, and it returned above
+                result = .failure(
+                    TransportError(kind: .other, delivery: .notSent, message: "stopped before anything was written"))
+            case nil:
+                if code == CURLE_OPERATION_TIMEDOUT,
+                    transfer.wasRefusedBeforeTimingOut(easy, errorBuffer: handles[easy]?.errorBuffer)
+                {
+                    // Refused, then re-sent by libcurl, and the re-send found no connection in time.
+                    result = .failure(TransportError.timedOut(delivery: .notSent))
+                    break
+                }
+                if code == CURLE_OPERATION_TIMEDOUT, transfer.written { closeIfStalled(transfer) }
+                let message = errorMessage(of: easy, code: code)
+                if transfer.written, transfer.localPort != 0, !hasOpenSocket(localPort: transfer.localPort) {
+                    // The connection the request was written on is closed and never answered it.
+                    // What libcurl reports last (a timeout or connect error while it waited for a
+                    // new connection, the framing layer giving up) does not change that.
+                    result = .failure(TransportError.connectionLost(curlCode: Int(code.rawValue), then: message))
+                } else {
+                    result = .failure(Transfer.failure(code: code, message: message, delivery: transfer.delivery))
+                }
+            }
+        }
+        if breaker != nil { record(CircuitBreaker.signal(for: result), probe: transfer.isProbe) }
+        transfer.resume(result)
+    }
+
+    func record(_ signal: CircuitBreaker.Signal, probe: Bool) {
+        assertOnLoopThread()
+        guard let steady = breaker?.isSteady else { return }
+        if steady, !probe {
+            switch signal {
+            case .healthy, .neutral: return  // nothing to count
+            case .failing: break
+            }
+        }
+        let trips = breaker?.trips ?? 0
+        let wasClosed = breaker?.isClosed ?? true
+        breaker?.record(signal, probe: probe, now: .now)
+        guard let breaker else { return }
+        if breaker.trips != trips {
+            inbox.withLock { $0.circuitTrips = breaker.trips }
+            if observability.isEnabled {
+                observability.circuitTrips.increment()
+                observability.logger.notice(
+                    "APNs circuit breaker opened: failing sends at once until a probe succeeds",
+                    metadata: [
+                        "apns.circuit.last_failure": "\(breaker.lastFailure)",
+                        "apns.circuit.cool_down_ms": "\(breaker.coolDown.map { $0 / .milliseconds(1) } ?? 0)",
+                    ])
+            }
+        } else if !wasClosed, breaker.isClosed, observability.isEnabled {
+            observability.logger.info("APNs circuit breaker closed: a probe got an answer")
+        }
+    }
+}

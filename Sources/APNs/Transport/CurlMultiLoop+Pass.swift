@@ -1,0 +1,276 @@
+internal import CCurl
+import Foundation
+
+// The loop thread: one pass after another (inbox, queue, libcurl, outcomes, timed checks, sleep),
+// and the queue of transfers waiting for room in libcurl.
+
+extension CurlMultiLoop {
+    func run() {
+        guard let multi else { return }
+        loopThread = pthread_self()
+        // Foundation names the `Thread` object only; operators' tools read the kernel's name.
+        _ = ccurl_name_current_thread(CurlMultiLoop.threadName)
+        // Outcomes of bulk sends wake their readers once per pass, not once per push.
+        let wakes = DeferredWakes.install()
+        defer { wakes.uninstall() }
+        // What a pass writes leaves in few TCP segments, not one per libcurl write.
+        let writes = CoalescedWrites.install()
+        defer { writes.uninstall() }
+        var running: Int32 = 0
+        while true {
+            var phase = Phase.running
+            var ranJobs = true
+            // A job (a task preferring this loop) usually submits a send: take it in this pass, once
+            // (a task that only yields must not keep libcurl from running).
+            for _ in 0..<2 where ranJobs {
+                ranJobs = false
+                let operations: [Operation]
+                (operations, phase) = inbox.withLock { state -> ([Operation], Phase) in
+                    state.sleeping = false
+                    state.wakePending = false
+                    var taken: [Operation] = []
+                    swap(&taken, &state.operations)
+                    return (taken, state.phase)
+                }
+                for operation in operations {
+                    switch operation {
+                    case .add(let transfer): enqueue(transfer)
+                    case .cancel(let transfer): cancel(transfer, on: multi)
+                    case .cancelOwned(let owner): cancelAll(ownedBy: owner, on: multi)
+                    case .keepWarm(let url): warmURL = url
+                    case .run(let job):
+                        job.runSynchronously(on: asUnownedTaskExecutor())
+                        ranJobs = true
+                    }
+                }
+            }
+            var pollLimit = Duration.seconds(1)
+            if case .draining(let until) = phase {
+                let now = ContinuousClock.now
+                if let warmUp, !warmUp.finished { cancel(warmUp, on: multi) }  // a drain does not wait for it
+                if isIdle || now >= until {
+                    return stop(on: multi)
+                }
+                pollLimit = min(pollLimit, until - now)
+            }
+            sweepExpiredWaiting()
+            startWaiting(on: multi)
+            if !active.isEmpty { writes.begin(openSockets) }
+            curl_multi_perform(multi, &running)
+            writes.end()
+            collectFinished(on: multi)
+            let afterPerform = ContinuousClock.now
+            sweepExpiredActive(on: multi, now: afterPerform)
+            trimIdleHandles(now: afterPerform)
+            startWaiting(on: multi)
+            if warmURL != nil, case .running = phase { warmUpIfNeeded(on: multi) }
+            if waitingHead < waiting.count { pollLimit = min(pollLimit, CurlMultiLoop.deadlineSweepInterval) }
+            if !active.isEmpty { pollLimit = min(pollLimit, CurlMultiLoop.activeSweepInterval) }
+            wakes.run()
+            // A drain whose last transfer just finished ends now, not after the next poll's limit.
+            if case .draining = phase, isIdle { continue }
+            let sleep = inbox.withLock { state -> Bool in
+                guard state.operations.isEmpty else { return false }
+                state.sleeping = true
+                return true
+            }
+            if sleep { poll(multi, upTo: pollLimit, phase: phase) }
+        }
+    }
+
+    /// Nothing waits in the queue and nothing in libcurl is unfinished: a drain can end.
+    var isIdle: Bool { waitingHead == waiting.count && active.values.allSatisfy(\.finished) }
+
+    /// Sleeps in `curl_multi_poll` until libcurl's sockets, a wake-up or `limit`; while keeping
+    /// warm with nothing in flight, also until an idle connection's socket is readable.
+    func poll(_ multi: UnsafeMutableRawPointer, upTo limit: Duration, phase: Phase) {
+        assertOnLoopThread()
+        var limit = limit
+        let keepingWarm: Bool
+        if warmURL != nil, case .running = phase, warmUp == nil, active.isEmpty {
+            let now = ContinuousClock.now
+            if nextWarmUp > now { limit = min(limit, nextWarmUp - now) }  // the next attempt on time
+            keepingWarm = nextWarmUp <= now
+        } else {
+            keepingWarm = false
+        }
+        let milliseconds = Int32(clamping: max(1, limit.millisecondsRoundedUp))
+        guard keepingWarm, !openSockets.isEmpty else {
+            curl_multi_poll(multi, nil, 0, milliseconds, nil)
+            return
+        }
+        var watched = openSockets.map { curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0) }
+        curl_multi_poll(multi, &watched, UInt32(watched.count), milliseconds, nil)
+        if watched.contains(where: { $0.revents != 0 }) { idleConnectionStirred = true }
+    }
+
+    /// Fails everything left, releases libcurl, and tells whoever awaits the shutdown.
+    func stop(on multi: UnsafeMutableRawPointer) {
+        assertOnLoopThread()
+        let leftovers = inbox.withLock { state -> [Operation] in
+            state.phase = .stopped
+            var taken: [Operation] = []
+            swap(&taken, &state.operations)
+            return taken
+        }
+        for operation in leftovers {
+            if case .add(let transfer) = operation {
+                transfer.resume(.failure(TransportError.shutDown(delivery: .notSent)))
+            }
+        }
+        CurlMultiLoop.runElsewhere(leftovers)
+        for transfer in waiting[waitingHead...] {
+            transfer.resume(.failure(TransportError.shutDown(delivery: transfer.delivery)))
+        }
+        waiting.removeAll()
+        waitingHead = 0
+        for (easy, transfer) in active {
+            curl_multi_remove_handle(multi, easy)
+            transfer.resume(.failure(TransportError.shutDown(delivery: transfer.delivery)))
+            curl_easy_cleanup(easy)
+        }
+        active.removeAll()
+        idle.forEach { curl_easy_cleanup($0) }
+        idle.removeAll()
+        handles.removeAll()
+        curl_multi_cleanup(multi)
+        share.map { _ = curl_share_cleanup($0) }  // after every easy handle that used it
+        DeferredWakes.current?.run()  // every outcome reaches its reader before shutdown returns
+        let waiters = inbox.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.exited = true
+            defer { state.exitWaiters.removeAll() }
+            return state.exitWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Fails queued requests whose deadline has passed: they never reached libcurl, so they were
+    /// not sent (or, after a refusal, not processed).
+    func sweepExpiredWaiting() {
+        assertOnLoopThread()
+        guard waitingHead < waiting.count else { return }
+        let now = ContinuousClock.now
+        guard waitingSweep.isDue(at: now) else { return }
+        for transfer in waiting[waitingHead...] where !transfer.finished && transfer.deadline <= now {
+            transfer.resume(.failure(TransportError.timedOut(delivery: transfer.delivery)))
+        }
+    }
+
+    /// Ends transfers inside libcurl whose deadline has passed and which libcurl has not ended.
+    ///
+    /// libcurl applies a transfer's timeout only once it has a connection or a stream (7.88: a
+    /// transfer pending for APNs' one stream on a new token connection, or for a TLS handshake
+    /// that never finishes, waits past it). A transfer whose request was never written is ended
+    /// `notSent` a little after its deadline (``activeDeadlineSlack``) and taken out of libcurl,
+    /// which has written nothing of it; one that was written, which libcurl should have timed out
+    /// itself, is ended `unknown` after ``writtenDeadlineSlack``. Runs after libcurl's own results
+    /// are collected, so a timeout libcurl reported (with its finer judgement) comes first.
+    func sweepExpiredActive(on multi: UnsafeMutableRawPointer, now: ContinuousClock.Instant) {
+        assertOnLoopThread()
+        guard !active.isEmpty, activeSweep.isDue(at: now) else { return }
+        var expired: [(UnsafeMutableRawPointer, Transfer)] = []
+        // A transfer already ended (cancelled) but still pending in libcurl is taken out too.
+        for (easy, transfer) in active {
+            let slack = transfer.written ? CurlMultiLoop.writtenDeadlineSlack : CurlMultiLoop.activeDeadlineSlack
+            if now >= transfer.deadline + slack { expired.append((easy, transfer)) }
+        }
+        for (easy, transfer) in expired {
+            active.removeValue(forKey: easy)
+            curl_multi_remove_handle(multi, easy)
+            transfer.easy = nil
+            discard(easy)  // taken out mid-way: in a state not worth reusing
+            guard !transfer.finished else {
+                if transfer.isProbe { record(.neutral, probe: true) }
+                continue
+            }
+            if transfer.written { closeIfStalled(transfer) }
+            let result: Result<APNsHTTPResponse, any Error> = .failure(
+                TransportError.timedOut(delivery: transfer.delivery))
+            if breaker != nil { record(CircuitBreaker.signal(for: result), probe: transfer.isProbe) }
+            transfer.resume(result)
+        }
+    }
+
+    /// Frees the idle easy handles beyond the most that were in use at once in the last
+    /// ``idleTrimInterval``: a burst (a bulk send with thousands in flight, or transfers libcurl
+    /// held past a fault) would otherwise keep its handles, each with its buffers, for the life
+    /// of the connector. The oldest go first; the loop makes new ones when it needs them.
+    func trimIdleHandles(now: ContinuousClock.Instant) {
+        assertOnLoopThread()
+        guard idleTrim.isDue(at: now) else { return }
+        let excess = idle.count + active.count - Swift.max(peakActive, 1)
+        if excess > 0 {
+            for easy in idle.prefix(excess) { discard(easy) }
+            idle.removeFirst(Swift.min(excess, idle.count))
+        }
+        peakActive = active.count
+    }
+
+    /// A check the loop makes at most once per interval, given the pass's clock reading.
+    struct Periodic {
+        let interval: Duration
+        private var next = ContinuousClock.now
+
+        init(every interval: Duration) { self.interval = interval }
+
+        /// True when the interval has passed since it was last due (and from now on counts again).
+        mutating func isDue(at now: ContinuousClock.Instant) -> Bool {
+            guard now >= next else { return false }
+            next = now + interval
+            return true
+        }
+    }
+
+    /// Moves waiting transfers into libcurl while there is room.
+    func startWaiting(on multi: UnsafeMutableRawPointer) {
+        assertOnLoopThread()
+        while active.count < maximumInFlight, waitingHead < waiting.count {
+            let transfer = waiting[waitingHead]
+            waitingHead += 1
+            if !transfer.finished { start(transfer, on: multi) }
+        }
+        if waitingHead == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+        } else if waitingHead > 4096 && waitingHead * 2 > waiting.count {
+            waiting.removeFirst(waitingHead)
+            waitingHead = 0
+        }
+    }
+
+    /// Completes `transfer` as cancelled at once. A request already written is withdrawn from its
+    /// connection (its stream reset); one not yet written stays with libcurl, which may still be
+    /// resolving or connecting for it — removing it then could block this thread on the resolver —
+    /// and is aborted by the pre-request callback before any byte is written.
+    func cancel(_ transfer: Transfer, on multi: UnsafeMutableRawPointer) {
+        assertOnLoopThread()
+        guard !transfer.finished else { return }
+        transfer.cancelled = true
+        if let easy = transfer.easy, transfer.written, active.removeValue(forKey: easy) != nil {
+            curl_multi_remove_handle(multi, easy)
+            recycle(easy)
+            transfer.easy = nil
+            transfer.resume(.failure(TransportError.cancelled(delivery: .unknown)))
+        } else if transfer.queued {
+            transfer.resume(.failure(TransportError.cancelled(delivery: .notSent)))
+        }
+        // Otherwise its `add` has not been processed yet; `enqueue` sees `cancelled`.
+    }
+
+    func cancelAll(ownedBy owner: BulkOwner, on multi: UnsafeMutableRawPointer) {
+        assertOnLoopThread()
+        owner.cancel()
+        for transfer in Array(active.values) where transfer.owner === owner { cancel(transfer, on: multi) }
+        for transfer in waiting[waitingHead...] where transfer.owner === owner { cancel(transfer, on: multi) }
+    }
+
+    func enqueue(_ transfer: Transfer) {
+        assertOnLoopThread()
+        if transfer.isCancelled {
+            transfer.resume(.failure(TransportError.cancelled(delivery: .notSent)))
+            return
+        }
+        transfer.queued = true
+        waiting.append(transfer)
+    }
+}
