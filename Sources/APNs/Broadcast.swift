@@ -92,7 +92,7 @@ public struct ChannelManager<Via: Connector>: Sendable {
         let response = try await perform { () throws(APNsValidationError) in
             try ChannelRequest.create(bundleID: bundleID, storagePolicy: storagePolicy, requestID: requestID)
         }
-        guard let id = response[header: "apns-channel-id"] else {
+        guard let id = response[header: .apnsChannelID] else {
             throw ChannelManager.unexpected(ChannelResponseError(body: response.body))
         }
         do { return try BroadcastChannel(id: id, bundleID: bundleID, storagePolicy: storagePolicy) } catch {

@@ -6,7 +6,8 @@ enum Output {
     /// `METHOD path`, one `name: value` line per header in the order sent, a blank line, the body.
     static func request(method: String, path: String, headers: [APNsRequest.Header], body: String) -> String {
         let shown = headers.map {
-            $0.name == "authorization" ? APNsRequest.Header(name: "authorization", value: "bearer <JWT redacted>") : $0
+            $0.name == APNsRequest.Header.Name.authorization.rawValue
+                ? APNsRequest.Header(.authorization, value: "bearer <JWT redacted>") : $0
         }
         return APNsRequest.text(method: method, path: path, headers: shown, body: body)
     }
@@ -28,22 +29,22 @@ enum Output {
             writer.key("status")
             writer.int(response.status)
             if let id = response.apnsID {
-                writer.key("apns-id")
+                writer.key(APNsRequest.Header.Name.apnsID.rawValue)
                 writer.string(id.description)
             }
             if let id = response.requestID {
-                writer.key("apns-request-id")
+                writer.key(APNsRequest.Header.Name.apnsRequestID.rawValue)
                 writer.string(id)
             }
             if let id = response.uniqueID {
-                writer.key("apns-unique-id")
+                writer.key(APNsRequest.Header.Name.apnsUniqueID.rawValue)
                 writer.string(id)
             }
         case .failure(.rejected(let rejection))?:
             writer.key("status")
             writer.int(rejection.status)
             if let id = rejection.apnsID {
-                writer.key("apns-id")
+                writer.key(APNsRequest.Header.Name.apnsID.rawValue)
                 writer.string(id.description)
             }
             writer.key("reason")

@@ -134,7 +134,7 @@ struct SendCommand: AsyncParsableCommand {
         if dryRun {
             let blocks = requests.map { request in
                 let auth: [APNsRequest.Header] =
-                    connector?.authenticationMethod == .token ? [.init(name: "authorization", value: "bearer ")] : []
+                    connector?.authenticationMethod == .token ? [.init(.authorization, value: "bearer ")] : []
                 return Output.request(
                     method: request.method.rawValue, path: request.path, headers: auth + request.headers,
                     body: request.bodyText)
@@ -154,7 +154,7 @@ struct SendCommand: AsyncParsableCommand {
         if let connector { try template.checkRules(for: connector.authenticationMethod) }
         if dryRun {
             let auth: [APNsRequest.Header] =
-                connector?.authenticationMethod == .token ? [.init(name: "authorization", value: "bearer ")] : []
+                connector?.authenticationMethod == .token ? [.init(.authorization, value: "bearer ")] : []
             print(
                 Output.request(
                     method: template.method.rawValue, path: template.path, headers: auth + template.headers,

@@ -12,7 +12,7 @@ import Foundation
 /// let connector = TokenRecordingConnector()
 /// try await send(AlertNotification(bundleID: "com.example.app") { Alert("Hi") }, via: connector, to: device)
 /// #expect(connector.requests[0].bodyText == #"{"aps":{"alert":"Hi"}}"#)
-/// #expect(connector.requests[0][header: "apns-topic"] == "com.example.app")
+/// #expect(connector.requests[0][header: .apnsTopic] == "com.example.app")
 ///
 /// let failing = TokenRecordingConnector { _ in .rejected(.unregistered, timestamp: Date()) }
 /// ```
@@ -25,7 +25,7 @@ public final class RecordingConnector<Authentication: FixedAuthenticationKind>: 
     /// - Parameter respond: The answer to each request; by default 200 with an `apns-id` (the
     ///   request's own, or a fixed one) and an `apns-unique-id`.
     public init(
-        respond: @escaping @Sendable (APNsRequest) -> APNsHTTPResponse = { .accepted(apnsID: $0[header: "apns-id"]) }
+        respond: @escaping @Sendable (APNsRequest) -> APNsHTTPResponse = { .accepted(apnsID: $0[header: .apnsID]) }
     ) {
         self.respond = respond
     }
@@ -63,8 +63,8 @@ extension APNsHTTPResponse {
         APNsHTTPResponse(
             status: 200,
             headers: [
-                .init(name: "apns-id", value: apnsID ?? scriptedAPNsID),
-                .init(name: "apns-unique-id", value: uniqueID),
+                .init(.apnsID, value: apnsID ?? scriptedAPNsID),
+                .init(.apnsUniqueID, value: uniqueID),
             ])
     }
 
@@ -75,7 +75,7 @@ extension APNsHTTPResponse {
         let body = APNsRejection.body(reason: reason, timestamp: timestamp)
         return APNsHTTPResponse(
             status: status ?? reason.defaultStatus,
-            headers: [.init(name: "apns-id", value: apnsID ?? scriptedAPNsID)],
+            headers: [.init(.apnsID, value: apnsID ?? scriptedAPNsID)],
             body: Array(body.utf8))
     }
 }

@@ -307,7 +307,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     ) throws(APNsError) where Devices.Element == Device {
         do throws(APNsError) {
             try retry.validate()
-            guard !template.headers.contains(where: { $0.name == "apns-id" }) else {
+            guard !template.headers.contains(where: { $0.name == APNsRequest.Header.Name.apnsID.rawValue }) else {
                 throw .validation(.apnsIDInBulkSend)
             }
             _ = try checkBeforeSending(template, via: connector)
@@ -674,9 +674,9 @@ extension APNsRequest {
     /// Sets the apns-id header where a notification's own request has it (before
     /// apns-collapse-id), replacing any.
     mutating func setAPNsID(_ id: APNsID) {
-        headers.removeAll { $0.name == "apns-id" }
-        let header = Header(name: "apns-id", value: id.description)
-        if let collapse = headers.firstIndex(where: { $0.name == "apns-collapse-id" }) {
+        headers.removeAll { $0.name == Header.Name.apnsID.rawValue }
+        let header = Header(.apnsID, value: id.description)
+        if let collapse = headers.firstIndex(where: { $0.name == Header.Name.apnsCollapseID.rawValue }) {
             headers.insert(header, at: collapse)
         } else {
             headers.append(header)

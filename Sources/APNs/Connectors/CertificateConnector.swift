@@ -145,10 +145,10 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
         if Date() > certificate.notValidAfter {
             throw .certificateExpired(subject: certificate.subject, notValidAfter: certificate.notValidAfter)
         }
-        guard request.service == .device, !certificate.topics.isEmpty, let topic = request[header: "apns-topic"] else {
+        guard request.service == .device, !certificate.topics.isEmpty, let topic = request[header: .apnsTopic] else {
             return
         }
-        let pushType = request[header: "apns-push-type"].flatMap(PushType.init(rawValue:)) ?? .alert
+        let pushType = request[header: .apnsPushType].flatMap(PushType.init(rawValue:)) ?? .alert
         try certificate.checkCovers(topic: topic, pushType: pushType)
     }
 

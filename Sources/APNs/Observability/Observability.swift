@@ -309,9 +309,9 @@ struct RequestSummary: Sendable {
         var apnsID: String?
         for header in request.headers {
             switch header.name {
-            case "apns-push-type": pushType = header.value
-            case "apns-topic": topic = header.value
-            case "apns-id": apnsID = header.value
+            case APNsRequest.Header.Name.apnsPushType.rawValue: pushType = header.value
+            case APNsRequest.Header.Name.apnsTopic.rawValue: topic = header.value
+            case APNsRequest.Header.Name.apnsID.rawValue: apnsID = header.value
             default: break
             }
         }

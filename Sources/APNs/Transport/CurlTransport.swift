@@ -154,7 +154,9 @@ final class CurlTransport: Sendable {
             // A device's own apns-id goes in one list node ahead of the shared list.
             let transfer = Transfer(
                 urlPrefix: urlPrefix, urlSuffix: device.token, method: template.method,
-                headerList: apnsID.map { HeaderList(first: "apns-id: " + $0(device).description, then: headers) }
+                headerList: apnsID.map {
+                    HeaderList(first: HeaderList.apnsIDPrefix + $0(device).description, then: headers)
+                }
                     ?? headers, body: body,
                 deadline: deadline, device: device, owner: owner)
             transfer.completion = .callback(completion)
@@ -205,9 +207,13 @@ final class HeaderList: @unchecked Sendable {
     private let owned: Owned
     private enum Owned { case all, firstNode, none }
 
+    /// The start of the header lines the transport writes itself.
+    static let authorizationPrefix = APNsRequest.Header.Name.authorization.rawValue + ": "
+    static let apnsIDPrefix = APNsRequest.Header.Name.apnsID.rawValue + ": "
+
     init(authorization: String?, headers: [APNsRequest.Header]) {
         var list: UnsafeMutablePointer<curl_slist>?
-        if let authorization { list = curl_slist_append(list, "authorization: " + authorization) }
+        if let authorization { list = curl_slist_append(list, HeaderList.authorizationPrefix + authorization) }
         for header in headers { list = curl_slist_append(list, header.name + ": " + header.value) }
         // Remove what libcurl would add on its own, so the request is exactly the value's.
         for removal in ["Accept:", "Content-Type:", "Expect:"] { list = curl_slist_append(list, removal) }

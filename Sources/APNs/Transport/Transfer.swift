@@ -284,9 +284,9 @@ final class Transfer: @unchecked Sendable {
 
     /// The response headers APNs sends, as they arrive (lowercase).
     private static let knownHeaderNames: [(name: String, bytes: [UInt8])] = [
-        "apns-id", "apns-unique-id", "content-type", "retry-after",
+        APNsRequest.Header.Name.apnsID, .apnsUniqueID, .contentType, .retryAfter,
     ]
-    .map { ($0, Array($0.utf8)) }
+    .map { ($0.rawValue, Array($0.rawValue.utf8)) }
 
     /// The transport failure libcurl reported with `code`, classified by the code alone.
     static func failure(code: CURLcode, message: String, delivery: Delivery) -> TransportError {

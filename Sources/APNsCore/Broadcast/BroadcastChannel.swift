@@ -91,12 +91,12 @@ extension BroadcastDeliverable {
             throw .payloadTooLarge(pushType: pushType, size: writer.count, limit: limit)
         }
         var headers: [APNsRequest.Header] = [
-            .init(name: "apns-channel-id", value: channel.id),
-            .init(name: "apns-push-type", value: Self.pushType.rawValue),
-            .init(name: "apns-priority", value: pushPriority.description),
-            .init(name: "apns-expiration", value: String(expirationSeconds)),
+            .init(.apnsChannelID, value: channel.id),
+            .init(.apnsPushType, value: Self.pushType.rawValue),
+            .init(.apnsPriority, value: pushPriority.description),
+            .init(.apnsExpiration, value: String(expirationSeconds)),
         ]
-        if let apnsID { headers.append(.init(name: "apns-request-id", value: apnsID.description)) }
+        if let apnsID { headers.append(.init(.apnsRequestID, value: apnsID.description)) }
         return APNsRequest(
             method: .post, service: .broadcast, path: "/4/broadcasts/apps/" + channel.bundleID, headers: headers,
             writer: writer)

@@ -31,7 +31,7 @@ public enum ChannelRequest {
         try validateTopic(channel.bundleID)
         return APNsRequest(
             method: .get, service: .management, path: "/1/apps/\(channel.bundleID)/channels",
-            headers: [.init(name: "apns-channel-id", value: channel.id)] + requestIDHeader(requestID), body: [])
+            headers: [.init(.apnsChannelID, value: channel.id)] + requestIDHeader(requestID), body: [])
     }
 
     /// `DELETE /1/apps/<bundle>/channels` with `apns-channel-id`.
@@ -41,7 +41,7 @@ public enum ChannelRequest {
         try validateTopic(channel.bundleID)
         return APNsRequest(
             method: .delete, service: .management, path: "/1/apps/\(channel.bundleID)/channels",
-            headers: [.init(name: "apns-channel-id", value: channel.id)] + requestIDHeader(requestID), body: [])
+            headers: [.init(.apnsChannelID, value: channel.id)] + requestIDHeader(requestID), body: [])
     }
 
     /// `GET /1/apps/<bundle>/all-channels`.
@@ -62,7 +62,7 @@ public enum ChannelRequest {
     }
 
     private static func requestIDHeader(_ id: APNsID?) -> [APNsRequest.Header] {
-        id.map { [.init(name: "apns-request-id", value: $0.description)] } ?? []
+        id.map { [.init(.apnsRequestID, value: $0.description)] } ?? []
     }
 }
 

@@ -29,7 +29,7 @@ public struct CollapseID: Hashable, Sendable, ExpressibleByStringLiteral, Custom
             throw .collapseIDTooLong(bytes: length, limit: CollapseID.maximumLength)
         }
         guard !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
-            throw .controlCharacterInHeader(header: "apns-collapse-id")
+            throw .controlCharacterInHeader(header: APNsRequest.Header.Name.apnsCollapseID.rawValue)
         }
     }
 

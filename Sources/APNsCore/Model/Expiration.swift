@@ -26,7 +26,7 @@ public struct Expiration: Hashable, Sendable, CustomStringConvertible {
     public static func at(_ date: Date) throws(APNsValidationError) -> Expiration {
         let seconds = date.timeIntervalSince1970
         guard seconds.isFinite, seconds >= 0, seconds < Double(Int.max) else {
-            throw .invalidDate(key: "apns-expiration")
+            throw .invalidDate(key: APNsRequest.Header.Name.apnsExpiration.rawValue)
         }
         return Expiration(seconds: Int(seconds.rounded(.down)))
     }

@@ -64,15 +64,15 @@ extension PushNotification {
                 ? .invalidMDMTopic(topic) : .topicNotForPushType(pushType: Self.pushType, topic: topic)
         }
         var headers: [APNsRequest.Header] = [
-            .init(name: "apns-push-type", value: Self.pushType.rawValue),
-            .init(name: "apns-topic", value: topic),
-            .init(name: "apns-priority", value: pushPriority.description),
+            .init(.apnsPushType, value: Self.pushType.rawValue),
+            .init(.apnsTopic, value: topic),
+            .init(.apnsPriority, value: pushPriority.description),
         ]
-        if let expiration { headers.append(.init(name: "apns-expiration", value: expiration.description)) }
-        if let apnsID { headers.append(.init(name: "apns-id", value: apnsID.description)) }
+        if let expiration { headers.append(.init(.apnsExpiration, value: expiration.description)) }
+        if let apnsID { headers.append(.init(.apnsID, value: apnsID.description)) }
         if let collapseID {
             try collapseID.validate()
-            headers.append(.init(name: "apns-collapse-id", value: collapseID.value))
+            headers.append(.init(.apnsCollapseID, value: collapseID.value))
         }
         return APNsRequest(method: .post, service: .device, path: device.path, headers: headers, writer: try writer())
     }

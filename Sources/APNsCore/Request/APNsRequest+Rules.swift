@@ -22,17 +22,17 @@ extension APNsRequest {
     public func checkRules(for method: AuthenticationMethod) throws(APNsValidationError) {
         if service == .management { return }
         // APNs takes a request without apns-push-type as an alert (protocol reference, Device requests).
-        let name = self[header: "apns-push-type"] ?? PushType.alert.rawValue
+        let name = self[header: .apnsPushType] ?? PushType.alert.rawValue
         guard let pushType = PushType(rawValue: name) else { throw .unknownPushType(name) }
         guard pushType.authentication.contains(method) else {
             throw .authenticationNotAllowed(pushType: pushType, method: method)
         }
-        if let value = self[header: "apns-priority"] {
+        if let value = self[header: .apnsPriority] {
             guard let priority = PushPriority(headerValue: value), pushType.allowedPriorities.contains(priority) else {
                 throw .priorityNotAllowed(pushType: pushType, priority: value)
             }
         }
-        if let required = pushType.requiredExpiration, self[header: "apns-expiration"] != String(required) {
+        if let required = pushType.requiredExpiration, self[header: .apnsExpiration] != String(required) {
             throw .expirationRequired(pushType: pushType, seconds: required)
         }
         let limit: Int
@@ -42,7 +42,7 @@ extension APNsRequest {
             limit = broadcastLimit
         case .device, .management:
             limit = pushType.maximumPayloadSize
-            if let topic = self[header: "apns-topic"], pushType.bundleID(fromTopic: topic) == nil {
+            if let topic = self[header: .apnsTopic], pushType.bundleID(fromTopic: topic) == nil {
                 throw pushType == .mdm
                     ? .invalidMDMTopic(topic) : .topicNotForPushType(pushType: pushType, topic: topic)
             }

@@ -51,10 +51,10 @@ public struct APNsResponse: Hashable, Sendable, CustomStringConvertible {
     /// ``APNsRejection`` it carries.
     public init(interpreting response: APNsHTTPResponse) throws(APNsRejection) {
         guard (200..<300).contains(response.status) else { throw APNsRejection(response) }
-        let apnsID = response[header: "apns-id"].flatMap(APNsID.init)
+        let apnsID = response[header: .apnsID].flatMap(APNsID.init)
         self.init(
-            status: response.status, apnsID: apnsID, uniqueID: response[header: "apns-unique-id"],
-            requestID: response[header: "apns-request-id"])
+            status: response.status, apnsID: apnsID, uniqueID: response[header: .apnsUniqueID],
+            requestID: response[header: .apnsRequestID])
     }
 
     /// A readable form for logs and test failures; it never contains a secret.
@@ -151,9 +151,9 @@ public struct APNsRejection: Error, Hashable, Sendable, CustomStringConvertible 
     /// and `Retry-After` from the headers.
     public init(_ response: APNsHTTPResponse) {
         self.init(
-            status: response.status, body: response.body, apnsID: response[header: "apns-id"].flatMap(APNsID.init),
-            uniqueID: response[header: "apns-unique-id"],
-            retryAfter: response[header: "retry-after"].flatMap(APNsRejection.retryAfterSeconds))
+            status: response.status, body: response.body, apnsID: response[header: .apnsID].flatMap(APNsID.init),
+            uniqueID: response[header: .apnsUniqueID],
+            retryAfter: response[header: .retryAfter].flatMap(APNsRejection.retryAfterSeconds))
     }
 
     /// ``body`` as UTF-8 text, for logs and tests.
