@@ -141,10 +141,10 @@ public struct ChannelManager<Via: Connector>: Sendable {
     ) async throws(APNsError) -> APNsHTTPResponse {
         let request: APNsRequest
         do { request = try build() } catch { throw .validation(error) }
-        let shipped = try checkBeforeSending(request, via: connector)
-        let response = try await APNs.perform(
-            checked: request, via: connector, shipped: shipped, deadline: nil)
-        do { _ = try APNsResponse(interpreting: response) } catch { throw .rejected(error) }
-        return response
+        let engine = APNs.engine(of: connector)
+        try checkBeforeSending(request, via: connector, engine: engine)
+        let exchange = try await APNs.exchange(checked: request, via: connector, engine: engine, deadline: nil)
+        if case .failure(let rejection) = exchange.answer { throw .rejected(rejection) }
+        return exchange.response
     }
 }

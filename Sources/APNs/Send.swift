@@ -90,20 +90,19 @@ func deliver(
     _ pushType: PushType?, via connector: some Connector, timeout: Duration?, retry: RetryPolicy = .none,
     request build: () throws(APNsValidationError) -> APNsRequest
 ) async throws(APNsError) -> APNsResponse {
+    let engine = APNs.engine(of: connector)
     let request: APNsRequest
-    let shipped: (any ShippedConnector)?
     let deadline: ContinuousClock.Instant?
     do throws(APNsError) {
         try retry.validate()
-        deadline = try APNs.deadline(after: timeout, via: connector, retry: retry)
+        deadline = try APNs.deadline(after: timeout, engine: engine, retry: retry)
         do { request = try build() } catch { throw .validation(error) }
-        shipped = try checkBeforeSending(request, via: connector)
+        try checkBeforeSending(request, via: connector, engine: engine)
     } catch {
-        (unwrapped(connector) as? any ShippedConnector)?.observability.recordRefusal(
-            pushType: pushType?.rawValue ?? "none", error: error)
+        engine?.observability.recordRefusal(pushType: pushType?.rawValue ?? "none", error: error)
         throw error
     }
-    let observability = shipped?.observability ?? .spansOnly
+    let observability = engine?.observability ?? .spansOnly
     let summary = RequestSummary(request)
     let span = observability.startSpan("apns.send", summary: summary)
     let started = ContinuousClock.now
@@ -115,14 +114,7 @@ func deliver(
             observability.logger.trace("Sending APNs push", metadata: metadata)
         }
     }
-    let (raw, attempts) = await attempt(request, via: connector, shipped: shipped, deadline: deadline, retry: retry)
-    let result: Result<APNsResponse, APNsError>
-    switch raw {
-    case .success(let response):
-        do { result = .success(try APNsResponse(interpreting: response)) } catch { result = .failure(.rejected(error)) }
-    case .failure(let error):
-        result = .failure(error)
-    }
+    let (result, attempts) = await attempt(request, via: connector, engine: engine, deadline: deadline, retry: retry)
     let duration = ContinuousClock.now - started
     if observability.isEnabled {
         observability.sendsInFlight.decrement()
@@ -136,52 +128,53 @@ func deliver(
     return try result.get()
 }
 
+/// The engine behind `connector` when it is one of swift-apns' own (directly or inside an
+/// ``AnyConnector``); nil for any other (a recording connector, yours).
+func engine(of connector: some Connector) -> ConnectorEngine? {
+    if let any = connector as? AnyConnector { return any.engine }
+    return (connector as? any TransportConnector)?.engine
+}
+
 /// The send's deadline: `now + timeout`; without a timeout, nil (each connector applies its own),
 /// except that retries need one deadline for all attempts — the connector's default. A timeout
 /// that is not positive, or over 24 hours, is refused.
 func deadline(
-    after timeout: Duration?, via connector: some Connector, retry: RetryPolicy
+    after timeout: Duration?, engine: ConnectorEngine?, retry: RetryPolicy
 ) throws(APNsError) -> ContinuousClock.Instant? {
     try TransportConfiguration.validate(sendTimeout: timeout)
-    return deadline(afterValid: timeout, via: connector, retry: retry)
+    return deadline(afterValid: timeout, engine: engine, retry: retry)
 }
 
-/// ``deadline(after:via:retry:)`` for a timeout already checked.
+/// ``deadline(after:engine:retry:)`` for a timeout already checked.
 func deadline(
-    afterValid timeout: Duration?, via connector: some Connector, retry: RetryPolicy
+    afterValid timeout: Duration?, engine: ConnectorEngine?, retry: RetryPolicy
 ) -> ContinuousClock.Instant? {
     if let timeout { return .now + timeout }
     guard retry.maximumAttempts > 1 else { return nil }
-    return .now + ((unwrapped(connector) as? any ShippedConnector)?.defaultTimeout ?? .seconds(30))
+    return .now + (engine?.defaultTimeout ?? .seconds(30))
 }
 
-/// The connector an ``AnyConnector`` wraps, or `connector` itself.
-func unwrapped(_ connector: some Connector) -> any Connector {
-    (connector as? AnyConnector)?.base ?? connector
-}
-
-/// Performs `request`, and again while `retry` allows and the deadline leaves room. An HTTP answer
-/// is returned as it is (a retryable rejection's last answer included); a failure as an
+/// Performs `request`, and again while `retry` allows and the deadline leaves room. APNs' answer
+/// is interpreted once, as it arrives (a retryable rejection's last one included); a failure is an
 /// ``APNsError``. The request's rules have been checked.
 /// Returns the last result and the number of attempts made.
 func attempt(
-    _ request: APNsRequest, via connector: some Connector, shipped: (any ShippedConnector)?,
+    _ request: APNsRequest, via connector: some Connector, engine: ConnectorEngine?,
     deadline: ContinuousClock.Instant?,
     retry: RetryPolicy
-) async -> (Result<APNsHTTPResponse, APNsError>, attempts: Int) {
+) async -> (Result<APNsResponse, APNsError>, attempts: Int) {
     var attempt = 1
     while true {
-        let result: Result<APNsHTTPResponse, APNsError>
-        let failure: APNsError?
+        let result: Result<APNsResponse, APNsError>
         do {
-            let response = try await perform(checked: request, via: connector, shipped: shipped, deadline: deadline)
-            result = .success(response)
-            failure = (200..<300).contains(response.status) ? nil : .rejected(APNsRejection(response))
+            result = try await exchange(checked: request, via: connector, engine: engine, deadline: deadline)
+                .answer.mapError(APNsError.rejected)
         } catch {
             result = .failure(error)
-            failure = error
         }
-        guard let failure, let delay = retry.delay(after: failure, attempt: attempt) else { return (result, attempt) }
+        guard case .failure(let failure) = result, let delay = retry.delay(after: failure, attempt: attempt) else {
+            return (result, attempt)
+        }
         if let deadline, ContinuousClock.now + delay >= deadline { return (result, attempt) }
         do {
             try await Task.sleep(for: delay)
@@ -195,50 +188,29 @@ func attempt(
     }
 }
 
-/// swift-apns' own connectors: they know their default timeout (so that a retried send without a
-/// timeout still has one deadline for all its attempts), and take a request whose rules the send
-/// path has already checked without checking it again.
-protocol ShippedConnector: Sendable {
-    var defaultTimeout: Duration { get }
-    /// Where the connector's logs and metrics go.
-    var observability: Observability { get }
-    /// Refuses, before any I/O, a request the connector's credential cannot carry (a certificate
-    /// that does not cover its topic). Runs after ``APNsRequest/checkRules(for:)``.
-    func checkCredential(for request: APNsRequest) throws(CredentialError)
-    func performChecked(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse
-    /// The transport thread as a task executor.
-    var taskExecutor: any TaskExecutor { get }
-}
-
-extension ShippedConnector {
-    /// Token connectors: a token covers every topic of its team.
-    func checkCredential(for request: APNsRequest) throws(CredentialError) {}
-}
-
 /// What every send path checks before any I/O: the request against its push type's rules for the
-/// connector's authentication, then against what a shipped connector's credential covers.
-/// Returns the shipped connector inside `connector`, if any.
+/// connector's authentication (an ``AnyConnector``'s, checked at run time), then against what the
+/// credential of swift-apns' own connector covers.
 func checkBeforeSending(
-    _ request: APNsRequest, via connector: some Connector
-) throws(APNsError) -> (any ShippedConnector)? {
+    _ request: APNsRequest, via connector: some Connector, engine: ConnectorEngine?
+) throws(APNsError) {
     do { try request.checkRules(for: connector.authenticationMethod) } catch { throw .validation(error) }
-    let shipped = unwrapped(connector) as? any ShippedConnector
-    do { try shipped?.checkCredential(for: request) } catch { throw .credential(error) }
-    return shipped
+    try engine?.checkCredential(for: request)
 }
 
-/// Performs a request whose rules are checked, turning whatever the connector throws into an
-/// ``APNsError``.
-func perform(
-    checked request: APNsRequest, via connector: some Connector, shipped: (any ShippedConnector)?,
+/// Performs a request whose rules are checked and reads the answer once, turning whatever the
+/// connector throws into an ``APNsError``. A connector's own `perform` is called only when it is
+/// not one of swift-apns' (their engine takes checked requests without checking again).
+func exchange(
+    checked request: APNsRequest, via connector: some Connector, engine: ConnectorEngine?,
     deadline: ContinuousClock.Instant?
-) async throws(APNsError) -> APNsHTTPResponse {
+) async throws(APNsError) -> Exchange {
     do {
-        if let shipped {
-            return try await shipped.performChecked(request, deadline: deadline ?? .now + shipped.defaultTimeout)
+        if let engine {
+            return try await engine.exchange(checked: request, deadline: deadline ?? .now + engine.defaultTimeout)
         }
-        if let deadline { return try await connector.perform(request, deadline: deadline) }
-        return try await connector.perform(request)
+        if let deadline { return Exchange(try await connector.perform(request, deadline: deadline)) }
+        return Exchange(try await connector.perform(request))
     } catch {
         throw APNsError(wrapping: error)
     }

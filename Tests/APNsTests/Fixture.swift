@@ -38,8 +38,14 @@ struct Fixture {
             authority: authority)
     }
 
+    /// Token connectors made without a clock of their own mint with this one, so that two of them
+    /// (for one key, as some tests need) never mint a second apart, which the server would answer
+    /// with TooManyProviderTokenUpdates, as APNs does. Tests stay well inside a token's hour.
+    static let tokenClock: @Sendable () -> Date = { [issued = Date()] in issued }
+
     func tokenConnector(
-        clock: @escaping @Sendable () -> Date = { Date() }, adjust: (inout TransportConfiguration) -> Void = { _ in }
+        clock: @escaping @Sendable () -> Date = Fixture.tokenClock,
+        adjust: (inout TransportConfiguration) -> Void = { _ in }
     ) throws -> TokenConnector {
         var transport = transport
         adjust(&transport)

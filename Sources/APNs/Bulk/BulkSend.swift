@@ -252,17 +252,17 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     /// Only ``APNsError/bulkResultsAlreadyIterated``; per-device failures are outcomes.
     public typealias Failure = APNsError
 
-    /// A device, what the connector returned for it (before interpretation), how long it took
+    /// A device, APNs' answer for it (read once, as it arrived) or the failure, how long it took
     /// from when its request was started, and how many attempts it took.
     /// (A struct, not a tuple: a tuple in a generic channel goes through the runtime's generic
     /// tuple witnesses for every copy.)
     struct Raw: Sendable {
         var device: Device
-        var result: Result<APNsHTTPResponse, any Error>
+        var result: Result<APNsResponse, APNsError>
         var duration: Duration
         var attempts: Int
 
-        init(_ device: Device, _ result: Result<APNsHTTPResponse, any Error>, _ duration: Duration, _ attempts: Int) {
+        init(_ device: Device, _ result: Result<APNsResponse, APNsError>, _ duration: Duration, _ attempts: Int) {
             self.device = device
             self.result = result
             self.duration = duration
@@ -288,7 +288,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             guard notification.apnsID == nil else { throw .apnsIDInBulkSend }
             template = try notification.request(to: Device(tokenBytes: [0]))
         } catch {
-            (unwrapped(connector) as? any ShippedConnector)?.observability.recordRefusal(
+            engine(of: connector)?.observability.recordRefusal(
                 pushType: Notification.pushType.rawValue, error: .validation(error))
             throw .validation(error)
         }
@@ -305,12 +305,13 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         retry: RetryPolicy,
         apnsID: (@Sendable (Device) -> APNsID)? = nil
     ) throws(APNsError) where Devices.Element == Device {
+        let engine = APNs.engine(of: connector)
         do throws(APNsError) {
             try retry.validate()
             guard !template.headers.contains(where: { $0.name == APNsRequest.Header.Name.apnsID.rawValue }) else {
                 throw .validation(.apnsIDInBulkSend)
             }
-            _ = try checkBeforeSending(template, via: connector)
+            try checkBeforeSending(template, via: connector, engine: engine)
             try TransportConfiguration.validate(sendTimeout: timeout)
             if let maximumInFlight, maximumInFlight < 1 {
                 throw .validation(
@@ -318,15 +319,14 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             }
         } catch {
             // A bulk send refused as a whole counts once, whatever the number of devices.
-            (unwrapped(connector) as? any ShippedConnector)?.observability.recordRefusal(
-                pushType: RequestSummary(template).pushType, error: error)
+            engine?.observability.recordRefusal(pushType: RequestSummary(template).pushType, error: error)
             throw error
         }
         limit = Swift.max(1, maximumInFlight ?? connector.concurrencyLimit)
         summary = RequestSummary(template)
-        observability = (unwrapped(connector) as? any ShippedConnector)?.observability ?? .spansOnly
+        observability = engine?.observability ?? .spansOnly
         start = { channel in
-            guard let direct = unwrapped(connector) as? any BatchSubmitting else {
+            guard let engine else {
                 return Task {
                     await BulkSendResults.produce(
                         template, devices: devices, apnsID: apnsID, into: channel, via: connector, timeout: timeout,
@@ -337,13 +337,12 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             // A reader on the connector's own thread (its `taskExecutor`) gets its producer there
             // too, so the whole bulk send runs on that one thread; an unstructured task would
             // not inherit the preference.
-            let executor = direct.taskExecutor
+            let executor = engine.transport.taskExecutor
             let here = withUnsafeCurrentTask { $0?.unownedTaskExecutor }
             return Task(executorPreference: here == executor.asUnownedTaskExecutor() ? executor : nil) {
                 await BulkSendResults.produce(
-                    template, devices: devices, apnsID: apnsID, into: channel, via: direct, timeout: timeout,
-                    retry: retry,
-                    observability: direct.observability)
+                    template, devices: devices, apnsID: apnsID, into: channel, via: engine, timeout: timeout,
+                    retry: retry)
                 channel.finish()
             }
         }
@@ -371,20 +370,21 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     private static func produce<Devices: Sequence>(
         _ template: APNsRequest, devices: Devices, apnsID: (@Sendable (Device) -> APNsID)?,
         into channel: BulkChannel<Raw>,
-        via connector: any BatchSubmitting, timeout: Duration?, retry: RetryPolicy, observability: Observability
+        via engine: ConnectorEngine, timeout: Duration?, retry: RetryPolicy
     ) async where Devices.Element == Device {
         let owner = BulkOwner()
-        channel.onClose { connector.cancelAll(ownedBy: owner) }
-        let timeout = timeout ?? connector.defaultTimeout
+        let observability = engine.observability
+        channel.onClose { engine.cancelAll(ownedBy: owner) }
+        let timeout = timeout ?? engine.defaultTimeout
         /// Hands a device's result to the reader, or, when the policy says so and the deadline leaves
         /// room, sends it again after the back-off (on a task of its own: retries are the rare path).
         @Sendable func completion(
             attempt: Int, deadline: ContinuousClock.Instant, started: ContinuousClock.Instant
         ) -> @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void {
-            { device, result in
+            { device, raw in
                 guard let device else { return }
-                if attempt < retry.maximumAttempts, !owner.isCancelled,
-                    let failure = BulkSendResults.failure(in: result),
+                let result = BulkSendResults.interpret(raw)
+                if attempt < retry.maximumAttempts, !owner.isCancelled, case .failure(let failure) = result,
                     let delay = retry.delay(after: failure, attempt: attempt), ContinuousClock.now + delay < deadline
                 {
                     Task {
@@ -393,8 +393,8 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                             if observability.isEnabled { observability.sendsInFlight.decrement() }
                             return channel.deliver(Raw(device, result, ContinuousClock.now - started, attempt))
                         }
-                        connector.submit(
-                            template, to: [device], apnsID: apnsID, deadline: deadline, owner: owner,
+                        engine.submit(
+                            checked: template, to: [device], apnsID: apnsID, deadline: deadline, owner: owner,
                             completion: completion(attempt: attempt + 1, deadline: deadline, started: started))
                     }
                 } else {
@@ -416,8 +416,8 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             let started = ContinuousClock.now
             let deadline = started + timeout
             if observability.isEnabled { observability.sendsInFlight.increment(by: Double(batch.count)) }
-            connector.submit(
-                template, to: batch, apnsID: apnsID, deadline: deadline, owner: owner,
+            engine.submit(
+                checked: template, to: batch, apnsID: apnsID, deadline: deadline, owner: owner,
                 completion: completion(attempt: 1, deadline: deadline, started: started))
             if batch.count < permits { return }
         }
@@ -439,17 +439,12 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                     var request = template
                     request.path = device.path
                     if let apnsID { request.setAPNsID(apnsID(device)) }
-                    let deadline = APNs.deadline(afterValid: timeout, via: connector, retry: retry)  // checked in init
+                    let deadline = APNs.deadline(afterValid: timeout, engine: nil, retry: retry)  // checked in init
                     group.addTask {
                         let started = ContinuousClock.now
                         let (result, attempts) = await attempt(
-                            request, via: connector, shipped: nil, deadline: deadline, retry: retry)
-                        let duration = ContinuousClock.now - started
-                        switch result {
-                        case .success(let response):
-                            channel.deliver(Raw(device, .success(response), duration, attempts))
-                        case .failure(let error): channel.deliver(Raw(device, .failure(error), duration, attempts))
-                        }
+                            request, via: connector, engine: nil, deadline: deadline, retry: retry)
+                        channel.deliver(Raw(device, result, ContinuousClock.now - started, attempts))
                     }
                     started += 1
                 }
@@ -459,12 +454,12 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         }
     }
 
-    /// The failure a raw result stands for, if any.
-    static func failure(in result: Result<APNsHTTPResponse, any Error>) -> APNsError? {
+    /// What the transport's result for one device means, read once: the acceptance, the
+    /// rejection, or the failure as an ``APNsError``.
+    static func interpret(_ result: Result<APNsHTTPResponse, any Error>) -> Result<APNsResponse, APNsError> {
         switch result {
-        case .success(let response):
-            return (200..<300).contains(response.status) ? nil : .rejected(APNsRejection(response))
-        case .failure(let error): return APNsError(wrapping: error)
+        case .success(let response): Exchange(response).answer.mapError(APNsError.rejected)
+        case .failure(let error): .failure(APNsError(wrapping: error))
         }
     }
 
@@ -534,20 +529,8 @@ public struct BulkSendResults: AsyncSequence, Sendable {
 
         /// What the reader sees of one device's raw result, recorded for the span and metrics.
         private static func outcome(_ raw: Raw, producer: Producer?) -> BulkOutcome {
-            let (device, result, duration, attempts) = (raw.device, raw.result, raw.duration, raw.attempts)
-            let outcome: BulkOutcome
-            switch result {
-            case .success(let response):
-                do {
-                    outcome = BulkOutcome(
-                        device: device, result: .success(try APNsResponse(interpreting: response)), duration: duration)
-                } catch {
-                    outcome = BulkOutcome(device: device, result: .failure(.rejected(error)), duration: duration)
-                }
-            case .failure(let error):
-                outcome = BulkOutcome(device: device, result: .failure(APNsError(wrapping: error)), duration: duration)
-            }
-            producer?.observation.record(outcome, duration: duration, attempts: attempts)
+            let outcome = BulkOutcome(device: raw.device, result: raw.result, duration: raw.duration)
+            producer?.observation.record(outcome, duration: raw.duration, attempts: raw.attempts)
             return outcome
         }
     }
@@ -580,22 +563,6 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             observation.finish(cancelled: true)  // no-op when the outcomes were all read
         }
     }
-}
-
-/// Connectors whose transport starts many requests without a task each: swift-apns' own. Bulk
-/// sends use it when the connector has it, and tasks otherwise.
-protocol BatchSubmitting: ShippedConnector {
-    /// Starts `template` once per device (each to the device's path); `completion` gets exactly
-    /// one call per device, on the transport's thread.
-    /// With `apnsID`, each device's request carries `apnsID(device)` as its apns-id.
-    func submit(
-        _ template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)?,
-        deadline: ContinuousClock.Instant?,
-        owner: BulkOwner, completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void)
-
-    /// Cancels what `submit` started with `owner` and has not finished, and refuses what it starts
-    /// with `owner` later.
-    func cancelAll(ownedBy owner: BulkOwner)
 }
 
 extension Connector {

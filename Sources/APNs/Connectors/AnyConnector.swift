@@ -29,6 +29,8 @@ public struct AnyConnector: Connector, CustomStringConvertible {
     public let base: any Connector
     /// The wrapped connector's authentication.
     public let authenticationMethod: AuthenticationMethod
+    /// The wrapped connector's engine, when it is one of swift-apns' own: what the send paths use.
+    let engine: ConnectorEngine?
 
     /// Wraps `base`; an ``AnyConnector`` is not wrapped twice.
     public init(_ base: some Connector) {
@@ -37,6 +39,7 @@ public struct AnyConnector: Connector, CustomStringConvertible {
         } else {
             self.base = base
             authenticationMethod = base.authenticationMethod
+            engine = (base as? any TransportConnector)?.engine
         }
     }
 
@@ -56,7 +59,7 @@ public struct AnyConnector: Connector, CustomStringConvertible {
     public var concurrencyLimit: Int { base.concurrencyLimit }
 
     /// The wrapped ``TokenConnector``'s or ``CertificateConnector``'s transport thread as a task
-    /// executor (see ``TokenConnector/taskExecutor``); nil for any other connector, which
+    /// executor (see ``TransportConnector/taskExecutor``); nil for any other connector, which
     /// `withTaskExecutorPreference` takes as no preference.
     ///
     /// ```swift
@@ -64,7 +67,7 @@ public struct AnyConnector: Connector, CustomStringConvertible {
     ///     try await send(notification, via: connector, to: device)
     /// }
     /// ```
-    public var taskExecutor: (any TaskExecutor)? { (base as? any ShippedConnector)?.taskExecutor }
+    public var taskExecutor: (any TaskExecutor)? { engine?.transport.taskExecutor }
 
     /// Shuts the wrapped ``TokenConnector`` or ``CertificateConnector`` down: it stops taking
     /// sends, lets those in flight finish for up to `gracePeriod`, fails the rest and closes the
@@ -75,18 +78,9 @@ public struct AnyConnector: Connector, CustomStringConvertible {
     /// await connector.shutdown(gracePeriod: .seconds(5))
     /// ```
     public func shutdown(gracePeriod: Duration = .seconds(10)) async {
-        await (base as? any ShutsDown)?.shutdown(gracePeriod: gracePeriod)
+        await engine?.transport.shutdown(gracePeriod: gracePeriod)
     }
 
     /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { "AnyConnector(\(base))" }
 }
-
-/// A connector that holds connections to release: what ``AnyConnector/shutdown(gracePeriod:)``
-/// forwards to.
-protocol ShutsDown: Sendable {
-    func shutdown(gracePeriod: Duration) async
-}
-
-extension TokenConnector: ShutsDown {}
-extension CertificateConnector: ShutsDown {}

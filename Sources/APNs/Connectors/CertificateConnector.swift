@@ -22,7 +22,7 @@ import Logging
 /// ```
 ///
 /// Thread safety: `Sendable`; use one instance from any number of tasks.
-public final class CertificateConnector: Connector, CustomStringConvertible, CustomDebugStringConvertible,
+public final class CertificateConnector: TransportConnector, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
     /// How this connector authenticates.
@@ -35,8 +35,8 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
     /// What the certificate is good for: validity, environments, topics.
     public let certificate: CertificateDetails
 
-    let transport: CurlTransport
-    let observability: Observability
+    /// The transport, environment, observability and this certificate.
+    public let engine: ConnectorEngine
 
     /// A PEM certificate (optionally followed by its chain) and its PEM private key.
     ///
@@ -69,9 +69,9 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
         self.environment = environment
         subject = identity.details.subject
         self.certificate = identity.details
-        observability = Observability(logger: logger, metricsFactory: metricsFactory)
-        try CertificateConnector.check(identity.details, for: environment, observability: observability)
-        self.transport = try CurlTransport(configuration: transport, identity: identity, observability: observability)
+        engine = try CertificateConnector.engine(
+            for: identity, environment: environment, transport: transport,
+            observability: Observability(logger: logger, metricsFactory: metricsFactory))
     }
 
     /// A PKCS#12 bundle (`.p12` as exported from Keychain Access) and its password.
@@ -93,24 +93,20 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
         self.environment = environment
         subject = identity.details.subject
         self.certificate = identity.details
-        observability = Observability(logger: logger, metricsFactory: metricsFactory)
-        try CertificateConnector.check(identity.details, for: environment, observability: observability)
-        self.transport = try CurlTransport(configuration: transport, identity: identity, observability: observability)
+        engine = try CertificateConnector.engine(
+            for: identity, environment: environment, transport: transport,
+            observability: Observability(logger: logger, metricsFactory: metricsFactory))
     }
 
-    /// Sends one request within the default timeout.
-    /// - Throws: ``APNsError/validation(_:)`` before any I/O when the request breaks its push
-    ///   type's rules for certificate authentication (``APNsRequest/checkRules(for:)``); otherwise
-    ///   what the transport reports.
-    public func perform(_ request: APNsRequest) async throws -> APNsHTTPResponse {
-        try await perform(request, deadline: .now + transport.requestTimeout)
-    }
-
-    /// Sends one request, giving up at `deadline`; checked as ``perform(_:)`` is.
-    public func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse {
-        do { try request.checkRules(for: .certificate) } catch { throw APNsError.validation(error) }
-        do { try checkCredential(for: request) } catch { throw APNsError.credential(error) }
-        return try await performChecked(request, deadline: deadline)
+    /// The engine for `identity`, once the certificate is found fit for `environment`.
+    private static func engine(
+        for identity: ClientIdentity, environment: APNsEnvironment, transport: TransportConfiguration,
+        observability: Observability
+    ) throws(APNsError) -> ConnectorEngine {
+        try check(identity.details, for: environment, observability: observability)
+        return try ConnectorEngine(
+            credential: .certificate(identity.details), identity: identity, environment: environment,
+            transport: transport, observability: observability)
     }
 
     /// Refuses a certificate that cannot be used now or in `environment`, and warns when it
@@ -139,64 +135,6 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
         }
     }
 
-    /// Refuses, before any I/O, a request the certificate cannot carry: it has expired since the
-    /// connector was made, or it does not cover the request's topic for its push type.
-    func checkCredential(for request: APNsRequest) throws(CredentialError) {
-        if Date() > certificate.notValidAfter {
-            throw .certificateExpired(subject: certificate.subject, notValidAfter: certificate.notValidAfter)
-        }
-        guard request.service == .device, !certificate.topics.isEmpty, let topic = request[header: .apnsTopic] else {
-            return
-        }
-        let pushType = request[header: .apnsPushType].flatMap(PushType.init(rawValue:)) ?? .alert
-        try certificate.checkCovers(topic: topic, pushType: pushType)
-    }
-
-    /// Sends `request` without checking its push type's rules: SPI for tests that show how a server
-    /// answers a request the library would refuse (the mock server's own tests). Not public API.
-    @_spi(RawRequests) public func performWithoutRuleCheck(_ request: APNsRequest) async throws -> APNsHTTPResponse {
-        try await performChecked(request, deadline: .now + transport.requestTimeout)
-    }
-
-    func performChecked(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse {
-        try await transport.perform(
-            request, endpoint: environment.endpoint(for: request.service), authorization: nil, deadline: deadline)
-    }
-
-    /// Stops taking sends, lets those in flight finish for up to `gracePeriod`, then fails the rest
-    /// (``TransportError/Kind-swift.struct/shutDown``, with their delivery) and closes the
-    /// connections. Returns once everything is released; it never blocks a thread while waiting.
-    ///
-    /// ```swift
-    /// await connector.shutdown(gracePeriod: .seconds(5))
-    /// ```
-    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
-        await transport.shutdown(gracePeriod: gracePeriod)
-    }
-
-    /// The connector's transport thread as a task executor, for latency-sensitive sends; see
-    /// ``TokenConnector/taskExecutor`` for what it saves and what it asks of the code run there.
-    ///
-    /// ```swift
-    /// try await withTaskExecutorPreference(connector.taskExecutor) {
-    ///     try await send(BackgroundNotification(bundleID: "com.example.app"), via: connector, to: device)
-    /// }
-    /// ```
-    public var taskExecutor: any TaskExecutor { transport.taskExecutor }
-
-    /// The transport's capacity: `maximumConcurrentStreams × maximumConnectionsPerHost`.
-    public var concurrencyLimit: Int { transport.capacity }
-
-    /// Connections opened so far.
-    public var connectionsOpened: Int { transport.connectionsOpened }
-
-    /// Connections closed because they stopped answering (a written request timed out with
-    /// nothing answered on its connection since).
-    public var stalledConnectionsClosed: Int { transport.stalledConnectionsClosed }
-
-    /// Times the circuit breaker opened (see ``CircuitBreakerPolicy``).
-    public var circuitTrips: Int { transport.circuitTrips }
-
     /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { "CertificateConnector(subject: \(subject), environment: \(environment))" }
     /// The same as `description`: no secret, ever.
@@ -205,25 +143,4 @@ public final class CertificateConnector: Connector, CustomStringConvertible, Cus
     public var customMirror: Mirror {
         Mirror(self, children: ["subject": subject, "environment": environment], displayStyle: .class)
     }
-}
-
-extension CertificateConnector: BatchSubmitting {
-    func submit(
-        _ template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)?,
-        deadline: ContinuousClock.Instant?,
-        owner: BulkOwner, completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void
-    ) {
-        transport.submit(
-            template, to: devices, apnsID: apnsID, endpoint: environment.endpoint(for: template.service),
-            authorization: nil,
-            deadline: deadline ?? .now + transport.requestTimeout, owner: owner, completion: completion)
-    }
-
-    func cancelAll(ownedBy owner: BulkOwner) {
-        transport.cancelAll(ownedBy: owner)
-    }
-}
-
-extension CertificateConnector: ShippedConnector {
-    var defaultTimeout: Duration { transport.requestTimeout }
 }

@@ -16,7 +16,9 @@ import Logging
 /// ```
 ///
 /// Thread safety: `Sendable`; use one instance from any number of tasks.
-public final class TokenConnector: Connector, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+public final class TokenConnector: TransportConnector, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
     /// How this connector authenticates.
     public typealias Authentication = TokenAuthentication
 
@@ -37,17 +39,9 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     /// How old a token may get before it is re-minted.
     public let refreshInterval: Duration
 
-    private let signer: ES256Signer
-    private let clock: @Sendable () -> Date
-    let transport: CurlTransport
-    let observability: Observability
-    private let cache = Locked<Token?>(nil)
-
-    /// A minted token and when it was issued.
-    struct Token: Sendable {
-        var value: String
-        var issuedAt: Int
-    }
+    /// The transport, environment, observability and these tokens.
+    public let engine: ConnectorEngine
+    private let tokens: ProviderTokens
 
     /// A connector that signs requests with a JWT from `key`.
     ///
@@ -110,161 +104,24 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
         self.keyID = keyID
         self.environment = environment
         self.refreshInterval = refreshInterval
-        self.clock = clock
-        self.observability = observability
         do throws(CredentialError) {
-            signer = try ES256Signer(pem: OpenSSL.load(key))
+            tokens = try ProviderTokens(
+                teamID: teamID, keyID: keyID, key: key, refreshInterval: refreshInterval, clock: clock,
+                observability: observability)
         } catch {
             throw .credential(error)
         }
-        self.transport = try CurlTransport(configuration: transport, identity: nil, observability: observability)
-        do throws(CredentialError) {
-            _ = try currentToken()  // fail now, not on the first send, if the key cannot sign
-        } catch {
-            throw .credential(error)
-        }
-    }
-
-    /// Sends one request within the default timeout.
-    /// - Throws: ``APNsError/validation(_:)`` before any I/O when the request breaks its push
-    ///   type's rules for token authentication (``APNsRequest/checkRules(for:)``); otherwise what
-    ///   the transport reports.
-    public func perform(_ request: APNsRequest) async throws -> APNsHTTPResponse {
-        try await perform(request, deadline: .now + transport.requestTimeout)
-    }
-
-    /// Sends one request, giving up at `deadline`; checked as ``perform(_:)`` is.
-    public func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse {
-        do { try request.checkRules(for: .token) } catch { throw APNsError.validation(error) }
-        return try await performChecked(request, deadline: deadline)
-    }
-
-    /// Sends `request` without checking its push type's rules: SPI for tests that show how a server
-    /// answers a request the library would refuse (the mock server's own tests). Not public API.
-    @_spi(RawRequests) public func performWithoutRuleCheck(_ request: APNsRequest) async throws -> APNsHTTPResponse {
-        try await performChecked(request, deadline: .now + transport.requestTimeout)
-    }
-
-    func performChecked(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse {
-        let token = try currentToken()
-        let endpoint = environment.endpoint(for: request.service)
-        let response = try await transport.perform(
-            request, endpoint: endpoint, authorization: "bearer " + token.value, deadline: deadline)
-        // protocol reference, Responses: on ExpiredProviderToken mint a new token and retry once.
-        if TokenConnector.isExpiredToken(response), let fresh = try refresh(after: token) {
-            observability.retried(.expiredToken)
-            return try await transport.perform(
-                request, endpoint: endpoint, authorization: "bearer " + fresh.value, deadline: deadline)
-        }
-        return response
-    }
-
-    /// Stops taking sends, lets those in flight finish for up to `gracePeriod`, then fails the rest
-    /// (``TransportError/Kind-swift.struct/shutDown``, with their delivery) and closes the
-    /// connections. Returns once everything is released; it never blocks a thread while waiting.
-    /// Sends made afterwards fail at once, not sent.
-    ///
-    /// ```swift
-    /// await connector.shutdown(gracePeriod: .seconds(5))
-    /// ```
-    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
-        await transport.shutdown(gracePeriod: gracePeriod)
-    }
-
-    /// APNs' answer to a token it considers expired (<doc:ProtocolReference#Responses>).
-    static func isExpiredToken(_ response: APNsHTTPResponse) -> Bool {
-        response.status == 403 && APNsRejection(response).reason == .expiredProviderToken
+        engine = try ConnectorEngine(
+            credential: .token(tokens), identity: nil, environment: environment, transport: transport,
+            observability: observability)
     }
 
     /// The current provider token (the JWT, without `bearer `), for handing to another HTTP/2
     /// client such as the benchmark's load generator. It is a credential for up to an hour: never
     /// log it. SPI: not part of the public API, so no public path hands out the JWT.
     @_spi(Benchmarks) public func bearerToken() throws(CredentialError) -> String {
-        try currentToken().value
+        try tokens.current().value
     }
-
-    /// The token to send now, minting one if there is none or it is older than `refreshInterval`.
-    func currentToken() throws(CredentialError) -> Token {
-        let now = Int(clock().timeIntervalSince1970)
-        let interval = Int(refreshInterval.components.seconds)
-        return try cache.withLock { (cached: inout Token?) throws(CredentialError) -> Token in
-            if let token = cached, now - token.issuedAt < interval, now >= token.issuedAt { return token }
-            let token = try mint(issuedAt: now)
-            cached = token
-            return token
-        }
-    }
-
-    /// After APNs called `rejected` expired: a new token, unless `rejected` is younger than 20
-    /// minutes (then the clock is wrong and a new token would only earn TooManyProviderTokenUpdates).
-    private func refresh(after rejected: Token) throws(CredentialError) -> Token? {
-        let now = Int(clock().timeIntervalSince1970)
-        return try cache.withLock { (cached: inout Token?) throws(CredentialError) -> Token? in
-            if let token = cached, token.value != rejected.value { return token }  // someone refreshed already
-            guard now - rejected.issuedAt >= TokenConnector.refreshWindow.lowerBound else { return nil }
-            let token = try mint(issuedAt: now)
-            cached = token
-            return token
-        }
-    }
-
-    private func mint(issuedAt: Int) throws(CredentialError) -> Token {
-        let header = ProviderTokenRules.header(keyID: keyID)
-        let claims = ProviderTokenRules.claims(teamID: teamID, issuedAt: issuedAt)
-        let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
-        let signature = try signer.sign(Array(signingInput.utf8))
-        if observability.isEnabled {
-            observability.tokensMinted.increment()
-            // The ids and the time only: never the token, which is a credential for an hour.
-            observability.logger.info(
-                "APNs provider token minted",
-                metadata: [
-                    "apns.team_id": "\(teamID)", "apns.key_id": "\(keyID)", "apns.token.issued_at": "\(issuedAt)",
-                ])
-        }
-        return Token(value: signingInput + "." + Base64URL.encode(signature), issuedAt: issuedAt)
-    }
-
-    /// The connector's transport thread as a task executor: a task that prefers it runs on the
-    /// thread that drives libcurl, so a send made there, and the code after it, cross no thread.
-    ///
-    /// A send from an ordinary task is handed to the transport thread, and its answer back to the
-    /// concurrency pool: two thread wake-ups per send. For a latency-sensitive sequence of sends,
-    /// run it here (the README's Performance section has the figures):
-    ///
-    /// ```swift
-    /// try await withTaskExecutorPreference(connector.taskExecutor) {
-    ///     for device in devices {
-    ///         try await send(notification, via: connector, to: device)
-    ///     }
-    /// }
-    /// // or: Task(executorPreference: connector.taskExecutor) { … }
-    /// ```
-    ///
-    /// A bulk `send(_:via:to:)` (one notification, many devices) made there runs there whole,
-    /// the part that reads `devices` included: no thread hand-off per batch or per outcome, which
-    /// saved 5–10 % of its CPU per push in the README's benchmark runs.
-    ///
-    /// Keep that code short and never blocking (a bulk send's `onOutcome` and its `devices`
-    /// sequence too): while it runs, the connector sends and receives nothing. Actor-isolated code still runs on its actor. Once the
-    /// connector shuts down, a task that prefers it runs on the global concurrent executor instead.
-    public var taskExecutor: any TaskExecutor { transport.taskExecutor }
-
-    /// The transport's capacity: `maximumConcurrentStreams × maximumConnectionsPerHost`.
-    public var concurrencyLimit: Int { transport.capacity }
-
-    /// Connections opened so far.
-    public var connectionsOpened: Int { transport.connectionsOpened }
-
-    /// libcurl easy handles that exist (in use or idle): for the soak's memory figures.
-    @_spi(Benchmarks) public var easyHandleCount: Int { transport.easyHandleCount }
-
-    /// Connections closed because they stopped answering (a written request timed out with
-    /// nothing answered on its connection since).
-    public var stalledConnectionsClosed: Int { transport.stalledConnectionsClosed }
-
-    /// Times the circuit breaker opened (see ``CircuitBreakerPolicy``).
-    public var circuitTrips: Int { transport.circuitTrips }
 
     /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { "TokenConnector(teamID: \(teamID), keyID: \(keyID), environment: \(environment))" }
@@ -274,58 +131,4 @@ public final class TokenConnector: Connector, CustomStringConvertible, CustomDeb
     public var customMirror: Mirror {
         Mirror(self, children: ["teamID": teamID, "keyID": keyID, "environment": environment], displayStyle: .class)
     }
-}
-
-/// base64url without padding (RFC 7515 §2).
-enum Base64URL {
-    static func encode(_ bytes: [UInt8]) -> String {
-        var text = Data(bytes).base64EncodedString()
-        text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        while text.hasSuffix("=") { text.removeLast() }
-        return text
-    }
-}
-
-extension TokenConnector: BatchSubmitting {
-    func submit(
-        _ template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)?,
-        deadline: ContinuousClock.Instant?,
-        owner: BulkOwner, completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void
-    ) {
-        let deadline = deadline ?? .now + transport.requestTimeout
-        let token: Token
-        do {
-            token = try currentToken()
-        } catch {
-            for device in devices { completion(device, .failure(error)) }
-            return
-        }
-        let endpoint = environment.endpoint(for: template.service)
-        transport.submit(
-            template, to: devices, apnsID: apnsID, endpoint: endpoint, authorization: "bearer " + token.value,
-            deadline: deadline,
-            owner: owner
-        ) {
-            [self] device, result in
-            // As in `perform`: on ExpiredProviderToken, one retry with a fresh token.
-            if case .success(let response) = result, TokenConnector.isExpiredToken(response), let device,
-                let fresh = try? refresh(after: token)
-            {
-                observability.retried(.expiredToken)
-                transport.submit(
-                    template, to: [device], apnsID: apnsID, endpoint: endpoint, authorization: "bearer " + fresh.value,
-                    deadline: deadline, owner: owner, completion: completion)
-                return
-            }
-            completion(device, result)
-        }
-    }
-
-    func cancelAll(ownedBy owner: BulkOwner) {
-        transport.cancelAll(ownedBy: owner)
-    }
-}
-
-extension TokenConnector: ShippedConnector {
-    var defaultTimeout: Duration { transport.requestTimeout }
 }

@@ -173,6 +173,17 @@ public struct CertificateDetails: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Refuses, before any I/O, a request this certificate cannot carry: it has expired since the
+    /// connector was made, or it does not cover the request's topic for its push type.
+    func checkCovers(_ request: APNsRequest) throws(CredentialError) {
+        if Date() > notValidAfter {
+            throw .certificateExpired(subject: subject, notValidAfter: notValidAfter)
+        }
+        guard request.service == .device, !topics.isEmpty, let topic = request[header: .apnsTopic] else { return }
+        let pushType = request[header: .apnsPushType].flatMap(PushType.init(rawValue:)) ?? .alert
+        try checkCovers(topic: topic, pushType: pushType)
+    }
+
     /// Subject, validity, environments and topics on one line; never key material.
     public var description: String {
         let environmentList = environments.isEmpty ? "unspecified" : environments.map(\.rawValue).joined(separator: "+")

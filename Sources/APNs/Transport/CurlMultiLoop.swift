@@ -14,7 +14,7 @@ import Logging
 /// ``TransportError`` whose ``TransportError/delivery`` says whether the request may have reached a
 /// server (see ``Transfer``). Its deadline counts from when the send was made, wherever it waits.
 ///
-/// It is also a `TaskExecutor`: a task that prefers it (``TokenConnector/taskExecutor``) runs on
+/// It is also a `TaskExecutor`: a task that prefers it (``TransportConnector/taskExecutor``) runs on
 /// the loop thread between passes, so a send made there, and the code after it, cross no thread.
 /// Jobs wait in the same inbox as operations, in order. One the loop will no longer run (it is
 /// draining or stopped) goes to the global concurrent executor instead: no task is stranded.

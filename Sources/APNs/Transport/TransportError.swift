@@ -41,7 +41,7 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         public static let timeout = Kind(rawValue: "timeout")
         /// The calling task was cancelled, or the bulk send it belongs to was.
         public static let cancelled = Kind(rawValue: "cancelled")
-        /// The connector was shut down (``TokenConnector/shutdown(gracePeriod:)``).
+        /// The connector was shut down (``TransportConnector/shutdown(gracePeriod:)``).
         public static let shutDown = Kind(rawValue: "shut-down")
         /// The connector's circuit breaker is open: recent sends failed in a way the next would
         /// repeat (credentials refused, host unreachable), so this one was not tried.

@@ -1,0 +1,138 @@
+import Foundation
+
+/// The machinery behind swift-apns' connectors: a transport (libcurl's HTTP/2 connections on a
+/// thread of its own), the environment's hosts, where logs and metrics go, and a credential —
+/// tokens from a `.p8` key or a TLS client certificate. ``TokenConnector`` and
+/// ``CertificateConnector`` each wrap one and differ only in how they make their credential; the
+/// send paths (single, bulk, broadcast, ``AnyConnector``) reach it through
+/// ``TransportConnector/engine``.
+///
+/// It has no public members and no public initializer: only swift-apns' connectors have one.
+///
+/// Thread safety: `Sendable`; its parts are immutable, but for the token cache, which is behind a
+/// lock.
+public final class ConnectorEngine: Sendable {
+    let transport: CurlTransport
+    let environment: APNsEnvironment
+    let observability: Observability
+    let credential: Credential
+
+    /// How requests are authenticated.
+    enum Credential: Sendable {
+        /// A provider token on each request (`authorization: bearer …`).
+        case token(ProviderTokens)
+        /// A TLS client certificate on the connection; what it covers is checked per request.
+        case certificate(CertificateDetails)
+    }
+
+    init(
+        credential: Credential, identity: ClientIdentity?, environment: APNsEnvironment,
+        transport configuration: TransportConfiguration, observability: Observability
+    ) throws(APNsError) {
+        self.credential = credential
+        self.environment = environment
+        self.observability = observability
+        transport = try CurlTransport(configuration: configuration, identity: identity, observability: observability)
+    }
+
+    var method: AuthenticationMethod {
+        switch credential {
+        case .token: .token
+        case .certificate: .certificate
+        }
+    }
+
+    /// The connector's `TransportConfiguration.requestTimeout`: a send without a timeout of its own
+    /// gets it (one deadline for all the attempts of a retried send).
+    var defaultTimeout: Duration { transport.requestTimeout }
+
+    /// Everything refused before any I/O: the request against its push type's rules for this
+    /// authentication, then against what the credential covers (a certificate's topics and
+    /// validity; a token covers every topic of its team).
+    func check(_ request: APNsRequest) throws(APNsError) {
+        do { try request.checkRules(for: method) } catch { throw .validation(error) }
+        try checkCredential(for: request)
+    }
+
+    /// What the credential covers (``check(_:)``'s second half, for requests whose rules the send
+    /// path checked for a connector's authentication already).
+    func checkCredential(for request: APNsRequest) throws(APNsError) {
+        guard case .certificate(let certificate) = credential else { return }
+        do { try certificate.checkCovers(request) } catch { throw .credential(error) }
+    }
+
+    /// Sends a request that passed ``check(_:)`` and reads APNs' answer once. On a token
+    /// connection, an answer that calls the token expired is sent once more with a fresh token.
+    func exchange(checked request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> Exchange {
+        let endpoint = environment.endpoint(for: request.service)
+        guard case .token(let tokens) = credential else {
+            return Exchange(
+                try await transport.perform(request, endpoint: endpoint, authorization: nil, deadline: deadline))
+        }
+        let token = try tokens.current()
+        let first = Exchange(
+            try await transport.perform(request, endpoint: endpoint, authorization: token.header, deadline: deadline))
+        guard case .failure(let rejection) = first.answer, let fresh = tokens.renewal(after: rejection, sent: token)
+        else { return first }
+        return Exchange(
+            try await transport.perform(request, endpoint: endpoint, authorization: fresh.header, deadline: deadline))
+    }
+
+    /// Starts `template` once per device (each to the device's path) without a task each;
+    /// `completion` gets exactly one call per device, on the transport's thread. With `apnsID`,
+    /// each device's request carries `apnsID(device)`. On a token connection, a device whose
+    /// answer calls the token expired is sent once more with a fresh token.
+    func submit(
+        checked template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)?,
+        deadline: ContinuousClock.Instant?, owner: BulkOwner,
+        completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void
+    ) {
+        let deadline = deadline ?? .now + transport.requestTimeout
+        let endpoint = environment.endpoint(for: template.service)
+        guard case .token(let tokens) = credential else {
+            return transport.submit(
+                template, to: devices, apnsID: apnsID, endpoint: endpoint, authorization: nil, deadline: deadline,
+                owner: owner, completion: completion)
+        }
+        let token: ProviderTokens.Token
+        do {
+            token = try tokens.current()
+        } catch {
+            for device in devices { completion(device, .failure(error)) }
+            return
+        }
+        transport.submit(
+            template, to: devices, apnsID: apnsID, endpoint: endpoint, authorization: token.header,
+            deadline: deadline, owner: owner
+        ) { [transport] device, result in
+            if case .success(let response) = result, response.status == 403, let device,
+                let fresh = tokens.renewal(after: APNsRejection(response), sent: token)
+            {
+                transport.submit(
+                    template, to: [device], apnsID: apnsID, endpoint: endpoint, authorization: fresh.header,
+                    deadline: deadline, owner: owner, completion: completion)
+                return
+            }
+            completion(device, result)
+        }
+    }
+
+    /// Cancels what ``submit(checked:to:apnsID:deadline:owner:completion:)`` started with `owner`
+    /// and has not finished, and refuses what it starts with `owner` later.
+    func cancelAll(ownedBy owner: BulkOwner) {
+        transport.cancelAll(ownedBy: owner)
+    }
+}
+
+/// One request's exchange with APNs: the response as it came back, and what it means, read once
+/// where it arrives.
+struct Exchange: Sendable {
+    let response: APNsHTTPResponse
+    /// The acceptance, or the rejection the response carries.
+    let answer: Result<APNsResponse, APNsRejection>
+
+    init(_ response: APNsHTTPResponse) {
+        self.response = response
+        answer = Result { () throws(APNsRejection) in try APNsResponse(interpreting: response) }
+    }
+}
