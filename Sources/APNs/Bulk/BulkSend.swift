@@ -380,10 +380,9 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         /// room, sends it again after the back-off (on a task of its own: retries are the rare path).
         @Sendable func completion(
             attempt: Int, deadline: ContinuousClock.Instant, started: ContinuousClock.Instant
-        ) -> @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void {
-            { device, raw in
+        ) -> @Sendable (Device?, Result<APNsResponse, APNsError>) -> Void {
+            { device, result in
                 guard let device else { return }
-                let result = BulkSendResults.interpret(raw)
                 if attempt < retry.maximumAttempts, !owner.isCancelled, case .failure(let failure) = result,
                     let delay = retry.delay(after: failure, attempt: attempt), ContinuousClock.now + delay < deadline
                 {
@@ -451,15 +450,6 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                 channel.giveBack(permits - started)
                 if started < permits { return }
             }
-        }
-    }
-
-    /// What the transport's result for one device means, read once: the acceptance, the
-    /// rejection, or the failure as an ``APNsError``.
-    static func interpret(_ result: Result<APNsHTTPResponse, any Error>) -> Result<APNsResponse, APNsError> {
-        switch result {
-        case .success(let response): Exchange(response).answer.mapError(APNsError.rejected)
-        case .failure(let error): .failure(APNsError(wrapping: error))
         }
     }
 

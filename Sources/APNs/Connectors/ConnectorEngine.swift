@@ -79,41 +79,55 @@ public final class ConnectorEngine: Sendable {
     }
 
     /// Starts `template` once per device (each to the device's path) without a task each;
-    /// `completion` gets exactly one call per device, on the transport's thread. With `apnsID`,
-    /// each device's request carries `apnsID(device)`. On a token connection, a device whose
-    /// answer calls the token expired is sent once more with a fresh token.
+    /// `completion` gets exactly one call per device, on the transport's thread, with APNs' answer
+    /// read once (or the failure). With `apnsID`, each device's request carries `apnsID(device)`.
+    /// On a token connection, a device whose answer calls the token expired is sent once more with
+    /// a fresh token.
     func submit(
         checked template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)?,
         deadline: ContinuousClock.Instant?, owner: BulkOwner,
-        completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void
+        completion: @escaping @Sendable (Device?, Result<APNsResponse, APNsError>) -> Void
     ) {
         let deadline = deadline ?? .now + transport.requestTimeout
         let endpoint = environment.endpoint(for: template.service)
+        let interpreted: @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void = { device, result in
+            completion(device, ConnectorEngine.interpret(result))
+        }
         guard case .token(let tokens) = credential else {
             return transport.submit(
                 template, to: devices, apnsID: apnsID, endpoint: endpoint, authorization: nil, deadline: deadline,
-                owner: owner, completion: completion)
+                owner: owner, completion: interpreted)
         }
         let token: ProviderTokens.Token
         do {
             token = try tokens.current()
         } catch {
-            for device in devices { completion(device, .failure(error)) }
+            for device in devices { completion(device, .failure(.credential(error))) }
             return
         }
         transport.submit(
             template, to: devices, apnsID: apnsID, endpoint: endpoint, authorization: token.header,
             deadline: deadline, owner: owner
-        ) { [transport] device, result in
-            if case .success(let response) = result, response.status == 403, let device,
-                let fresh = tokens.renewal(after: APNsRejection(response), sent: token)
+        ) { [transport] device, raw in
+            let result = ConnectorEngine.interpret(raw)
+            if case .failure(.rejected(let rejection)) = result, let device,
+                let fresh = tokens.renewal(after: rejection, sent: token)
             {
                 transport.submit(
                     template, to: [device], apnsID: apnsID, endpoint: endpoint, authorization: fresh.header,
-                    deadline: deadline, owner: owner, completion: completion)
+                    deadline: deadline, owner: owner, completion: interpreted)
                 return
             }
             completion(device, result)
+        }
+    }
+
+    /// What the transport's result for one request means, read once: the acceptance, the
+    /// rejection, or the failure as an ``APNsError``.
+    static func interpret(_ result: Result<APNsHTTPResponse, any Error>) -> Result<APNsResponse, APNsError> {
+        switch result {
+        case .success(let response): Exchange(response).answer.mapError(APNsError.rejected)
+        case .failure(let error): .failure(APNsError(wrapping: error))
         }
     }
 
