@@ -12,51 +12,55 @@ import Testing
     static let mdmTopic = "com.apple.mgmt.External.18a16429-886b-41f1-a5e5-f8f8a3b9e5e5"
 
     @Test func everyTypeIsAcceptedThroughLibcurl() async throws {
-        let fixture = try await Fixture.start()
-        let token = try fixture.tokenConnector()
-        let bundle = Fixture.bundleID
-        let now = Date()
-        try await send(WidgetNotification(bundleID: bundle), via: token, to: .test)
-        try await send(ControlsNotification(bundleID: bundle), via: token, to: .test)
-        try await send(LocationNotification(bundleID: bundle), via: token, to: .test)
-        try await send(
-            FileProviderNotification(bundleID: bundle, containerIdentifier: "c", domain: "d"), via: token, to: .test)
-        try await send(PushToTalkNotification(bundleID: bundle, appData: Payload()), via: token, to: .test)
-        try await send(
-            VoIPNotification(bundleID: bundle, appData: Payload(), expiration: .immediately), via: token, to: .test)
-        try await send(ComplicationNotification(bundleID: bundle, appData: Payload()), via: token, to: .test)
-        try await send(
-            LiveActivityNotification(
-                bundleID: bundle, start: State(), attributesType: "Attrs", attributes: Attrs(),
-                alert: LiveActivityAlert(title: "Started", body: "Go"), timestamp: now, pushInput: .token), via: token,
-            to: .test)
-        try await send(
-            LiveActivityNotification(bundleID: bundle, update: State(), timestamp: now), via: token, to: .test)
-        try await send(
-            LiveActivityNotification(bundleID: bundle, end: State(), timestamp: now, dismissalDate: now), via: token,
-            to: .test)
-        // MDM: certificate only, with a certificate issued for the MDM topic.
-        let mdmCertificate = try fixture.server.certificateAuthority.issueClientCertificate(bundleID: Self.mdmTopic)
-        let mdmConnector = try CertificateConnector(
-            certificate: .pem(mdmCertificate.certificatePEM), privateKey: .pem(mdmCertificate.privateKeyPEM),
-            environment: fixture.environment, transport: fixture.transport)
-        try await send(
-            MDMNotification(topic: Self.mdmTopic, pushMagic: "040ac7bf-391a-4a36-a8ab-47bd380afd33"), via: mdmConnector,
-            to: .test)
-        // And the certificate-capable PushKit types through a certificate connector.
-        let certificate = try fixture.certificateConnector()
-        try await send(VoIPNotification(bundleID: bundle, appData: Payload()), via: certificate, to: .test)
+        try await Fixture.with { fixture in
+            let token = try fixture.tokenConnector()
+            let bundle = Fixture.bundleID
+            let now = Date()
+            try await send(WidgetNotification(bundleID: bundle), via: token, to: .test)
+            try await send(ControlsNotification(bundleID: bundle), via: token, to: .test)
+            try await send(LocationNotification(bundleID: bundle), via: token, to: .test)
+            try await send(
+                FileProviderNotification(bundleID: bundle, containerIdentifier: "c", domain: "d"), via: token, to: .test
+            )
+            try await send(PushToTalkNotification(bundleID: bundle, appData: Payload()), via: token, to: .test)
+            try await send(
+                VoIPNotification(bundleID: bundle, appData: Payload(), expiration: .immediately), via: token, to: .test)
+            try await send(ComplicationNotification(bundleID: bundle, appData: Payload()), via: token, to: .test)
+            try await send(
+                LiveActivityNotification(
+                    bundleID: bundle, start: State(), attributesType: "Attrs", attributes: Attrs(),
+                    alert: LiveActivityAlert(title: "Started", body: "Go"), timestamp: now, pushInput: .token),
+                via: token,
+                to: .test)
+            try await send(
+                LiveActivityNotification(bundleID: bundle, update: State(), timestamp: now), via: token, to: .test)
+            try await send(
+                LiveActivityNotification(bundleID: bundle, end: State(), timestamp: now, dismissalDate: now),
+                via: token,
+                to: .test)
+            // MDM: certificate only, with a certificate issued for the MDM topic.
+            let mdmCertificate = try fixture.server.certificateAuthority.issueClientCertificate(bundleID: Self.mdmTopic)
+            let mdmConnector = try CertificateConnector(
+                certificate: .pem(mdmCertificate.certificatePEM), privateKey: .pem(mdmCertificate.privateKeyPEM),
+                environment: fixture.environment, transport: fixture.transport)
+            try await send(
+                MDMNotification(topic: Self.mdmTopic, pushMagic: "040ac7bf-391a-4a36-a8ab-47bd380afd33"),
+                via: mdmConnector,
+                to: .test)
+            // And the certificate-capable PushKit types through a certificate connector.
+            let certificate = try fixture.certificateConnector()
+            try await send(VoIPNotification(bundleID: bundle, appData: Payload()), via: certificate, to: .test)
 
-        let records = fixture.server.requests
-        #expect(records.count == 12)
-        #expect(records.allSatisfy { $0.status == 200 })
-        #expect(
-            records.compactMap { $0[header: "apns-push-type"] } == [
-                "widgets", "controls", "location", "fileprovider", "pushtotalk", "voip", "complication",
-                "liveactivity", "liveactivity", "liveactivity", "mdm", "voip",
-            ])
-        #expect(records[10].bodyText == #"{"mdm":"040ac7bf-391a-4a36-a8ab-47bd380afd33"}"#)
-        try await fixture.stop()
+            let records = fixture.server.requests
+            #expect(records.count == 12)
+            #expect(records.allSatisfy { $0.status == 200 })
+            #expect(
+                records.compactMap { $0[header: "apns-push-type"] } == [
+                    "widgets", "controls", "location", "fileprovider", "pushtotalk", "voip", "complication",
+                    "liveactivity", "liveactivity", "liveactivity", "mdm", "voip",
+                ])
+            #expect(records[10].bodyText == #"{"mdm":"040ac7bf-391a-4a36-a8ab-47bd380afd33"}"#)
+        }
     }
 
     struct Violation: Sendable, CustomTestStringConvertible {
@@ -150,17 +154,17 @@ import Testing
 
     @Test(arguments: violations)
     func mockServerRejectsEachRule(_ violation: Violation) async throws {
-        let fixture = try await Fixture.start()
-        let request = APNsRequest(
-            method: .post, service: .device, path: Device.test.path,
-            headers: violation.headers.map { .init(name: $0.0, value: $0.1) }, body: Array(violation.body.utf8))
-        let response: APNsHTTPResponse
-        if violation.viaCertificate {
-            response = try await fixture.certificateConnector().performWithoutRuleCheck(request)
-        } else {
-            response = try await fixture.tokenConnector().performWithoutRuleCheck(request)
+        try await Fixture.with { fixture in
+            let request = APNsRequest(
+                method: .post, service: .device, path: Device.test.path,
+                headers: violation.headers.map { .init(name: $0.0, value: $0.1) }, body: Array(violation.body.utf8))
+            let response: APNsHTTPResponse
+            if violation.viaCertificate {
+                response = try await fixture.certificateConnector().performWithoutRuleCheck(request)
+            } else {
+                response = try await fixture.tokenConnector().performWithoutRuleCheck(request)
+            }
+            #expect(APNsRejection(status: response.status, body: response.body).reason?.rawValue == violation.reason)
         }
-        #expect(APNsRejection(status: response.status, body: response.body).reason?.rawValue == violation.reason)
-        try await fixture.stop()
     }
 }

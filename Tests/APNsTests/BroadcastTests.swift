@@ -78,21 +78,23 @@ import Testing
     }
 
     @Test func tokenAuth() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        try await lifecycle(
-            connector, fixture: fixture, authorization: true,
-            update: { try await send($0, via: connector, to: $1) }, end: { try await send($0, via: connector, to: $1) })
-        try await fixture.stop()
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            try await lifecycle(
+                connector, fixture: fixture, authorization: true,
+                update: { try await send($0, via: connector, to: $1) },
+                end: { try await send($0, via: connector, to: $1) })
+        }
     }
 
     @Test func certificateAuth() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.certificateConnector()
-        try await lifecycle(
-            connector, fixture: fixture, authorization: false,
-            update: { try await send($0, via: connector, to: $1) }, end: { try await send($0, via: connector, to: $1) })
-        try await fixture.stop()
+        try await Fixture.with { fixture in
+            let connector = try fixture.certificateConnector()
+            try await lifecycle(
+                connector, fixture: fixture, authorization: false,
+                update: { try await send($0, via: connector, to: $1) },
+                end: { try await send($0, via: connector, to: $1) })
+        }
     }
 
     @Test func requestValues() throws {
@@ -211,32 +213,32 @@ import Testing
 
     @Test(arguments: errorCases)
     func mockServerChannelErrors(_ example: ChannelCase) async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        let channel = try await ChannelManager(connector).create(bundleID: bundle, storagePolicy: .noMessageStored)
-        let response = try await connector.performWithoutRuleCheck(example.request(channel.id))
-        #expect(APNsRejection(response).reason == example.reason)
-        try await fixture.stop()
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let channel = try await ChannelManager(connector).create(bundleID: bundle, storagePolicy: .noMessageStored)
+            let response = try await connector.performWithoutRuleCheck(example.request(channel.id))
+            #expect(APNsRejection(response).reason == example.reason)
+        }
     }
 
     @Test func channelLimit() async throws {
-        let fixture = try await Fixture.start { $0.maximumChannelsPerApp = 2 }
-        let channels = ChannelManager(try fixture.tokenConnector())
-        _ = try await channels.create(bundleID: bundle, storagePolicy: .mostRecentMessageStored)
-        _ = try await channels.create(bundleID: bundle, storagePolicy: .noMessageStored)
-        await expectRejection(.cannotCreateChannelConfig, status: 400) {
+        try await Fixture.with(adjust: { $0.maximumChannelsPerApp = 2 }) { fixture in
+            let channels = ChannelManager(try fixture.tokenConnector())
+            _ = try await channels.create(bundleID: bundle, storagePolicy: .mostRecentMessageStored)
             _ = try await channels.create(bundleID: bundle, storagePolicy: .noMessageStored)
+            await expectRejection(.cannotCreateChannelConfig, status: 400) {
+                _ = try await channels.create(bundleID: bundle, storagePolicy: .noMessageStored)
+            }
+            // Another app has its own quota.
+            _ = try await channels.create(bundleID: "com.example.other", storagePolicy: .noMessageStored)
         }
-        // Another app has its own quota.
-        _ = try await channels.create(bundleID: "com.example.other", storagePolicy: .noMessageStored)
-        try await fixture.stop()
     }
 
     @Test func certificateForAnotherAppIsATopicMismatch() async throws {
-        let fixture = try await Fixture.start()
-        await expectRejection(.topicMismatch, status: 403) {
-            _ = try await ChannelManager(fixture.certificateConnector()).list(bundleID: "com.example.other")
+        try await Fixture.with { fixture in
+            await expectRejection(.topicMismatch, status: 403) {
+                _ = try await ChannelManager(fixture.certificateConnector()).list(bundleID: "com.example.other")
+            }
         }
-        try await fixture.stop()
     }
 }

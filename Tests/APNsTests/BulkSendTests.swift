@@ -28,55 +28,56 @@ import Testing
     }
 
     @Test func everyDeviceGetsExactlyOneOutcomeThroughRejectionsAndGoAway() async throws {
-        let fixture = try await Fixture.start { $0.goAwayAfterStreams = 250 }
-        let connector = try fixture.tokenConnector()
-        let devices = Self.devices(3000)
-        let rejected = Set(devices.enumerated().filter { $0.offset % 7 == 3 }.map(\.element.token))
-        for token in rejected {
-            fixture.server.reject(
-                deviceToken: token, with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000))
-        }
+        try await Fixture.with(adjust: { $0.goAwayAfterStreams = 250 }) { fixture in
+            let connector = try fixture.tokenConnector()
+            let devices = Self.devices(3000)
+            let rejected = Set(devices.enumerated().filter { $0.offset % 7 == 3 }.map(\.element.token))
+            for token in rejected {
+                fixture.server.reject(
+                    deviceToken: token, with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000))
+            }
 
-        var outcomes: [String: BulkOutcome] = [:]
-        var duplicates = 0
-        for try await outcome in try bulkSendOutcomes(
-            AlertNotification(bundleID: Fixture.bundleID) { Alert("Sale!") }, via: connector, to: devices)
-        {
-            if outcomes.updateValue(outcome, forKey: outcome.device.token) != nil { duplicates += 1 }
+            var outcomes: [String: BulkOutcome] = [:]
+            var duplicates = 0
+            for try await outcome in try bulkSendOutcomes(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("Sale!") }, via: connector, to: devices)
+            {
+                if outcomes.updateValue(outcome, forKey: outcome.device.token) != nil { duplicates += 1 }
+            }
+            #expect(duplicates == 0)
+            #expect(outcomes.count == devices.count)
+            let unregistered = outcomes.values.filter { $0.rejection?.reason == .unregistered }
+            #expect(Set(unregistered.map(\.device.token)) == rejected)
+            #expect(unregistered.allSatisfy { $0.rejection?.timestamp == Date(timeIntervalSince1970: 1_700_000_000) })
+            #expect(outcomes.values.filter(\.isAccepted).count == devices.count - rejected.count)
+            // The server processed each device exactly once, across several connections.
+            let paths = Dictionary(grouping: fixture.server.requests.map(\.path), by: { $0 })
+            #expect(paths.count == devices.count)
+            #expect(paths.values.allSatisfy { $0.count == 1 })
+            #expect(fixture.server.connectionCount >= 3000 / 250)
         }
-        #expect(duplicates == 0)
-        #expect(outcomes.count == devices.count)
-        let unregistered = outcomes.values.filter { $0.rejection?.reason == .unregistered }
-        #expect(Set(unregistered.map(\.device.token)) == rejected)
-        #expect(unregistered.allSatisfy { $0.rejection?.timestamp == Date(timeIntervalSince1970: 1_700_000_000) })
-        #expect(outcomes.values.filter(\.isAccepted).count == devices.count - rejected.count)
-        // The server processed each device exactly once, across several connections.
-        let paths = Dictionary(grouping: fixture.server.requests.map(\.path), by: { $0 })
-        #expect(paths.count == devices.count)
-        #expect(paths.values.allSatisfy { $0.count == 1 })
-        #expect(fixture.server.connectionCount >= 3000 / 250)
-        try await fixture.stop()
     }
 
     @Test func cancellingTheConsumerStopsTheSend() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        let devices = Self.devices(5000)
-        let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
-        let consumer = Task {
-            var received = 0
-            for try await _ in try bulkSendOutcomes(notification, via: connector, to: devices, maximumInFlight: 20) {
-                received += 1
-                if received == 100 { withUnsafeCurrentTask { $0?.cancel() } }
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let devices = Self.devices(5000)
+            let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
+            let consumer = Task {
+                var received = 0
+                for try await _ in try bulkSendOutcomes(notification, via: connector, to: devices, maximumInFlight: 20)
+                {
+                    received += 1
+                    if received == 100 { withUnsafeCurrentTask { $0?.cancel() } }
+                }
+                return received
             }
-            return received
+            let received = try await consumer.value
+            #expect(received >= 100 && received < 200)
+            // No new requests start after cancellation: requests started and not read never exceed
+            // the limit (20).
+            #expect(fixture.server.streamCount <= received + 20)
         }
-        let received = try await consumer.value
-        #expect(received >= 100 && received < 200)
-        // No new requests start after cancellation: requests started and not read never exceed
-        // the limit (20).
-        #expect(fixture.server.streamCount <= received + 20)
-        try await fixture.stop()
     }
 
     @Test func droppingTheIteratorStopsTheSend() async throws {
@@ -112,46 +113,46 @@ import Testing
     }
 
     @Test func backPressureHoldsThroughTheTransport() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        let results = try bulkSendOutcomes(
-            AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: Self.devices(500),
-            maximumInFlight: 16)
-        var iterator = results.makeAsyncIterator()
-        #expect(try await iterator.next()?.isAccepted == true)
-        try await Task.sleep(for: .milliseconds(300))
-        // One read: at most 16 more were started, answered or not.
-        #expect(fixture.server.streamCount <= 1 + 16)
-        var rest = 1
-        while let outcome = try await iterator.next() {
-            #expect(outcome.isAccepted)
-            rest += 1
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let results = try bulkSendOutcomes(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: Self.devices(500),
+                maximumInFlight: 16)
+            var iterator = results.makeAsyncIterator()
+            #expect(try await iterator.next()?.isAccepted == true)
+            try await Task.sleep(for: .milliseconds(300))
+            // One read: at most 16 more were started, answered or not.
+            #expect(fixture.server.streamCount <= 1 + 16)
+            var rest = 1
+            while let outcome = try await iterator.next() {
+                #expect(outcome.isAccepted)
+                rest += 1
+            }
+            #expect(rest == 500)
+            #expect(fixture.server.streamCount == 500)
         }
-        #expect(rest == 500)
-        #expect(fixture.server.streamCount == 500)
-        try await fixture.stop()
     }
 
     @Test func droppingTheIteratorCancelsWhatTheTransportHasInFlight() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.certificateConnector()
-        var received = 0
-        for try await outcome in try bulkSendOutcomes(
-            BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: Self.devices(20_000),
-            maximumInFlight: 50)
-        {
-            #expect(outcome.isAccepted)
-            received += 1
-            if received == 300 { break }
+        try await Fixture.with { fixture in
+            let connector = try fixture.certificateConnector()
+            var received = 0
+            for try await outcome in try bulkSendOutcomes(
+                BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: Self.devices(20_000),
+                maximumInFlight: 50)
+            {
+                #expect(outcome.isAccepted)
+                received += 1
+                if received == 300 { break }
+            }
+            #expect(received == 300)
+            // Requests already on the wire may still be answered; wait until the server is quiet.
+            let started = try await Self.settledStreamCount(fixture.server)
+            #expect(started <= 300 + 50)
+            // The connector is still usable, and nothing more of the bulk send arrives.
+            try await send(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: Device.test)
+            #expect(try await Self.settledStreamCount(fixture.server) == started + 1)
         }
-        #expect(received == 300)
-        // Requests already on the wire may still be answered; wait until the server is quiet.
-        let started = try await Self.settledStreamCount(fixture.server)
-        #expect(started <= 300 + 50)
-        // The connector is still usable, and nothing more of the bulk send arrives.
-        try await send(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: Device.test)
-        #expect(try await Self.settledStreamCount(fixture.server) == started + 1)
-        try await fixture.stop()
     }
 
     @Test func payloadIsSerialisedOnceAndValidatedUpFront() async throws {
@@ -178,29 +179,30 @@ import Testing
     }
 
     @Test func eachDeviceCanHaveItsOwnAPNsIDThroughTheTransport() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        let devices = Self.devices(300)
-        var answered: [String: String] = [:]
-        for try await outcome in try bulkSendOutcomes(
-            AlertNotification(bundleID: Fixture.bundleID, collapseID: "c") { Alert("x") }, via: connector, to: devices,
-            apnsID: { Self.apnsID(for: $0) })
-        {
-            answered[outcome.device.token] = (try? outcome.result.get())?.apnsID?.description
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let devices = Self.devices(300)
+            var answered: [String: String] = [:]
+            for try await outcome in try bulkSendOutcomes(
+                AlertNotification(bundleID: Fixture.bundleID, collapseID: "c") { Alert("x") }, via: connector,
+                to: devices,
+                apnsID: { Self.apnsID(for: $0) })
+            {
+                answered[outcome.device.token] = (try? outcome.result.get())?.apnsID?.description
+            }
+            #expect(answered.count == 300)
+            #expect(devices.allSatisfy { answered[$0.token] == Self.apnsID(for: $0).description })
+            let sent = fixture.server.requests
+            #expect(sent.count == 300)
+            #expect(
+                sent.allSatisfy { request in
+                    request[header: "apns-id"]
+                        == APNsID("7f3c9a2b-1d4e-4f5a-8b6c-" + String(request.path.suffix(12)))?.description
+                        && request.headers.filter { $0.name == "apns-id" }.count == 1
+                        && request[header: "apns-collapse-id"] == "c"
+                })
+            await connector.shutdown(gracePeriod: .zero)
         }
-        #expect(answered.count == 300)
-        #expect(devices.allSatisfy { answered[$0.token] == Self.apnsID(for: $0).description })
-        let sent = fixture.server.requests
-        #expect(sent.count == 300)
-        #expect(
-            sent.allSatisfy { request in
-                request[header: "apns-id"]
-                    == APNsID("7f3c9a2b-1d4e-4f5a-8b6c-" + String(request.path.suffix(12)))?.description
-                    && request.headers.filter { $0.name == "apns-id" }.count == 1
-                    && request[header: "apns-collapse-id"] == "c"
-            })
-        await connector.shutdown(gracePeriod: .zero)
-        try await fixture.stop()
     }
 
     @Test func eachDeviceCanHaveItsOwnAPNsIDThroughAnyConnector() async throws {
@@ -220,30 +222,63 @@ import Testing
     }
 
     @Test func poolOpensTheConfiguredConnections() async throws {
-        let fixture = try await Fixture.start {
+        try await Fixture.with(adjust: {
             $0.maximumConcurrentStreams = 10
             $0.minimumTokenUpdateInterval = nil  // two connectors for one key, possibly a second apart
-        }
-        let pooled = try fixture.tokenConnector(adjust: {
-            $0.maximumConnectionsPerHost = 2; $0.maximumConcurrentStreams = 10
-        })
-        #expect(pooled.concurrencyLimit == 20)
-        var accepted = 0
-        for try await outcome in try bulkSendOutcomes(
-            AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: pooled, to: Self.devices(400))
-        {
-            if outcome.isAccepted { accepted += 1 }
-        }
-        #expect(accepted == 400)
-        #expect(pooled.connectionsOpened == 2)
-        #expect(fixture.server.connectionCount == 2)
+        }) { fixture in
+            let pooled = try fixture.tokenConnector(adjust: {
+                $0.maximumConnectionsPerHost = 2; $0.maximumConcurrentStreams = 10
+            })
+            #expect(pooled.concurrencyLimit == 20)
+            var accepted = 0
+            for try await outcome in try bulkSendOutcomes(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: pooled, to: Self.devices(400))
+            {
+                if outcome.isAccepted { accepted += 1 }
+            }
+            #expect(accepted == 400)
+            #expect(pooled.connectionsOpened == 2)
+            #expect(fixture.server.connectionCount == 2)
 
-        let single = try fixture.tokenConnector(adjust: { $0.maximumConcurrentStreams = 10 })
-        for try await _ in try bulkSendOutcomes(
-            AlertNotification(bundleID: Fixture.bundleID) { Alert("y") }, via: single, to: Self.devices(400))
-        {}
-        #expect(single.connectionsOpened == 1)
-        #expect(fixture.server.connectionCount == 3)
-        try await fixture.stop()
+            let single = try fixture.tokenConnector(adjust: { $0.maximumConcurrentStreams = 10 })
+            for try await _ in try bulkSendOutcomes(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("y") }, via: single, to: Self.devices(400))
+            {}
+            #expect(single.connectionsOpened == 1)
+            #expect(fixture.server.connectionCount == 3)
+        }
+    }
+
+    @Test func bulkSendsGiveEachDeviceItsOwnAPNsID() async throws {
+        let connector = TokenRecordingConnector()
+        let shared = AlertNotification(bundleID: "com.example.app", apnsID: APNsID()) { Alert("x") }
+        await #expect(throws: APNsError.validation(.apnsIDInBulkSend)) {
+            try await send(shared, via: connector, to: BulkSendTests.devices(3))
+        }
+        #expect(throws: APNsError.validation(.apnsIDInBulkSend)) {
+            try bulkSendOutcomes(shared, via: connector, to: BulkSendTests.devices(3))
+        }
+        try await send(
+            AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: BulkSendTests.devices(3))
+        #expect(connector.requests.count == 3)
+        #expect(connector.requests.allSatisfy { $0[header: "apns-id"] == nil })
+    }
+
+    @Test func eagerBulkSendCountsEveryOutcome() async throws {
+        let devices = BulkSendTests.devices(10)
+        let refused = Set(devices.prefix(3).map(\.path))
+        let connector = TokenRecordingConnector { request in
+            refused.contains(request.path)
+                ? .rejected(.unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000)) : .accepted()
+        }
+        var seen: [String] = []
+        let summary = try await send(
+            AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: devices
+        ) { outcome in
+            seen.append(outcome.device.token)
+        }
+        #expect(summary.accepted == 7 && summary.rejected == 3 && summary.failed == 0 && !summary.cancelled)
+        #expect(summary.description == "7 accepted, 3 rejected, 0 failed (0 may have been delivered)")
+        #expect(Set(seen) == Set(devices.map(\.token)) && seen.count == 10)
     }
 }

@@ -24,91 +24,94 @@ import Testing
     }
 
     @Test func pemCertificateAndKey() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.certificateConnector()
-        #expect(connector.subject.contains("CN=Apple Push Services: com.example.app"))
-        try await sendBoth(via: connector, fixture: fixture)
-        try await fixture.stop()
+        try await Fixture.with { fixture in
+            let connector = try fixture.certificateConnector()
+            #expect(connector.subject.contains("CN=Apple Push Services: com.example.app"))
+            try await sendBoth(via: connector, fixture: fixture)
+        }
     }
 
     @Test func passphraseProtectedPEM() async throws {
-        let fixture = try await Fixture.start()
-        let encrypted = try TestCredentials.encryptPrivateKey(
-            pem: fixture.client.privateKeyPEM, passphrase: "correct horse")
-        #expect(encrypted.contains("BEGIN ENCRYPTED PRIVATE KEY"))
-        let connector = try CertificateConnector(
-            certificate: .pem(fixture.client.certificatePEM), privateKey: .pem(encrypted), passphrase: "correct horse",
-            environment: fixture.environment, transport: fixture.transport)
-        try await sendBoth(via: connector, fixture: fixture)
-        #expect(throws: APNsError.credential(.wrongPassphrase)) {
-            try CertificateConnector(
-                certificate: .pem(fixture.client.certificatePEM), privateKey: .pem(encrypted), passphrase: "wrong",
-                environment: fixture.environment)
-        }
-        #expect(throws: APNsError.credential(.passphraseRequired)) {
-            try CertificateConnector(
+        try await Fixture.with { fixture in
+            let encrypted = try TestCredentials.encryptPrivateKey(
+                pem: fixture.client.privateKeyPEM, passphrase: "correct horse")
+            #expect(encrypted.contains("BEGIN ENCRYPTED PRIVATE KEY"))
+            let connector = try CertificateConnector(
                 certificate: .pem(fixture.client.certificatePEM), privateKey: .pem(encrypted),
-                environment: fixture.environment)
+                passphrase: "correct horse",
+                environment: fixture.environment, transport: fixture.transport)
+            try await sendBoth(via: connector, fixture: fixture)
+            #expect(throws: APNsError.credential(.wrongPassphrase)) {
+                try CertificateConnector(
+                    certificate: .pem(fixture.client.certificatePEM), privateKey: .pem(encrypted), passphrase: "wrong",
+                    environment: fixture.environment)
+            }
+            #expect(throws: APNsError.credential(.passphraseRequired)) {
+                try CertificateConnector(
+                    certificate: .pem(fixture.client.certificatePEM), privateKey: .pem(encrypted),
+                    environment: fixture.environment)
+            }
         }
-        try await fixture.stop()
     }
 
     @Test func pkcs12Bundle() async throws {
-        let fixture = try await Fixture.start()
-        let p12 = try TestCredentials.pkcs12(
-            certificatePEM: fixture.client.certificatePEM, privateKeyPEM: fixture.client.privateKeyPEM,
-            password: "p12-pass")
-        let connector = try CertificateConnector(
-            pkcs12: .bytes(p12), password: "p12-pass", environment: fixture.environment, transport: fixture.transport)
-        try await sendBoth(via: connector, fixture: fixture)
-        #expect(throws: APNsError.credential(.wrongPassphrase)) {
-            try CertificateConnector(pkcs12: .bytes(p12), password: "nope", environment: fixture.environment)
+        try await Fixture.with { fixture in
+            let p12 = try TestCredentials.pkcs12(
+                certificatePEM: fixture.client.certificatePEM, privateKeyPEM: fixture.client.privateKeyPEM,
+                password: "p12-pass")
+            let connector = try CertificateConnector(
+                pkcs12: .bytes(p12), password: "p12-pass", environment: fixture.environment,
+                transport: fixture.transport)
+            try await sendBoth(via: connector, fixture: fixture)
+            #expect(throws: APNsError.credential(.wrongPassphrase)) {
+                try CertificateConnector(pkcs12: .bytes(p12), password: "nope", environment: fixture.environment)
+            }
         }
-        try await fixture.stop()
     }
 
     @Test func legacyRC2PKCS12() async throws {
-        let fixture = try await Fixture.start()
-        let p12 = try TestCredentials.legacyPKCS12(
-            certificatePEM: fixture.client.certificatePEM, privateKeyPEM: fixture.client.privateKeyPEM, password: "old")
-        let connector = try CertificateConnector(
-            pkcs12: .bytes(p12), password: "old", environment: fixture.environment, transport: fixture.transport)
-        try await sendBoth(via: connector, fixture: fixture)
-        try await fixture.stop()
+        try await Fixture.with { fixture in
+            let p12 = try TestCredentials.legacyPKCS12(
+                certificatePEM: fixture.client.certificatePEM, privateKeyPEM: fixture.client.privateKeyPEM,
+                password: "old")
+            let connector = try CertificateConnector(
+                pkcs12: .bytes(p12), password: "old", environment: fixture.environment, transport: fixture.transport)
+            try await sendBoth(via: connector, fixture: fixture)
+        }
     }
 
     @Test func certificateFromAnotherCAFailsTheHandshake() async throws {
-        let fixture = try await Fixture.start()
-        let stranger = try MockCertificateAuthority().issueClientCertificate(bundleID: Fixture.bundleID)
-        let connector = try CertificateConnector(
-            certificate: .pem(stranger.certificatePEM), privateKey: .pem(stranger.privateKeyPEM),
-            environment: fixture.environment, transport: fixture.transport)
-        let error = await #expect(throws: APNsError.self) {
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+        try await Fixture.with { fixture in
+            let stranger = try MockCertificateAuthority().issueClientCertificate(bundleID: Fixture.bundleID)
+            let connector = try CertificateConnector(
+                certificate: .pem(stranger.certificatePEM), privateKey: .pem(stranger.privateKeyPEM),
+                environment: fixture.environment, transport: fixture.transport)
+            let error = await #expect(throws: APNsError.self) {
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+            }
+            // With TLS 1.3 the client may finish its side of the handshake and write the request before
+            // the server's alert arrives; what it may conclude depends on that timing.
+            #expect(error.flatMap(transportFailure) != nil)
+            #expect(fixture.server.requests.isEmpty)
         }
-        // With TLS 1.3 the client may finish its side of the handshake and write the request before
-        // the server's alert arrives; what it may conclude depends on that timing.
-        #expect(error.flatMap(transportFailure) != nil)
-        #expect(fixture.server.requests.isEmpty)
-        try await fixture.stop()
     }
 
     /// The connector refuses a topic its certificate does not cover before any I/O; sent anyway
     /// (SPI that skips the checks), the mock refuses it as APNs does.
     @Test func topicMustMatchTheCertificate() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.certificateConnector()
-        let notification = AlertNotification(bundleID: "com.other.app") { Alert("x") }
-        await #expect(
-            throws: APNsError.credential(
-                .topicNotCovered(topic: "com.other.app", pushType: .alert, covered: ["com.example.app"]))
-        ) {
-            try await send(notification, via: connector, to: .test)
+        try await Fixture.with { fixture in
+            let connector = try fixture.certificateConnector()
+            let notification = AlertNotification(bundleID: "com.other.app") { Alert("x") }
+            await #expect(
+                throws: APNsError.credential(
+                    .topicNotCovered(topic: "com.other.app", pushType: .alert, covered: ["com.example.app"]))
+            ) {
+                try await send(notification, via: connector, to: .test)
+            }
+            #expect(fixture.server.requests.isEmpty)
+            let response = try await connector.performWithoutRuleCheck(try notification.request(to: .test))
+            #expect(response.status == 400)
+            #expect(APNsRejection(response).reason == .topicDisallowed)
         }
-        #expect(fixture.server.requests.isEmpty)
-        let response = try await connector.performWithoutRuleCheck(try notification.request(to: .test))
-        #expect(response.status == 400)
-        #expect(APNsRejection(response).reason == .topicDisallowed)
-        try await fixture.stop()
     }
 }

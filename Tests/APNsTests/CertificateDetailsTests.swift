@@ -63,71 +63,73 @@ import Testing
     /// The judged case: an alert through a certificate whose topics do not include the bundle id
     /// fails before any I/O, with a typed error naming the topics it covers; what it covers goes.
     @Test func alertThroughAVoIPOnlyCertificateFailsBeforeIO() async throws {
-        let fixture = try await Fixture.start()
-        let issued = try fixture.authority.issueClientCertificate(
-            bundleID: Fixture.bundleID, topics: [.init("com.example.app.voip", kinds: ["voip"])])
-        let connector = try connector(fixture, issued)
-        let expected = APNsError.credential(
-            .topicNotCovered(topic: "com.example.app", pushType: .alert, covered: ["com.example.app.voip (voip)"]))
-        await #expect(throws: expected) {
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("Hi") }, via: connector, to: .test)
-        }
-        await #expect(throws: expected) {
-            try await send(
-                AlertNotification(bundleID: Fixture.bundleID) { Alert("Hi") }, via: AnyConnector(connector), to: .test)
-        }
-        await #expect(throws: expected) {
-            _ = try await connector.perform(
+        try await Fixture.with { fixture in
+            let issued = try fixture.authority.issueClientCertificate(
+                bundleID: Fixture.bundleID, topics: [.init("com.example.app.voip", kinds: ["voip"])])
+            let connector = try connector(fixture, issued)
+            let expected = APNsError.credential(
+                .topicNotCovered(topic: "com.example.app", pushType: .alert, covered: ["com.example.app.voip (voip)"]))
+            await #expect(throws: expected) {
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("Hi") }, via: connector, to: .test)
+            }
+            await #expect(throws: expected) {
+                try await send(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert("Hi") }, via: AnyConnector(connector),
+                    to: .test)
+            }
+            await #expect(throws: expected) {
+                _ = try await connector.perform(
+                    try AlertNotification(bundleID: Fixture.bundleID) { Alert("Hi") }.request(to: .test))
+            }
+            await #expect(throws: expected) {
+                _ = try await send(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert("Hi") }, via: connector,
+                    to: [Device.test, .test])
+            }
+            #expect(connector.connectionsOpened == 0)
+            #expect(fixture.server.requests.isEmpty)
+            #expect(
+                expected.description == """
+                    The certificate does not cover topic com.example.app for alert pushes; it covers: com.example.app.voip (voip). \
+                    Send to a topic it covers, use a certificate issued for this app and push type, or use token authentication.
+                    """)
+            #expect(expected.mayHaveBeenDelivered == false && expected.retryAdvice == .never)
+            // Sent anyway (SPI that skips the checks), the mock refuses it as APNs does.
+            let raw = try await connector.performWithoutRuleCheck(
                 try AlertNotification(bundleID: Fixture.bundleID) { Alert("Hi") }.request(to: .test))
+            #expect(raw.status == 400 && APNsRejection(raw).reason == .topicDisallowed)
+            #expect(fixture.server.requests.count == 1)
+            // What it does cover is sent.
+            let response = try await send(
+                VoIPNotification(bundleID: Fixture.bundleID, appData: ["call": "1"]), via: connector, to: .test)
+            #expect(response.status == 200)
+            #expect(
+                fixture.server.requests.map { $0[header: "apns-topic"] } == ["com.example.app", "com.example.app.voip"])
+            #expect(fixture.server.requests.map(\.status) == [400, 200])
         }
-        await #expect(throws: expected) {
-            _ = try await send(
-                AlertNotification(bundleID: Fixture.bundleID) { Alert("Hi") }, via: connector, to: [Device.test, .test])
-        }
-        #expect(connector.connectionsOpened == 0)
-        #expect(fixture.server.requests.isEmpty)
-        #expect(
-            expected.description == """
-                The certificate does not cover topic com.example.app for alert pushes; it covers: com.example.app.voip (voip). \
-                Send to a topic it covers, use a certificate issued for this app and push type, or use token authentication.
-                """)
-        #expect(expected.mayHaveBeenDelivered == false && expected.retryAdvice == .never)
-        // Sent anyway (SPI that skips the checks), the mock refuses it as APNs does.
-        let raw = try await connector.performWithoutRuleCheck(
-            try AlertNotification(bundleID: Fixture.bundleID) { Alert("Hi") }.request(to: .test))
-        #expect(raw.status == 400 && APNsRejection(raw).reason == .topicDisallowed)
-        #expect(fixture.server.requests.count == 1)
-        // What it does cover is sent.
-        let response = try await send(
-            VoIPNotification(bundleID: Fixture.bundleID, appData: ["call": "1"]), via: connector, to: .test)
-        #expect(response.status == 200)
-        #expect(
-            fixture.server.requests.map { $0[header: "apns-topic"] } == ["com.example.app", "com.example.app.voip"])
-        #expect(fixture.server.requests.map(\.status) == [400, 200])
-        try await fixture.stop()
     }
 
     @Test func expiredAndNotYetValidCertificatesAreRefused() async throws {
-        let fixture = try await Fixture.start()
-        let expiry = Date(timeIntervalSince1970: 1_735_689_600)
-        let expired = try fixture.authority.issueClientCertificate(
-            bundleID: Fixture.bundleID, notValidBefore: expiry - 86400 * 365, notValidAfter: expiry)
-        let subject = "O=swift-apns tests,CN=Apple Push Services: com.example.app,UID=com.example.app"
-        #expect(throws: APNsError.credential(.certificateExpired(subject: subject, notValidAfter: expiry))) {
-            try connector(fixture, expired)
+        try await Fixture.with { fixture in
+            let expiry = Date(timeIntervalSince1970: 1_735_689_600)
+            let expired = try fixture.authority.issueClientCertificate(
+                bundleID: Fixture.bundleID, notValidBefore: expiry - 86400 * 365, notValidAfter: expiry)
+            let subject = "O=swift-apns tests,CN=Apple Push Services: com.example.app,UID=com.example.app"
+            #expect(throws: APNsError.credential(.certificateExpired(subject: subject, notValidAfter: expiry))) {
+                try connector(fixture, expired)
+            }
+            let later = Date(timeIntervalSince1970: 4_102_444_800)  // 2100
+            let future = try fixture.authority.issueClientCertificate(
+                bundleID: Fixture.bundleID, notValidBefore: later, notValidAfter: later + 86400)
+            #expect(throws: APNsError.credential(.certificateNotYetValid(subject: subject, notValidBefore: later))) {
+                try connector(fixture, future)
+            }
+            let p12 = try TestCredentials.pkcs12(
+                certificatePEM: expired.certificatePEM, privateKeyPEM: expired.privateKeyPEM, password: "pw")
+            #expect(throws: APNsError.credential(.certificateExpired(subject: subject, notValidAfter: expiry))) {
+                try CertificateConnector(pkcs12: .bytes(p12), password: "pw", environment: fixture.environment)
+            }
         }
-        let later = Date(timeIntervalSince1970: 4_102_444_800)  // 2100
-        let future = try fixture.authority.issueClientCertificate(
-            bundleID: Fixture.bundleID, notValidBefore: later, notValidAfter: later + 86400)
-        #expect(throws: APNsError.credential(.certificateNotYetValid(subject: subject, notValidBefore: later))) {
-            try connector(fixture, future)
-        }
-        let p12 = try TestCredentials.pkcs12(
-            certificatePEM: expired.certificatePEM, privateKeyPEM: expired.privateKeyPEM, password: "pw")
-        #expect(throws: APNsError.credential(.certificateExpired(subject: subject, notValidAfter: expiry))) {
-            try CertificateConnector(pkcs12: .bytes(p12), password: "pw", environment: fixture.environment)
-        }
-        try await fixture.stop()
     }
 
     @Test func certificateForTheOtherEnvironmentIsRefused() throws {
@@ -155,48 +157,48 @@ import Testing
     }
 
     @Test func aCertificateThatExpiresWithinThirtyDaysIsLoggedAsAWarning() async throws {
-        let fixture = try await Fixture.start()
-        let logs = InMemoryLogHandler()
-        var logger = Logger(label: "apns-test", factory: { _ in logs })
-        logger.logLevel = .info
-        let soon = try fixture.authority.issueClientCertificate(
-            bundleID: Fixture.bundleID, notValidAfter: Date() + 86400 * 10 + 3600)
-        let connector = try connector(fixture, soon, logger: logger)
-        let warnings = logs.entries.filter { $0.level == .warning }
-        try #require(warnings.count == 1)
-        #expect(warnings[0].message.description == "APNs certificate expires soon")
-        #expect(warnings[0].metadata["apns.certificate.days_left"]?.description == "10")
-        #expect(
-            warnings[0].metadata["apns.certificate.not_after"]?.description
-                == connector.certificate.notValidAfter.formatted(.iso8601))
-        #expect(warnings[0].metadata["apns.certificate.subject"]?.description == connector.subject)
-        let later = try fixture.authority.issueClientCertificate(
-            bundleID: Fixture.bundleID, notValidAfter: Date() + 86400 * 31)
-        let quiet = InMemoryLogHandler()
-        var quietLogger = Logger(label: "apns-test", factory: { _ in quiet })
-        quietLogger.logLevel = .info
-        _ = try self.connector(fixture, later, logger: quietLogger)
-        #expect(quiet.entries.filter { $0.level == .warning }.isEmpty)
-        try await fixture.stop()
+        try await Fixture.with { fixture in
+            let logs = InMemoryLogHandler()
+            var logger = Logger(label: "apns-test", factory: { _ in logs })
+            logger.logLevel = .info
+            let soon = try fixture.authority.issueClientCertificate(
+                bundleID: Fixture.bundleID, notValidAfter: Date() + 86400 * 10 + 3600)
+            let connector = try connector(fixture, soon, logger: logger)
+            let warnings = logs.entries.filter { $0.level == .warning }
+            try #require(warnings.count == 1)
+            #expect(warnings[0].message.description == "APNs certificate expires soon")
+            #expect(warnings[0].metadata["apns.certificate.days_left"]?.description == "10")
+            #expect(
+                warnings[0].metadata["apns.certificate.not_after"]?.description
+                    == connector.certificate.notValidAfter.formatted(.iso8601))
+            #expect(warnings[0].metadata["apns.certificate.subject"]?.description == connector.subject)
+            let later = try fixture.authority.issueClientCertificate(
+                bundleID: Fixture.bundleID, notValidAfter: Date() + 86400 * 31)
+            let quiet = InMemoryLogHandler()
+            var quietLogger = Logger(label: "apns-test", factory: { _ in quiet })
+            quietLogger.logLevel = .info
+            _ = try self.connector(fixture, later, logger: quietLogger)
+            #expect(quiet.entries.filter { $0.level == .warning }.isEmpty)
+        }
     }
 
     @Test func legacyCertificateWithoutATopicListCoversItsUID() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.certificateConnector()
-        #expect(connector.certificate.topics == [.init("com.example.app", kinds: [])])
-        #expect(connector.certificate.environments.isEmpty)
-        // Every push type of its bundle id goes; another bundle id is refused before any I/O, and
-        // the mock (which checks the certificate's name, as APNs does) refuses it too.
-        try await send(VoIPNotification(bundleID: Fixture.bundleID, appData: ["a": 1]), via: connector, to: .test)
-        try await send(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: .test)
-        await #expect(
-            throws: APNsError.credential(
-                .topicNotCovered(topic: "com.other.app", pushType: .alert, covered: ["com.example.app"]))
-        ) {
-            try await send(AlertNotification(bundleID: "com.other.app") { Alert("x") }, via: connector, to: .test)
+        try await Fixture.with { fixture in
+            let connector = try fixture.certificateConnector()
+            #expect(connector.certificate.topics == [.init("com.example.app", kinds: [])])
+            #expect(connector.certificate.environments.isEmpty)
+            // Every push type of its bundle id goes; another bundle id is refused before any I/O, and
+            // the mock (which checks the certificate's name, as APNs does) refuses it too.
+            try await send(VoIPNotification(bundleID: Fixture.bundleID, appData: ["a": 1]), via: connector, to: .test)
+            try await send(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: .test)
+            await #expect(
+                throws: APNsError.credential(
+                    .topicNotCovered(topic: "com.other.app", pushType: .alert, covered: ["com.example.app"]))
+            ) {
+                try await send(AlertNotification(bundleID: "com.other.app") { Alert("x") }, via: connector, to: .test)
+            }
+            #expect(fixture.server.requests.count == 2)
         }
-        #expect(fixture.server.requests.count == 2)
-        try await fixture.stop()
     }
 
     @Test func signingKeyDetails() throws {

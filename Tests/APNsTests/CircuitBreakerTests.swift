@@ -63,58 +63,60 @@ import Testing
 
     /// A revoked key: after the threshold, sends fail fast instead of a 403 each.
     @Test func refusedCredentialsOpenTheCircuit() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try Self.revokedKeyConnector(fixture)
-        var rejected = 0
-        var failedFast = 0
-        for _ in 0..<20 {
-            do {
-                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
-            } catch .rejected(let rejection) {
-                #expect(rejection.reason == .invalidProviderToken)
-                rejected += 1
-            } catch {
-                #expect(transportFailure(error)?.kind == .circuitOpen)
-                failedFast += 1
+        try await Fixture.with { fixture in
+            let connector = try Self.revokedKeyConnector(fixture)
+            var rejected = 0
+            var failedFast = 0
+            for _ in 0..<20 {
+                do throws(APNsError) {
+                    try await send(
+                        AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+                } catch .rejected(let rejection) {
+                    #expect(rejection.reason == .invalidProviderToken)
+                    rejected += 1
+                } catch {
+                    #expect(transportFailure(error)?.kind == .circuitOpen)
+                    failedFast += 1
+                }
             }
+            #expect(rejected == 5)
+            #expect(failedFast == 15)
+            #expect(fixture.server.streamCount == 5)
+            await connector.shutdown()
         }
-        #expect(rejected == 5)
-        #expect(failedFast == 15)
-        #expect(fixture.server.streamCount == 5)
-        await connector.shutdown()
-        try await fixture.stop()
     }
 
     /// The same for a bulk send: a million devices would not mean a million 403s.
     @Test func bulkSendToARevokedKeyStopsEarly() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try Self.revokedKeyConnector(fixture)
-        var outcomes = 0
-        var circuitOpen = 0
-        for try await outcome in try bulkSendOutcomes(
-            AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector,
-            to: BulkSendTests.devices(5_000), maximumInFlight: 64)
-        {
-            outcomes += 1
-            if outcome.transportFailure?.kind == .circuitOpen { circuitOpen += 1 }
+        try await Fixture.with { fixture in
+            let connector = try Self.revokedKeyConnector(fixture)
+            var outcomes = 0
+            var circuitOpen = 0
+            for try await outcome in try bulkSendOutcomes(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector,
+                to: BulkSendTests.devices(5_000), maximumInFlight: 64)
+            {
+                outcomes += 1
+                if outcome.transportFailure?.kind == .circuitOpen { circuitOpen += 1 }
+            }
+            #expect(outcomes == 5_000)
+            #expect(fixture.server.streamCount < 200)
+            #expect(circuitOpen == 5_000 - fixture.server.streamCount)
+            await connector.shutdown()
         }
-        #expect(outcomes == 5_000)
-        #expect(fixture.server.streamCount < 200)
-        #expect(circuitOpen == 5_000 - fixture.server.streamCount)
-        await connector.shutdown()
-        try await fixture.stop()
     }
 
     @Test func noBreakerWhenTurnedOff() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try Self.revokedKeyConnector(fixture, circuitBreaker: nil)
-        for _ in 0..<10 {
-            await expectRejection(.invalidProviderToken, status: 403) {
-                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+        try await Fixture.with { fixture in
+            let connector = try Self.revokedKeyConnector(fixture, circuitBreaker: nil)
+            for _ in 0..<10 {
+                await expectRejection(.invalidProviderToken, status: 403) {
+                    try await send(
+                        AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+                }
             }
+            #expect(fixture.server.streamCount == 10)
+            await connector.shutdown()
         }
-        #expect(fixture.server.streamCount == 10)
-        await connector.shutdown()
-        try await fixture.stop()
     }
 }

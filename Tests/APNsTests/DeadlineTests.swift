@@ -42,77 +42,78 @@ import Testing
     /// sends made after it wait inside libcurl for the stream (libcurl 7.88 applies no timeout
     /// there). Each ends by its own 1 s deadline, not sent.
     @Test func sendsWaitingForAStreamEndByTheirDeadline() async throws {
-        let fixture = try await Fixture.start { $0.oneStreamUntilFirstSuccess = true }
-        fixture.server.inject(.neverAnswer)
-        let connector = try fixture.tokenConnector()
-        let holder = Task {
-            try await send(
-                AlertNotification(bundleID: Fixture.bundleID) { Alert("holds the stream") }, via: connector, to: .test,
-                timeout: .seconds(8))
+        try await Fixture.with(adjust: { $0.oneStreamUntilFirstSuccess = true }) { fixture in
+            fixture.server.inject(.neverAnswer)
+            let connector = try fixture.tokenConnector()
+            let holder = Task {
+                try await send(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert("holds the stream") }, via: connector,
+                    to: .test,
+                    timeout: .seconds(8))
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            let waiting = await Self.sendConcurrently(5, via: connector, timeout: .seconds(1))
+            #expect(waiting.count == 5)
+            for (elapsed, result) in waiting {
+                #expect(elapsed <= .seconds(1) + Self.slack, "waited \(elapsed)")
+                #expect(Self.isNotSentTimeout(result), "\(result)")
+            }
+            holder.cancel()
+            _ = await holder.result
+            await connector.shutdown()
+            #expect(fixture.server.processedCounts.count <= 1)  // only the holder reached the server
         }
-        try await Task.sleep(for: .milliseconds(300))
-        let waiting = await Self.sendConcurrently(5, via: connector, timeout: .seconds(1))
-        #expect(waiting.count == 5)
-        for (elapsed, result) in waiting {
-            #expect(elapsed <= .seconds(1) + Self.slack, "waited \(elapsed)")
-            #expect(Self.isNotSentTimeout(result), "\(result)")
-        }
-        holder.cancel()
-        _ = await holder.result
-        await connector.shutdown()
-        #expect(fixture.server.processedCounts.count <= 1)  // only the holder reached the server
-        try await fixture.stop()
     }
 
     /// A server that accepts TCP and never finishes TLS: every send ends by its deadline, not sent.
     @Test func sendsWaitingForAHandshakeEndByTheirDeadline() async throws {
-        let fixture = try await Fixture.start()
-        fixture.server.inject(.stallHandshake)
-        let connector = try fixture.tokenConnector()
-        let waiting = await Self.sendConcurrently(5, via: connector, timeout: .seconds(1))
-        #expect(waiting.count == 5)
-        for (elapsed, result) in waiting {
-            #expect(elapsed <= .seconds(1) + Self.slack, "waited \(elapsed)")
-            #expect(Self.isNotSentTimeout(result), "\(result)")
+        try await Fixture.with { fixture in
+            fixture.server.inject(.stallHandshake)
+            let connector = try fixture.tokenConnector()
+            let waiting = await Self.sendConcurrently(5, via: connector, timeout: .seconds(1))
+            #expect(waiting.count == 5)
+            for (elapsed, result) in waiting {
+                #expect(elapsed <= .seconds(1) + Self.slack, "waited \(elapsed)")
+                #expect(Self.isNotSentTimeout(result), "\(result)")
+            }
+            await connector.shutdown()
         }
-        await connector.shutdown()
-        try await fixture.stop()
     }
 
     /// A connection that answers ten requests and then goes silent, while twenty are in flight: it
     /// is replaced when the first request on it times out, later sends go to the new connection,
     /// and what was not written to the silent one is not reported as possibly delivered.
     @Test func aStallStartingMidStreamIsFoundAtTheFirstTimeout() async throws {
-        let fixture = try await Fixture.start()
-        fixture.server.inject(.neverAnswerAfter(requests: 10), connections: 1)
-        let connector = try fixture.tokenConnector(adjust: { $0.maximumConcurrentStreams = 20 })
-        let devices = (0..<200).map { try! Device(token: String(format: "%064x", $0 + 1)) }
-        let ids = Dictionary(uniqueKeysWithValues: devices.map { ($0, APNsID()) })
-        var outcomes: [BulkOutcome] = []
-        let started = ContinuousClock.now
-        let results = try bulkSendOutcomes(
-            AlertNotification(bundleID: Fixture.bundleID) { Alert("stall") }, via: connector, to: devices,
-            maximumInFlight: 20, timeout: .seconds(2), apnsID: { ids[$0] ?? APNsID() })
-        for try await outcome in results { outcomes.append(outcome) }
-        let elapsed = ContinuousClock.now - started
-        var unknown = 0
-        for outcome in outcomes {
-            let processed = fixture.server.processedCount(apnsID: ids[outcome.device]?.description ?? "")
-            switch outcome.result {
-            case .success: #expect(processed == 1)
-            case .failure(.transport(let failure)) where failure.delivery == .notSent: #expect(processed == 0)
-            case .failure(.transport): unknown += 1
-            case .failure(let error): Issue.record("unexpected \(error)")
+        try await Fixture.with { fixture in
+            fixture.server.inject(.neverAnswerAfter(requests: 10), connections: 1)
+            let connector = try fixture.tokenConnector(adjust: { $0.maximumConcurrentStreams = 20 })
+            let devices = (0..<200).map { try! Device(token: String(format: "%064x", $0 + 1)) }
+            let ids = Dictionary(uniqueKeysWithValues: devices.map { ($0, APNsID()) })
+            var outcomes: [BulkOutcome] = []
+            let started = ContinuousClock.now
+            let results = try bulkSendOutcomes(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("stall") }, via: connector, to: devices,
+                maximumInFlight: 20, timeout: .seconds(2), apnsID: { ids[$0] ?? APNsID() })
+            for try await outcome in results { outcomes.append(outcome) }
+            let elapsed = ContinuousClock.now - started
+            var unknown = 0
+            for outcome in outcomes {
+                let processed = fixture.server.processedCount(apnsID: ids[outcome.device]?.description ?? "")
+                switch outcome.result {
+                case .success: #expect(processed == 1)
+                case .failure(.transport(let failure)) where failure.delivery == .notSent: #expect(processed == 0)
+                case .failure(.transport): unknown += 1
+                case .failure(let error): Issue.record("unexpected \(error)")
+                }
+                #expect(processed <= 1)
             }
-            #expect(processed <= 1)
+            #expect(outcomes.count == 200)
+            #expect(connector.stalledConnectionsClosed == 1)
+            // Found one timeout late, a second window of 20 would have been written to the silent
+            // connection: more than 30 may-have-been-delivered, and about two timeouts in all.
+            #expect(unknown <= 30, "\(unknown) may have been delivered")
+            #expect(elapsed < .seconds(4), "took \(elapsed)")
+            await connector.shutdown()
         }
-        #expect(outcomes.count == 200)
-        #expect(connector.stalledConnectionsClosed == 1)
-        // Found one timeout late, a second window of 20 would have been written to the silent
-        // connection: more than 30 may-have-been-delivered, and about two timeouts in all.
-        #expect(unknown <= 30, "\(unknown) may have been delivered")
-        #expect(elapsed < .seconds(4), "took \(elapsed)")
-        await connector.shutdown()
-        try await fixture.stop()
     }
 }

@@ -152,64 +152,65 @@ import Testing
 
     @Test(arguments: cases)
     func everySendEndsOnceAndTruthfully(_ example: Case) async throws {
-        let fixture = try await Fixture.start { $0.recordsRequests = false }
-        fixture.server.inject(example.fault, connections: example.connections, requests: example.requests)
-        let timeout = example.timeout.scaledForSanitizers
-        let connector = try fixture.tokenConnector(adjust: { $0.requestTimeout = timeout })
-        let ids = (0..<Self.count).map { _ in APNsID() }
-        let outcomes = await withTaskGroup(of: (Int, Result<APNsResponse, APNsError>, Duration).self) { group in
-            for index in 0..<Self.count {
-                group.addTask {
-                    let notification = AlertNotification(bundleID: Fixture.bundleID, apnsID: ids[index]) {
-                        Alert("n\(index)")
-                    }
-                    let start = ContinuousClock.now  // the send's deadline counts from here
-                    do throws(APNsError) {
-                        let response = try await send(notification, via: connector, to: .test)
-                        return (index, .success(response), ContinuousClock.now - start)
-                    } catch {
-                        return (index, .failure(error), ContinuousClock.now - start)
+        try await Fixture.with(adjust: { $0.recordsRequests = false }) { fixture in
+            fixture.server.inject(example.fault, connections: example.connections, requests: example.requests)
+            let timeout = example.timeout.scaledForSanitizers
+            let connector = try fixture.tokenConnector(adjust: { $0.requestTimeout = timeout })
+            let ids = (0..<Self.count).map { _ in APNsID() }
+            let outcomes = await withTaskGroup(of: (Int, Result<APNsResponse, APNsError>, Duration).self) { group in
+                for index in 0..<Self.count {
+                    group.addTask {
+                        let notification = AlertNotification(bundleID: Fixture.bundleID, apnsID: ids[index]) {
+                            Alert("n\(index)")
+                        }
+                        let start = ContinuousClock.now  // the send's deadline counts from here
+                        do throws(APNsError) {
+                            let response = try await send(notification, via: connector, to: .test)
+                            return (index, .success(response), ContinuousClock.now - start)
+                        } catch {
+                            return (index, .failure(error), ContinuousClock.now - start)
+                        }
                     }
                 }
+                var collected: [Int: (Result<APNsResponse, APNsError>, Duration)] = [:]
+                for await (index, result, elapsed) in group {
+                    #expect(collected[index] == nil, "send \(index) ended twice")
+                    collected[index] = (result, elapsed)
+                }
+                return collected
             }
-            var collected: [Int: (Result<APNsResponse, APNsError>, Duration)] = [:]
-            for await (index, result, elapsed) in group {
-                #expect(collected[index] == nil, "send \(index) ended twice")
-                collected[index] = (result, elapsed)
-            }
-            return collected
-        }
-        #expect(outcomes.count == Self.count)
+            #expect(outcomes.count == Self.count)
 
-        var tally = Tally()
-        let processed = fixture.server.processedCounts
-        for (index, (result, elapsed)) in outcomes {
-            let times = processed[ids[index].description] ?? 0
-            #expect(times <= 1, "apns-id \(ids[index]) was processed \(times) times")
-            #expect(elapsed <= timeout + .seconds(1), "send \(index) took \(elapsed)")
-            if case .failure(.transport(let failure)) = result, failure.kind == .timeout {
-                // libcurl's own timeout is set from the time left when the request starts, to the millisecond.
-                #expect(elapsed >= timeout - .milliseconds(100), "send \(index) gave up after \(elapsed): \(failure)")
+            var tally = Tally()
+            let processed = fixture.server.processedCounts
+            for (index, (result, elapsed)) in outcomes {
+                let times = processed[ids[index].description] ?? 0
+                #expect(times <= 1, "apns-id \(ids[index]) was processed \(times) times")
+                #expect(elapsed <= timeout + .seconds(1), "send \(index) took \(elapsed)")
+                if case .failure(.transport(let failure)) = result, failure.kind == .timeout {
+                    // libcurl's own timeout is set from the time left when the request starts, to the millisecond.
+                    #expect(
+                        elapsed >= timeout - .milliseconds(100), "send \(index) gave up after \(elapsed): \(failure)")
+                }
+                tally.count(result, processed: times)
             }
-            tally.count(result, processed: times)
-        }
-        #expect(tally.total == Self.count)
-        example.check(tally)
+            #expect(tally.total == Self.count)
+            example.check(tally)
 
-        // Healed: the server behaves again, and the connector reaches it at once (a new TLS
-        // connection where the old one stalled). The bound allows for a machine whose two cores are
-        // busy with other work (a load of 8 once took 5 s for the debug mock's new handshake);
-        // alone it takes a few milliseconds.
-        fixture.server.inject(nil)
-        let healStart = ContinuousClock.now
-        let response = try await send(
-            AlertNotification(bundleID: Fixture.bundleID) { Alert("after") }, via: connector, to: .test,
-            timeout: Duration.seconds(15).scaledForSanitizers)
-        #expect(response.status == 200)
-        #expect(ContinuousClock.now - healStart < Duration.seconds(15).scaledForSanitizers)
-        if case .neverAnswer = example.fault { #expect(connector.stalledConnectionsClosed == 1) }
-        await connector.shutdown(gracePeriod: .seconds(1))
-        try await fixture.stop()
+            // Healed: the server behaves again, and the connector reaches it at once (a new TLS
+            // connection where the old one stalled). The bound allows for a machine whose two cores are
+            // busy with other work (a load of 8 once took 5 s for the debug mock's new handshake);
+            // alone it takes a few milliseconds.
+            fixture.server.inject(nil)
+            let healStart = ContinuousClock.now
+            let response = try await send(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("after") }, via: connector, to: .test,
+                timeout: Duration.seconds(15).scaledForSanitizers)
+            #expect(response.status == 200)
+            #expect(ContinuousClock.now - healStart < Duration.seconds(15).scaledForSanitizers)
+            if case .neverAnswer = example.fault { #expect(connector.stalledConnectionsClosed == 1) }
+            await connector.shutdown(gracePeriod: .seconds(1))
+        }
     }
 
     /// A stream above a GOAWAY's last-stream-id was never processed. When it cannot be sent again
@@ -222,52 +223,54 @@ import Testing
     /// before it reports the failure of the requests on it (the close-after-processing case of the
     /// matrix would see duplicates).
     @Test func aSendRefusedByGoAwayThatCannotBeSentAgainEndsNotSent() async throws {
-        let fixture = try await Fixture.start { $0.recordsRequests = false }
-        let timeout = Duration.seconds(2).scaledForSanitizers
-        let connector = try fixture.tokenConnector(adjust: {
-            $0.requestTimeout = timeout
-            $0.connectTimeout = .seconds(60)  // the deadline ends the wait, not the connect timeout
-        })
-        // The first connection sends GOAWAY after 20 streams, its last-stream-id 10 streams lower.
-        fixture.server.inject(.goAway(afterRequests: 20, errorCode: 0, debugData: "", lowerBy: 10), connections: 1)
-        #expect(
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("first") }, via: connector, to: .test)
+        try await Fixture.with(adjust: { $0.recordsRequests = false }) { fixture in
+            let timeout = Duration.seconds(2).scaledForSanitizers
+            let connector = try fixture.tokenConnector(adjust: {
+                $0.requestTimeout = timeout
+                $0.connectTimeout = .seconds(60)  // the deadline ends the wait, not the connect timeout
+            })
+            // The first connection sends GOAWAY after 20 streams, its last-stream-id 10 streams lower.
+            fixture.server.inject(.goAway(afterRequests: 20, errorCode: 0, debugData: "", lowerBy: 10), connections: 1)
+            #expect(
+                try await send(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert("first") }, via: connector, to: .test
+                )
                 .status == 200)
-        fixture.server.inject(.stallHandshake)  // every later connection
-        let ids = (0..<40).map { _ in APNsID() }
-        let outcomes = await withTaskGroup(of: (Int, Result<APNsResponse, APNsError>).self) { group in
-            for index in ids.indices {
-                group.addTask {
-                    let notification = AlertNotification(bundleID: Fixture.bundleID, apnsID: ids[index]) {
-                        Alert("n\(index)")
-                    }
-                    do throws(APNsError) {
-                        return (index, .success(try await send(notification, via: connector, to: .test)))
-                    } catch {
-                        return (index, .failure(error))
+            fixture.server.inject(.stallHandshake)  // every later connection
+            let ids = (0..<40).map { _ in APNsID() }
+            let outcomes = await withTaskGroup(of: (Int, Result<APNsResponse, APNsError>).self) { group in
+                for index in ids.indices {
+                    group.addTask {
+                        let notification = AlertNotification(bundleID: Fixture.bundleID, apnsID: ids[index]) {
+                            Alert("n\(index)")
+                        }
+                        do throws(APNsError) {
+                            return (index, .success(try await send(notification, via: connector, to: .test)))
+                        } catch {
+                            return (index, .failure(error))
+                        }
                     }
                 }
+                var collected: [(Int, Result<APNsResponse, APNsError>)] = []
+                for await outcome in group { collected.append(outcome) }
+                return collected
             }
-            var collected: [(Int, Result<APNsResponse, APNsError>)] = []
-            for await outcome in group { collected.append(outcome) }
-            return collected
+            var tally = Tally()
+            for (index, result) in outcomes {
+                tally.count(result, processed: fixture.server.processedCount(apnsID: ids[index].description))
+            }
+            #expect(tally.total == ids.count)
+            // 19 streams after the first reach the GOAWAY; the 10 below its last-stream-id are answered.
+            // Everything refused, and everything started after it, waits for a connection that never
+            // comes: not sent. (libcurl 7.88 may report one refused stream without its code: unknown.)
+            #expect(tally.accepted <= 19, "\(tally.summary)")
+            #expect(tally.accepted + tally.notSent.count + tally.unknown.count == ids.count)
+            #expect(tally.unknown.allSatisfy { $0.kind == .connectionLost || $0.kind == .timeout }, "\(tally.summary)")
+            #expect(tally.notSent.count >= ids.count - 19 - 1, "\(tally.summary)")
+            #expect(tally.unknown.count <= 1, "\(tally.summary)")
+            fixture.server.inject(nil)
+            await connector.shutdown(gracePeriod: .seconds(1))
         }
-        var tally = Tally()
-        for (index, result) in outcomes {
-            tally.count(result, processed: fixture.server.processedCount(apnsID: ids[index].description))
-        }
-        #expect(tally.total == ids.count)
-        // 19 streams after the first reach the GOAWAY; the 10 below its last-stream-id are answered.
-        // Everything refused, and everything started after it, waits for a connection that never
-        // comes: not sent. (libcurl 7.88 may report one refused stream without its code: unknown.)
-        #expect(tally.accepted <= 19, "\(tally.summary)")
-        #expect(tally.accepted + tally.notSent.count + tally.unknown.count == ids.count)
-        #expect(tally.unknown.allSatisfy { $0.kind == .connectionLost || $0.kind == .timeout }, "\(tally.summary)")
-        #expect(tally.notSent.count >= ids.count - 19 - 1, "\(tally.summary)")
-        #expect(tally.unknown.count <= 1, "\(tally.summary)")
-        fixture.server.inject(nil)
-        await connector.shutdown(gracePeriod: .seconds(1))
-        try await fixture.stop()
     }
 
     /// libcurl 7.88 sends again, on a new connection, a request that got no response byte on a
@@ -276,53 +279,53 @@ import Testing
     /// request was written, and processed, on the connection that died: connection-lost and
     /// unknown, never a timeout, and never sent twice.
     @Test func aReSendThatCannotConnectIsStillConnectionLost() async throws {
-        let fixture = try await Fixture.start { $0.recordsRequests = false }
-        let connector = try fixture.tokenConnector(adjust: {
-            $0.connectTimeout = Duration.milliseconds(300).scaledForSanitizers
-            $0.requestTimeout = Duration.seconds(10).scaledForSanitizers
-        })
-        // The first connection resets (a bare TCP RST) once it has processed 20 requests; all but
-        // the first request on it go on a reused connection.
-        fixture.server.inject(.resetAfterProcessing(requests: 20), connections: 1)
-        let ids = (0..<20).map { _ in APNsID() }
-        let outcomes = await withTaskGroup(of: Result<APNsResponse, APNsError>.self) { group in
-            func start(_ index: Int) {
-                group.addTask {
-                    let notification = AlertNotification(bundleID: Fixture.bundleID, apnsID: ids[index]) {
-                        Alert("n\(index)")
+        try await Fixture.with(adjust: { $0.recordsRequests = false }) { fixture in
+            let connector = try fixture.tokenConnector(adjust: {
+                $0.connectTimeout = Duration.milliseconds(300).scaledForSanitizers
+                $0.requestTimeout = Duration.seconds(10).scaledForSanitizers
+            })
+            // The first connection resets (a bare TCP RST) once it has processed 20 requests; all but
+            // the first request on it go on a reused connection.
+            fixture.server.inject(.resetAfterProcessing(requests: 20), connections: 1)
+            let ids = (0..<20).map { _ in APNsID() }
+            let outcomes = await withTaskGroup(of: Result<APNsResponse, APNsError>.self) { group in
+                func start(_ index: Int) {
+                    group.addTask {
+                        let notification = AlertNotification(bundleID: Fixture.bundleID, apnsID: ids[index]) {
+                            Alert("n\(index)")
+                        }
+                        do throws(APNsError) {
+                            return .success(try await send(notification, via: connector, to: .test))
+                        } catch { return .failure(error) }
                     }
-                    do throws(APNsError) {
-                        return .success(try await send(notification, via: connector, to: .test))
-                    } catch { return .failure(error) }
+                }
+                for index in 0..<19 { start(index) }
+                // Every connection from now on stalls its handshake; the 20th request sets off the reset.
+                let waitUntil = ContinuousClock.now + Duration.seconds(5).scaledForSanitizers
+                while fixture.server.processedCounts.count < 19, ContinuousClock.now < waitUntil {
+                    try? await Task.sleep(for: .milliseconds(2))
+                }
+                fixture.server.inject(.stallHandshake)
+                start(19)
+                var results: [Result<APNsResponse, APNsError>] = []
+                for await result in group { results.append(result) }
+                return results
+            }
+            var failures: [TransportError] = []
+            for outcome in outcomes {
+                if case .failure(.transport(let failure)) = outcome {
+                    failures.append(failure)
+                } else {
+                    Issue.record("not a transport failure: \(outcome)")
                 }
             }
-            for index in 0..<19 { start(index) }
-            // Every connection from now on stalls its handshake; the 20th request sets off the reset.
-            let waitUntil = ContinuousClock.now + Duration.seconds(5).scaledForSanitizers
-            while fixture.server.processedCounts.count < 19, ContinuousClock.now < waitUntil {
-                try? await Task.sleep(for: .milliseconds(2))
-            }
-            fixture.server.inject(.stallHandshake)
-            start(19)
-            var results: [Result<APNsResponse, APNsError>] = []
-            for await result in group { results.append(result) }
-            return results
+            #expect(failures.count == 20)
+            let kinds = Dictionary(grouping: failures, by: { "\($0.kind) curl \($0.curlCode.map(String.init) ?? "-")" })
+                .mapValues(\.count)
+            #expect(failures.allSatisfy { $0.kind == .connectionLost && $0.delivery == .unknown }, "\(kinds)")
+            #expect(ids.allSatisfy { fixture.server.processedCount(apnsID: $0.description) == 1 })
+            fixture.server.inject(nil)
+            await connector.shutdown(gracePeriod: .seconds(1))
         }
-        var failures: [TransportError] = []
-        for outcome in outcomes {
-            if case .failure(.transport(let failure)) = outcome {
-                failures.append(failure)
-            } else {
-                Issue.record("not a transport failure: \(outcome)")
-            }
-        }
-        #expect(failures.count == 20)
-        let kinds = Dictionary(grouping: failures, by: { "\($0.kind) curl \($0.curlCode.map(String.init) ?? "-")" })
-            .mapValues(\.count)
-        #expect(failures.allSatisfy { $0.kind == .connectionLost && $0.delivery == .unknown }, "\(kinds)")
-        #expect(ids.allSatisfy { fixture.server.processedCount(apnsID: $0.description) == 1 })
-        fixture.server.inject(nil)
-        await connector.shutdown(gracePeriod: .seconds(1))
-        try await fixture.stop()
     }
 }

@@ -43,23 +43,51 @@ struct Fixture {
     /// with TooManyProviderTokenUpdates, as APNs does. Tests stay well inside a token's hour.
     static let tokenClock: @Sendable () -> Date = { [issued = Date()] in issued }
 
+    /// Runs `body` with a started fixture, then shuts down every connector the fixture made and
+    /// stops the server — also when `body` throws or an expectation fails, so a failing test never
+    /// leaks a server or a transport thread into later ones (as Hummingbird's `app.test`).
+    ///
+    /// ```swift
+    /// try await Fixture.with(adjust: { $0.goAwayAfterStreams = 50 }) { fixture in
+    ///     let connector = try fixture.tokenConnector()
+    ///     try await send(notification, via: connector, to: .test)
+    /// }
+    /// ```
+    static func with<T>(
+        adjust: (inout MockAPNsServer.Configuration) -> Void = { _ in }, _ body: (Fixture) async throws -> T
+    ) async throws -> T {
+        let fixture = try await start(adjust)
+        let result: Result<T, any Error>
+        do { result = .success(try await body(fixture)) } catch { result = .failure(error) }
+        for connector in fixture.made.withLock({ $0 }) { await connector.shutdown(gracePeriod: .zero) }
+        try await fixture.stop()
+        return try result.get()
+    }
+
+    /// Every connector this fixture made, for ``with(adjust:_:)`` to shut down.
+    let made = Locked<[any TransportConnector]>([])
+
     func tokenConnector(
         clock: @escaping @Sendable () -> Date = Fixture.tokenClock,
         adjust: (inout TransportConfiguration) -> Void = { _ in }
     ) throws -> TokenConnector {
         var transport = transport
         adjust(&transport)
-        return try TokenConnector(
+        let connector = try TokenConnector(
             teamID: signingKey.teamID, keyID: signingKey.keyID, key: .pem(signingKey.privateKeyPEM),
             environment: environment, transport: transport, clock: clock)
+        made.withLock { $0.append(connector) }
+        return connector
     }
 
     func certificateConnector(shutdownGracePeriod: Duration? = nil) throws -> CertificateConnector {
         var transport = transport
         if let shutdownGracePeriod { transport.shutdownGracePeriod = shutdownGracePeriod }
-        return try CertificateConnector(
+        let connector = try CertificateConnector(
             certificate: .pem(client.certificatePEM), privateKey: .pem(client.privateKeyPEM),
             environment: environment, transport: transport)
+        made.withLock { $0.append(connector) }
+        return connector
     }
 
     func stop() async throws { try await server.stop() }

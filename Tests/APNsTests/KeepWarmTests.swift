@@ -34,50 +34,50 @@ import Testing
     }
 
     @Test func runOpensAConnectionBeforeTheFirstSendAndWritesNothingOnIt() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        try await Self.running(connector) {
-            try #require(await Self.eventually(within: .seconds(5)) { connector.connectionsOpened == 1 })
-            try await Task.sleep(for: .milliseconds(200))
-            #expect(fixture.server.connectionCount == 1)
-            #expect(fixture.server.streamCount == 0)  // TLS and HTTP/2 set up; no request
-            #expect(connector.connectionsOpened == 1)  // one, not one per check
-            let response = try await send(Self.notification, via: connector, to: .test)
-            #expect(response.status == 200)
-            #expect(connector.connectionsOpened == 1)  // the send went on the warm connection
-            #expect(fixture.server.connectionCount == 1)
-            #expect(fixture.server.requests.count == 1)
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            try await Self.running(connector) {
+                try #require(await Self.eventually(within: .seconds(5)) { connector.connectionsOpened == 1 })
+                try await Task.sleep(for: .milliseconds(200))
+                #expect(fixture.server.connectionCount == 1)
+                #expect(fixture.server.streamCount == 0)  // TLS and HTTP/2 set up; no request
+                #expect(connector.connectionsOpened == 1)  // one, not one per check
+                let response = try await send(Self.notification, via: connector, to: .test)
+                #expect(response.status == 200)
+                #expect(connector.connectionsOpened == 1)  // the send went on the warm connection
+                #expect(fixture.server.connectionCount == 1)
+                #expect(fixture.server.requests.count == 1)
+            }
         }
-        try await fixture.stop()
     }
 
     @Test func aCertificateConnectorIsKeptWarmToo() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.certificateConnector()
-        try await Self.running(connector) {
-            try #require(await Self.eventually(within: .seconds(5)) { connector.connectionsOpened == 1 })
-            #expect(fixture.server.streamCount == 0)
-            #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
-            #expect(connector.connectionsOpened == 1)
+        try await Fixture.with { fixture in
+            let connector = try fixture.certificateConnector()
+            try await Self.running(connector) {
+                try #require(await Self.eventually(within: .seconds(5)) { connector.connectionsOpened == 1 })
+                #expect(fixture.server.streamCount == 0)
+                #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
+                #expect(connector.connectionsOpened == 1)
+            }
         }
-        try await fixture.stop()
     }
 
     /// libcurl does not watch idle connections; the connector does, and replaces one the server
     /// retired without waiting for a send to find it gone.
     @Test func aConnectionTheServerRetiresIsReplacedBeforeTheNextSend() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        try await Self.running(connector) {
-            try #require(await Self.eventually(within: .seconds(5)) { connector.connectionsOpened == 1 })
-            fixture.server.goAwayAll()
-            try #require(await Self.eventually(within: .seconds(3)) { connector.connectionsOpened == 2 })
-            #expect(fixture.server.connectionCount == 2)
-            #expect(fixture.server.streamCount == 0)
-            #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
-            #expect(connector.connectionsOpened == 2)
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            try await Self.running(connector) {
+                try #require(await Self.eventually(within: .seconds(5)) { connector.connectionsOpened == 1 })
+                fixture.server.goAwayAll()
+                try #require(await Self.eventually(within: .seconds(3)) { connector.connectionsOpened == 2 })
+                #expect(fixture.server.connectionCount == 2)
+                #expect(fixture.server.streamCount == 0)
+                #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
+                #expect(connector.connectionsOpened == 2)
+            }
         }
-        try await fixture.stop()
     }
 
     /// The server goes away: the failed attempt is logged once at `notice`, retried with back-off,
@@ -120,30 +120,30 @@ import Testing
     /// libcurl will not reuse a connection idle for longer than `maximumIdleTime`; the connector
     /// replaces it just after that, so the next send still finds one ready.
     @Test func anIdleConnectionIsReplacedBeforeItIsTooOldToReuse() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector(adjust: { $0.maximumIdleTime = .seconds(1) })
-        try await Self.running(connector) {
-            try #require(await Self.eventually(within: .seconds(5)) { connector.connectionsOpened == 1 })
-            let warmed = ContinuousClock.now
-            try #require(await Self.eventually(within: .seconds(8)) { connector.connectionsOpened == 2 })
-            #expect(ContinuousClock.now - warmed > .seconds(2))  // not before it was too old
-            #expect(fixture.server.streamCount == 0)
-            #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
-            #expect(connector.connectionsOpened == 2)
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector(adjust: { $0.maximumIdleTime = .seconds(1) })
+            try await Self.running(connector) {
+                try #require(await Self.eventually(within: .seconds(5)) { connector.connectionsOpened == 1 })
+                let warmed = ContinuousClock.now
+                try #require(await Self.eventually(within: .seconds(8)) { connector.connectionsOpened == 2 })
+                #expect(ContinuousClock.now - warmed > .seconds(2))  // not before it was too old
+                #expect(fixture.server.streamCount == 0)
+                #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
+                #expect(connector.connectionsOpened == 2)
+            }
         }
-        try await fixture.stop()
     }
 
     @Test func withKeepWarmOffTheFirstSendConnects() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector(adjust: { $0.keepsConnectionWarm = false })
-        try await Self.running(connector) {
-            try await Task.sleep(for: .milliseconds(300))
-            #expect(connector.connectionsOpened == 0)
-            #expect(fixture.server.connectionCount == 0)
-            #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
-            #expect(connector.connectionsOpened == 1)
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector(adjust: { $0.keepsConnectionWarm = false })
+            try await Self.running(connector) {
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(connector.connectionsOpened == 0)
+                #expect(fixture.server.connectionCount == 0)
+                #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
+                #expect(connector.connectionsOpened == 1)
+            }
         }
-        try await fixture.stop()
     }
 }

@@ -55,38 +55,38 @@ import Testing
     @Test func theLoadedLibcurlPassesAndTheConnectorSaysWhichKeepaliveItUses() async throws {
         let libcurl = try Libcurl.loaded.get()
         #expect(libcurl.version >= Libcurl.minimum)
-        let fixture = try await Fixture.start()
-        let logs = InMemoryLogHandler()
-        var logger = Logger(label: "apns-test", factory: { _ in logs })
-        logger.logLevel = .debug
-        let connector = try TokenConnector(
-            teamID: fixture.signingKey.teamID, keyID: fixture.signingKey.keyID,
-            key: .pem(fixture.signingKey.privateKeyPEM),
-            environment: fixture.environment, transport: fixture.transport, logger: logger)
-        let lines = logs.entries.filter { $0.message.description.hasPrefix("APNs connection keepalive: ") }
-        #expect(lines.count == 1)
-        #expect(lines.first?.level == .debug)
-        #expect(lines.first?.metadata["curl.version"]?.description == libcurl.version.description)
-        #expect(
-            lines.first?.message.description
-                == "APNs connection keepalive: TCP keepalive every 30.0 seconds; idle sockets watched "
-                + "and a connection kept warm while run as a service; no HTTP/2 PING (no libcurl writes one on an idle connection)"
-        )
-        await connector.shutdown()
-        try await fixture.stop()
+        try await Fixture.with { fixture in
+            let logs = InMemoryLogHandler()
+            var logger = Logger(label: "apns-test", factory: { _ in logs })
+            logger.logLevel = .debug
+            let connector = try TokenConnector(
+                teamID: fixture.signingKey.teamID, keyID: fixture.signingKey.keyID,
+                key: .pem(fixture.signingKey.privateKeyPEM),
+                environment: fixture.environment, transport: fixture.transport, logger: logger)
+            let lines = logs.entries.filter { $0.message.description.hasPrefix("APNs connection keepalive: ") }
+            #expect(lines.count == 1)
+            #expect(lines.first?.level == .debug)
+            #expect(lines.first?.metadata["curl.version"]?.description == libcurl.version.description)
+            #expect(
+                lines.first?.message.description
+                    == "APNs connection keepalive: TCP keepalive every 30.0 seconds; idle sockets watched "
+                    + "and a connection kept warm while run as a service; no HTTP/2 PING (no libcurl writes one on an idle connection)"
+            )
+            await connector.shutdown()
+        }
     }
 
     /// What the Reliability article says of PING, checked on whichever libcurl is loaded: an idle
     /// connection gets no HTTP/2 PING, and the connection is still there for the next send.
     @Test func anIdleConnectionGetsNoPingAndIsReusedAfterwards() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        #expect(try await send(KeepWarmTests.notification, via: connector, to: .test).status == 200)
-        try await Task.sleep(for: .milliseconds(1500))
-        #expect(fixture.server.pingCount == 0)
-        #expect(try await send(KeepWarmTests.notification, via: connector, to: .test).status == 200)
-        #expect(fixture.server.connectionCount == 1)
-        await connector.shutdown()
-        try await fixture.stop()
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            #expect(try await send(KeepWarmTests.notification, via: connector, to: .test).status == 200)
+            try await Task.sleep(for: .milliseconds(1500))
+            #expect(fixture.server.pingCount == 0)
+            #expect(try await send(KeepWarmTests.notification, via: connector, to: .test).status == 200)
+            #expect(fixture.server.connectionCount == 1)
+            await connector.shutdown()
+        }
     }
 }

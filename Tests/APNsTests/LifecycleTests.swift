@@ -8,97 +8,101 @@ import Testing
 @Suite struct LifecycleTests {
     /// In-flight sends finish within the grace period; sends after shutdown fail at once, not sent.
     @Test func shutdownDrainsThenRefuses() async throws {
-        let fixture = try await Fixture.start()
-        fixture.server.inject(.delay(.milliseconds(300)))
-        let connector = try fixture.tokenConnector()
-        let inFlight = Task {
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+        try await Fixture.with { fixture in
+            fixture.server.inject(.delay(.milliseconds(300)))
+            let connector = try fixture.tokenConnector()
+            let inFlight = Task {
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            await connector.shutdown(gracePeriod: .seconds(5))
+            #expect(try await inFlight.value.status == 200)
+            await #expect(
+                throws: APNsError.transport(
+                    TransportError(
+                        kind: .shutDown, delivery: .notSent, message: "the connector's transport was shut down"))
+            ) {
+                try await send(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert("late") }, via: connector, to: .test)
+            }
+            await connector.shutdown()  // a second call returns at once
         }
-        try await Task.sleep(for: .milliseconds(100))
-        await connector.shutdown(gracePeriod: .seconds(5))
-        #expect(try await inFlight.value.status == 200)
-        await #expect(
-            throws: APNsError.transport(
-                TransportError(kind: .shutDown, delivery: .notSent, message: "the connector's transport was shut down"))
-        ) {
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("late") }, via: connector, to: .test)
-        }
-        await connector.shutdown()  // a second call returns at once
-        try await fixture.stop()
     }
 
     /// Past the grace period, what is still on the wire fails as shut down, delivery unknown.
     @Test func anyConnectorShutsDownWhatItWraps() async throws {
-        let fixture = try await Fixture.start()
-        let wrapped = try fixture.tokenConnector()
-        let connector = AnyConnector(wrapped)
-        #expect(
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
-                .status == 200)
-        await connector.shutdown(gracePeriod: .seconds(1))
-        await #expect(
-            throws: APNsError.transport(
-                TransportError(kind: .shutDown, delivery: .notSent, message: "the connector's transport was shut down"))
-        ) {
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("late") }, via: wrapped, to: .test)
+        try await Fixture.with { fixture in
+            let wrapped = try fixture.tokenConnector()
+            let connector = AnyConnector(wrapped)
+            #expect(
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+                    .status == 200)
+            await connector.shutdown(gracePeriod: .seconds(1))
+            await #expect(
+                throws: APNsError.transport(
+                    TransportError(
+                        kind: .shutDown, delivery: .notSent, message: "the connector's transport was shut down"))
+            ) {
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("late") }, via: wrapped, to: .test)
+            }
         }
-        try await fixture.stop()
     }
 
     @Test func shutdownEndsWhatOutlivesTheGracePeriod() async throws {
-        let fixture = try await Fixture.start()
-        fixture.server.inject(.neverAnswer)
-        let connector = try fixture.tokenConnector()
-        let id = APNsID()
-        let stuck = Task {
-            try await send(
-                AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)
+        try await Fixture.with { fixture in
+            fixture.server.inject(.neverAnswer)
+            let connector = try fixture.tokenConnector()
+            let id = APNsID()
+            let stuck = Task {
+                try await send(
+                    AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)
+            }
+            while fixture.server.processedCount(apnsID: id.description) == 0 {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let start = ContinuousClock.now
+            await connector.shutdown(gracePeriod: .milliseconds(200))
+            #expect(ContinuousClock.now - start < .seconds(2))
+            await #expect(
+                throws: APNsError.transport(
+                    TransportError(
+                        kind: .shutDown, delivery: .unknown, message: "the connector's transport was shut down"))
+            ) {
+                try await stuck.value
+            }
         }
-        while fixture.server.processedCount(apnsID: id.description) == 0 {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        let start = ContinuousClock.now
-        await connector.shutdown(gracePeriod: .milliseconds(200))
-        #expect(ContinuousClock.now - start < .seconds(2))
-        await #expect(
-            throws: APNsError.transport(
-                TransportError(kind: .shutDown, delivery: .unknown, message: "the connector's transport was shut down"))
-        ) {
-            try await stuck.value
-        }
-        try await fixture.stop()
     }
 
     /// A send waiting behind the stream limit has its deadline counted from when it was made.
     @Test func deadlineCountsFromTheSendNotFromTheWire() async throws {
-        let fixture = try await Fixture.start()
-        fixture.server.inject(.neverAnswer)
-        let connector = try fixture.tokenConnector(adjust: { $0.maximumConcurrentStreams = 1 })
-        let blocker = Task {
-            try? await send(
-                AlertNotification(bundleID: Fixture.bundleID) { Alert("a") }, via: connector, to: .test,
-                timeout: .seconds(3))
+        try await Fixture.with { fixture in
+            fixture.server.inject(.neverAnswer)
+            let connector = try fixture.tokenConnector(adjust: { $0.maximumConcurrentStreams = 1 })
+            let blocker = Task {
+                try? await send(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert("a") }, via: connector, to: .test,
+                    timeout: .seconds(3))
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            let start = ContinuousClock.now
+            do throws(APNsError) {
+                try await send(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert("b") }, via: connector, to: .test,
+                    timeout: .milliseconds(300))
+                Issue.record("expected a timeout")
+            } catch {
+                // It never got a stream: not sent, and it ended near its own deadline, not the blocker's.
+                #expect(
+                    error
+                        == .transport(
+                            TransportError(
+                                kind: .timeout, delivery: .notSent,
+                                message: "the send's deadline passed before APNs answered")))
+            }
+            #expect(ContinuousClock.now - start < .seconds(1))
+            _ = await blocker.value
+            await connector.shutdown(gracePeriod: .zero)
         }
-        try await Task.sleep(for: .milliseconds(200))
-        let start = ContinuousClock.now
-        do {
-            try await send(
-                AlertNotification(bundleID: Fixture.bundleID) { Alert("b") }, via: connector, to: .test,
-                timeout: .milliseconds(300))
-            Issue.record("expected a timeout")
-        } catch {
-            // It never got a stream: not sent, and it ended near its own deadline, not the blocker's.
-            #expect(
-                error
-                    == .transport(
-                        TransportError(
-                            kind: .timeout, delivery: .notSent,
-                            message: "the send's deadline passed before APNs answered")))
-        }
-        #expect(ContinuousClock.now - start < .seconds(1))
-        _ = await blocker.value
-        await connector.shutdown(gracePeriod: .zero)
-        try await fixture.stop()
     }
 
     @Test func bulkResultsIterateOnce() async throws {
@@ -120,29 +124,29 @@ import Testing
     /// Cancelling a bulk send through the real transport starts nothing more: the server's count
     /// stops growing.
     @Test func cancelledBulkSendStartsNothingMore() async throws {
-        let fixture = try await Fixture.start()
-        fixture.server.inject(.delay(.milliseconds(50)))
-        let connector = try fixture.tokenConnector()
-        let task = Task {
-            var read = 0
-            for try await _ in try bulkSendOutcomes(
-                AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector,
-                to: BulkSendTests.devices(5_000), maximumInFlight: 50)
-            {
-                read += 1
+        try await Fixture.with { fixture in
+            fixture.server.inject(.delay(.milliseconds(50)))
+            let connector = try fixture.tokenConnector()
+            let task = Task {
+                var read = 0
+                for try await _ in try bulkSendOutcomes(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector,
+                    to: BulkSendTests.devices(5_000), maximumInFlight: 50)
+                {
+                    read += 1
+                }
+                return read
             }
-            return read
+            try await Task.sleep(for: .milliseconds(300))
+            task.cancel()
+            let read = try await task.value
+            try await Task.sleep(for: .milliseconds(500))
+            let settled = fixture.server.streamCount
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(fixture.server.streamCount == settled)
+            #expect(settled <= read + 50 + 50)
+            #expect(settled < 5_000)
+            await connector.shutdown(gracePeriod: .zero)
         }
-        try await Task.sleep(for: .milliseconds(300))
-        task.cancel()
-        let read = try await task.value
-        try await Task.sleep(for: .milliseconds(500))
-        let settled = fixture.server.streamCount
-        try await Task.sleep(for: .milliseconds(500))
-        #expect(fixture.server.streamCount == settled)
-        #expect(settled <= read + 50 + 50)
-        #expect(settled < 5_000)
-        await connector.shutdown(gracePeriod: .zero)
-        try await fixture.stop()
     }
 }

@@ -70,52 +70,52 @@ import Testing
             (base, alert, "/2/device/00aa", 404, "BadPath"),
         ].map(Case.init))
     func rejectsLikeAPNs(_ example: Case) async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        let response = try await connector.performWithoutRuleCheck(
-            raw(example.headers, body: example.body, path: example.path))
-        #expect(response.status == example.status)
-        #expect(APNsRejection(status: response.status, body: response.body).reason?.rawValue == example.reason)
-        try await fixture.stop()
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let response = try await connector.performWithoutRuleCheck(
+                raw(example.headers, body: example.body, path: example.path))
+            #expect(response.status == example.status)
+            #expect(APNsRejection(status: response.status, body: response.body).reason?.rawValue == example.reason)
+        }
     }
 
     @Test func wrongMethodAndMissingToken() async throws {
-        let fixture = try await Fixture.start()
-        let tokenConnector = try fixture.tokenConnector()
-        let get = try await tokenConnector.performWithoutRuleCheck(raw(Self.base, body: "", method: .get))
-        #expect(get.status == 405)
-        // A certificate connection whose certificate is for the topic, but a push type that is token-only.
-        let certificateConnector = try fixture.certificateConnector()
-        let widgets = try await certificateConnector.performWithoutRuleCheck(
-            raw(
-                [("apns-push-type", "widgets"), ("apns-topic", "com.example.app.push-type.widgets")],
-                body: #"{"aps":{"content-changed":true}}"#))
-        #expect(APNsRejection(status: widgets.status, body: widgets.body).reason == .badCertificate)
-        try await fixture.stop()
+        try await Fixture.with { fixture in
+            let tokenConnector = try fixture.tokenConnector()
+            let get = try await tokenConnector.performWithoutRuleCheck(raw(Self.base, body: "", method: .get))
+            #expect(get.status == 405)
+            // A certificate connection whose certificate is for the topic, but a push type that is token-only.
+            let certificateConnector = try fixture.certificateConnector()
+            let widgets = try await certificateConnector.performWithoutRuleCheck(
+                raw(
+                    [("apns-push-type", "widgets"), ("apns-topic", "com.example.app.push-type.widgets")],
+                    body: #"{"aps":{"content-changed":true}}"#))
+            #expect(APNsRejection(status: widgets.status, body: widgets.body).reason == .badCertificate)
+        }
     }
 
     @Test func scriptedUnregisteredWithTimestamp() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        let when = Date(timeIntervalSince1970: 1_700_000_000.5)
-        fixture.server.reject(deviceToken: Device.test.token, with: .unregistered, timestamp: when)
-        let id = APNsID()
-        do {
-            try await send(
-                AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)
-            Issue.record("expected a rejection")
-        } catch {
-            guard case .rejected(let rejection) = error else { throw error }
-            #expect(rejection.status == 410)
-            #expect(rejection.reason == .unregistered)
-            #expect(rejection.apnsID == id)
-            #expect(rejection.timestamp == when)
-            #expect(rejection.bodyText == #"{"reason":"Unregistered","timestamp":1700000000500}"#)
-            #expect(rejection.retry == .never)
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let when = Date(timeIntervalSince1970: 1_700_000_000.5)
+            fixture.server.reject(deviceToken: Device.test.token, with: .unregistered, timestamp: when)
+            let id = APNsID()
+            do throws(APNsError) {
+                try await send(
+                    AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)
+                Issue.record("expected a rejection")
+            } catch {
+                guard case .rejected(let rejection) = error else { throw error }
+                #expect(rejection.status == 410)
+                #expect(rejection.reason == .unregistered)
+                #expect(rejection.apnsID == id)
+                #expect(rejection.timestamp == when)
+                #expect(rejection.bodyText == #"{"reason":"Unregistered","timestamp":1700000000500}"#)
+                #expect(rejection.retry == .never)
+            }
+            fixture.server.reject(deviceToken: Device.test.token, with: nil)
+            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
         }
-        fixture.server.reject(deviceToken: Device.test.token, with: nil)
-        try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
-        try await fixture.stop()
     }
 
     /// By default the mock accepts what APNs accepts — as a client no one here wrote (aioapns)
@@ -123,23 +123,25 @@ import Testing
     /// (on in swift-apns' own tests) refuses both, with APNs' own reason names.
     @Test(arguments: [false, true])
     func acceptsWhatAPNsAccepts(strict: Bool) async throws {
-        let fixture = try await Fixture.start { $0.strict = strict }
-        let connector = try fixture.tokenConnector()
-        let noPushType = try await connector.performWithoutRuleCheck(
-            raw([("apns-topic", Fixture.bundleID)], body: #"{"aps":{"alert":"x"}}"#))
-        let unknownKey = try await connector.performWithoutRuleCheck(
-            raw(
-                [("apns-push-type", "alert"), ("apns-topic", Fixture.bundleID)],
-                body: #"{"aps":{"alert":"x","future-key":1}}"#))
-        if strict {
-            #expect(APNsRejection(noPushType).reason == .missingPushType && noPushType.status == 400)
-            #expect(APNsRejection(unknownKey).reason == .badRequestPayload && unknownKey.status == 400)
-        } else {
-            #expect(noPushType.status == 200)
-            #expect(unknownKey.status == 200)
+        try await Fixture.with(adjust: { $0.strict = strict }) { fixture in
+            let connector = try fixture.tokenConnector()
+            let noPushType = try await connector.performWithoutRuleCheck(
+                raw([("apns-topic", Fixture.bundleID)], body: #"{"aps":{"alert":"x"}}"#))
+            let unknownKey = try await connector.performWithoutRuleCheck(
+                raw(
+                    [("apns-push-type", "alert"), ("apns-topic", Fixture.bundleID)],
+                    body: #"{"aps":{"alert":"x","future-key":1}}"#))
+            if strict {
+                #expect(APNsRejection(noPushType).reason == .missingPushType && noPushType.status == 400)
+                #expect(APNsRejection(unknownKey).reason == .badRequestPayload && unknownKey.status == 400)
+            } else {
+                #expect(noPushType.status == 200)
+                #expect(unknownKey.status == 200)
+            }
+            // A request without apns-push-type passes the client's own rule check too (as an alert).
+            #expect(throws: Never.self) {
+                try raw([("apns-topic", Fixture.bundleID)], body: "{}").checkRules(for: .token)
+            }
         }
-        // A request without apns-push-type passes the client's own rule check too (as an alert).
-        #expect(throws: Never.self) { try raw([("apns-topic", Fixture.bundleID)], body: "{}").checkRules(for: .token) }
-        try await fixture.stop()
     }
 }

@@ -55,79 +55,83 @@ import Tracing
     static let rejectedDevice = try! Device(token: "ab" + String(repeating: "cd", count: 31))
 
     @Test func acceptedAndRejectedSendsAreLoggedCountedAndTraced() async throws {
-        let fixture = try await Fixture.start()
-        let backends = Backends()
-        let connector = try tokenConnector(fixture, backends)
-        fixture.server.reject(deviceToken: Self.rejectedDevice.token, with: .badDeviceToken)
-        let id = APNsID()
-        try await withTracer(backends.tracer) {
-            let response = try await send(
-                AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("hi") }, via: connector, to: .test)
-            #expect(response.apnsID == id)
-            await #expect(throws: APNsError.self) {
-                try await send(
-                    AlertNotification(bundleID: Fixture.bundleID) { Alert("hi") }, via: connector,
-                    to: Self.rejectedDevice)
+        try await Fixture.with { fixture in
+            let backends = Backends()
+            let connector = try tokenConnector(fixture, backends)
+            fixture.server.reject(deviceToken: Self.rejectedDevice.token, with: .badDeviceToken)
+            let id = APNsID()
+            try await withTracer(backends.tracer) {
+                let response = try await send(
+                    AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("hi") }, via: connector, to: .test
+                )
+                #expect(response.apnsID == id)
+                await #expect(throws: APNsError.self) {
+                    try await send(
+                        AlertNotification(bundleID: Fixture.bundleID) { Alert("hi") }, via: connector,
+                        to: Self.rejectedDevice)
+                }
             }
+
+            // Metrics: one table of names (the Observability article); bounded dimensions only.
+            #expect(try backends.sends("alert", "accepted", "200") == 1)
+            #expect(try backends.sends("alert", "rejected", "400", reason: "BadDeviceToken") == 1)
+            #expect(
+                try backends.metrics.expectTimer("apns.send.duration", [("apns.push_type", "alert")]).values.count == 2)
+            #expect(
+                try backends.metrics.expectTimer("apns.send.duration", [("apns.push_type", "alert")]).values.allSatisfy
+                {
+                    $0 > 0
+                })
+            #expect(try backends.metrics.expectMeter("apns.sends.in_flight").values == [1, 0, 1, 0])
+            #expect(try backends.metrics.expectCounter("apns.tokens.minted").totalValue == 1)
+            #expect(try backends.metrics.expectCounter("apns.connections.opened").totalValue == 1)
+            #expect(try backends.metrics.expectMeter("apns.connections.open").lastValue == 1)
+
+            // Logs: lifecycle at info, each send at debug with a token prefix, the whole token at trace only.
+            let minted = backends.entries("APNs provider token minted")
+            #expect(minted.count == 1)
+            #expect(minted.first?.level == .info)
+            #expect(minted.first?.metadata["apns.key_id"] == "\(Fixture.keyID)")
+            let established = backends.entries("APNs connection established (TLS, HTTP/2)")
+            #expect(established.count == 1)
+            #expect(established.first?.level == .info)
+            #expect(established.first?.metadata["server.address"] == "127.0.0.1")
+            #expect(established.first?.metadata["server.port"] == "\(fixture.server.port)")
+            let accepted = try #require(backends.entries("APNs accepted the push").first)
+            #expect(accepted.level == .debug)
+            #expect(accepted.metadata["apns.push_type"] == "alert")
+            #expect(accepted.metadata["apns.topic"] == "\(Fixture.bundleID)")
+            #expect(accepted.metadata["apns.id"] == "\(id)")
+            #expect(accepted.metadata["http.response.status_code"] == "200")
+            #expect(accepted.metadata["apns.device"] == "00fc13ad…")
+            #expect(accepted.metadata["apns.duration_ms"] != nil)
+            let rejected = try #require(backends.entries("APNs rejected the push").first)
+            #expect(rejected.level == .debug)
+            #expect(rejected.metadata["apns.reason"] == "BadDeviceToken")
+            #expect(rejected.metadata["http.response.status_code"] == "400")
+            #expect(rejected.metadata["apns.device"] == "abcdcdcd…")
+            // A whole device token appears at trace and nowhere else.
+            for entry in backends.logs.entries where "\(entry.metadata)".contains(Device.test.token) {
+                #expect(entry.level == .trace, "\(entry.message)")
+            }
+            #expect(
+                backends.entries("Sending APNs push").first?.metadata["apns.device_token"] == "\(Device.test.token)")
+
+            // Spans: one client span per send, with what happened.
+            let spans = backends.tracer.finishedSpans.filter { $0.operationName == "apns.send" }
+            #expect(spans.count == 2)
+            #expect(spans.allSatisfy { $0.kind == .client })
+            #expect(spans.first?.attributes.get("apns.push_type") == .string("alert"))
+            #expect(spans.first?.attributes.get("apns.topic") == .string(Fixture.bundleID))
+            #expect(spans.first?.attributes.get("apns.id") == .string(id.description))
+            #expect(spans.first?.attributes.get("http.response.status_code") == .int64(200))
+            #expect(spans.first?.attributes.get("apns.retries") == .int64(0))
+            #expect(spans.first?.status == nil)
+            #expect(spans.last?.attributes.get("http.response.status_code") == .int64(400))
+            #expect(spans.last?.attributes.get("apns.reason") == .string("BadDeviceToken"))
+            #expect(spans.last?.attributes.get("error.type") == .string("BadDeviceToken"))
+            #expect(spans.last?.status?.code == .error)
         }
-
-        // Metrics: one table of names (the Observability article); bounded dimensions only.
-        #expect(try backends.sends("alert", "accepted", "200") == 1)
-        #expect(try backends.sends("alert", "rejected", "400", reason: "BadDeviceToken") == 1)
-        #expect(try backends.metrics.expectTimer("apns.send.duration", [("apns.push_type", "alert")]).values.count == 2)
-        #expect(
-            try backends.metrics.expectTimer("apns.send.duration", [("apns.push_type", "alert")]).values.allSatisfy {
-                $0 > 0
-            })
-        #expect(try backends.metrics.expectMeter("apns.sends.in_flight").values == [1, 0, 1, 0])
-        #expect(try backends.metrics.expectCounter("apns.tokens.minted").totalValue == 1)
-        #expect(try backends.metrics.expectCounter("apns.connections.opened").totalValue == 1)
-        #expect(try backends.metrics.expectMeter("apns.connections.open").lastValue == 1)
-
-        // Logs: lifecycle at info, each send at debug with a token prefix, the whole token at trace only.
-        let minted = backends.entries("APNs provider token minted")
-        #expect(minted.count == 1)
-        #expect(minted.first?.level == .info)
-        #expect(minted.first?.metadata["apns.key_id"] == "\(Fixture.keyID)")
-        let established = backends.entries("APNs connection established (TLS, HTTP/2)")
-        #expect(established.count == 1)
-        #expect(established.first?.level == .info)
-        #expect(established.first?.metadata["server.address"] == "127.0.0.1")
-        #expect(established.first?.metadata["server.port"] == "\(fixture.server.port)")
-        let accepted = try #require(backends.entries("APNs accepted the push").first)
-        #expect(accepted.level == .debug)
-        #expect(accepted.metadata["apns.push_type"] == "alert")
-        #expect(accepted.metadata["apns.topic"] == "\(Fixture.bundleID)")
-        #expect(accepted.metadata["apns.id"] == "\(id)")
-        #expect(accepted.metadata["http.response.status_code"] == "200")
-        #expect(accepted.metadata["apns.device"] == "00fc13ad…")
-        #expect(accepted.metadata["apns.duration_ms"] != nil)
-        let rejected = try #require(backends.entries("APNs rejected the push").first)
-        #expect(rejected.level == .debug)
-        #expect(rejected.metadata["apns.reason"] == "BadDeviceToken")
-        #expect(rejected.metadata["http.response.status_code"] == "400")
-        #expect(rejected.metadata["apns.device"] == "abcdcdcd…")
-        // A whole device token appears at trace and nowhere else.
-        for entry in backends.logs.entries where "\(entry.metadata)".contains(Device.test.token) {
-            #expect(entry.level == .trace, "\(entry.message)")
-        }
-        #expect(backends.entries("Sending APNs push").first?.metadata["apns.device_token"] == "\(Device.test.token)")
-
-        // Spans: one client span per send, with what happened.
-        let spans = backends.tracer.finishedSpans.filter { $0.operationName == "apns.send" }
-        #expect(spans.count == 2)
-        #expect(spans.allSatisfy { $0.kind == .client })
-        #expect(spans.first?.attributes.get("apns.push_type") == .string("alert"))
-        #expect(spans.first?.attributes.get("apns.topic") == .string(Fixture.bundleID))
-        #expect(spans.first?.attributes.get("apns.id") == .string(id.description))
-        #expect(spans.first?.attributes.get("http.response.status_code") == .int64(200))
-        #expect(spans.first?.attributes.get("apns.retries") == .int64(0))
-        #expect(spans.first?.status == nil)
-        #expect(spans.last?.attributes.get("http.response.status_code") == .int64(400))
-        #expect(spans.last?.attributes.get("apns.reason") == .string("BadDeviceToken"))
-        #expect(spans.last?.attributes.get("error.type") == .string("BadDeviceToken"))
-        #expect(spans.last?.status?.code == .error)
-        try await fixture.stop()
     }
 
     /// GOAWAY with a lower last-stream-id while requests are in flight: the GOAWAY is logged with
@@ -136,91 +140,93 @@ import Tracing
     /// A send refused before any I/O is counted (`apns.outcome` `invalid`, the rule as its reason)
     /// and logged at debug; nothing reaches the server.
     @Test func refusalsBeforeSendingAreCountedAndLogged() async throws {
-        let fixture = try await Fixture.start()
-        let backends = Backends()
-        let connector = try tokenConnector(fixture, backends)
-        let long = String(repeating: "x", count: 5_000)
-        await #expect(throws: APNsError.validation(.payloadTooLarge(pushType: .alert, size: 5_020, limit: 4096))) {
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert(long) }, via: connector, to: .test)
+        try await Fixture.with { fixture in
+            let backends = Backends()
+            let connector = try tokenConnector(fixture, backends)
+            let long = String(repeating: "x", count: 5_000)
+            await #expect(throws: APNsError.validation(.payloadTooLarge(pushType: .alert, size: 5_020, limit: 4096))) {
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert(long) }, via: connector, to: .test)
+            }
+            await #expect(throws: APNsError.validation(.apnsIDInBulkSend)) {
+                try await send(
+                    AlertNotification(bundleID: Fixture.bundleID, apnsID: APNsID()) { Alert("x") }, via: connector,
+                    to: [Device.test])
+            }
+            await #expect(throws: APNsError.validation(.invalidTimeout(.zero))) {
+                try await send(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: AnyConnector(connector),
+                    to: .test,
+                    timeout: .zero)
+            }
+            #expect(try backends.sends("alert", "invalid", "none", reason: "payloadTooLarge", error: "validation") == 1)
+            #expect(
+                try backends.sends("alert", "invalid", "none", reason: "apnsIDInBulkSend", error: "validation") == 1)
+            #expect(try backends.sends("alert", "invalid", "none", reason: "invalidTimeout", error: "validation") == 1)
+            let refused = backends.entries("APNs push refused before sending")
+            #expect(refused.count == 3)
+            #expect(refused.allSatisfy { $0.level == .debug && $0.metadata["apns.outcome"] == "invalid" })
+            #expect(refused.allSatisfy { $0.metadata["apns.push_type"] == "alert" })
+            #expect(fixture.server.streamCount == 0)
+            await connector.shutdown()
         }
-        await #expect(throws: APNsError.validation(.apnsIDInBulkSend)) {
-            try await send(
-                AlertNotification(bundleID: Fixture.bundleID, apnsID: APNsID()) { Alert("x") }, via: connector,
-                to: [Device.test])
-        }
-        await #expect(throws: APNsError.validation(.invalidTimeout(.zero))) {
-            try await send(
-                AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: AnyConnector(connector), to: .test,
-                timeout: .zero)
-        }
-        #expect(try backends.sends("alert", "invalid", "none", reason: "payloadTooLarge", error: "validation") == 1)
-        #expect(try backends.sends("alert", "invalid", "none", reason: "apnsIDInBulkSend", error: "validation") == 1)
-        #expect(try backends.sends("alert", "invalid", "none", reason: "invalidTimeout", error: "validation") == 1)
-        let refused = backends.entries("APNs push refused before sending")
-        #expect(refused.count == 3)
-        #expect(refused.allSatisfy { $0.level == .debug && $0.metadata["apns.outcome"] == "invalid" })
-        #expect(refused.allSatisfy { $0.metadata["apns.push_type"] == "alert" })
-        #expect(fixture.server.streamCount == 0)
-        await connector.shutdown()
-        try await fixture.stop()
     }
 
     @Test func goAwayAndReconnectAreLoggedAndCounted() async throws {
-        let fixture = try await Fixture.start { $0.goAwayAfterStreams = 20 }
-        let backends = Backends()
-        let connector = try tokenConnector(fixture, backends)
-        let summary = try await send(
-            AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector,
-            to: (0..<100).map { try! Device(tokenBytes: [UInt8(1), UInt8($0)] + Array(repeating: 7, count: 30)) })
-        // (libcurl 7.88 rarely reports a refusal as a bare CURLE_HTTP2: delivery unknown; see GoAwayTests.)
-        #expect(summary.accepted + summary.deliveryUnknown == 100 && summary.accepted >= 97, "\(summary)")
-        let goaways = try backends.metrics.expectCounter("apns.goaways").totalValue
-        #expect(goaways >= 1)
-        let logged = backends.entries(
-            "APNs sent GOAWAY: the connection takes no new streams; later requests go on a new connection")
-        #expect(logged.count == Int(goaways))
-        #expect(
-            logged.allSatisfy {
-                $0.level == .notice && $0.metadata["http2.error_code"] == "0"
-                    && $0.metadata["http2.last_stream_id"] != nil
-            })
-        let opened = try backends.metrics.expectCounter("apns.connections.opened").totalValue
-        #expect(opened >= 2)
-        #expect(backends.entries("APNs connection established (TLS, HTTP/2)").count == Int(opened))
-        #expect(backends.entries("APNs connection closed").count >= 1)
-        #expect(try backends.sends("alert", "accepted", "200") == Int64(summary.accepted))
-        try await fixture.stop()
+        try await Fixture.with(adjust: { $0.goAwayAfterStreams = 20 }) { fixture in
+            let backends = Backends()
+            let connector = try tokenConnector(fixture, backends)
+            let summary = try await send(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector,
+                to: (0..<100).map { try! Device(tokenBytes: [UInt8(1), UInt8($0)] + Array(repeating: 7, count: 30)) })
+            // (libcurl 7.88 rarely reports a refusal as a bare CURLE_HTTP2: delivery unknown; see GoAwayTests.)
+            #expect(summary.accepted + summary.deliveryUnknown == 100 && summary.accepted >= 97, "\(summary)")
+            let goaways = try backends.metrics.expectCounter("apns.goaways").totalValue
+            #expect(goaways >= 1)
+            let logged = backends.entries(
+                "APNs sent GOAWAY: the connection takes no new streams; later requests go on a new connection")
+            #expect(logged.count == Int(goaways))
+            #expect(
+                logged.allSatisfy {
+                    $0.level == .notice && $0.metadata["http2.error_code"] == "0"
+                        && $0.metadata["http2.last_stream_id"] != nil
+                })
+            let opened = try backends.metrics.expectCounter("apns.connections.opened").totalValue
+            #expect(opened >= 2)
+            #expect(backends.entries("APNs connection established (TLS, HTTP/2)").count == Int(opened))
+            #expect(backends.entries("APNs connection closed").count >= 1)
+            #expect(try backends.sends("alert", "accepted", "200") == Int64(summary.accepted))
+        }
     }
 
     /// A bulk send has one span with the counts, and each device is counted like a single send.
     @Test func bulkSendHasOneSpanAndPerDeviceMetrics() async throws {
-        let fixture = try await Fixture.start()
-        let backends = Backends()
-        let connector = try tokenConnector(fixture, backends)
-        fixture.server.reject(deviceToken: Self.rejectedDevice.token, with: .unregistered)
-        let devices =
-            (0..<30).map { try! Device(tokenBytes: [UInt8(2), UInt8($0)] + Array(repeating: 9, count: 30)) } + [
-                Self.rejectedDevice
-            ]
-        let summary = try await withTracer(backends.tracer) {
-            try await send(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: devices)
+        try await Fixture.with { fixture in
+            let backends = Backends()
+            let connector = try tokenConnector(fixture, backends)
+            fixture.server.reject(deviceToken: Self.rejectedDevice.token, with: .unregistered)
+            let devices =
+                (0..<30).map { try! Device(tokenBytes: [UInt8(2), UInt8($0)] + Array(repeating: 9, count: 30)) } + [
+                    Self.rejectedDevice
+                ]
+            let summary = try await withTracer(backends.tracer) {
+                try await send(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: devices)
+            }
+            #expect(summary.accepted == 30 && summary.rejected == 1)
+            let spans = backends.tracer.finishedSpans
+            #expect(spans.map(\.operationName) == ["apns.bulk_send"])
+            #expect(spans.first?.attributes.get("apns.push_type") == .string("background"))
+            #expect(spans.first?.attributes.get("apns.bulk.accepted") == .int64(30))
+            #expect(spans.first?.attributes.get("apns.bulk.rejected") == .int64(1))
+            #expect(spans.first?.attributes.get("apns.bulk.cancelled") == .bool(false))
+            #expect(try backends.sends("background", "accepted", "200") == 30)
+            #expect(try backends.sends("background", "rejected", "410", reason: "Unregistered") == 1)
+            #expect(
+                try backends.metrics.expectTimer("apns.send.duration", [("apns.push_type", "background")]).values.count
+                    == 31)
+            #expect(try backends.metrics.expectMeter("apns.sends.in_flight").lastValue == 0)
+            #expect(backends.entries("APNs accepted the push").count == 30)
+            #expect(backends.entries("APNs bulk send finished").first?.metadata["apns.bulk.rejected"] == "1")
         }
-        #expect(summary.accepted == 30 && summary.rejected == 1)
-        let spans = backends.tracer.finishedSpans
-        #expect(spans.map(\.operationName) == ["apns.bulk_send"])
-        #expect(spans.first?.attributes.get("apns.push_type") == .string("background"))
-        #expect(spans.first?.attributes.get("apns.bulk.accepted") == .int64(30))
-        #expect(spans.first?.attributes.get("apns.bulk.rejected") == .int64(1))
-        #expect(spans.first?.attributes.get("apns.bulk.cancelled") == .bool(false))
-        #expect(try backends.sends("background", "accepted", "200") == 30)
-        #expect(try backends.sends("background", "rejected", "410", reason: "Unregistered") == 1)
-        #expect(
-            try backends.metrics.expectTimer("apns.send.duration", [("apns.push_type", "background")]).values.count
-                == 31)
-        #expect(try backends.metrics.expectMeter("apns.sends.in_flight").lastValue == 0)
-        #expect(backends.entries("APNs accepted the push").count == 30)
-        #expect(backends.entries("APNs bulk send finished").first?.metadata["apns.bulk.rejected"] == "1")
-        try await fixture.stop()
     }
 
     /// Failed connections open the circuit: logged at notice and counted; failures counted by kind.
@@ -252,48 +258,53 @@ import Tracing
     /// At `trace`, with every event above: no log line, metadata value, error or span attribute
     /// contains the JWT, the signing key, the client key, its passphrase or the certificate.
     @Test func noSecretReachesLogsOrSpans() async throws {
-        let fixture = try await Fixture.start { $0.goAwayAfterStreams = 5 }
-        let backends = Backends()
-        let token = try tokenConnector(fixture, backends)
-        let passphrase = "correct horse battery staple"
-        let encrypted = try TestCredentials.encryptPrivateKey(pem: fixture.client.privateKeyPEM, passphrase: passphrase)
-        let certificate = try CertificateConnector(
-            certificate: .pem(fixture.client.certificatePEM), privateKey: .pem(encrypted), passphrase: passphrase,
-            environment: fixture.environment, transport: fixture.transport, logger: backends.logger,
-            metricsFactory: backends.metrics)
-        fixture.server.reject(deviceToken: Self.rejectedDevice.token, with: .badDeviceToken)
-        try await withTracer(backends.tracer) {
-            for index in 0..<12 {
-                let device = index % 3 == 0 ? Self.rejectedDevice : Device.test
-                _ = try? await send(
-                    AlertNotification(bundleID: Fixture.bundleID) { Alert("n\(index)") }, via: token, to: device)
-                _ = try? await send(
-                    AlertNotification(bundleID: Fixture.bundleID) { Alert("c\(index)") }, via: certificate, to: device)
+        try await Fixture.with(adjust: { $0.goAwayAfterStreams = 5 }) { fixture in
+            let backends = Backends()
+            let token = try tokenConnector(fixture, backends)
+            let passphrase = "correct horse battery staple"
+            let encrypted = try TestCredentials.encryptPrivateKey(
+                pem: fixture.client.privateKeyPEM, passphrase: passphrase)
+            let certificate = try CertificateConnector(
+                certificate: .pem(fixture.client.certificatePEM), privateKey: .pem(encrypted), passphrase: passphrase,
+                environment: fixture.environment, transport: fixture.transport, logger: backends.logger,
+                metricsFactory: backends.metrics)
+            fixture.server.reject(deviceToken: Self.rejectedDevice.token, with: .badDeviceToken)
+            try await withTracer(backends.tracer) {
+                for index in 0..<12 {
+                    let device = index % 3 == 0 ? Self.rejectedDevice : Device.test
+                    _ = try? await send(
+                        AlertNotification(bundleID: Fixture.bundleID) { Alert("n\(index)") }, via: token, to: device)
+                    _ = try? await send(
+                        AlertNotification(bundleID: Fixture.bundleID) { Alert("c\(index)") }, via: certificate,
+                        to: device)
+                }
+                _ = try await send(
+                    BackgroundNotification(bundleID: Fixture.bundleID), via: token,
+                    to: [Device.test, Self.rejectedDevice])
             }
-            _ = try await send(
-                BackgroundNotification(bundleID: Fixture.bundleID), via: token, to: [Device.test, Self.rejectedDevice])
+            let jwt = try token.bearerToken()
+            var secrets = [jwt, String(jwt.split(separator: ".").last ?? ""), passphrase]
+            for pem in [
+                fixture.signingKey.privateKeyPEM, fixture.client.privateKeyPEM, encrypted,
+                fixture.client.certificatePEM,
+            ] {
+                // Every base64 line of the PEM: any one of them in a log would be a leak.
+                secrets += pem.split(separator: "\n").filter { !$0.hasPrefix("-----") && $0.count >= 16 }.map(
+                    String.init)
+            }
+            var texts = backends.logs.entries.map {
+                "\($0.level) \($0.message) \($0.metadata) \($0.error.map { "\($0)" } ?? "")"
+            }
+            for span in backends.tracer.finishedSpans {
+                var text = span.operationName
+                span.attributes.forEach { key, value in text += " \(key)=\(value)" }
+                texts.append(text)
+            }
+            #expect(texts.count > 40)
+            #expect(backends.logs.entries.contains { $0.level == .trace })
+            for text in texts {
+                for secret in secrets { #expect(!text.contains(secret), "a secret in: \(text.prefix(200))") }
+            }
         }
-        let jwt = try token.bearerToken()
-        var secrets = [jwt, String(jwt.split(separator: ".").last ?? ""), passphrase]
-        for pem in [
-            fixture.signingKey.privateKeyPEM, fixture.client.privateKeyPEM, encrypted, fixture.client.certificatePEM,
-        ] {
-            // Every base64 line of the PEM: any one of them in a log would be a leak.
-            secrets += pem.split(separator: "\n").filter { !$0.hasPrefix("-----") && $0.count >= 16 }.map(String.init)
-        }
-        var texts = backends.logs.entries.map {
-            "\($0.level) \($0.message) \($0.metadata) \($0.error.map { "\($0)" } ?? "")"
-        }
-        for span in backends.tracer.finishedSpans {
-            var text = span.operationName
-            span.attributes.forEach { key, value in text += " \(key)=\(value)" }
-            texts.append(text)
-        }
-        #expect(texts.count > 40)
-        #expect(backends.logs.entries.contains { $0.level == .trace })
-        for text in texts {
-            for secret in secrets { #expect(!text.contains(secret), "a secret in: \(text.prefix(200))") }
-        }
-        try await fixture.stop()
     }
 }

@@ -48,22 +48,23 @@ struct RogueWidget: CertificateDeliverable, TokenDeliverable, BroadcastDeliverab
     static let mdmViaToken = APNsError.validation(.authenticationNotAllowed(pushType: .mdm, method: .token))
 
     @Test func publicPerformOnAShippedConnectorChecksTheRules() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        await #expect(throws: Self.mdmViaToken) { try await connector.perform(Self.mdm.request(to: .test)) }
-        var low = RogueWidget()
-        low.pushPriority = .low
-        await #expect(throws: APNsError.validation(.priorityNotAllowed(pushType: .widgets, priority: "1"))) {
-            try await connector.perform(low.request(to: .test))
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            await #expect(throws: Self.mdmViaToken) { try await connector.perform(Self.mdm.request(to: .test)) }
+            var low = RogueWidget()
+            low.pushPriority = .low
+            await #expect(throws: APNsError.validation(.priorityNotAllowed(pushType: .widgets, priority: "1"))) {
+                try await connector.perform(low.request(to: .test))
+            }
+            let certificate = try fixture.certificateConnector()
+            await #expect(
+                throws: APNsError.validation(.authenticationNotAllowed(pushType: .widgets, method: .certificate))
+            ) {
+                try await certificate.perform(RogueWidget().request(to: .test), deadline: .now + .seconds(5))
+            }
+            #expect(fixture.server.streamCount == 0)  // nothing reached the server
+            #expect(connector.connectionsOpened == 0 && certificate.connectionsOpened == 0)
         }
-        let certificate = try fixture.certificateConnector()
-        await #expect(throws: APNsError.validation(.authenticationNotAllowed(pushType: .widgets, method: .certificate)))
-        {
-            try await certificate.perform(RogueWidget().request(to: .test), deadline: .now + .seconds(5))
-        }
-        #expect(fixture.server.streamCount == 0)  // nothing reached the server
-        #expect(connector.connectionsOpened == 0 && certificate.connectionsOpened == 0)
-        try await fixture.stop()
     }
 
     @Test func sendRefusesWhatAForeignConformanceAllows() async throws {
@@ -125,21 +126,24 @@ struct RogueWidget: CertificateDeliverable, TokenDeliverable, BroadcastDeliverab
     /// Through the real transport: AnyConnector over a shipped connector keeps the batch path and
     /// the mock server sees the pushes.
     @Test func anyConnectorOverRealConnectors() async throws {
-        let fixture = try await Fixture.start()
-        let token = try fixture.tokenConnector()
-        let connector = AnyConnector(token)
-        let summary = try await send(
-            AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: BulkSendTests.devices(200)
-        )
-        #expect(
-            summary
-                == {
-                    var s = BulkSendSummary(); s.accepted = 200; return s
-                }())
-        await #expect(throws: Self.mdmViaToken) { try await send(TokenMDM(base: Self.mdm), via: connector, to: .test) }
-        #expect(fixture.server.streamCount == 200)
-        await token.shutdown()
-        try await fixture.stop()
+        try await Fixture.with { fixture in
+            let token = try fixture.tokenConnector()
+            let connector = AnyConnector(token)
+            let summary = try await send(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector,
+                to: BulkSendTests.devices(200)
+            )
+            #expect(
+                summary
+                    == {
+                        var s = BulkSendSummary(); s.accepted = 200; return s
+                    }())
+            await #expect(throws: Self.mdmViaToken) {
+                try await send(TokenMDM(base: Self.mdm), via: connector, to: .test)
+            }
+            #expect(fixture.server.streamCount == 200)
+            await token.shutdown()
+        }
     }
 
     @Test func bundleIDThatAlreadyHasASuffixIsRefused() async throws {
@@ -164,38 +168,5 @@ struct RogueWidget: CertificateDeliverable, TokenDeliverable, BroadcastDeliverab
         #expect(
             try AlertNotification(bundleID: "com.example.voip") { Alert("x") }.request(to: .test)[header: "apns-topic"]
                 == "com.example.voip")
-    }
-
-    @Test func bulkSendsGiveEachDeviceItsOwnAPNsID() async throws {
-        let connector = TokenRecordingConnector()
-        let shared = AlertNotification(bundleID: "com.example.app", apnsID: APNsID()) { Alert("x") }
-        await #expect(throws: APNsError.validation(.apnsIDInBulkSend)) {
-            try await send(shared, via: connector, to: BulkSendTests.devices(3))
-        }
-        #expect(throws: APNsError.validation(.apnsIDInBulkSend)) {
-            try bulkSendOutcomes(shared, via: connector, to: BulkSendTests.devices(3))
-        }
-        try await send(
-            AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: BulkSendTests.devices(3))
-        #expect(connector.requests.count == 3)
-        #expect(connector.requests.allSatisfy { $0[header: "apns-id"] == nil })
-    }
-
-    @Test func eagerBulkSendCountsEveryOutcome() async throws {
-        let devices = BulkSendTests.devices(10)
-        let refused = Set(devices.prefix(3).map(\.path))
-        let connector = TokenRecordingConnector { request in
-            refused.contains(request.path)
-                ? .rejected(.unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000)) : .accepted()
-        }
-        var seen: [String] = []
-        let summary = try await send(
-            AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: devices
-        ) { outcome in
-            seen.append(outcome.device.token)
-        }
-        #expect(summary.accepted == 7 && summary.rejected == 3 && summary.failed == 0 && !summary.cancelled)
-        #expect(summary.description == "7 accepted, 3 rejected, 0 failed (0 may have been delivered)")
-        #expect(Set(seen) == Set(devices.map(\.token)) && seen.count == 10)
     }
 }

@@ -8,79 +8,82 @@ import Testing
     /// APNs allows one stream on a token connection until a request succeeds; hundreds of sends made
     /// at once wait their turn and then share the raised limit.
     @Test func oneStreamUntilFirstSuccess() async throws {
-        let fixture = try await Fixture.start { $0.oneStreamUntilFirstSuccess = true }
-        let connector = try fixture.tokenConnector()
-        let ids = (0..<300).map { _ in APNsID() }
-        let accepted = await withTaskGroup(of: Bool.self) { group in
-            for id in ids {
-                group.addTask {
-                    (try? await send(
-                        AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector,
-                        to: .test)) != nil
+        try await Fixture.with(adjust: { $0.oneStreamUntilFirstSuccess = true }) { fixture in
+            let connector = try fixture.tokenConnector()
+            let ids = (0..<300).map { _ in APNsID() }
+            let accepted = await withTaskGroup(of: Bool.self) { group in
+                for id in ids {
+                    group.addTask {
+                        (try? await send(
+                            AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector,
+                            to: .test)) != nil
+                    }
                 }
+                var count = 0
+                for await ok in group where ok { count += 1 }
+                return count
             }
-            var count = 0
-            for await ok in group where ok { count += 1 }
-            return count
+            #expect(accepted == 300)
+            #expect(ids.allSatisfy { fixture.server.processedCount(apnsID: $0.description) == 1 })
+            #expect(fixture.server.connectionCount == 1)
+            await connector.shutdown()
         }
-        #expect(accepted == 300)
-        #expect(ids.allSatisfy { fixture.server.processedCount(apnsID: $0.description) == 1 })
-        #expect(fixture.server.connectionCount == 1)
-        await connector.shutdown()
-        try await fixture.stop()
     }
 
     /// A server that offers only HTTP/1.1 is not APNs: nothing is written to it.
     @Test func http11OnlyServerGetsNoRequest() async throws {
-        let fixture = try await Fixture.start { $0.applicationProtocols = ["http/1.1"] }
-        let connector = try fixture.tokenConnector()
-        let error = await #expect(throws: APNsError.self) {
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+        try await Fixture.with(adjust: { $0.applicationProtocols = ["http/1.1"] }) { fixture in
+            let connector = try fixture.tokenConnector()
+            let error = await #expect(throws: APNsError.self) {
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+            }
+            let failure = try #require(error.flatMap(transportFailure))
+            #expect(failure.kind == .notHTTP2)
+            #expect(failure.delivery == .notSent)
+            #expect(fixture.server.streamCount == 0)
+            #expect(fixture.server.processedCounts.isEmpty)
+            await connector.shutdown()
         }
-        let failure = try #require(error.flatMap(transportFailure))
-        #expect(failure.kind == .notHTTP2)
-        #expect(failure.delivery == .notSent)
-        #expect(fixture.server.streamCount == 0)
-        #expect(fixture.server.processedCounts.isEmpty)
-        await connector.shutdown()
-        try await fixture.stop()
     }
 
     /// A handshake slower than the connect timeout: not sent; with room, it goes through.
     @Test func slowTLSHandshake() async throws {
-        let fixture = try await Fixture.start { $0.tlsHandshakeDelay = .seconds(1) }
-        let impatient = try fixture.tokenConnector(adjust: { $0.connectTimeout = .milliseconds(300) })
-        let error = await #expect(throws: APNsError.self) {
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: impatient, to: .test)
+        try await Fixture.with(adjust: { $0.tlsHandshakeDelay = .seconds(1) }) { fixture in
+            let impatient = try fixture.tokenConnector(adjust: { $0.connectTimeout = .milliseconds(300) })
+            let error = await #expect(throws: APNsError.self) {
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: impatient, to: .test)
+            }
+            #expect(error.flatMap(transportFailure)?.kind == .timeout)
+            #expect(error.flatMap(transportFailure)?.delivery == .notSent)
+            let patient = try fixture.tokenConnector(adjust: { $0.connectTimeout = .seconds(5) })
+            #expect(
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: patient, to: .test)
+                    .status
+                    == 200)
+            await impatient.shutdown()
+            await patient.shutdown()
         }
-        #expect(error.flatMap(transportFailure)?.kind == .timeout)
-        #expect(error.flatMap(transportFailure)?.delivery == .notSent)
-        let patient = try fixture.tokenConnector(adjust: { $0.connectTimeout = .seconds(5) })
-        #expect(
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: patient, to: .test).status
-                == 200)
-        await impatient.shutdown()
-        await patient.shutdown()
-        try await fixture.stop()
     }
 
     /// An idle connection is kept across a gap longer than libcurl's own 118 s default would
     /// allow only when configured so; a short maximum idle time makes a new one.
     @Test func idleConnectionsFollowMaximumIdleTime() async throws {
-        let fixture = try await Fixture.start()
-        let keeping = try fixture.tokenConnector()
-        let dropping = try fixture.tokenConnector(adjust: { $0.maximumIdleTime = .seconds(1) })
-        for connector in [keeping, dropping] {
-            _ = try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+        try await Fixture.with { fixture in
+            let keeping = try fixture.tokenConnector()
+            let dropping = try fixture.tokenConnector(adjust: { $0.maximumIdleTime = .seconds(1) })
+            for connector in [keeping, dropping] {
+                _ = try await send(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+            }
+            try await Task.sleep(for: .milliseconds(2200))
+            for connector in [keeping, dropping] {
+                _ = try await send(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+            }
+            #expect(keeping.connectionsOpened == 1)
+            #expect(dropping.connectionsOpened == 2)
+            await keeping.shutdown()
+            await dropping.shutdown()
         }
-        try await Task.sleep(for: .milliseconds(2200))
-        for connector in [keeping, dropping] {
-            _ = try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
-        }
-        #expect(keeping.connectionsOpened == 1)
-        #expect(dropping.connectionsOpened == 2)
-        await keeping.shutdown()
-        await dropping.shutdown()
-        try await fixture.stop()
     }
 }

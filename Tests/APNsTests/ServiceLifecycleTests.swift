@@ -13,74 +13,81 @@ import Testing
         TransportError(kind: .shutDown, delivery: .notSent, message: "the connector's transport was shut down"))
 
     @Test func gracefulShutdownDrainsInFlightSends() async throws {
-        let fixture = try await Fixture.start()
-        fixture.server.inject(.delay(.milliseconds(300)))
-        let connector = try fixture.tokenConnector()
-        try await testGracefulShutdown { trigger in
-            let service = Task { try await connector.run() }
-            let inFlight = Task {
-                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+        try await Fixture.with { fixture in
+            fixture.server.inject(.delay(.milliseconds(300)))
+            let connector = try fixture.tokenConnector()
+            try await testGracefulShutdown { trigger in
+                let service = Task { try await connector.run() }
+                let inFlight = Task {
+                    try await send(
+                        AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+                }
+                // received; its answer waits 300 ms
+                while fixture.server.faultsApplied == 0 { try await Task.sleep(for: .milliseconds(5)) }
+                let triggered = ContinuousClock.now
+                trigger.triggerGracefulShutdown()
+                try await service.value  // returns once drained: the answer comes 300 ms after the request arrived
+                #expect(ContinuousClock.now - triggered > .milliseconds(150))
+                // not a poll later
+                #expect(ContinuousClock.now - triggered < Duration.milliseconds(900).scaledForSanitizers)
+                #expect(try await inFlight.value.status == 200)
             }
-            // received; its answer waits 300 ms
-            while fixture.server.faultsApplied == 0 { try await Task.sleep(for: .milliseconds(5)) }
-            let triggered = ContinuousClock.now
-            trigger.triggerGracefulShutdown()
-            try await service.value  // returns once drained: the answer comes 300 ms after the request arrived
-            #expect(ContinuousClock.now - triggered > .milliseconds(150))
-            // not a poll later
-            #expect(ContinuousClock.now - triggered < Duration.milliseconds(900).scaledForSanitizers)
-            #expect(try await inFlight.value.status == 200)
+            await #expect(throws: Self.shutDownNotSent) {
+                try await send(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert("late") }, via: connector, to: .test)
+            }
         }
-        await #expect(throws: Self.shutDownNotSent) {
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("late") }, via: connector, to: .test)
-        }
-        try await fixture.stop()
     }
 
     @Test func gracePeriodComesFromTheTransportConfiguration() async throws {
-        let fixture = try await Fixture.start()
-        fixture.server.inject(.neverAnswer)
-        let connector = try fixture.certificateConnector(shutdownGracePeriod: .milliseconds(200))
-        let id = APNsID()
-        let stuck = Task {
-            try await send(
-                AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)
+        try await Fixture.with { fixture in
+            fixture.server.inject(.neverAnswer)
+            let connector = try fixture.certificateConnector(shutdownGracePeriod: .milliseconds(200))
+            let id = APNsID()
+            let stuck = Task {
+                try await send(
+                    AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)
+            }
+            while fixture.server.processedCount(apnsID: id.description) == 0 {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            let start = ContinuousClock.now
+            try await testGracefulShutdown { trigger in
+                let service = Task { try await connector.run() }
+                trigger.triggerGracefulShutdown()
+                try await service.value
+            }
+            #expect(ContinuousClock.now - start < .seconds(2) * sanitizerSlowdown)
+            await #expect(
+                throws: APNsError.transport(
+                    TransportError(
+                        kind: .shutDown, delivery: .unknown, message: "the connector's transport was shut down"))
+            ) {
+                try await stuck.value
+            }
         }
-        while fixture.server.processedCount(apnsID: id.description) == 0 { try await Task.sleep(for: .milliseconds(5)) }
-        let start = ContinuousClock.now
-        try await testGracefulShutdown { trigger in
-            let service = Task { try await connector.run() }
-            trigger.triggerGracefulShutdown()
-            try await service.value
-        }
-        #expect(ContinuousClock.now - start < .seconds(2) * sanitizerSlowdown)
-        await #expect(
-            throws: APNsError.transport(
-                TransportError(kind: .shutDown, delivery: .unknown, message: "the connector's transport was shut down"))
-        ) {
-            try await stuck.value
-        }
-        try await fixture.stop()
     }
 
     @Test func cancellationShutsDownWithoutWaiting() async throws {
-        let fixture = try await Fixture.start()
-        fixture.server.inject(.neverAnswer)
-        let connector = try fixture.tokenConnector()
-        let id = APNsID()
-        let stuck = Task {
-            try await send(
-                AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)
+        try await Fixture.with { fixture in
+            fixture.server.inject(.neverAnswer)
+            let connector = try fixture.tokenConnector()
+            let id = APNsID()
+            let stuck = Task {
+                try await send(
+                    AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)
+            }
+            while fixture.server.processedCount(apnsID: id.description) == 0 {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            let service = Task { try await connector.run() }
+            try await Task.sleep(for: .milliseconds(50))
+            let start = ContinuousClock.now
+            service.cancel()
+            try await service.value
+            #expect(ContinuousClock.now - start < .seconds(1) * sanitizerSlowdown)
+            await #expect(throws: APNsError.self) { try await stuck.value }
         }
-        while fixture.server.processedCount(apnsID: id.description) == 0 { try await Task.sleep(for: .milliseconds(5)) }
-        let service = Task { try await connector.run() }
-        try await Task.sleep(for: .milliseconds(50))
-        let start = ContinuousClock.now
-        service.cancel()
-        try await service.value
-        #expect(ContinuousClock.now - start < .seconds(1) * sanitizerSlowdown)
-        await #expect(throws: APNsError.self) { try await stuck.value }
-        try await fixture.stop()
     }
 
     /// Whether SIGTERM still has its default action (terminate).
@@ -92,29 +99,30 @@ import Testing
 
     /// The way a server runs it: in a ServiceGroup that turns SIGTERM into a graceful shutdown.
     @Test func serviceGroupStopsTheConnectorOnSIGTERM() async throws {
-        let fixture = try await Fixture.start()
-        fixture.server.inject(.delay(.milliseconds(300)))
-        let connector = try fixture.tokenConnector()
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: connector)], gracefulShutdownSignals: [.sigterm],
-                logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })))
-        let running = Task { try await group.run() }
-        let inFlight = Task {
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+        try await Fixture.with { fixture in
+            fixture.server.inject(.delay(.milliseconds(300)))
+            let connector = try fixture.tokenConnector()
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [.init(service: connector)], gracefulShutdownSignals: [.sigterm],
+                    logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })))
+            let running = Task { try await group.run() }
+            let inFlight = Task {
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+            }
+            // received; its answer waits 300 ms
+            while fixture.server.faultsApplied == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            // Signal only once the group has taken SIGTERM over (its default action ends the process).
+            while Self.sigtermIsDefault() { try await Task.sleep(for: .milliseconds(5)) }
+            let signalled = ContinuousClock.now
+            kill(getpid(), SIGTERM)
+            try await running.value
+            #expect(ContinuousClock.now - signalled > .milliseconds(100))  // it waited for the delayed answer
+            #expect(try await inFlight.value.status == 200)
+            await #expect(throws: Self.shutDownNotSent) {
+                try await send(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert("late") }, via: connector, to: .test)
+            }
         }
-        // received; its answer waits 300 ms
-        while fixture.server.faultsApplied == 0 { try await Task.sleep(for: .milliseconds(5)) }
-        // Signal only once the group has taken SIGTERM over (its default action ends the process).
-        while Self.sigtermIsDefault() { try await Task.sleep(for: .milliseconds(5)) }
-        let signalled = ContinuousClock.now
-        kill(getpid(), SIGTERM)
-        try await running.value
-        #expect(ContinuousClock.now - signalled > .milliseconds(100))  // it waited for the delayed answer
-        #expect(try await inFlight.value.status == 200)
-        await #expect(throws: Self.shutDownNotSent) {
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("late") }, via: connector, to: .test)
-        }
-        try await fixture.stop()
     }
 }

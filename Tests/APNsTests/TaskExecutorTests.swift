@@ -21,46 +21,47 @@ import Testing
     }
 
     @Test func codeAroundASendRunsOnTheTransportThread() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        let id = APNsID()
-        let (before, response, after) = try await withTaskExecutorPreference(connector.taskExecutor) {
-            let before = Self.threadName()
-            let response = try await send(
-                AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("here") }, via: connector, to: .test)
-            return (before, response, Self.threadName())
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let id = APNsID()
+            let (before, response, after) = try await withTaskExecutorPreference(connector.taskExecutor) {
+                let before = Self.threadName()
+                let response = try await send(
+                    AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("here") }, via: connector,
+                    to: .test)
+                return (before, response, Self.threadName())
+            }
+            #expect(before == Self.transportThread)
+            #expect(after == Self.transportThread)
+            #expect(Self.threadName() != Self.transportThread)  // the preference ends with its scope
+            #expect(response.status == 200)
+            #expect(response.apnsID == id)
+            #expect(fixture.server.requests.count == 1)
+            #expect(connector.connectionsOpened == 1)
+            await connector.shutdown()
         }
-        #expect(before == Self.transportThread)
-        #expect(after == Self.transportThread)
-        #expect(Self.threadName() != Self.transportThread)  // the preference ends with its scope
-        #expect(response.status == 200)
-        #expect(response.apnsID == id)
-        #expect(fixture.server.requests.count == 1)
-        #expect(connector.connectionsOpened == 1)
-        await connector.shutdown()
-        try await fixture.stop()
     }
 
     @Test func concurrentSendsPreferringTheExecutorAllComplete() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.certificateConnector()
-        let devices = BulkSendTests.devices(300)
-        let results = try await withThrowingTaskGroup(of: (Int, String, String).self) { group in
-            for device in devices {
-                group.addTask(executorPreference: connector.taskExecutor) {
-                    let response = try await send(Self.notification, via: connector, to: device)
-                    return (response.status, Self.threadName(), device.description)
+        try await Fixture.with { fixture in
+            let connector = try fixture.certificateConnector()
+            let devices = BulkSendTests.devices(300)
+            let results = try await withThrowingTaskGroup(of: (Int, String, String).self) { group in
+                for device in devices {
+                    group.addTask(executorPreference: connector.taskExecutor) {
+                        let response = try await send(Self.notification, via: connector, to: device)
+                        return (response.status, Self.threadName(), device.description)
+                    }
                 }
+                return try await group.reduce(into: []) { $0.append($1) }
             }
-            return try await group.reduce(into: []) { $0.append($1) }
+            #expect(results.count == 300)
+            #expect(results.allSatisfy { $0.0 == 200 })
+            #expect(Set(results.map(\.1)) == [Self.transportThread])
+            #expect(Set(results.map(\.2)) == Set(devices.map(\.description)))
+            #expect(fixture.server.requests.count == 300)
+            await connector.shutdown()
         }
-        #expect(results.count == 300)
-        #expect(results.allSatisfy { $0.0 == 200 })
-        #expect(Set(results.map(\.1)) == [Self.transportThread])
-        #expect(Set(results.map(\.2)) == Set(devices.map(\.description)))
-        #expect(fixture.server.requests.count == 300)
-        await connector.shutdown()
-        try await fixture.stop()
     }
 
     /// Devices that note which thread reads them: a bulk send's producer reads them lazily.
@@ -82,122 +83,124 @@ import Testing
     /// devices) as well as its reader. From an ordinary task, neither does.
     @Test(arguments: [true, false])
     func aBulkSendOnTheExecutorRunsThereWhole(onExecutor: Bool) async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        let devices = WatchedDevices(devices: BulkSendTests.devices(500))
-        let (summary, seen, readers) = try await withTaskExecutorPreference(onExecutor ? connector.taskExecutor : nil) {
-            var seen: [String] = []
-            var readers: Set<String> = []
-            let summary = try await send(Self.notification, via: connector, to: devices, maximumInFlight: 50) {
-                outcome in
-                seen.append(outcome.device.description)
-                readers.insert(Self.threadName())
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let devices = WatchedDevices(devices: BulkSendTests.devices(500))
+            let (summary, seen, readers) = try await withTaskExecutorPreference(
+                onExecutor ? connector.taskExecutor : nil
+            ) {
+                var seen: [String] = []
+                var readers: Set<String> = []
+                let summary = try await send(Self.notification, via: connector, to: devices, maximumInFlight: 50) {
+                    outcome in
+                    seen.append(outcome.device.description)
+                    readers.insert(Self.threadName())
+                }
+                return (summary, seen, readers)
             }
-            return (summary, seen, readers)
+            #expect(summary.accepted == 500)
+            #expect(summary.total == 500)
+            #expect(seen.sorted() == devices.devices.map(\.description).sorted())
+            let producers = devices.threads.names.withLock { $0 }
+            if onExecutor {
+                #expect(readers == [Self.transportThread])
+                #expect(producers == [Self.transportThread])
+            } else {
+                #expect(!readers.contains(Self.transportThread))
+                #expect(!producers.contains(Self.transportThread))
+            }
+            await connector.shutdown()
         }
-        #expect(summary.accepted == 500)
-        #expect(summary.total == 500)
-        #expect(seen.sorted() == devices.devices.map(\.description).sorted())
-        let producers = devices.threads.names.withLock { $0 }
-        if onExecutor {
-            #expect(readers == [Self.transportThread])
-            #expect(producers == [Self.transportThread])
-        } else {
-            #expect(!readers.contains(Self.transportThread))
-            #expect(!producers.contains(Self.transportThread))
-        }
-        await connector.shutdown()
-        try await fixture.stop()
     }
 
     /// Deadlines hold for a send made on the executor: the loop does not wait for its own task.
     @Test func aSendOnTheExecutorStillTimesOut() async throws {
-        let fixture = try await Fixture.start()
-        fixture.server.inject(.neverAnswer)
-        let connector = try fixture.tokenConnector()
-        let start = ContinuousClock.now
-        let error = await withTaskExecutorPreference(connector.taskExecutor) { () -> APNsError? in
-            do throws(APNsError) {
-                try await send(Self.notification, via: connector, to: .test, timeout: .milliseconds(300))
-                return nil
-            } catch {
-                return error
+        try await Fixture.with { fixture in
+            fixture.server.inject(.neverAnswer)
+            let connector = try fixture.tokenConnector()
+            let start = ContinuousClock.now
+            let error = await withTaskExecutorPreference(connector.taskExecutor) { () -> APNsError? in
+                do throws(APNsError) {
+                    try await send(Self.notification, via: connector, to: .test, timeout: .milliseconds(300))
+                    return nil
+                } catch {
+                    return error
+                }
             }
+            guard case .transport(let failure)? = error else {
+                Issue.record("expected a transport failure, got \(String(describing: error))")
+                return
+            }
+            #expect(failure.kind == .timeout)
+            #expect(failure.delivery == .unknown)  // written, never answered
+            #expect(ContinuousClock.now - start < Duration.seconds(2).scaledForSanitizers)
+            await connector.shutdown(gracePeriod: .zero)
         }
-        guard case .transport(let failure)? = error else {
-            Issue.record("expected a transport failure, got \(String(describing: error))")
-            return
-        }
-        #expect(failure.kind == .timeout)
-        #expect(failure.delivery == .unknown)  // written, never answered
-        #expect(ContinuousClock.now - start < Duration.seconds(2).scaledForSanitizers)
-        await connector.shutdown(gracePeriod: .zero)
-        try await fixture.stop()
     }
 
     /// A task on the executor that only yields gets turns, and libcurl still gets its own: sends
     /// from elsewhere complete meanwhile.
     @Test func aTaskThatOnlyYieldsDoesNotStopTheTransport() async throws {
         final class Flag: Sendable { let raised = Mutex(false) }
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        let done = Flag()
-        let spinner = Task(executorPreference: connector.taskExecutor) {
-            var turns = 0
-            while !done.raised.withLock({ $0 }) {
-                await Task.yield()
-                turns += 1
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let done = Flag()
+            let spinner = Task(executorPreference: connector.taskExecutor) {
+                var turns = 0
+                while !done.raised.withLock({ $0 }) {
+                    await Task.yield()
+                    turns += 1
+                }
+                return turns
             }
-            return turns
+            let response = try await send(Self.notification, via: connector, to: .test, timeout: .seconds(10))
+            let second = try await send(Self.notification, via: connector, to: .test, timeout: .seconds(10))
+            done.raised.withLock { $0 = true }
+            let turns = await spinner.value
+            #expect(response.status == 200)
+            #expect(second.status == 200)
+            #expect(turns > 0)
+            await connector.shutdown()
         }
-        let response = try await send(Self.notification, via: connector, to: .test, timeout: .seconds(10))
-        let second = try await send(Self.notification, via: connector, to: .test, timeout: .seconds(10))
-        done.raised.withLock { $0 = true }
-        let turns = await spinner.value
-        #expect(response.status == 200)
-        #expect(second.status == 200)
-        #expect(turns > 0)
-        await connector.shutdown()
-        try await fixture.stop()
     }
 
     /// Shutting the connector down from its own thread returns; what follows runs elsewhere.
     @Test func shutdownFromTheExecutorReturnsAndTheTaskMovesOn() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        let (first, after, late) = try await withTaskExecutorPreference(connector.taskExecutor) {
-            let first = try await send(Self.notification, via: connector, to: .test).status
-            await connector.shutdown(gracePeriod: .seconds(1))
-            let after = Self.threadName()
-            let late: APNsError?
-            do throws(APNsError) {
-                try await send(Self.notification, via: connector, to: .test)
-                late = nil
-            } catch {
-                late = error
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let (first, after, late) = try await withTaskExecutorPreference(connector.taskExecutor) {
+                let first = try await send(Self.notification, via: connector, to: .test).status
+                await connector.shutdown(gracePeriod: .seconds(1))
+                let after = Self.threadName()
+                let late: APNsError?
+                do throws(APNsError) {
+                    try await send(Self.notification, via: connector, to: .test)
+                    late = nil
+                } catch {
+                    late = error
+                }
+                return (first, after, late)
             }
-            return (first, after, late)
+            #expect(first == 200)
+            #expect(after != Self.transportThread)
+            #expect(
+                late
+                    == .transport(
+                        TransportError(
+                            kind: .shutDown, delivery: .notSent, message: "the connector's transport was shut down")))
+            #expect(fixture.server.requests.count == 1)
         }
-        #expect(first == 200)
-        #expect(after != Self.transportThread)
-        #expect(
-            late
-                == .transport(
-                    TransportError(
-                        kind: .shutDown, delivery: .notSent, message: "the connector's transport was shut down")))
-        #expect(fixture.server.requests.count == 1)
-        try await fixture.stop()
     }
 
     /// A task that prefers a connector already shut down (or one never used) still runs.
     @Test func aTaskThatPrefersAShutDownConnectorIsNotStranded() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        await connector.shutdown()
-        let ran = await Task(executorPreference: connector.taskExecutor) { Self.threadName() }.value
-        #expect(ran != Self.transportThread)
-        #expect(AnyConnector(connector).taskExecutor != nil)
-        #expect(AnyConnector(TokenRecordingConnector()).taskExecutor == nil)  // no thread of its own
-        try await fixture.stop()
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            await connector.shutdown()
+            let ran = await Task(executorPreference: connector.taskExecutor) { Self.threadName() }.value
+            #expect(ran != Self.transportThread)
+            #expect(AnyConnector(connector).taskExecutor != nil)
+            #expect(AnyConnector(TokenRecordingConnector()).taskExecutor == nil)  // no thread of its own
+        }
     }
 }

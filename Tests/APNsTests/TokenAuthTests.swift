@@ -16,106 +16,107 @@ final class TestClock: Sendable {
     struct Game: Encodable, Sendable { var gameID: String }
 
     @Test func alertAndBackgroundByteExactWithTokenVerifiedIndependently() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        let alert = AlertNotification(bundleID: Fixture.bundleID, appData: Game(gameID: "12345678")) {
-            Alert {
-                Title("Game Request"); Subtitle("Five Card Draw"); Body("Bob wants to play poker")
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let alert = AlertNotification(bundleID: Fixture.bundleID, appData: Game(gameID: "12345678")) {
+                Alert {
+                    Title("Game Request"); Subtitle("Five Card Draw"); Body("Bob wants to play poker")
+                }
+                Category("GAME_INVITATION")
             }
-            Category("GAME_INVITATION")
-        }
-        let response = try await send(alert, via: connector, to: .test)
-        #expect(response.status == 200)
-        #expect(response.uniqueID != nil)
-        let background = BackgroundNotification(bundleID: Fixture.bundleID, expiration: .immediately)
-        try await send(background, via: connector, to: .test)
+            let response = try await send(alert, via: connector, to: .test)
+            #expect(response.status == 200)
+            #expect(response.uniqueID != nil)
+            let background = BackgroundNotification(bundleID: Fixture.bundleID, expiration: .immediately)
+            try await send(background, via: connector, to: .test)
 
-        let records = fixture.server.requests
-        try #require(records.count == 2)
-        #expect(records[0].path == Device.test.path)
-        #expect(
-            records[0].bodyText
-                == #"{"aps":{"alert":{"title":"Game Request","subtitle":"Five Card Draw","body":"Bob wants to play poker"},"category":"GAME_INVITATION"},"gameID":"12345678"}"#
-        )
-        let token = try #require(records[0][header: "authorization"])
-        #expect(
-            records[0].headers.map(\.name) == [
-                "authorization", "apns-push-type", "apns-topic", "apns-priority", "content-length",
-            ])
-        #expect(
-            Array(records[0].headers.dropFirst()) == (try alert.request(to: .test)).headers + [
-                .init(name: "content-length", value: String(try alert.payload().count))
-            ])
-        #expect(
-            records[1].headers.dropFirst().map(\.description) == [
-                "apns-push-type: background", "apns-topic: com.example.app", "apns-priority: 5", "apns-expiration: 0",
-                "content-length: 31",
-            ])
-        #expect(records[1].bodyText == #"{"aps":{"content-available":1}}"#)
-        // The server verified the ES256 signature with swift-crypto, not with the client's OpenSSL.
-        guard case .token(let teamID, let keyID, _) = records[0].authentication else {
-            Issue.record("not token-authenticated: \(records[0].authentication)")
-            return
+            let records = fixture.server.requests
+            try #require(records.count == 2)
+            #expect(records[0].path == Device.test.path)
+            #expect(
+                records[0].bodyText
+                    == #"{"aps":{"alert":{"title":"Game Request","subtitle":"Five Card Draw","body":"Bob wants to play poker"},"category":"GAME_INVITATION"},"gameID":"12345678"}"#
+            )
+            let token = try #require(records[0][header: "authorization"])
+            #expect(
+                records[0].headers.map(\.name) == [
+                    "authorization", "apns-push-type", "apns-topic", "apns-priority", "content-length",
+                ])
+            #expect(
+                Array(records[0].headers.dropFirst()) == (try alert.request(to: .test)).headers + [
+                    .init(name: "content-length", value: String(try alert.payload().count))
+                ])
+            #expect(
+                records[1].headers.dropFirst().map(\.description) == [
+                    "apns-push-type: background", "apns-topic: com.example.app", "apns-priority: 5",
+                    "apns-expiration: 0",
+                    "content-length: 31",
+                ])
+            #expect(records[1].bodyText == #"{"aps":{"content-available":1}}"#)
+            // The server verified the ES256 signature with swift-crypto, not with the client's OpenSSL.
+            guard case .token(let teamID, let keyID, _) = records[0].authentication else {
+                Issue.record("not token-authenticated: \(records[0].authentication)")
+                return
+            }
+            #expect(teamID == Fixture.teamID && keyID == Fixture.keyID)
+            // The token is shared: both requests carried the same one.
+            #expect(records[1][header: "authorization"] == token)
+            let parts = token.dropFirst("bearer ".count).split(separator: ".")
+            #expect(parts.count == 3)
+            // {"alg":"ES256","kid":"KEY0000001"}
+            #expect(String(parts[0]) == "eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTAwMDAwMDEifQ")
         }
-        #expect(teamID == Fixture.teamID && keyID == Fixture.keyID)
-        // The token is shared: both requests carried the same one.
-        #expect(records[1][header: "authorization"] == token)
-        let parts = token.dropFirst("bearer ".count).split(separator: ".")
-        #expect(parts.count == 3)
-        // {"alg":"ES256","kid":"KEY0000001"}
-        #expect(String(parts[0]) == "eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTAwMDAwMDEifQ")
-        try await fixture.stop()
     }
 
     @Test func tokenIsReusedThenRemintedAfterTheRefreshInterval() async throws {
         let clock = TestClock()
-        let fixture = try await Fixture.start { configuration in configuration.clock = clock.function }
-        let connector = try fixture.tokenConnector(clock: clock.function)
-        let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
-        try await send(notification, via: connector, to: .test)
-        clock.advance(by: 49 * 60)
-        try await send(notification, via: connector, to: .test)
-        clock.advance(by: 2 * 60)  // 51 minutes: past the 50-minute default
-        try await send(notification, via: connector, to: .test)
-        let tokens = fixture.server.requests.compactMap { $0[header: "authorization"] }
-        #expect(tokens.count == 3)
-        #expect(tokens[0] == tokens[1])
-        #expect(tokens[1] != tokens[2])
-        try await fixture.stop()
+        try await Fixture.with(adjust: { configuration in configuration.clock = clock.function }) { fixture in
+            let connector = try fixture.tokenConnector(clock: clock.function)
+            let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
+            try await send(notification, via: connector, to: .test)
+            clock.advance(by: 49 * 60)
+            try await send(notification, via: connector, to: .test)
+            clock.advance(by: 2 * 60)  // 51 minutes: past the 50-minute default
+            try await send(notification, via: connector, to: .test)
+            let tokens = fixture.server.requests.compactMap { $0[header: "authorization"] }
+            #expect(tokens.count == 3)
+            #expect(tokens[0] == tokens[1])
+            #expect(tokens[1] != tokens[2])
+        }
     }
 
     @Test func remintingTooOftenIsRejectedByTheServer() async throws {
         let clock = TestClock()
-        let fixture = try await Fixture.start { configuration in configuration.clock = clock.function }
-        let first = try fixture.tokenConnector(clock: clock.function)
-        try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: first, to: .test)
-        clock.advance(by: 60)
-        // A second connector for the same key mints a new token a minute later.
-        let second = try fixture.tokenConnector(clock: clock.function)
-        await expectRejection(.tooManyProviderTokenUpdates, status: 429) {
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: second, to: .test)
+        try await Fixture.with(adjust: { configuration in configuration.clock = clock.function }) { fixture in
+            let first = try fixture.tokenConnector(clock: clock.function)
+            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: first, to: .test)
+            clock.advance(by: 60)
+            // A second connector for the same key mints a new token a minute later.
+            let second = try fixture.tokenConnector(clock: clock.function)
+            await expectRejection(.tooManyProviderTokenUpdates, status: 429) {
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: second, to: .test)
+            }
         }
-        try await fixture.stop()
     }
 
     @Test func tokenOlderThanAnHourIsExpired() async throws {
         let serverClock = TestClock()
         let clientClock = TestClock()
         clientClock.advance(by: -2 * 3600)  // the client's clock is two hours behind
-        let fixture = try await Fixture.start { configuration in configuration.clock = serverClock.function }
-        let connector = try fixture.tokenConnector(clock: clientClock.function)
-        do {
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
-            Issue.record("expected a rejection")
-        } catch {
-            guard case .rejected(let rejection) = error else { throw error }
-            #expect(rejection.status == 403)
-            #expect(rejection.reason == .expiredProviderToken)
-            #expect(rejection.description.contains("check the server's clock"))
+        try await Fixture.with(adjust: { configuration in configuration.clock = serverClock.function }) { fixture in
+            let connector = try fixture.tokenConnector(clock: clientClock.function)
+            do throws(APNsError) {
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+                Issue.record("expected a rejection")
+            } catch {
+                guard case .rejected(let rejection) = error else { throw error }
+                #expect(rejection.status == 403)
+                #expect(rejection.reason == .expiredProviderToken)
+                #expect(rejection.description.contains("check the server's clock"))
+            }
+            // A fresh token cannot help (it is younger than 20 minutes), so it was not retried.
+            #expect(fixture.server.requests.count == 1)
         }
-        // A fresh token cannot help (it is younger than 20 minutes), so it was not retried.
-        #expect(fixture.server.requests.count == 1)
-        try await fixture.stop()
     }
 
     /// A connector whose token was sent once, then clocks that make the server call it expired:
@@ -168,14 +169,14 @@ final class TestClock: Sendable {
     }
 
     @Test func unknownKeyIsRejected() async throws {
-        let fixture = try await Fixture.start()
-        let stranger = MockCertificateAuthority.makeSigningKey(teamID: Fixture.teamID, keyID: "KEY0000009")
-        let connector = try TokenConnector(
-            teamID: stranger.teamID, keyID: stranger.keyID, key: .pem(stranger.privateKeyPEM),
-            environment: fixture.environment, transport: fixture.transport)
-        await expectRejection(.invalidProviderToken, status: 403) {
-            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+        try await Fixture.with { fixture in
+            let stranger = MockCertificateAuthority.makeSigningKey(teamID: Fixture.teamID, keyID: "KEY0000009")
+            let connector = try TokenConnector(
+                teamID: stranger.teamID, keyID: stranger.keyID, key: .pem(stranger.privateKeyPEM),
+                environment: fixture.environment, transport: fixture.transport)
+            await expectRejection(.invalidProviderToken, status: 403) {
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+            }
         }
-        try await fixture.stop()
     }
 }

@@ -12,37 +12,42 @@ import Testing
     /// The judged case: 10,000 devices, 1,000 unregistered at the mock (each with its own
     /// timestamp), 10 misdirected: exactly those come back, with their timestamps.
     @Test func bulkSendCollectsUnregisteredDevicesWithTheirTimestamps() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        let devices = (0..<10_000).map(Self.device)
-        var expected: [Device: Date] = [:]
-        for index in stride(from: 0, to: 10_000, by: 10) {
-            // Whole milliseconds: what APNs sends.
-            let since = Date(timeIntervalSince1970: 1_700_000_000 + Double(index) / 1000)
-            expected[devices[index]] = since
-            fixture.server.reject(deviceToken: devices[index].token, with: .unregistered, timestamp: since)
-        }
-        for index in [1, 2, 3, 4, 5] { fixture.server.reject(deviceToken: devices[index].token, with: .badDeviceToken) }
-        for index in [11, 12, 13, 14, 15] {
-            fixture.server.reject(deviceToken: devices[index].token, with: .deviceTokenNotForTopic)
-        }
-        fixture.server.reject(deviceToken: devices[21].token, with: .tooManyRequests)  // not a token problem
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let devices = (0..<10_000).map(Self.device)
+            var expected: [Device: Date] = [:]
+            for index in stride(from: 0, to: 10_000, by: 10) {
+                // Whole milliseconds: what APNs sends.
+                let since = Date(timeIntervalSince1970: 1_700_000_000 + Double(index) / 1000)
+                expected[devices[index]] = since
+                fixture.server.reject(deviceToken: devices[index].token, with: .unregistered, timestamp: since)
+            }
+            for index in [1, 2, 3, 4, 5] {
+                fixture.server.reject(deviceToken: devices[index].token, with: .badDeviceToken)
+            }
+            for index in [11, 12, 13, 14, 15] {
+                fixture.server.reject(deviceToken: devices[index].token, with: .deviceTokenNotForTopic)
+            }
+            fixture.server.reject(deviceToken: devices[21].token, with: .tooManyRequests)  // not a token problem
 
-        let summary = try await send(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: devices)
+            let summary = try await send(
+                BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: devices)
 
-        #expect(summary.accepted == 10_000 - 1_000 - 11)
-        #expect(summary.rejected == 1_011)
-        let unregistered = summary.tokensToForget.unregistered
-        #expect(unregistered.count == 1_000)
-        func milliseconds(_ date: Date?) -> Int64? { date.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } }
-        #expect(
-            Dictionary(uniqueKeysWithValues: unregistered.map { ($0.device, milliseconds($0.invalidSince)) })
-                == expected.mapValues(milliseconds))
-        let misdirected = summary.tokensToForget.misdirected
-        #expect(Set(misdirected.map(\.device)) == Set([1, 2, 3, 4, 5, 11, 12, 13, 14, 15].map { devices[$0] }))
-        #expect(misdirected.filter { $0.reason == .badDeviceToken }.count == 5)
-        #expect(misdirected.filter { $0.reason == .deviceTokenNotForTopic }.count == 5)
-        try await fixture.stop()
+            #expect(summary.accepted == 10_000 - 1_000 - 11)
+            #expect(summary.rejected == 1_011)
+            let unregistered = summary.tokensToForget.unregistered
+            #expect(unregistered.count == 1_000)
+            func milliseconds(_ date: Date?) -> Int64? {
+                date.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }
+            }
+            #expect(
+                Dictionary(uniqueKeysWithValues: unregistered.map { ($0.device, milliseconds($0.invalidSince)) })
+                    == expected.mapValues(milliseconds))
+            let misdirected = summary.tokensToForget.misdirected
+            #expect(Set(misdirected.map(\.device)) == Set([1, 2, 3, 4, 5, 11, 12, 13, 14, 15].map { devices[$0] }))
+            #expect(misdirected.filter { $0.reason == .badDeviceToken }.count == 5)
+            #expect(misdirected.filter { $0.reason == .deviceTokenNotForTopic }.count == 5)
+        }
     }
 
     @Test func forgetUnlessRegisteredAfterTheTimestamp() {

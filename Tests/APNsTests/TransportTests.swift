@@ -69,39 +69,39 @@ struct SilentServer {
     /// TCP segments, and uncorks it before it sleeps. A connection left corked would hold a lone
     /// request back until the kernel's 200 ms ceiling: every one of these sends would take that long.
     @Test func aLoneRequestIsNotHeldBack() async throws {
-        let fixture = try await Fixture.start()
-        let connector = try fixture.tokenConnector()
-        let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
-        try await send(notification, via: connector, to: .test)  // the connection is made
-        var durations: [Duration] = []
-        for _ in 0..<11 {
-            let start = ContinuousClock.now
-            try await send(notification, via: connector, to: .test)
-            durations.append(ContinuousClock.now - start)
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
+            try await send(notification, via: connector, to: .test)  // the connection is made
+            var durations: [Duration] = []
+            for _ in 0..<11 {
+                let start = ContinuousClock.now
+                try await send(notification, via: connector, to: .test)
+                durations.append(ContinuousClock.now - start)
+            }
+            // The median, so one slow moment of the machine does not decide; usually under 1 ms.
+            #expect(durations.sorted()[5] < Duration.milliseconds(100).scaledForSanitizers)
+            #expect(fixture.server.requests.count == 12)
         }
-        // The median, so one slow moment of the machine does not decide; usually under 1 ms.
-        #expect(durations.sorted()[5] < Duration.milliseconds(100).scaledForSanitizers)
-        #expect(fixture.server.requests.count == 12)
-        try await fixture.stop()
     }
 
     @Test func untrustedServerCertificateIsRefused() async throws {
-        let fixture = try await Fixture.start()
-        // No trusted CA given: the system roots do not know the mock server's CA.
-        let connector = try TokenConnector(
-            teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM), environment: fixture.environment)
-        do {
-            try await send(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: .test)
-            Issue.record("expected TLS verification to fail")
-        } catch .transport(let error) {
-            #expect(error.curlCode == 60)
-            #expect(error.kind == .tls)
-            #expect(error.delivery == .notSent)
-        } catch {
-            Issue.record("expected a transport failure, got \(error)")
+        try await Fixture.with { fixture in
+            // No trusted CA given: the system roots do not know the mock server's CA.
+            let connector = try TokenConnector(
+                teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM), environment: fixture.environment)
+            do throws(APNsError) {
+                try await send(AlertNotification(bundleID: "com.example.app") { Alert("x") }, via: connector, to: .test)
+                Issue.record("expected TLS verification to fail")
+            } catch .transport(let error) {
+                #expect(error.curlCode == 60)
+                #expect(error.kind == .tls)
+                #expect(error.delivery == .notSent)
+            } catch {
+                Issue.record("expected a transport failure, got \(error)")
+            }
+            #expect(fixture.server.requests.isEmpty)
         }
-        #expect(fixture.server.requests.isEmpty)
-        try await fixture.stop()
     }
 
     @Test func nothingListening() async throws {
