@@ -87,7 +87,8 @@ let package = Package(
         .testTarget(
             name: "APNsTests",
             dependencies: [
-                "APNs", "APNsTesting", "APNsMockServer", .product(name: "NIOPosix", package: "swift-nio"),
+                "APNs", "APNsTesting", "APNsMockServer", "TestFixtures",
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
@@ -96,6 +97,11 @@ let package = Package(
             ]
         ),
         .testTarget(name: "APNsCLITests", dependencies: ["APNsCLI", "APNsMockServer", "APNs", "APNsTesting"]),
+        // The mock server's own tests: how it answers what the library sends, and what it would refuse.
+        .testTarget(name: "APNsMockServerTests", dependencies: ["APNs", "APNsMockServer", "TestFixtures"]),
+        // A running mock server with keys, a client certificate and connectors wired to it, for the
+        // library's and the mock server's tests (a target, not a product).
+        .target(name: "TestFixtures", dependencies: ["APNs", "APNsMockServer"], path: "Tests/TestFixtures"),
         .testTarget(
             name: "CompileTimeTests",
             dependencies: ["APNs", "APNsTesting"],

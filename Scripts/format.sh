@@ -7,7 +7,7 @@
 #   bash Scripts/format.sh --lint   # fail on any difference (CI)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-paths=(Package.swift Sources Tests/APNsTests Tests/APNsCoreTests Tests/APNsCLITests Tests/CompileTimeTests/CompileTimeTests.swift
+paths=(Package.swift Sources Tests/APNsTests Tests/APNsCoreTests Tests/APNsCLITests Tests/APNsMockServerTests Tests/TestFixtures Tests/CompileTimeTests/CompileTimeTests.swift
     Benchmarks/Package.swift Benchmarks/Sources Examples/PushService/Package.swift Examples/PushService/Sources
     Gateway/Package.swift Gateway/Sources Gateway/Tests Fuzz/Harnesses)
 if [[ "${1:-}" == "--lint" ]]; then

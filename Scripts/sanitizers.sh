@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The transport and bulk suites under ThreadSanitizer and AddressSanitizer, each in its own build
 # folder. Everything runs about ten times slower there — a "slow machine" — and the tests scale
-# their deadlines to match (Tests/APNsTests/Fixture.swift, sanitizerSlowdown).
+# their deadlines to match (Tests/TestFixtures/Fixture.swift, sanitizerSlowdown).
 #
 #   bash Scripts/sanitizers.sh            # thread and address
 #   bash Scripts/sanitizers.sh thread     # one of them

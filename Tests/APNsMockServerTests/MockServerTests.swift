@@ -1,5 +1,6 @@
 @_spi(RawRequests) import APNs
 import APNsMockServer
+import TestFixtures
 import Foundation
 import Testing
 
