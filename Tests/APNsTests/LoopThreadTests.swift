@@ -6,26 +6,25 @@ import Testing
 /// anywhere else. The rest of the suite runs every such function on the loop thread with the check
 /// on, so a send path that strayed would fail there.
 @Suite struct LoopThreadTests {
+    /// A loop whose thread has not started (it starts with the first operation).
+    static func loop() throws -> CurlMultiLoop {
+        try CurlMultiLoop(
+            settings: .init(
+                connectTimeoutMilliseconds: 1000, maximumIdleSeconds: 60, tcpKeepAliveSeconds: nil,
+                circuitBreaker: nil, trustedCA: nil, identity: nil, observability: .disabled, reportsGoAway: false),
+            maximumConnectionsPerHost: 1, maximumConcurrentStreams: 1)
+    }
+
     #if DEBUG
         @Test func aLoopThreadFunctionCalledElsewhereTraps() async {
             await #expect(processExitsWith: .failure) {
-                let loop = try CurlMultiLoop(
-                    settings: .init(
-                        connectTimeoutMilliseconds: 1000, maximumIdleSeconds: 60, tcpKeepAliveSeconds: nil,
-                        circuitBreaker: nil, trustedCA: nil, identity: nil, observability: .disabled,
-                        reportsGoAway: false),
-                    maximumConnectionsPerHost: 1, maximumConcurrentStreams: 1)
+                let loop = try LoopThreadTests.loop()
                 loop.trimIdleHandles(now: .now)  // on the test's thread, not the loop's
             }
         }
 
         @Test func theCheckPassesOnTheLoopThread() async throws {
-            let loop = try CurlMultiLoop(
-                settings: .init(
-                    connectTimeoutMilliseconds: 1000, maximumIdleSeconds: 60, tcpKeepAliveSeconds: nil,
-                    circuitBreaker: nil, trustedCA: nil, identity: nil, observability: .disabled,
-                    reportsGoAway: false),
-                maximumConnectionsPerHost: 1, maximumConcurrentStreams: 1)
+            let loop = try LoopThreadTests.loop()
             // A task that prefers the loop runs on its thread: the same call is allowed there.
             let ran = await Task(executorPreference: loop) { () -> Bool in
                 loop.trimIdleHandles(now: .now)
