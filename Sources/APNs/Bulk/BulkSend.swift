@@ -256,7 +256,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     /// from when its request was started, and how many attempts it took.
     /// (A struct, not a tuple: a tuple in a generic channel goes through the runtime's generic
     /// tuple witnesses for every copy.)
-    struct Raw: Sendable {
+    struct DeviceResult: Sendable {
         var device: Device
         var result: Result<APNsResponse, APNsError>
         var duration: Duration
@@ -270,7 +270,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         }
     }
 
-    private let start: @Sendable (BulkChannel<Raw>) -> Task<Void, Never>
+    private let start: @Sendable (BulkChannel<DeviceResult>) -> Task<Void, Never>
     private let limit: Int
     /// The request every device gets (with its own path), for spans, logs and metrics.
     private let summary: RequestSummary
@@ -369,7 +369,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     /// results come back on its thread straight into the channel — no task per device.
     private static func produce<Devices: Sequence>(
         _ template: APNsRequest, devices: Devices, apnsID: (@Sendable (Device) -> APNsID)?,
-        into channel: BulkChannel<Raw>,
+        into channel: BulkChannel<DeviceResult>,
         via engine: ConnectorEngine, timeout: Duration?, retry: RetryPolicy
     ) async where Devices.Element == Device {
         let owner = BulkOwner()
@@ -390,7 +390,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                         try? await Task.sleep(for: delay)
                         guard !owner.isCancelled else {
                             if observability.isEnabled { observability.sendsInFlight.decrement() }
-                            return channel.deliver(Raw(device, result, ContinuousClock.now - started, attempt))
+                            return channel.deliver(DeviceResult(device, result, ContinuousClock.now - started, attempt))
                         }
                         engine.submit(
                             checked: template, to: [device], apnsID: apnsID, deadline: deadline, owner: owner,
@@ -398,7 +398,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                     }
                 } else {
                     if observability.isEnabled { observability.sendsInFlight.decrement() }
-                    channel.deliver(Raw(device, result, ContinuousClock.now - started, attempt))
+                    channel.deliver(DeviceResult(device, result, ContinuousClock.now - started, attempt))
                 }
             }
         }
@@ -425,7 +425,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     /// Any other connector (a recording connector, your own): one child task per device.
     private static func produce<Devices: Sequence, Via: Connector>(
         _ template: APNsRequest, devices: Devices, apnsID: (@Sendable (Device) -> APNsID)?,
-        into channel: BulkChannel<Raw>,
+        into channel: BulkChannel<DeviceResult>,
         via connector: Via, timeout: Duration?, retry: RetryPolicy
     ) async where Devices.Element == Device {
         var iterator = devices.makeIterator()
@@ -443,7 +443,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
                         let started = ContinuousClock.now
                         let (result, attempts) = await attempt(
                             request, via: connector, engine: nil, deadline: deadline, retry: retry)
-                        channel.deliver(Raw(device, result, ContinuousClock.now - started, attempts))
+                        channel.deliver(DeviceResult(device, result, ContinuousClock.now - started, attempts))
                     }
                     started += 1
                 }
@@ -457,7 +457,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     /// ``APNsError/bulkResultsAlreadyIterated`` from its first `next()`.
     public func makeAsyncIterator() -> Iterator {
         guard iterated.claim() else { return Iterator(channel: nil, task: nil, observation: nil) }
-        let channel = BulkChannel<Raw>(limit: limit)
+        let channel = BulkChannel<DeviceResult>(limit: limit)
         // The span starts in the iterating task, so it has that task's tracer and parent.
         let observation = BulkObservation(summary: summary, observability: observability)
         return Iterator(channel: channel, task: start(channel), observation: observation)
@@ -470,10 +470,10 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         /// Only ``APNsError/bulkResultsAlreadyIterated``.
         public typealias Failure = APNsError
 
-        let channel: BulkChannel<Raw>?
+        let channel: BulkChannel<DeviceResult>?
         let producer: Producer?
 
-        init(channel: BulkChannel<Raw>?, task: Task<Void, Never>?, observation: BulkObservation?) {
+        init(channel: BulkChannel<DeviceResult>?, task: Task<Void, Never>?, observation: BulkObservation?) {
             self.channel = channel
             if let channel, let task, let observation {
                 producer = Producer(task: task, channel: channel, observation: observation)
@@ -487,40 +487,40 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             // An outcome already there is read without suspending or a cancellation handler (most
             // are: the transport delivers them in batches). A cancelled reader takes the slow path,
             // which cancels the send.
-            if let channel, !Task.isCancelled, let raw = channel.receiveIfReady() {
-                return Iterator.outcome(raw, producer: producer)
+            if let channel, !Task.isCancelled, let finished = channel.receiveIfReady() {
+                return Iterator.outcome(finished, producer: producer)
             }
             return try await Iterator.receive(from: channel, producer: producer)
         }
 
         /// The next outcome, or nil when every device has one (or the send was cancelled).
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(APNsError) -> BulkOutcome? {
-            if let channel, !Task.isCancelled, let raw = channel.receiveIfReady() {
-                return Iterator.outcome(raw, producer: producer)
+            if let channel, !Task.isCancelled, let finished = channel.receiveIfReady() {
+                return Iterator.outcome(finished, producer: producer)
             }
             return try await Iterator.receive(from: channel, producer: producer)
         }
 
         private static func receive(
-            from channel: BulkChannel<Raw>?, producer: Producer?
+            from channel: BulkChannel<DeviceResult>?, producer: Producer?
         ) async throws(APNsError) -> BulkOutcome? {
             guard let channel else { throw .bulkResultsAlreadyIterated }
-            let raw = await withTaskCancellationHandler {
+            let finished = await withTaskCancellationHandler {
                 await channel.receive()
             } onCancel: { [producer] in
                 producer?.cancel()
             }
-            guard let raw else {
+            guard let finished else {
                 producer?.observation.finish(cancelled: Task.isCancelled)
                 return nil
             }
-            return outcome(raw, producer: producer)
+            return outcome(finished, producer: producer)
         }
 
-        /// What the reader sees of one device's raw result, recorded for the span and metrics.
-        private static func outcome(_ raw: Raw, producer: Producer?) -> BulkOutcome {
-            let outcome = BulkOutcome(device: raw.device, result: raw.result, duration: raw.duration)
-            producer?.observation.record(outcome, duration: raw.duration, attempts: raw.attempts)
+        /// What the reader sees of one device's result, recorded for the span and metrics.
+        private static func outcome(_ finished: DeviceResult, producer: Producer?) -> BulkOutcome {
+            let outcome = BulkOutcome(device: finished.device, result: finished.result, duration: finished.duration)
+            producer?.observation.record(outcome, duration: finished.duration, attempts: finished.attempts)
             return outcome
         }
     }
@@ -537,9 +537,9 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     /// Cancels the sending task when the last iterator copy goes away.
     final class Producer: Sendable {
         let task: Task<Void, Never>
-        let channel: BulkChannel<Raw>
+        let channel: BulkChannel<DeviceResult>
         let observation: BulkObservation
-        init(task: Task<Void, Never>, channel: BulkChannel<Raw>, observation: BulkObservation) {
+        init(task: Task<Void, Never>, channel: BulkChannel<DeviceResult>, observation: BulkObservation) {
             self.task = task
             self.channel = channel
             self.observation = observation

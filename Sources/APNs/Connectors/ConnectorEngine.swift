@@ -35,33 +35,19 @@ public final class ConnectorEngine: Sendable {
         transport = try CurlTransport(configuration: configuration, identity: identity, observability: observability)
     }
 
-    var method: AuthenticationMethod {
-        switch credential {
-        case .token: .token
-        case .certificate: .certificate
-        }
-    }
-
     /// The connector's `TransportConfiguration.requestTimeout`: a send without a timeout of its own
     /// gets it (one deadline for all the attempts of a retried send).
     var defaultTimeout: Duration { transport.requestTimeout }
 
-    /// Everything refused before any I/O: the request against its push type's rules for this
-    /// authentication, then against what the credential covers (a certificate's topics and
-    /// validity; a token covers every topic of its team).
-    func check(_ request: APNsRequest) throws(APNsError) {
-        do { try request.checkRules(for: method) } catch { throw .validation(error) }
-        try checkCredential(for: request)
-    }
-
-    /// What the credential covers (``check(_:)``'s second half, for requests whose rules the send
-    /// path checked for a connector's authentication already).
+    /// Refuses, before any I/O, a request the credential cannot carry: a certificate that has
+    /// expired or does not cover its topic (a token covers every topic of its team). Runs after the
+    /// push type's rules (`checkBeforeSending(_:via:engine:)`, the one check every path makes).
     func checkCredential(for request: APNsRequest) throws(APNsError) {
         guard case .certificate(let certificate) = credential else { return }
         do { try certificate.checkCovers(request) } catch { throw .credential(error) }
     }
 
-    /// Sends a request that passed ``check(_:)`` and reads APNs' answer once. On a token
+    /// Sends a request that passed `checkBeforeSending(_:via:engine:)` and reads APNs' answer once. On a token
     /// connection, an answer that calls the token expired is sent once more with a fresh token.
     func exchange(checked request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> Exchange {
         let endpoint = environment.endpoint(for: request.service)

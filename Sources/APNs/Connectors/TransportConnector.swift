@@ -34,7 +34,7 @@ extension TransportConnector {
 
     /// Sends one request, giving up at `deadline`; checked as ``perform(_:)`` is.
     public func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse {
-        try engine.check(request)
+        try checkBeforeSending(request, via: self, engine: engine)
         return try await engine.exchange(checked: request, deadline: deadline).response
     }
 
