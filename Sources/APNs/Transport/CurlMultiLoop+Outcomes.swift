@@ -9,10 +9,16 @@ extension CurlMultiLoop {
     func collectFinished(on multi: UnsafeMutableRawPointer) {
         assertOnLoopThread()
         var remaining: Int32 = 0
+        finishedInPass.removeAll(keepingCapacity: true)
         while let message = curl_multi_info_read(multi, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
-            finish(easy, code: message.pointee.data.result, on: multi)
+            let code = message.pointee.data.result
+            // An answer read in this pass is life on its connection before any timeout of the same
+            // pass is judged (libcurl lists them in no particular order).
+            if code == CURLE_OK, let port = active[easy]?.localPort, port != 0 { lastAnswer[port] = .now }
+            finishedInPass.append((easy, code))
         }
+        for (easy, code) in finishedInPass { finish(easy, code: code, on: multi) }
     }
 
     func finish(_ easy: UnsafeMutableRawPointer, code: CURLcode, on multi: UnsafeMutableRawPointer) {
@@ -78,7 +84,6 @@ extension CurlMultiLoop {
                 _ = ccurl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
             }
             if version == Int(CURL_HTTP_VERSION_2_0) {
-                if transfer.localPort != 0 { lastAnswer[transfer.localPort] = .now }
                 result = .success(
                     APNsHTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody))
             } else {

@@ -143,6 +143,8 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// When each connection (by local port) last delivered a response, to tell a stalled
     /// connection from a slow request.
     @exclusivity(unchecked) var lastAnswer: [Int32: ContinuousClock.Instant] = [:]
+    /// The transfers libcurl reported done in the current pass (kept for its capacity).
+    @exclusivity(unchecked) var finishedInPass: [(UnsafeMutableRawPointer, CURLcode)] = []
     /// The sockets libcurl opened through this loop and has not closed.
     @exclusivity(unchecked) var openSockets: Set<Int32> = []
     /// Local ports of connections already shut down as stalled (every transfer sees them).
