@@ -16,8 +16,8 @@ import Foundation
 /// injected into the mock server and a graceful GOAWAY on its open connections (so the client's
 /// next connection gets the fault), in turn: reset or close after processing, a connection that
 /// never answers (from the start, or after 100 answers), streams reset after processing, refused streams, GOAWAY with a lower
-/// last-stream-id, 503 with Retry-After, slow answers. Counted per wave, then forgotten, so memory
-/// measures the client.
+/// last-stream-id, 503 with Retry-After, slow answers. Counted per wave, then forgotten; the mock
+/// runs in a child process (`--server process`, the default), so the RSS curve is the client's.
 @main
 struct Soak: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "APNsSoak", abstract: "swift-apns through a million sends and a hundred faults.")
@@ -32,6 +32,9 @@ struct Soak: AsyncParsableCommand {
     @Option(help: "faults (the default), churn (no fault, a new connection each wave) or none (no fault, one connection): the last two are baselines.")
     var mode = "faults"
     @Option(name: .customLong("only-fault"), help: "Inject only the fault with this index (0–8) in every wave.") var onlyFault: Int?
+    @Option(help: "Where the mock APNs runs: process (a child process, the default: RSS is the client's alone) or in-process (its memory counts too).")
+    var server = "process"
+    @Flag(help: .hidden) var serve = false
     @Flag(help: "Diagnostic: hand freed memory back to the system (glibc's malloc_trim) before each sample, to tell what the allocator keeps from what is in use.")
     var trim = false
 
@@ -82,11 +85,10 @@ struct Soak: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
-        var configuration = MockAPNsServer.Configuration(signingKeys: [key])
-        configuration.recordsRequests = false
-        configuration.threads = 1
-        let server = try await MockAPNsServer.start(configuration)
+        if serve { return try await SoakServer.serve() }
+        guard server == "process" || server == "in-process" else { throw ValidationError("--server is process or in-process") }
+        let server = try await self.server == "process" ? SoakServer.startProcess() : SoakServer.startInProcess()
+        let key = server.key
         let connector = try TokenConnector(
             teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM), environment: .custom(host: server.host, port: server.port),
             transport: TransportConfiguration(trustedCertificateAuthority: .pem(server.certificateAuthorityPEM), maximumConcurrentStreams: inFlight))
@@ -107,13 +109,12 @@ struct Soak: AsyncParsableCommand {
         }
         while more() {
             let size = duration == nil ? min(wave, self.count - sent) : wave
-            let (fault, connections, requests) = Self.faults[(onlyFault ?? waveIndex) % Self.faults.count]
-            if mode == "faults" { server.inject(fault, connections: connections, requests: requests) }
-            if mode != "none" { server.goAwayAll() }  // the client moves to a new connection, which gets the fault
+            if mode == "faults" { try await server.inject(faultIndex: (onlyFault ?? waveIndex) % Self.faults.count) }
+            if mode != "none" { try await server.goAwayAll() }  // the client moves to a new connection, which gets the fault
             let ids = (0..<size).map { _ in APNsID() }
             let outcomes = await Self.sendWave(ids: ids, via: connector, to: device, inFlight: inFlight, timeout: timeout)
-            server.inject(nil)
-            let processed = server.processedCounts
+            try await server.inject(faultIndex: nil)
+            let processed = try await server.takeProcessedCounts()
             for (index, (result, latency)) in outcomes.enumerated() {
                 let times = processed[ids[index].description] ?? 0
                 if times > 1 { tally.duplicates += 1 }
@@ -132,7 +133,6 @@ struct Soak: AsyncParsableCommand {
                     tally.unknown += 1
                 }
             }
-            server.clearProcessedCounts()
             sent += size
             waveIndex += 1
             let now = (ContinuousClock.now - started).seconds
@@ -173,6 +173,7 @@ struct Soak: AsyncParsableCommand {
             ("stalled connections replaced", "\(connector.stalledConnectionsClosed)"),
             ("latency p50 / p99 / max", String(format: "%.1f / %.1f / %.1f ms", tally.latencies.quantile(0.5) * 1000, tally.latencies.quantile(0.99) * 1000, tally.latencies.maximum * 1000)),
             ("throughput", String(format: "%.0f sends/s over %.0f s", Double(count) / elapsed, elapsed)),
+            ("mock server", self.server == "process" ? "a child process (RSS is the client's)" : "in this process (RSS includes it)"),
             ("RSS start / end", "\(startRSS) / \(endRSS) MB"),
             ("RSS after 5 min: first / max / end", elapsed >= 300 ? "\(settled.first ?? 0) / \(settled.max() ?? 0) / \(endRSS) MB (range \(drift) MB)" : "run shorter than 5 min"),
         ]
