@@ -96,7 +96,8 @@ let package = Package(
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
         ),
-        .testTarget(name: "APNsCLITests", dependencies: ["APNsCLI", "APNsMockServer", "APNs", "APNsTesting"]),
+        .testTarget(
+            name: "APNsCLITests", dependencies: ["APNsCLI", "APNsMockServer", "APNs", "APNsTesting", "TestFixtures"]),
         // The mock server's own tests: how it answers what the library sends, and what it would refuse.
         .testTarget(name: "APNsMockServerTests", dependencies: ["APNs", "APNsMockServer", "TestFixtures"]),
         // A running mock server with keys, a client certificate and connectors wired to it, for the

@@ -3,7 +3,8 @@
 # a temporary folder), creates an API key for com.example.app and prints it with a curl to try.
 #
 #   bash Gateway/run-with-mock.sh           # serve on 127.0.0.1:8080 until Ctrl-C
-#   bash Gateway/run-with-mock.sh --smoke   # POST, follow the outcome, /metrics, SIGTERM (CI)
+#   bash Gateway/run-with-mock.sh --smoke   # POST, follow the outcome, /metrics, SIGTERM (CI); the
+#                                           # gateway reaches the mock through tinyproxy (--proxy)
 #   bash Gateway/run-with-mock.sh --fuzz N  # schemathesis (from PyPI) against openapi.yaml, N examples
 #                                           # per operation: no 5xx, answers as the file describes
 #
@@ -26,8 +27,23 @@ database="$work/queue.sqlite"
 api_key=$("$gateway" add-key --database "$database" --name example --app com.example.app --rate 100)
 port=8080
 $smoke && port=0
+proxy=()
+if $smoke && [ -z "$fuzz" ]; then
+  # The smoke run goes through an HTTP proxy (tinyproxy, Scripts/install-dependencies.sh), which
+  # logs each CONNECT: the check below reads that the gateway's connection went through it.
+  proxy_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  {
+    printf 'Port %s\nListen 127.0.0.1\nTimeout 60\nLogLevel Info\nLogFile "%s"\n' "$proxy_port" "$work/proxy.log"
+    [ "$(id -u)" -eq 0 ] && printf 'User nobody\nGroup nogroup\n'
+  } >"$work/tinyproxy.conf"
+  touch "$work/proxy.log" && chmod 666 "$work/proxy.log" && chmod 755 "$work"
+  tinyproxy -d -c "$work/tinyproxy.conf" >/dev/null 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$proxy_port") 2>/dev/null && break; sleep 0.1; done
+  proxy=(--proxy "http://127.0.0.1:$proxy_port")
+fi
 "$gateway" serve --database "$database" --port $port --apns-host "$listening" --ca-file "$work/ca.pem" \
-  --key-file "$key_file" --key-id "$key_id" --team-id "$team_id" --log-level "${LOG_LEVEL:-info}" \
+  --key-file "$key_file" --key-id "$key_id" --team-id "$team_id" --log-level "${LOG_LEVEL:-info}" "${proxy[@]}" \
   >"$work/gateway.out" 2>"$work/gateway.log" &
 gateway_pid=$!
 pids+=($gateway_pid)
@@ -78,6 +94,8 @@ for _ in $(seq 100); do
 done
 echo "GET /v1/notifications/$id -> $progress"
 [[ "$progress" == *'"state":"accepted","status":200'* ]] || fail "expected the device-send accepted"
+grep -q "CONNECT $listening" "$work/proxy.log" || fail "the gateway did not reach APNs through --proxy"
+echo "through the proxy: $(grep -c "CONNECT $listening" "$work/proxy.log") CONNECT to $listening"
 answer=$(curl -s -w ' %{http_code}' -X POST "http://$address/v1/notifications" -d "$body")
 [[ "$answer" == *' 401' ]] || fail "expected 401 without a key, got $answer"
 keys=$("$gateway" list-keys --database "$database")
@@ -89,4 +107,4 @@ echo "$metrics" | grep -E '^apns_gateway_' | sort
 echo "$metrics" | grep -qE '^apns_gateway_device_sends_total\{result="accepted"\} 1$' || fail "/metrics has no accepted device-send"
 kill -TERM "$gateway_pid"
 wait "$gateway_pid" || fail "the gateway did not stop cleanly on SIGTERM"
-echo "smoke: ok (POST, outcome, 401 without a key, list-keys, /metrics, graceful SIGTERM)"
+echo "smoke: ok (through a proxy: POST, outcome, 401 without a key, list-keys, /metrics, graceful SIGTERM)"

@@ -3,11 +3,13 @@
 # libcurl (OpenSSL flavour, for HTTP/2) and OpenSSL's libcrypto, plus pkg-config to find them;
 # for CI, the curl command (the example service's smoke run) and script from bsdutils (the CLI's
 # progress-bar test on a pseudo-terminal) and openssl (the inspection tests compare with it); and
-# SQLite's headers for the gateway's embedded queue (Gateway/, GRDB).
+# SQLite's headers for the gateway's embedded queue (Gateway/, GRDB); and the proxies the proxy
+# tests start on 127.0.0.1 (tinyproxy for HTTP CONNECT, stunnel in front of it for an HTTPS proxy,
+# microsocks for SOCKS5).
 # Safe to run again; does nothing when everything is present.
 set -euo pipefail
 missing=()
-for package in libcurl4-openssl-dev libssl-dev pkg-config curl bsdutils openssl libsqlite3-dev; do
+for package in libcurl4-openssl-dev libssl-dev pkg-config curl bsdutils openssl libsqlite3-dev tinyproxy-bin stunnel4 microsocks; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0

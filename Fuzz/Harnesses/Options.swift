@@ -117,5 +117,31 @@ public func fuzzOptions(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
             }
         }
     }
+
+    // 4. A proxy as an operator writes it (`--proxy`, a configuration file): parsing never traps;
+    // an accepted one validates, shows no password, and its libcurl form parses back to itself.
+    let pieces = ["http://", "https://", "socks5://", "socks5h://", "ftp://", "u:p@", "%41%zz@", "[::1]", ":3128",
+        ":0", ":65536", "@", "/", "direct", "environment", "\u{0}"]
+    var text = ""
+    for _ in 0..<Int(input.byte() % 6) {
+        text += input.byte() % 2 == 0 ? pieces[Int(input.byte()) % pieces.count] : input.string(limit: 12)
+    }
+    if let proxy = try? Proxy(setting: text) {
+        if (try? proxy.validate()) == nil { violated("proxy \(proxy) accepted but invalid") }
+        if case .explicit(let endpoint) = proxy.route {
+            if let password = endpoint.credentials?.password, password.count >= 3,
+                proxy.description.contains(password), !endpoint.host.contains(password),
+                !(endpoint.credentials?.username.contains(password) ?? false), !"\(endpoint.port)".contains(password),
+                !endpoint.scheme.rawValue.contains(password)
+            {
+                violated("proxy description shows its password: \(proxy)")
+            }
+            guard let again = try? Proxy(url: endpoint.curlURL), case .explicit(let back) = again.route,
+                back.scheme == endpoint.scheme, back.host == endpoint.host, back.port == endpoint.port
+            else {
+                violated("proxy \(proxy): libcurl form \(endpoint.curlURL) does not parse back")
+            }
+        }
+    }
     return 0
 }

@@ -23,12 +23,23 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "HOST:PORT of another server, e.g. a mock APNs (used for every APNs host).") var host: String?
     @Option(name: .customLong("ca-file"), help: "Trust only this CA (PEM) for the server certificate.") var caFile:
         String?
+    @Option(
+        help: ArgumentHelp(
+            "Reach APNs through this proxy: http://HOST:PORT, https://HOST:PORT or socks5://HOST:PORT (user@ before the host if it needs credentials), or `direct`.",
+            discussion:
+                "Without it, https_proxy (or HTTPS_PROXY, all_proxy) and no_proxy apply as for curl; `direct` ignores them."
+        )) var proxy: String?
+    @Option(
+        name: .customLong("proxy-password-env"),
+        help: "Environment variable holding the proxy's password (the user is the one in --proxy).")
+    var proxyPasswordEnvironment: String?
 
     /// The connector the options describe, or nil when no credentials were given.
     func makeConnector() throws -> AnyConnector? {
         let environment = try resolveEnvironment()
         var transport = TransportConfiguration()
         if let caFile { transport.trustedCertificateAuthority = .file(path: caFile) }
+        transport.proxy = try resolveProxy()
         let kinds = [keyFile != nil, certificate != nil, pkcs12 != nil].filter { $0 }.count
         guard kinds <= 1 else { throw UsageError("choose one of --key-file, --cert or --p12") }
         if let keyFile {
@@ -90,6 +101,22 @@ struct ConnectionOptions: ParsableArguments {
             throw UsageError("the environment variable \(variable) is not set")
         }
         return value
+    }
+
+    /// `--proxy` and `--proxy-password-env` as a ``Proxy`` (the environment's when neither is given).
+    func resolveProxy() throws -> Proxy {
+        guard let proxy else {
+            if proxyPasswordEnvironment != nil { throw UsageError("--proxy-password-env needs --proxy") }
+            return .environment
+        }
+        let parsed: Proxy
+        do throws(APNsError) { parsed = try Proxy(setting: proxy) } catch { throw UsageError("--proxy: \(error)") }
+        guard let proxyPasswordEnvironment else { return parsed }
+        guard let username = parsed.username else {
+            throw UsageError("--proxy-password-env needs a proxy URL with a user, as in http://USER@HOST:PORT")
+        }
+        return parsed.with(
+            credentials: .init(username: username, password: try Self.secret(from: proxyPasswordEnvironment)))
     }
 
     private func resolveEnvironment() throws -> APNsEnvironment {

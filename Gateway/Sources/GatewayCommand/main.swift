@@ -114,6 +114,15 @@ struct Serve: AsyncParsableCommand {
     var apnsHost: String?
     @Option(name: .customLong("ca-file"), help: "Trust only this CA (PEM) for the APNs server's certificate.")
     var caFile: String?
+    @Option(
+        help: ArgumentHelp(
+            "Reach APNs through this proxy: http://HOST:PORT, https://HOST:PORT or socks5://HOST:PORT (USER@ before the host if it needs credentials), `direct` or `environment` (the default: https_proxy and no_proxy, as curl reads them)."
+        ))
+    var proxy = "environment"
+    @Option(
+        name: .customLong("proxy-password-env"),
+        help: "Environment variable holding the proxy's password (the user is the one in --proxy).")
+    var proxyPasswordEnvironment: String?
     @Option(name: .customLong("max-devices"), help: "Devices in one request.") var maximumDevices = 5_000
     @Option(name: .customLong("max-queue-depth"), help: "Unfinished device-sends above which POST answers 503.")
     var maximumQueueDepth = 1_000_000
@@ -182,6 +191,16 @@ struct Serve: AsyncParsableCommand {
     private func makeConnector(logger: Logger) throws -> (AnyConnector, any Service) {
         var transport = TransportConfiguration()
         if let caFile { transport.trustedCertificateAuthority = .file(path: caFile) }
+        transport.proxy = try Proxy(setting: proxy)
+        if let proxyPasswordEnvironment {
+            guard let username = transport.proxy.username else {
+                throw ValidationError("--proxy-password-env needs a proxy URL with a user, as in http://USER@HOST:PORT")
+            }
+            guard let password = ProcessInfo.processInfo.environment[proxyPasswordEnvironment] else {
+                throw ValidationError("the environment variable \(proxyPasswordEnvironment) is not set")
+            }
+            transport.proxy = transport.proxy.with(credentials: .init(username: username, password: password))
+        }
         var environment: APNsEnvironment = production ? .production : .sandbox
         if let apnsHost {
             guard let colon = apnsHost.lastIndex(of: ":"), let port = Int(apnsHost[apnsHost.index(after: colon)...]),

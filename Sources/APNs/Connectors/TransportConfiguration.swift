@@ -53,6 +53,12 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// 1 s, doubling to 60 s, and count for the ``circuitBreaker`` like a send's. A connector that
     /// is not run as a service connects on its first send either way.
     public var keepsConnectionWarm: Bool = true
+    /// How connections reach APNs: through the proxy the environment names (``Proxy/environment``,
+    /// the default: `https_proxy`, `no_proxy` and friends, as curl reads them), directly
+    /// (``Proxy/direct``), or through the proxy given (``Proxy/http(host:port:credentials:)``,
+    /// ``Proxy/https(host:port:credentials:trustedCertificateAuthority:)``,
+    /// ``Proxy/socks5(host:port:credentials:)``, ``Proxy/init(url:)``).
+    public var proxy: Proxy = .environment
 
     /// Transport settings; every default is what a production sender wants.
     ///
@@ -129,6 +135,7 @@ public struct TransportConfiguration: Sendable, Hashable {
         try check("shutdownGracePeriod", shutdownGracePeriod, from: .zero, orZero: true)
         try check("maximumIdleTime", maximumIdleTime, from: .seconds(1))
         if let tcpKeepAliveInterval { try check("tcpKeepAliveInterval", tcpKeepAliveInterval, from: .seconds(1)) }
+        try proxy.validate()
         if let breaker = circuitBreaker {
             try check("circuitBreaker.failureThreshold", breaker.failureThreshold, within: 1...Int(Int32.max))
             try check("circuitBreaker.initialCoolDown", breaker.initialCoolDown, from: .milliseconds(1))

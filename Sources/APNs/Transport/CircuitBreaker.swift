@@ -146,7 +146,7 @@ struct CircuitBreaker {
             return .healthy
         case .failure(let error as TransportError):
             switch error.kind {
-            case .dns, .connect, .tls: return .failing("\(error.kind): \(error.message)")
+            case .dns, .connect, .tls, .proxy: return .failing("\(error.kind): \(error.message)")
             default: return .neutral
             }
         case .failure:

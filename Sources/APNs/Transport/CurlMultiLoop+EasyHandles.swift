@@ -110,6 +110,7 @@ extension CurlMultiLoop {
                 ca.withUnsafeBytes { ccurl_easy_setopt_blob(easy, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) },
                 "CURLOPT_CAINFO_BLOB")
         }
+        try configureProxy(easy)
         if let identity = settings.identity {
             try require(
                 identity.certificateChainPEM.withUnsafeBytes {
@@ -263,6 +264,70 @@ extension CurlMultiLoop {
     }
 
     /// libcurl's detail for the last failure of `easy`, or, when it wrote none, what `code` means.
+    /// The proxy options (``TransportConfiguration/proxy``): nothing for the environment's proxy
+    /// (libcurl reads `https_proxy`, `all_proxy` and `no_proxy` itself); an empty `CURLOPT_PROXY`
+    /// for none; for an explicit proxy its URL, an empty `CURLOPT_NOPROXY` (so `no_proxy` cannot
+    /// bypass it), its credentials in their own options (no URL encoding to get wrong) and the
+    /// CA for an HTTPS proxy.
+    func configureProxy(_ easy: UnsafeMutableRawPointer) throws(RefusedOption) {
+        switch settings.proxy.route {
+        case .environment: return
+        case .direct: try require(ccurl_easy_setopt_string(easy, CURLOPT_PROXY, ""), "CURLOPT_PROXY")
+        case .explicit(let endpoint):
+            try require(ccurl_easy_setopt_string(easy, CURLOPT_PROXY, endpoint.curlURL), "CURLOPT_PROXY")
+            try require(ccurl_easy_setopt_string(easy, CURLOPT_NOPROXY, ""), "CURLOPT_NOPROXY")
+            if let credentials = endpoint.credentials {
+                try require(
+                    ccurl_easy_setopt_string(easy, CURLOPT_PROXYUSERNAME, credentials.username), "CURLOPT_PROXYUSERNAME"
+                )
+                try require(
+                    ccurl_easy_setopt_string(easy, CURLOPT_PROXYPASSWORD, credentials.password), "CURLOPT_PROXYPASSWORD"
+                )
+            }
+            if let ca = settings.proxyCA {
+                try require(
+                    ca.withUnsafeBytes {
+                        ccurl_easy_setopt_blob(easy, CURLOPT_PROXY_CAINFO_BLOB, $0.baseAddress, $0.count)
+                    },
+                    "CURLOPT_PROXY_CAINFO_BLOB")
+            }
+        }
+    }
+
+    /// The failure a proxy caused, told as such: the tunnel refused (`CURLINFO_HTTP_CONNECTCODE`),
+    /// the proxy's name unresolved, a SOCKS5 error, or (for an explicit proxy, the only host
+    /// libcurl then connects to) nothing accepting the connection. Nil for any other failure.
+    func proxyFailure(of easy: UnsafeMutableRawPointer, code: CURLcode, delivery: Delivery) -> TransportError? {
+        if case .direct = settings.proxy.route { return nil }
+        let which = settings.proxy.description
+        func failure(_ message: String) -> TransportError {
+            TransportError(kind: .proxy, delivery: delivery, curlCode: Int(code.rawValue), message: message)
+        }
+        var connectCode = 0
+        _ = ccurl_easy_getinfo_long(easy, CURLINFO_HTTP_CONNECTCODE, &connectCode)
+        if connectCode != 0, connectCode / 100 != 2 {
+            let advice =
+                switch connectCode {
+                case 407: " (Proxy Authentication Required: give the proxy credentials it accepts)"
+                case 403: " (Forbidden: the proxy does not allow a tunnel to this host and port)"
+                default: ""
+                }
+            return failure("the proxy (\(which)) refused the tunnel to APNs with HTTP \(connectCode)\(advice)")
+        }
+        switch code {
+        case CURLE_COULDNT_RESOLVE_PROXY:
+            return failure("the proxy's host name (\(which)) did not resolve")
+        case CURLE_PROXY:
+            return failure("the proxy (\(which)) failed: \(errorMessage(of: easy, code: code))")
+        case CURLE_COULDNT_CONNECT:
+            guard case .explicit = settings.proxy.route else { return nil }
+            return failure(
+                "nothing accepted the connection to the proxy (\(which)): \(errorMessage(of: easy, code: code))")
+        default:
+            return nil
+        }
+    }
+
     func errorMessage(of easy: UnsafeMutableRawPointer, code: CURLcode) -> String {
         let detail = handles[easy].map { String(cString: $0.errorBuffer) } ?? ""
         return detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail

@@ -68,7 +68,8 @@ extension CurlMultiLoop {
             let failure =
                 transfer.retry == .notHTTP2
                 ? TransportError.notHTTP2NothingWritten
-                : Transfer.failure(code: code, message: errorMessage(of: easy, code: code), delivery: .notSent)
+                : proxyFailure(of: easy, code: code, delivery: .notSent)
+                    ?? Transfer.failure(code: code, message: errorMessage(of: easy, code: code), delivery: .notSent)
             if breaker != nil { record(CircuitBreaker.signal(for: .failure(failure)), probe: transfer.isProbe) }
             transfer.resume(.failure(failure))
             return
@@ -140,7 +141,9 @@ extension CurlMultiLoop {
                     // new connection, the framing layer giving up) does not change that.
                     result = .failure(TransportError.connectionLost(curlCode: Int(code.rawValue), then: message))
                 } else {
-                    result = .failure(Transfer.failure(code: code, message: message, delivery: transfer.delivery))
+                    result = .failure(
+                        proxyFailure(of: easy, code: code, delivery: transfer.delivery)
+                            ?? Transfer.failure(code: code, message: message, delivery: transfer.delivery))
                 }
             }
         }

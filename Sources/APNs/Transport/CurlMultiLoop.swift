@@ -42,6 +42,10 @@ final class CurlMultiLoop: @unchecked Sendable {
         var circuitBreaker: CircuitBreakerPolicy?
         var trustedCA: [UInt8]?
         var identity: ClientIdentity?
+        /// How connections reach APNs (``TransportConfiguration/proxy``), and the CA an HTTPS
+        /// proxy's certificate is checked against, loaded.
+        var proxy: Proxy = .environment
+        var proxyCA: [UInt8]?
         /// Connection events go to its logger and metrics; the logger was captured when the
         /// connector was made (task-locals do not reach this thread).
         var observability: Observability

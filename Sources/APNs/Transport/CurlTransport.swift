@@ -45,6 +45,10 @@ final class CurlTransport: Sendable {
         if let source = configuration.trustedCertificateAuthority {
             do throws(CredentialError) { trustedCA = try OpenSSL.load(source) } catch { throw .credential(error) }
         }
+        var proxyCA: [UInt8]?
+        if case .explicit(let endpoint) = configuration.proxy.route, let source = endpoint.trustedCertificateAuthority {
+            do throws(CredentialError) { proxyCA = try OpenSSL.load(source) } catch { throw .credential(error) }
+        }
         do throws(TransportError) {
             loop = try CurlMultiLoop(
                 settings: .init(
@@ -52,17 +56,43 @@ final class CurlTransport: Sendable {
                     maximumIdleSeconds: Int(configuration.maximumIdleTime.components.seconds),
                     tcpKeepAliveSeconds: configuration.tcpKeepAliveInterval.map { max(1, Int($0.components.seconds)) },
                     circuitBreaker: configuration.circuitBreaker,
-                    trustedCA: trustedCA, identity: identity, observability: observability,
+                    trustedCA: trustedCA, identity: identity, proxy: configuration.proxy, proxyCA: proxyCA,
+                    observability: observability,
                     reportsGoAway: configuration.reportsGoAway),
                 maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
                 maximumConcurrentStreams: configuration.maximumConcurrentStreams)
         } catch {
             throw .transport(error)
         }
+        if observability.isEnabled, let route = CurlTransport.proxyRoute(configuration.proxy) {
+            observability.logger.info("APNs connections go through a proxy", metadata: ["apns.proxy": "\(route)"])
+        }
         if observability.isEnabled {
             observability.logger.debug(
                 "APNs connection keepalive: \(CurlTransport.keepalive(configuration))",
                 metadata: ["curl.version": "\(libcurl.version)"])
+        }
+    }
+
+    /// The proxy connections will use, as the connector logs it once (credentials redacted): the
+    /// explicit one, or the one the environment names (with `no_proxy`, which may exempt APNs'
+    /// host); nil for none.
+    static func proxyRoute(
+        _ proxy: Proxy, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> String? {
+        switch proxy.route {
+        case .direct: return nil
+        case .explicit: return proxy.description
+        case .environment:
+            // libcurl's order for an https URL: https_proxy, HTTPS_PROXY, all_proxy, ALL_PROXY.
+            let named = ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"].lazy
+                .compactMap { name in
+                    environment[name].flatMap { $0.isEmpty ? nil : "\(Proxy.redacting($0)) (from \(name))" }
+                }
+                .first
+            guard let named else { return nil }
+            let exempt = (environment["no_proxy"] ?? environment["NO_PROXY"]).map { ", except no_proxy: \($0)" } ?? ""
+            return named + exempt
         }
     }
 

@@ -33,6 +33,9 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         public static let tls = Kind(rawValue: "tls")
         /// The server did not negotiate HTTP/2 (ALPN `h2`), which APNs requires.
         public static let notHTTP2 = Kind(rawValue: "not-http2")
+        /// The proxy between the connector and APNs (``TransportConfiguration/proxy``, or the one
+        /// `https_proxy` names) could not be reached or refused the tunnel.
+        public static let proxy = Kind(rawValue: "proxy")
         /// The connection failed (reset, closed, broken) while the request was on it.
         public static let connectionLost = Kind(rawValue: "connection-lost")
         /// The server broke the HTTP/2 protocol or reset the stream with an error.
@@ -91,6 +94,9 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         case .tls:
             text +=
                 " TLS failed: check the client certificate, that it matches the environment, and the trusted CA (for a mock server, TransportConfiguration.trustedCertificateAuthority)."
+        case .proxy:
+            text +=
+                " Check TransportConfiguration.proxy (or https_proxy and no_proxy in the environment): its address, its credentials, and that it allows a tunnel to APNs' port 443 (or 2197)."
         case .notHTTP2: text += " The server must offer HTTP/2 over TLS (ALPN h2), as APNs does."
         case .timeout:
             text += " Raise the send's timeout or TransportConfiguration.requestTimeout, or check the network."

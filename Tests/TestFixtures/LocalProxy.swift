@@ -1,0 +1,152 @@
+import APNsMockServer
+import Foundation
+
+/// A proxy process on 127.0.0.1, stopped by `stop()` (and when the test process ends: it is
+/// started with its own pipe on standard input and exits with the test).
+package final class LocalProxy: Sendable {
+    package let port: Int
+    private let process: Process
+    private let directory: URL
+
+    private init(port: Int, process: Process, directory: URL) {
+        self.port = port
+        self.process = process
+        self.directory = directory
+    }
+
+    package func stop() {
+        if process.isRunning {
+            // SIGKILL: tinyproxy in the foreground does not stop on SIGTERM.
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// tinyproxy (HTTP CONNECT), with Basic credentials if given.
+    package static func tinyproxy(username: String? = nil, password: String? = nil) throws -> LocalProxy {
+        try start { port, directory in
+            var lines = [
+                "Port \(port)", "Listen 127.0.0.1", "Timeout 60", "MaxClients 100", "LogLevel Error",
+            ]
+            if getuid() == 0 { lines += ["User nobody", "Group nogroup"] }
+            if let username, let password { lines.append("BasicAuth \(username) \(password)") }
+            let config = directory.appendingPathComponent("tinyproxy.conf")
+            try (lines.joined(separator: "\n") + "\n").write(to: config, atomically: true, encoding: .utf8)
+            return ("tinyproxy", ["-d", "-c", config.path])
+        }
+    }
+
+    /// microsocks (SOCKS5), with credentials if given.
+    package static func microsocks(username: String? = nil, password: String? = nil) throws -> LocalProxy {
+        try start { port, _ in
+            var arguments = ["-i", "127.0.0.1", "-p", "\(port)"]
+            if let username, let password { arguments += ["-u", username, "-P", password] }
+            return ("microsocks", arguments)
+        }
+    }
+
+    /// stunnel: TLS on its own port, in front of a proxy on `front` (an HTTPS proxy).
+    package static func stunnel(
+        inFrontOf front: Int, certificate: MockCertificateAuthority.IssuedCertificate
+    ) throws -> LocalProxy {
+        try start { port, directory in
+            let certificatePath = directory.appendingPathComponent("proxy.pem")
+            let keyPath = directory.appendingPathComponent("proxy.key")
+            try certificate.certificatePEM.write(to: certificatePath, atomically: true, encoding: .utf8)
+            try certificate.privateKeyPEM.write(to: keyPath, atomically: true, encoding: .utf8)
+            let config = directory.appendingPathComponent("stunnel.conf")
+            try """
+            foreground = yes
+            pid =
+            debug = 3
+            [proxy]
+            accept = 127.0.0.1:\(port)
+            connect = 127.0.0.1:\(front)
+            cert = \(certificatePath.path)
+            key = \(keyPath.path)
+
+            """.write(to: config, atomically: true, encoding: .utf8)
+            return ("stunnel4", [config.path])
+        }
+    }
+
+    private static func start(_ command: (Int, URL) throws -> (String, [String])) throws -> LocalProxy {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("proxy-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
+        let port = try freePort()
+        let (name, arguments) = try command(port, directory)
+        guard
+            let path = ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/opt/homebrew/bin"]
+                .map({ "\($0)/\(name)" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+        else {
+            throw ProxyTestError(
+                "\(name) is not installed: run Scripts/install-dependencies.sh (Debian: tinyproxy-bin, stunnel4, microsocks)"
+            )
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.standardInput = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let proxy = LocalProxy(port: port, process: process, directory: directory)
+        // Ready once it accepts a TCP connection (10 s at most).
+        for _ in 0..<200 {
+            if canConnect(port: port) { return proxy }
+            guard process.isRunning else { break }
+            usleep(50_000)
+        }
+        proxy.stop()
+        throw ProxyTestError("\(name) did not start listening on 127.0.0.1:\(port)")
+    }
+
+    private static func freePort() throws -> Int {
+        let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM_VALUE), 0)
+        defer { close(socket) }
+        var address = loopback(port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0 else { throw ProxyTestError("no free port on 127.0.0.1") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    private static func canConnect(port: Int) -> Bool {
+        let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM_VALUE), 0)
+        defer { close(socket) }
+        var address = loopback(port: port)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        } == 0
+    }
+
+    private static func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        return address
+    }
+}
+
+#if os(Linux)
+    private let SOCK_STREAM_VALUE = SOCK_STREAM.rawValue
+#else
+    private let SOCK_STREAM_VALUE = SOCK_STREAM
+#endif
+
+package struct ProxyTestError: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
+}
