@@ -120,8 +120,10 @@ public func fuzzOptions(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
 
     // 4. A proxy as an operator writes it (`--proxy`, a configuration file): parsing never traps;
     // an accepted one validates, shows no password, and its libcurl form parses back to itself.
-    let pieces = ["http://", "https://", "socks5://", "socks5h://", "ftp://", "u:p@", "%41%zz@", "[::1]", ":3128",
-        ":0", ":65536", "@", "/", "direct", "environment", "\u{0}"]
+    let pieces = [
+        "http://", "https://", "socks5://", "socks5h://", "ftp://", "u:p@", "%41%zz@", "[::1]", ":3128",
+        ":0", ":65536", "@", "/", "direct", "environment", "\u{0}",
+    ]
     var text = ""
     for _ in 0..<Int(input.byte() % 6) {
         text += input.byte() % 2 == 0 ? pieces[Int(input.byte()) % pieces.count] : input.string(limit: 12)
