@@ -13,7 +13,11 @@ import Testing
         let proxy = try LocalProxy.tinyproxy(username: "apns", password: Self.password)
         defer { proxy.stop() }
         let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
-        let server = try await MockAPNsServer.start(.init(signingKeys: [key]))
+        // Each `apns` run is a new process that mints its own token: the server must not refuse
+        // the second as too frequent (APNs' 20-minute rule), which would depend on the clock's second.
+        var configuration = MockAPNsServer.Configuration(signingKeys: [key])
+        configuration.minimumTokenUpdateInterval = nil
+        let server = try await MockAPNsServer.start(configuration)
         let folder = try CLITests.credentials(key: key, server: server)
         let send =
             CLITests.tokenArguments(key: key, server: server, folder: folder)
