@@ -1,3 +1,5 @@
+import Foundation
+
 /// How a connector reaches APNs: through the proxy the environment names (the default), directly,
 /// or through a proxy given here.
 ///
@@ -149,8 +151,8 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible, CustomDebugStr
             let userinfo = rest[..<at]
             rest = rest[rest.index(after: at)...]
             let parts = userinfo.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let user = parts.first.flatMap({ Proxy.percentDecoded($0) }),
-                let password = (parts.count > 1 ? Proxy.percentDecoded(parts[1]) : "")
+            guard let user = parts.first.flatMap({ String($0).removingPercentEncoding }),
+                let password = (parts.count > 1 ? String(parts[1]).removingPercentEncoding : "")
             else { throw refuse("the credentials are not valid percent-encoding") }
             credentials = Credentials(username: user, password: password)
         }
@@ -246,31 +248,5 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible, CustomDebugStr
         guard let at = url[start...].lastIndex(of: "@") else { return url }
         guard let colon = url[start..<at].firstIndex(of: ":") else { return url }
         return String(url[..<colon]) + ":***" + String(url[at...])
-    }
-
-    /// Percent-decoding of a URL's user or password; nil for a malformed escape.
-    private static func percentDecoded(_ text: Substring) -> String? {
-        var bytes: [UInt8] = []
-        var iterator = text.utf8.makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
-                continue
-            }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
-                return nil
-            }
-            bytes.append(high << 4 | low)
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 }

@@ -33,17 +33,17 @@ extension CurlMultiLoop {
         }
     }
 
-    /// A written request timed out. If its connection answered nothing since the request was
-    /// written, the connection is stalled (a server or middlebox that stopped answering): libcurl
-    /// would keep using it for every later request, since a stream timeout does not close an
-    /// HTTP/2 connection. Shutting its socket down makes libcurl fail what is on it (written, so
-    /// `unknown`) and open a new connection for what comes next.
     /// The part of a timed-out request's wait the connection must have been silent for to be
     /// shut down as stalled. Half was too little: beside six busy processes the in-process mock
     /// answers in bursts more than half a timeout apart, and 900 of 1,000 working sends ended
     /// `unknown` with their connection.
     static let stallSilence = 0.9
 
+    /// A written request timed out. If nothing arrived on its connection for nearly all of the
+    /// request's wait (``stallSilence``), the connection is stalled (a server or middlebox that stopped answering): libcurl
+    /// would keep using it for every later request, since a stream timeout does not close an
+    /// HTTP/2 connection. Shutting its socket down makes libcurl fail what is on it (written, so
+    /// `unknown`) and open a new connection for what comes next.
     func closeIfStalled(_ transfer: Transfer) {
         assertOnLoopThread()
         let port = transfer.localPort

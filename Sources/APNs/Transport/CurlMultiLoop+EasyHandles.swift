@@ -263,7 +263,6 @@ extension CurlMultiLoop {
         }
     }
 
-    /// libcurl's detail for the last failure of `easy`, or, when it wrote none, what `code` means.
     /// The proxy options (``TransportConfiguration/proxy``): nothing for the environment's proxy
     /// (libcurl reads `https_proxy`, `all_proxy` and `no_proxy` itself); an empty `CURLOPT_PROXY`
     /// for none; for an explicit proxy its URL, an empty `CURLOPT_NOPROXY` (so `no_proxy` cannot
@@ -294,10 +293,17 @@ extension CurlMultiLoop {
         }
     }
 
+    /// The transport failure libcurl reported for `easy`: the proxy's when a proxy caused it,
+    /// otherwise classified by `code` (``Transfer/failure(code:message:delivery:)``).
+    func failure(of easy: UnsafeMutableRawPointer, code: CURLcode, delivery: Delivery) -> TransportError {
+        proxyFailure(of: easy, code: code, delivery: delivery)
+            ?? Transfer.failure(code: code, message: errorMessage(of: easy, code: code), delivery: delivery)
+    }
+
     /// The failure a proxy caused, told as such: the tunnel refused (`CURLINFO_HTTP_CONNECTCODE`),
     /// the proxy's name unresolved, a SOCKS5 error, or (for an explicit proxy, the only host
     /// libcurl then connects to) nothing accepting the connection. Nil for any other failure.
-    func proxyFailure(of easy: UnsafeMutableRawPointer, code: CURLcode, delivery: Delivery) -> TransportError? {
+    private func proxyFailure(of easy: UnsafeMutableRawPointer, code: CURLcode, delivery: Delivery) -> TransportError? {
         if case .direct = settings.proxy.route { return nil }
         let which = settings.proxy.description
         func failure(_ message: String) -> TransportError {
@@ -328,6 +334,7 @@ extension CurlMultiLoop {
         }
     }
 
+    /// libcurl's detail for the last failure of `easy`, or, when it wrote none, what `code` means.
     func errorMessage(of easy: UnsafeMutableRawPointer, code: CURLcode) -> String {
         let detail = handles[easy].map { String(cString: $0.errorBuffer) } ?? ""
         return detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail

@@ -10,12 +10,16 @@ extension CurlMultiLoop {
         assertOnLoopThread()
         var remaining: Int32 = 0
         finishedInPass.removeAll(keepingCapacity: true)
+        var now: ContinuousClock.Instant?
         while let message = curl_multi_info_read(multi, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
             let code = message.pointee.data.result
             // An answer read in this pass is life on its connection before any timeout of the same
-            // pass is judged (libcurl lists them in no particular order).
-            if code == CURLE_OK, let port = active[easy]?.localPort, port != 0 { lastAnswer[port] = .now }
+            // pass is judged (libcurl lists them in no particular order). One clock read a pass.
+            if code == CURLE_OK, let port = active[easy]?.localPort, port != 0 {
+                if now == nil { now = .now }
+                lastAnswer[port] = now
+            }
             finishedInPass.append((easy, code))
         }
         for (easy, code) in finishedInPass { finish(easy, code: code, on: multi) }
@@ -68,8 +72,7 @@ extension CurlMultiLoop {
             let failure =
                 transfer.retry == .notHTTP2
                 ? TransportError.notHTTP2NothingWritten
-                : proxyFailure(of: easy, code: code, delivery: .notSent)
-                    ?? Transfer.failure(code: code, message: errorMessage(of: easy, code: code), delivery: .notSent)
+                : failure(of: easy, code: code, delivery: .notSent)
             if breaker != nil { record(CircuitBreaker.signal(for: .failure(failure)), probe: transfer.isProbe) }
             transfer.resume(.failure(failure))
             return
@@ -134,16 +137,15 @@ extension CurlMultiLoop {
                     break
                 }
                 if code == CURLE_OPERATION_TIMEDOUT, transfer.written { closeIfStalled(transfer) }
-                let message = errorMessage(of: easy, code: code)
                 if transfer.written, transfer.localPort != 0, !hasOpenSocket(localPort: transfer.localPort) {
                     // The connection the request was written on is closed and never answered it.
                     // What libcurl reports last (a timeout or connect error while it waited for a
                     // new connection, the framing layer giving up) does not change that.
-                    result = .failure(TransportError.connectionLost(curlCode: Int(code.rawValue), then: message))
-                } else {
                     result = .failure(
-                        proxyFailure(of: easy, code: code, delivery: transfer.delivery)
-                            ?? Transfer.failure(code: code, message: message, delivery: transfer.delivery))
+                        TransportError.connectionLost(
+                            curlCode: Int(code.rawValue), then: errorMessage(of: easy, code: code)))
+                } else {
+                    result = .failure(failure(of: easy, code: code, delivery: transfer.delivery))
                 }
             }
         }
