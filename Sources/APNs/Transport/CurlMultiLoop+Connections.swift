@@ -40,22 +40,24 @@ extension CurlMultiLoop {
     static let stallSilence = 0.9
 
     /// A written request timed out. If nothing arrived on its connection for nearly all of the
-    /// request's wait (``stallSilence``), the connection is stalled (a server or middlebox that stopped answering): libcurl
-    /// would keep using it for every later request, since a stream timeout does not close an
-    /// HTTP/2 connection. Shutting its socket down makes libcurl fail what is on it (written, so
-    /// `unknown`) and open a new connection for what comes next.
+    /// request's wait (``stallSilence``), the connection is stalled (a server or middlebox that
+    /// stopped answering): libcurl would keep using it for every later request, since a stream
+    /// timeout does not close an HTTP/2 connection. Shutting its socket down makes libcurl fail
+    /// what is on it (written, so `unknown`) and open a new connection for what comes next.
     func closeIfStalled(_ transfer: Transfer) {
         assertOnLoopThread()
         let port = transfer.localPort
         guard port != 0 else { return }
-        // Silence is how long nothing has been answered on the connection, judged against how long
-        // this request waited: anything received in nearly all of that wait (`stallSilence`) means
-        // the connection still works, slow (a server answering in bursts seconds apart, as an
-        // overloaded one does). Whether something was answered after this request was written says
-        // nothing: a connection that answered ten requests and then went silent would be found one
-        // timeout late.
+        // Silence is how long nothing has arrived on the connection, judged against the request's
+        // whole wait since it was given to the transport (not since its last write: a request
+        // refused and written again with a second of its deadline left would make a second's
+        // pause of a busy server look like a stall, and its connection carries a thousand others).
+        // Anything received in nearly all of that wait means the connection still works, slow (a
+        // server answering in bursts seconds apart, as an overloaded one does). Whether something
+        // was answered after this request was written says nothing: a connection that answered ten
+        // requests and then went silent would be found one timeout late.
         let now = ContinuousClock.now
-        let silence = (now - transfer.writtenAt) * CurlMultiLoop.stallSilence
+        let silence = (now - transfer.submittedAt) * CurlMultiLoop.stallSilence
         if let last = lastAnswer[port], now - last < silence { return }
         guard !stalled.ports.contains(port), let socket = openSockets.first(where: { localPort(of: $0) == port }) else {
             return

@@ -105,9 +105,11 @@ final class Transfer: @unchecked Sendable {
     /// TLS negotiated HTTP/2 (ALPN h2) for the connection the request was written on: its answer
     /// is HTTP/2 without asking libcurl again.
     @exclusivity(unchecked) var negotiatedH2 = false
-    /// The connection the request was written to (its local port), and when.
+    /// The connection the request was written to (its local port).
     @exclusivity(unchecked) var localPort: Int32 = 0
-    @exclusivity(unchecked) var writtenAt = ContinuousClock.now
+    /// When the transport was given the request: how long it has waited, in the transport's queue,
+    /// in libcurl's, on the wire and in every re-send after a refusal.
+    let submittedAt = ContinuousClock.now
     /// The loop's ``StalledPorts``, set when the transfer is started.
     @exclusivity(unchecked) var stalledPorts: StalledPorts?
 
@@ -163,7 +165,6 @@ final class Transfer: @unchecked Sendable {
             negotiatedH2 = alpn == 1
             baselineErrno = osErrno
             written = true
-            writtenAt = .now
             self.localPort = localPort
             return Int32(CURL_PREREQFUNC_OK)
         }
