@@ -126,14 +126,53 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-devices"), help: "Devices in one request.") var maximumDevices = 5_000
     @Option(name: .customLong("max-queue-depth"), help: "Unfinished device-sends above which POST answers 503.")
     var maximumQueueDepth = 1_000_000
-    @Option(help: "This instance's name in claims: unique among running instances, the same after a restart.")
+    @Option(
+        help:
+            "This instance's name in claims: unique among running instances (a second live one is refused). Default: gateway-HOST-PID."
+    )
     var instance: String?
     @Option(
-        name: .customLong("lease-seconds"), help: "How long a claim is held before another instance may take it over.")
+        name: .customLong("lease-seconds"),
+        help:
+            "How long a dead instance's claims wait before another instance takes them over (renewed every second while the instance lives). At least the send timeout plus 2."
+    )
     var leaseSeconds = 120
+    @Option(name: .customLong("timeout"), help: "Each device-send's deadline, in seconds (at most 86400).")
+    var timeoutSeconds = 30.0
+    @Option(
+        name: .customLong("retention-days"),
+        help: "How long finished notifications, their outcomes and unregistered tokens are kept (at most 3650).")
+    var retentionDays = 7.0
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error.") var logLevel = "info"
 
+    /// The dispatcher's settings from the options, checked before anything starts.
+    func sendingConfiguration() throws -> Dispatcher.Configuration {
+        var sending = Dispatcher.Configuration()
+        if let instance { sending.instance = instance }
+        guard leaseSeconds > 0, leaseSeconds <= 86_400 else {
+            throw ValidationError("--lease-seconds \(leaseSeconds) must be between 1 and 86400")
+        }
+        guard timeoutSeconds.isFinite, timeoutSeconds > 0, timeoutSeconds <= 86_400 else {
+            throw ValidationError("--timeout \(timeoutSeconds) must be more than 0 and at most 86400 seconds")
+        }
+        guard retentionDays.isFinite, retentionDays > 0, retentionDays <= 3650 else {
+            throw ValidationError("--retention-days \(retentionDays) must be more than 0 and at most 3650")
+        }
+        sending.retention = .seconds(Int64((retentionDays * 86_400).rounded()))
+        sending.lease = .seconds(leaseSeconds)
+        sending.timeout = .milliseconds(Int64((timeoutSeconds * 1000).rounded()))
+        do throws(DispatcherConfigurationError) {
+            try sending.check()
+        } catch {
+            throw ValidationError(
+                error.description.replacingOccurrences(of: "Give a lease of", with: "Give --lease-seconds")
+                    .replacingOccurrences(of: "a shorter send timeout", with: "a shorter --timeout"))
+        }
+        return sending
+    }
+
     func run() async throws {
+        let sending = try sendingConfiguration()
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -147,19 +186,16 @@ struct Serve: AsyncParsableCommand {
         let (connector, connectorService) = try makeConnector(logger: Logger(label: "apns"))
         try await database.withStore(logger: logger) { store in
             try await serve(
-                store: store, connector: connector, connectorService: connectorService, registry: registry,
-                logger: logger)
+                store: store, connector: connector, connectorService: connectorService, sending: sending,
+                registry: registry, logger: logger)
         }
     }
 
     private func serve(
         store: any GatewayStore, connector: AnyConnector, connectorService: any Service,
+        sending: Dispatcher.Configuration,
         registry: PrometheusCollectorRegistry, logger: Logger
     ) async throws {
-        var sending = Dispatcher.Configuration()
-        if let instance { sending.instance = instance }
-        guard leaseSeconds > 0 else { throw ValidationError("--lease-seconds \(leaseSeconds) must be positive") }
-        sending.lease = .seconds(leaseSeconds)
         let dispatcher = Dispatcher(store: store, connector: connector, configuration: sending, logger: logger)
         var limits = GatewayAPI.Configuration()
         limits.maximumDevicesPerRequest = maximumDevices

@@ -31,7 +31,8 @@ import Testing
 
         static func start(
             _ backend: Backend, limits: (inout GatewayAPI.Configuration) -> Void = { _ in },
-            sending: (inout Dispatcher.Configuration) -> Void = { _ in }
+            sending: (inout Dispatcher.Configuration) -> Void = { _ in },
+            transport adjustTransport: (inout TransportConfiguration) -> Void = { _ in }
         ) async throws -> Setup {
             let signingKey = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
             var configuration = MockAPNsServer.Configuration(signingKeys: [signingKey])
@@ -39,6 +40,7 @@ import Testing
             let server = try await MockAPNsServer.start(configuration)
             var transport = TransportConfiguration()
             transport.trustedCertificateAuthority = .pem(server.certificateAuthorityPEM)
+            adjustTransport(&transport)
             let connector = try TokenConnector(
                 teamID: signingKey.teamID, keyID: signingKey.keyID, key: .pem(signingKey.privateKeyPEM),
                 environment: .custom(host: server.host, port: server.port), transport: transport)
@@ -188,6 +190,10 @@ import Testing
                     #expect(response.status == status, sourceLocation: sourceLocation)
                     #expect(
                         response.headers[.contentType] == "application/problem+json", sourceLocation: sourceLocation)
+                    #expect(
+                        response.headers[.wwwAuthenticate]
+                            == (status == .unauthorized ? #"Bearer realm="apns-gateway""# : nil),
+                        sourceLocation: sourceLocation)
                     let fieldMember = field.map { #","field":"\#($0)""# } ?? ""
                     let expected =
                         #"{"detail":"\#(detail)"\#(fieldMember),"status":\#(status.code),"title":"\#(status.reasonPhrase)","type":"about:blank"}"#
@@ -233,22 +239,34 @@ import Testing
 
     @Test(arguments: Backend.allCases)
     func aFullQueueAnswers503WithRetryAfterAndAFastKey429(_ backend: Backend) async throws {
-        let setup = try await Setup.start(backend, limits: { $0.maximumQueueDepth = 2 })
+        let setup = try await Setup.start(backend, limits: { $0.maximumQueueDepth = 1_000 })
         let key = setup.key
         let otherKey = setup.otherKey
         try await setup.client { client in
-            let two = Self.alert(to: [Self.token, Self.unregistered])
-            try await client.execute(
-                uri: "/v1/notifications", method: .post, headers: Self.bearer(key), body: ByteBuffer(string: two)
-            ) {
-                #expect($0.status == .accepted)
+            // The limit counts devices: a request that would take the queue past it is refused
+            // whole, and one larger than the whole queue can never be taken.
+            var queueStatuses: [HTTPResponse.Status] = []
+            for count in [499, 499, 3, 2, 1, 5_000] {
+                let body = Self.alert(to: (0..<count).map { String(format: "%064x", $0 + 1) })
+                try await client.execute(
+                    uri: "/v1/notifications", method: .post, headers: Self.bearer(key), body: ByteBuffer(string: body)
+                ) { response in
+                    queueStatuses.append(response.status)
+                    if response.status == .serviceUnavailable {
+                        #expect(response.headers[.retryAfter] == "5")
+                        let detail = String(buffer: response.body)
+                        let expected =
+                            count == 3
+                            ? "the queue holds 998 unfinished device-sends and these 3 would take it past its limit (1000); nothing was queued, try again later"
+                            : "the queue holds 1000 unfinished device-sends and these 1 would take it past its limit (1000); nothing was queued, try again later"
+                        #expect(detail.contains(expected), "\(detail)")
+                    }
+                }
             }
-            try await client.execute(
-                uri: "/v1/notifications", method: .post, headers: Self.bearer(key), body: ByteBuffer(string: two)
-            ) { response in
-                #expect(response.status == .serviceUnavailable)
-                #expect(response.headers[.retryAfter] == "5")
-            }
+            let expectedStatuses: [HTTPResponse.Status] = [
+                .accepted, .accepted, .serviceUnavailable, .accepted, .serviceUnavailable, .contentTooLarge,
+            ]
+            #expect(queueStatuses == expectedStatuses)
             // The other key allows 1 request a second with a burst of 2: the third in a row waits.
             var statuses: [HTTPResponse.Status] = []
             for _ in 0..<3 {
@@ -259,7 +277,7 @@ import Testing
             }
             #expect(statuses == [.ok, .ok, .tooManyRequests])
         }
-        #expect(try await setup.store.queueDepth() == 2)
+        #expect(try await setup.store.queueDepth() == 1_000)
         try await setup.stop()
     }
 

@@ -152,6 +152,12 @@ public struct GatewayAPI: Sendable {
             id: id, keyName: key.name, pushType: notification.pushType.rawValue, app: notification.app,
             storedJSON: notification.storedJSON,
             tokens: notification.targets, createdAt: Date())
+        guard queued.tokens.count <= configuration.maximumQueueDepth else {
+            throw Problem(
+                .contentTooLarge,
+                "\(queued.tokens.count) devices are more than the whole queue holds (\(configuration.maximumQueueDepth) device-sends); split the request",
+                field: "devices")
+        }
         switch try await store.enqueue(queued, maximumQueueDepth: configuration.maximumQueueDepth) {
         case .accepted:
             accepted.increment()
@@ -165,7 +171,7 @@ public struct GatewayAPI: Sendable {
         case .queueFull(let depth):
             throw Problem(
                 .serviceUnavailable,
-                "the queue holds \(depth) unfinished device-sends (limit \(configuration.maximumQueueDepth)); try again later",
+                "the queue holds \(depth) unfinished device-sends and these \(queued.tokens.count) would take it past its limit (\(configuration.maximumQueueDepth)); nothing was queued, try again later",
                 retryAfter: configuration.queueFullRetryAfter)
         }
     }

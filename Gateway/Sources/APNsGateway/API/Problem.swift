@@ -42,6 +42,8 @@ public struct Problem: HTTPResponseError, Sendable, Equatable {
         var headers: HTTPFields = [.contentType: "application/problem+json"]
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         if let allow { headers[.allow] = allow }
+        // RFC 9110 §11.6.1: a 401 says how to authenticate (RFC 6750's Bearer scheme).
+        if status == .unauthorized { headers[.wwwAuthenticate] = #"Bearer realm="apns-gateway""# }
         return Response(
             status: status, headers: headers,
             body: .init(byteBuffer: ByteBuffer(string: JSONValue.object(members).compactText)))

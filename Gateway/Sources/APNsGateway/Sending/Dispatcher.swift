@@ -22,8 +22,13 @@ public final class Dispatcher: Service, Sendable {
         public var claimBatch = 2_000
         /// Batches being sent at once (each claimed while the others are on the wire).
         public var concurrentBatches = 2
-        /// How long a claim is held before another sender may take it over.
+        /// How long a claim is held before another sender may take it over. It is renewed every
+        /// ``heartbeat`` while the sender lives, so it bounds how long a dead sender's work waits,
+        /// not how long a send may take; it must outlast a send started under it
+        /// (``check()``: at least ``timeout`` plus two heartbeats).
         public var lease: Duration = .seconds(120)
+        /// How often a live sender records its heartbeat and renews the lease of what it holds.
+        public var heartbeat: Duration = .seconds(1)
         /// How often the queue is checked when nothing woke the dispatcher (other instances'
         /// work, expired leases, back-off).
         public var pollInterval: Duration = .seconds(1)
@@ -33,18 +38,53 @@ public final class Dispatcher: Service, Sendable {
         /// killed sender had sent but not written (and is sent again) is at most this much of its
         /// sending, plus what was in flight.
         public var writeInterval: Duration = .milliseconds(100)
+        /// How long a finished notification and its outcomes (and an unregistered-list entry) are
+        /// kept; then they are deleted, a few hundred at a time, every ``pruneInterval``.
+        public var retention: Duration = .seconds(7 * 86_400)
+        /// How often finished notifications older than ``retention`` are looked for.
+        public var pruneInterval: Duration = .seconds(60)
         /// Attempts of a device-send whose failures were all provably not sent, the first included.
         public var maximumAttempts = 5
         /// The library's retry policy inside one attempt.
         public var retry: RetryPolicy = .standard
         /// The deadline of each device-send.
         public var timeout: Duration = .seconds(30)
-        /// This sender's name in claims; unique among live senders on one database, and the
-        /// same after a restart, so that a restarted sender takes back at once what it held when
-        /// it died. Default: `gateway-` and the host name.
-        public var instance = "gateway-" + ProcessInfo.processInfo.hostName
+        /// This sender's name in claims: unique among live senders on one database (a second
+        /// process that asks for the name of a live one is refused at start). Default:
+        /// `gateway-`, the host name and the process id, unique per process. Whatever the name, a
+        /// sender that starts takes back at once what dead senders held: those whose heartbeat
+        /// stopped for a lease, and those whose process is gone from this host (a restart).
+        public var instance =
+            "gateway-\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)"
 
         public init() {}
+
+        /// Checks that the settings can work together: a lease must outlast every send started
+        /// under it (the deadline), with two heartbeats to spare, or another sender could take a
+        /// device-send over while it is still on the wire.
+        public func check() throws(DispatcherConfigurationError) {
+            guard retention > .zero, pruneInterval > .zero else {
+                throw DispatcherConfigurationError(
+                    "the retention (\(retention.seconds) s) and prune interval (\(pruneInterval.seconds) s) must be positive"
+                )
+            }
+            guard heartbeat > .zero, lease > .zero, timeout > .zero else {
+                throw DispatcherConfigurationError(
+                    "the lease (\(lease.seconds) s), heartbeat (\(heartbeat.seconds) s) and send timeout (\(timeout.seconds) s) must be positive"
+                )
+            }
+            let shortest = timeout + heartbeat * 2
+            guard lease >= shortest else {
+                throw DispatcherConfigurationError(
+                    "a lease of \(Self.text(lease)) is shorter than the send timeout (\(Self.text(timeout))) plus two heartbeats (\(Self.text(heartbeat * 2))): another instance could take over a device-send still on the wire and send it twice. Give a lease of at least \(Self.text(shortest)), or a shorter send timeout"
+                )
+            }
+        }
+
+        private static func text(_ duration: Duration) -> String {
+            let seconds = duration.seconds
+            return seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
+        }
     }
 
     private let store: any GatewayStore
@@ -62,6 +102,21 @@ public final class Dispatcher: Service, Sendable {
         })
     /// Unfinished device-sends, read at each poll.
     private let queueDepth = Gauge(label: "apns_gateway_queue_depth")
+    /// This process's registration in the store.
+    private let identity: GatewayInstance
+    /// Until when every claim this sender holds is surely its own (the last heartbeat that
+    /// renewed them, plus the lease), and whether a send may start.
+    private let lease = Mutex(LeaseState())
+
+    private struct LeaseState {
+        /// False until ``run()`` registers the sender: ``dispatchOnce(now:)`` called on its own
+        /// claims under the lease alone, with nothing to renew it.
+        var registered = false
+        var validUntil: ContinuousClock.Instant = .now
+        var lost = false
+        /// No send may start: the lease could run out before it ends (or was lost).
+        var paused = false
+    }
 
     public init(
         store: any GatewayStore, connector: AnyConnector, configuration: Configuration = .init(), logger: Logger
@@ -71,20 +126,20 @@ public final class Dispatcher: Service, Sendable {
         self.configuration = configuration
         self.logger = logger
         owner = configuration.instance
+        identity = GatewayInstance(name: configuration.instance)
         (wakeUps, wakeUpContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Asks the dispatcher to look at the queue now (a notification was accepted).
     public func wake() { wakeUpContinuation.yield() }
 
-    /// Takes back what this instance held when it last stopped, then claims and sends until
-    /// graceful shutdown (or cancellation); work claimed when shutdown begins is finished first.
+    /// Registers this sender (refused while a live one holds its name), takes back what dead
+    /// senders held, then claims and sends until graceful shutdown (or cancellation), renewing
+    /// its leases every ``Configuration/heartbeat``; work claimed when shutdown begins is finished
+    /// first, and the registration is removed at the end.
     public func run() async throws {
-        let released = try await store.releaseClaims(of: owner)
-        if released > 0 {
-            logger.notice(
-                "queued again what this instance held when it stopped", metadata: ["device-sends": "\(released)"])
-        }
+        try configuration.check()
+        try await register()
         let wakeUps = self.wakeUps
         let pollInterval = configuration.pollInterval
         let continuation = wakeUpContinuation
@@ -97,6 +152,8 @@ public final class Dispatcher: Service, Sendable {
                         continuation.yield()
                     }
                 }
+                group.addTask { await self.keepLeases() }
+                group.addTask { await self.pruneHistory() }
                 for await _ in wakeUps {
                     // Batches overlap: one is claimed (and its outcomes written) while another is
                     // on the wire, so the connection does not idle between them.
@@ -109,6 +166,103 @@ public final class Dispatcher: Service, Sendable {
                 }
             }
         }
+        try? await store.unregister(identity)
+    }
+
+    /// Registers ``owner`` in the store; the start's failure when a live sender holds the name.
+    func register() async throws {
+        let now = Date()
+        let start = ContinuousClock.now
+        switch try await store.register(identity, now: now, staleAfter: configuration.lease) {
+        case .registered(let released):
+            lease.withLock {
+                $0.registered = true
+                $0.validUntil = start + configuration.lease
+            }
+            logger.info("registered", metadata: ["instance": "\(owner)"])
+            if released > 0 {
+                logger.notice(
+                    "queued again what stopped instances held", metadata: ["device-sends": "\(released)"])
+            }
+        case .nameInUse(let host, let processID, let heartbeat):
+            throw DispatcherConfigurationError(
+                "another live gateway holds the instance name \(owner) (process \(processID) on \(host), heartbeat \(Int(now.timeIntervalSince(heartbeat).rounded())) s ago): give each running instance its own --instance, or leave it out for a name unique to this process"
+            )
+        }
+    }
+
+    /// The heartbeat: renews the lease of everything this sender holds every
+    /// ``Configuration/heartbeat``. When renewals fail (the database unreachable or slow) until
+    /// a send started now could outlast the lease, the sender starts no more sends and claims
+    /// nothing until a renewal succeeds: what is on the wire ends by its deadline, before the lease
+    /// does, and what was not started is queued again, provably unsent (or left to the lease), so
+    /// another sender that takes it over never sends it a second time. When its registration is
+    /// gone (another process judged it dead), it stops for good.
+    private func keepLeases() async {
+        let interval = configuration.heartbeat
+        let needed = configuration.timeout + interval
+        while !Task.isCancelled {
+            try? await Task.sleep(for: interval)
+            let start = ContinuousClock.now
+            do {
+                let alive = try await store.heartbeat(
+                    identity, now: Date(), leaseUntil: Date().addingTimeInterval(configuration.lease.seconds))
+                if alive {
+                    lease.withLock { $0.validUntil = start + configuration.lease }
+                } else {
+                    logger.error(
+                        "this instance's registration was taken over by another process: it stops sending",
+                        metadata: ["instance": "\(owner)"])
+                    lease.withLock { $0.lost = true }
+                }
+            } catch {
+                if Task.isCancelled { return }  // stopping
+                logger.warning("renewing the lease failed", metadata: ["error": "\(error)"])
+            }
+            let (paused, changed) = lease.withLock { state -> (Bool, Bool) in
+                let paused = state.lost || ContinuousClock.now + needed > state.validUntil
+                defer { state.paused = paused }
+                return (paused, paused != state.paused)
+            }
+            if changed {
+                if paused {
+                    logger.error("the lease could run out before a send ends: no new sends until it is renewed")
+                } else {
+                    logger.notice("the lease is renewed: sending again")
+                }
+            }
+        }
+    }
+
+    /// Deletes finished notifications older than ``Configuration/retention``, 500 at a time (each
+    /// batch a short transaction), every ``Configuration/pruneInterval``.
+    private func pruneHistory() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: configuration.pruneInterval)
+            let cutoff = Date().addingTimeInterval(-configuration.retention.seconds)
+            var deleted = 0
+            do {
+                while !Task.isCancelled {
+                    let batch = try await store.deleteFinished(before: cutoff, limit: 500)
+                    deleted += batch
+                    if batch < 500 { break }
+                    try? await Task.sleep(for: .milliseconds(10))  // let claims and writes in between
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning("deleting finished notifications failed", metadata: ["error": "\(error)"])
+            }
+            if deleted > 0 {
+                logger.info(
+                    "deleted finished notifications past their retention", metadata: ["notifications": "\(deleted)"])
+            }
+        }
+    }
+
+    /// Whether this sender may claim: its lease outlasts a send started now by a heartbeat.
+    private var mayClaim: Bool {
+        let needed = configuration.timeout + configuration.heartbeat
+        return lease.withLock { !$0.registered || (!$0.paused && ContinuousClock.now + needed <= $0.validUntil) }
     }
 
     /// ``dispatchOnce(now:)``, with a failure to claim logged (the next wake-up tries again)
@@ -129,8 +283,12 @@ public final class Dispatcher: Service, Sendable {
     }
 
     /// Claims one batch due at `now` and sends it; returns how many device-sends it claimed.
+    ///
+    /// Called on its own (without ``run()``, as tests do), it claims under the lease alone: no
+    /// registration and no heartbeat renews it.
     @discardableResult
     public func dispatchOnce(now: Date = Date()) async throws -> Int {
+        guard mayClaim else { return 0 }
         let claimed = try await store.claim(
             owner: owner, limit: configuration.claimBatch, now: now,
             leaseUntil: now.addingTimeInterval(configuration.lease.seconds))
@@ -190,9 +348,11 @@ public final class Dispatcher: Service, Sendable {
         if !devices.isEmpty {
             // The devices that have their outcome from the bulk send (some may be written already).
             var answered: Set<String> = []
+            // Read as sending progresses: none is started once the lease is in doubt.
+            let startable = StoppableDevices(devices: devices) { [self] in lease.withLock { $0.paused } }
             do {
                 let results = try bulkSendOutcomes(
-                    spec.notification, via: connector, to: devices, timeout: configuration.timeout,
+                    spec.notification, via: connector, to: startable, timeout: configuration.timeout,
                     retry: configuration.retry,
                     apnsID: { [ids] device in ids[device.token] ?? APNsID() })
                 var lastWrite = ContinuousClock.now
@@ -213,11 +373,24 @@ public final class Dispatcher: Service, Sendable {
                 // this push type, say): every device-send ends with that reason, nothing was sent.
                 for device in devices where !answered.contains(device.token) {
                     guard let delivery = byToken[device.token] else { continue }
+                    answered.insert(device.token)
                     pending.append(
                         failure(
                             claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: "\(error)",
                             final: true))
                 }
+            }
+            // Devices the bulk send never read were never started (the lease came into doubt):
+            // provably unsent, queued again.
+            let retryAt = Date().addingTimeInterval(1)
+            for device in devices[startable.handedOut...] where !answered.contains(device.token) {
+                guard let delivery = byToken[device.token] else { continue }
+                pending.append(
+                    DeliveryOutcome(
+                        notificationID: claimed.id, position: delivery.position, token: delivery.token, app: spec.app,
+                        errorKind: "stopped", delivery: Delivery.notSent.rawValue,
+                        message: "not started: this instance stopped sending while its lease was in doubt",
+                        retryAt: retryAt))
             }
         }
         await write(pending)
@@ -343,6 +516,45 @@ public final class Dispatcher: Service, Sendable {
             }
         }
     }
+}
+
+/// The devices of a bulk send, read as it progresses, ending early once `stop` says so; how
+/// many were read (``handedOut``) tells the started from the never started.
+///
+/// Thread safety: `Sendable`; the count is behind a `Mutex` (the bulk send's producer reads,
+/// the dispatcher's task counts).
+final class StoppableDevices: Sequence, Sendable {
+    let devices: [Device]
+    let stop: @Sendable () -> Bool
+    private let read = Mutex(0)
+
+    init(devices: [Device], stop: @escaping @Sendable () -> Bool) {
+        self.devices = devices
+        self.stop = stop
+    }
+
+    /// How many devices the bulk send has read (and so started).
+    var handedOut: Int { read.withLock { $0 } }
+
+    struct Iterator: IteratorProtocol {
+        let owner: StoppableDevices
+        mutating func next() -> Device? {
+            guard !owner.stop() else { return nil }
+            return owner.read.withLock { index in
+                guard index < owner.devices.count else { return nil }
+                defer { index += 1 }
+                return owner.devices[index]
+            }
+        }
+    }
+
+    func makeIterator() -> Iterator { Iterator(owner: self) }
+}
+
+/// Dispatcher settings that cannot work together, or a start refused; the message says what to change.
+public struct DispatcherConfigurationError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
 }
 
 extension Duration {

@@ -25,8 +25,9 @@ public protocol GatewayStore: Sendable {
     /// within their key cache's lifetime (5 s by default).
     func revokeAPIKey(name: String) async throws -> Bool
 
-    /// Stores a notification and one queued device-send per device in one transaction, unless the
-    /// queue already holds `maximumQueueDepth` or more unfinished device-sends.
+    /// Stores a notification and one queued device-send per device in one transaction, unless its
+    /// devices would take the queue past `maximumQueueDepth` unfinished device-sends: then nothing
+    /// is stored.
     func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult
     /// Unfinished device-sends (queued or claimed).
     func queueDepth() async throws -> Int
@@ -34,13 +35,30 @@ public protocol GatewayStore: Sendable {
     /// Claims up to `limit` device-sends that are due (queued and available, or claimed under an
     /// expired lease) for `owner` until `leaseUntil`, oldest notification first.
     func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification]
-    /// Queues again every device-send `owner` holds a claim on: called when a sender starts, since
-    /// a sender of that name that held them has died (each live sender has its own name).
+    /// Queues again every device-send `owner` holds a claim on (a sender of that name has died).
     func releaseClaims(of owner: String) async throws -> Int
+
+    /// Registers a starting sender under its name, in one transaction: refused while a live sender
+    /// holds the name (``InstanceRegistration/nameInUse(host:processID:lastHeartbeat:)``); every
+    /// dead sender's claims (its heartbeat older than `staleAfter`, or its process gone from this
+    /// host, ``GatewayInstance/isDead(host:processID:lastHeartbeat:now:staleAfter:)``) are queued
+    /// again at once and its registration removed.
+    func register(_ instance: GatewayInstance, now: Date, staleAfter: Duration) async throws -> InstanceRegistration
+    /// The sender is alive: records its heartbeat and renews the lease of every device-send it
+    /// holds until `leaseUntil`, in one transaction. False when its registration is gone (another
+    /// process took the name over, judging it dead): it must stop sending what it holds.
+    func heartbeat(_ instance: GatewayInstance, now: Date, leaseUntil: Date) async throws -> Bool
+    /// Removes the sender's registration (a graceful stop).
+    func unregister(_ instance: GatewayInstance) async throws
     /// Writes outcomes of device-sends `owner` claimed, in one transaction: each is done, or, when
     /// ``DeliveryOutcome/retryAt`` is set, queued again for then. Outcomes of claims `owner` no
     /// longer holds are ignored (another sender took them over) and not counted.
     func complete(_ outcomes: [DeliveryOutcome], owner: String, now: Date) async throws -> Int
+
+    /// Deletes up to `limit` notifications created before `cutoff` whose device-sends are all
+    /// done, with their outcomes, and up to `limit` unregistered-list entries reported before it;
+    /// returns how many notifications. Called in small batches, so no write waits long.
+    func deleteFinished(before cutoff: Date, limit: Int) async throws -> Int
 
     /// A notification's progress and per-device outcomes.
     func progress(of id: String) async throws -> NotificationProgress?
@@ -49,6 +67,48 @@ public protocol GatewayStore: Sendable {
     func unregistered(apps: Set<String>, after cursor: Int64, limit: Int) async throws -> [UnregisteredToken]
     /// Forgets reported tokens of `app` (the caller has removed them); returns how many.
     func acknowledgeUnregistered(app: String, tokens: [String]) async throws -> Int
+}
+
+/// A running sender (one gateway process), as registered in the store.
+public struct GatewayInstance: Sendable, Hashable {
+    /// Its name in claims (`lease_owner`).
+    public var name: String
+    /// The host it runs on, and its process id there: a process gone from this host is dead
+    /// whatever its last heartbeat says.
+    public var host: String
+    public var processID: Int32
+    /// This start of the process (a random id): a registration of the same name by an earlier
+    /// process is not this one's.
+    public var incarnation: String
+
+    public init(
+        name: String, host: String = ProcessInfo.processInfo.hostName,
+        processID: Int32 = ProcessInfo.processInfo.processIdentifier, incarnation: String = UUID().uuidString
+    ) {
+        self.name = name
+        self.host = host
+        self.processID = processID
+        self.incarnation = incarnation
+    }
+
+    /// Whether a registered sender is dead: no heartbeat for `staleAfter`, or registered from this
+    /// host by a process that no longer exists.
+    public static func isDead(
+        host: String, processID: Int32, lastHeartbeat: Date, now: Date, staleAfter: Duration,
+        thisHost: String = ProcessInfo.processInfo.hostName
+    ) -> Bool {
+        if now.timeIntervalSince(lastHeartbeat) > staleAfter.seconds { return true }
+        guard host == thisHost, processID > 0 else { return false }
+        return kill(processID, 0) != 0 && errno == ESRCH
+    }
+}
+
+/// What ``GatewayStore/register(_:now:staleAfter:)`` did.
+public enum InstanceRegistration: Sendable, Equatable {
+    /// Registered; `releasedClaims` device-sends dead senders held were queued again.
+    case registered(releasedClaims: Int)
+    /// A live sender holds the name.
+    case nameInUse(host: String, processID: Int32, lastHeartbeat: Date)
 }
 
 /// An API key as stored: a name, the SHA-256 of the secret, the apps it may send to, and its rate.
@@ -99,7 +159,8 @@ public struct QueuedNotification: Sendable {
 /// What ``GatewayStore/enqueue(_:maximumQueueDepth:)`` did.
 public enum EnqueueResult: Sendable, Equatable {
     case accepted
-    /// Nothing was stored: the queue held `depth` unfinished device-sends.
+    /// Nothing was stored: the queue held `depth` unfinished device-sends, and the notification's
+    /// devices would have taken it past its limit.
     case queueFull(depth: Int)
 }
 

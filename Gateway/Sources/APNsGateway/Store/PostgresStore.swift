@@ -80,11 +80,19 @@ public final class PostgresStore: GatewayStore, Service {
                     finished_at double precision, PRIMARY KEY (notification_id, position))
                 """,
                 "CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (created_at, notification_id, position) WHERE state <> 'done'",
+                "CREATE INDEX IF NOT EXISTS deliveries_claims ON deliveries (lease_owner) WHERE state = 'claimed'",
+                "CREATE INDEX IF NOT EXISTS notifications_created ON notifications (created_at)",
+                """
+                CREATE TABLE IF NOT EXISTS instances (
+                    name text PRIMARY KEY, host text NOT NULL, pid integer NOT NULL, incarnation text NOT NULL,
+                    heartbeat_at double precision NOT NULL)
+                """,
                 """
                 CREATE TABLE IF NOT EXISTS unregistered (
                     seq bigserial PRIMARY KEY, app text NOT NULL, token text NOT NULL, invalid_since double precision,
                     reported_at double precision NOT NULL, UNIQUE (app, token))
                 """,
+                "CREATE INDEX IF NOT EXISTS unregistered_reported ON unregistered (reported_at)",
             ] {
                 try await connection.query(statement, logger: logger)
             }
@@ -128,9 +136,28 @@ public final class PostgresStore: GatewayStore, Service {
     }
 
     public func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
-        let depth = try await recentDepth()
-        guard depth < maximumQueueDepth else { return .queueFull(depth: depth) }
+        let counted = try await recentDepth()
+        let devices = notification.tokens.count
+        // Checked and reserved in one step, so this instance's concurrent requests cannot pass the
+        // limit together; given back if the insert fails.
+        let refusedAt = self.depth.withLock { cached -> Int? in
+            let depth = cached?.count ?? counted
+            guard depth + devices <= maximumQueueDepth else { return depth }
+            cached = (depth + devices, cached?.at ?? .now)
+            return nil
+        }
+        if let refusedAt { return .queueFull(depth: refusedAt) }
         let logger = self.logger
+        do {
+            try await insert(notification, logger: logger)
+        } catch {
+            self.depth.withLock { cached in cached?.count -= devices }
+            throw error
+        }
+        return .accepted
+    }
+
+    private func insert(_ notification: QueuedNotification, logger: Logger) async throws {
         try await client.withTransaction(logger: logger) { connection in
             let created = notification.createdAt.timeIntervalSince1970
             try await connection.query(
@@ -145,8 +172,6 @@ public final class PostgresStore: GatewayStore, Service {
                 SELECT \(notification.id), p, t, 'queued', \(created), \(created) FROM unnest(\(positions)::integer[], \(notification.tokens)::text[]) AS u(p, t)
                 """, logger: logger)
         }
-        self.depth.withLock { cached in cached?.count += notification.tokens.count }
-        return .accepted
     }
 
     public func queueDepth() async throws -> Int {
@@ -217,6 +242,93 @@ public final class PostgresStore: GatewayStore, Service {
             WHERE state = 'claimed' AND lease_owner = \(owner) RETURNING 1
             """, logger: logger
         ).collect().count
+    }
+
+    public func deleteFinished(before cutoff: Date, limit: Int) async throws -> Int {
+        let logger = self.logger
+        let seconds = cutoff.timeIntervalSince1970
+        return try await client.withTransaction(logger: logger) { connection -> Int in
+            let deleted = try await connection.query(
+                """
+                WITH old AS (
+                    SELECT id FROM notifications n WHERE created_at < \(seconds)
+                    AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id AND d.state <> 'done')
+                    ORDER BY created_at LIMIT \(limit)),
+                gone AS (DELETE FROM deliveries d USING old WHERE d.notification_id = old.id)
+                DELETE FROM notifications n USING old WHERE n.id = old.id RETURNING 1
+                """, logger: logger
+            ).collect().count
+            try await connection.query(
+                """
+                DELETE FROM unregistered WHERE seq IN (
+                    SELECT seq FROM unregistered WHERE reported_at < \(seconds) LIMIT \(limit))
+                """, logger: logger)
+            return deleted
+        }
+    }
+
+    public func register(
+        _ instance: GatewayInstance, now: Date, staleAfter: Duration
+    ) async throws
+        -> InstanceRegistration
+    {
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection -> InstanceRegistration in
+            // Starting instances register one at a time.
+            try await connection.query("SELECT pg_advisory_xact_lock(7309354182)", logger: logger)
+            var dead: [String] = []
+            for try await (name, host, pid, heartbeat) in try await connection.query(
+                "SELECT name, host, pid, heartbeat_at FROM instances", logger: logger
+            ).decode((String, String, Int32, Double).self) {
+                let last = Date(timeIntervalSince1970: heartbeat)
+                let isDead = GatewayInstance.isDead(
+                    host: host, processID: pid, lastHeartbeat: last, now: now, staleAfter: staleAfter)
+                if name == instance.name, !isDead {
+                    return .nameInUse(host: host, processID: pid, lastHeartbeat: last)
+                }
+                if isDead { dead.append(name) }
+            }
+            let names = Array(Set(dead + [instance.name]))
+            let released = try await connection.query(
+                """
+                UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_until = NULL
+                WHERE state = 'claimed' AND lease_owner = ANY(\(names)::text[]) RETURNING 1
+                """, logger: logger
+            ).collect().count
+            try await connection.query("DELETE FROM instances WHERE name = ANY(\(names)::text[])", logger: logger)
+            try await connection.query(
+                """
+                INSERT INTO instances(name, host, pid, incarnation, heartbeat_at)
+                VALUES (\(instance.name), \(instance.host), \(instance.processID), \(instance.incarnation), \(now.timeIntervalSince1970))
+                """, logger: logger)
+            return .registered(releasedClaims: released)
+        }
+    }
+
+    public func heartbeat(_ instance: GatewayInstance, now: Date, leaseUntil: Date) async throws -> Bool {
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection -> Bool in
+            let alive =
+                try await connection.query(
+                    """
+                    UPDATE instances SET heartbeat_at = \(now.timeIntervalSince1970)
+                    WHERE name = \(instance.name) AND incarnation = \(instance.incarnation) RETURNING 1
+                    """, logger: logger
+                ).collect().count == 1
+            guard alive else { return false }
+            try await connection.query(
+                """
+                UPDATE deliveries SET lease_until = \(leaseUntil.timeIntervalSince1970)
+                WHERE state = 'claimed' AND lease_owner = \(instance.name)
+                """, logger: logger)
+            return true
+        }
+    }
+
+    public func unregister(_ instance: GatewayInstance) async throws {
+        try await client.query(
+            "DELETE FROM instances WHERE name = \(instance.name) AND incarnation = \(instance.incarnation)",
+            logger: logger)
     }
 
     public func complete(_ outcomes: [DeliveryOutcome], owner: String, now: Date) async throws -> Int {

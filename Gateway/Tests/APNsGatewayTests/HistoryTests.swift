@@ -1,0 +1,62 @@
+import APNsGateway
+import Foundation
+import Testing
+
+/// History that does not slow the queue: the claim reads only indexes of unfinished rows, and
+/// finished notifications are deleted after their retention.
+@Suite struct HistoryTests {
+    /// SQLite's plan for the claim: each half searches its own partial index (no scan of the
+    /// deliveries table, whatever it holds).
+    @Test func theSQLiteClaimSearchesIndexesOnly() async throws {
+        let queue = try await TestStore(.sqlite)
+        let store = try #require(queue.store as? SQLiteStore)
+        let plan = try await store.dueQueryPlan()
+        let onDeliveries = plan.filter { $0.contains("deliveries") }
+        #expect(onDeliveries.count == 2, "\(plan)")
+        #expect(onDeliveries.contains { $0.hasPrefix("SEARCH deliveries USING INDEX deliveries_queued") }, "\(plan)")
+        #expect(onDeliveries.contains { $0.hasPrefix("SEARCH deliveries USING INDEX deliveries_expiring") }, "\(plan)")
+        #expect(!plan.contains { $0.hasPrefix("SCAN deliveries") }, "\(plan)")
+        await queue.remove()
+    }
+
+    /// Finished notifications older than the cutoff go with their outcomes, in batches; unfinished
+    /// ones and newer ones stay, and so do unregistered entries reported after the cutoff.
+    @Test(arguments: Backend.allCases)
+    func finishedNotificationsAreDeletedAfterTheirRetention(_ backend: Backend) async throws {
+        let queue = try await TestStore(backend)
+        let store = queue.store
+        let now = Date()
+        let old = now.addingTimeInterval(-8 * 86_400)
+        // Three old notifications finished, one old with a device-send still queued, one new finished.
+        for (index, created) in [old, old, old, old, now].enumerated() {
+            let queued = QueuedNotification(
+                id: "n\(index)", keyName: "app", pushType: "alert", app: "com.example.app", storedJSON: "{}",
+                tokens: [String(format: "%064x", 2 * index + 1), String(format: "%064x", 2 * index + 2)],
+                createdAt: created)
+            #expect(try await store.enqueue(queued, maximumQueueDepth: 100) == .accepted)
+        }
+        let claimed = try await store.claim(
+            owner: "t", limit: 100, now: now, leaseUntil: now.addingTimeInterval(60))
+        var outcomes: [DeliveryOutcome] = []
+        for notification in claimed {
+            for delivery in notification.deliveries where !(notification.id == "n3" && delivery.position == 1) {
+                outcomes.append(
+                    DeliveryOutcome(
+                        notificationID: notification.id, position: delivery.position, token: delivery.token,
+                        app: "com.example.app", status: delivery.position == 0 && notification.id == "n0" ? 410 : 200))
+            }
+        }
+        #expect(try await store.complete(outcomes, owner: "t", now: old) == 9)
+        let cutoff = now.addingTimeInterval(-7 * 86_400)
+        #expect(try await store.deleteFinished(before: cutoff, limit: 2) == 2)
+        #expect(try await store.deleteFinished(before: cutoff, limit: 2) == 1)
+        #expect(try await store.deleteFinished(before: cutoff, limit: 2) == 0)
+        for id in ["n0", "n1", "n2"] { #expect(try await store.progress(of: id) == nil) }
+        #expect(try await store.progress(of: "n3")?.deliveries.count == 2)
+        #expect(try await store.progress(of: "n4")?.deliveries.count == 2)
+        #expect(try await store.queueDepth() == 1)
+        // The 410 was reported at `old`: past the retention, gone from the unregistered list.
+        #expect(try await store.unregistered(apps: ["com.example.app"], after: 0, limit: 10).isEmpty)
+        await queue.remove()
+    }
+}

@@ -1,0 +1,294 @@
+import APNs
+import APNsGateway
+import APNsMockServer
+import Foundation
+import Logging
+import Testing
+
+/// Leases that live while their sender does, and instance names that cannot collide: on a real
+/// SQLite file and a real PostgreSQL database.
+@Suite struct LeaseTests {
+    /// Two live senders on one queue with a 3 s lease, each batch taking longer than the lease to
+    /// send: the heartbeat renews what each holds, so neither takes the other's work over.
+    @Test(arguments: Backend.allCases)
+    func twoLiveInstancesWithAShortLeaseNeverSendTwice(_ backend: Backend) async throws {
+        // 20 streams, 100 ms an answer: about 200 device-sends a second for both senders together,
+        // so a batch of 500 takes 2.5–5 s.
+        let setup = try await GatewayAPITests.Setup.start(
+            backend, transport: { $0.maximumConcurrentStreams = 20 })
+        setup.server.inject(.delay(.milliseconds(100)))
+        try await Self.enqueue(devices: 2_000, on: setup.store)
+        let connector = AnyConnector(setup.connector)
+        try await setup.queue.withSecondStore { second in
+            var configuration = Self.shortLease(claimBatch: 500, timeout: .seconds(2))
+            try configuration.check()
+            configuration.instance = "lease-a"
+            let a = Dispatcher(
+                store: setup.store, connector: connector, configuration: configuration, logger: Logger(label: "a"))
+            configuration.instance = "lease-b"
+            let b = Dispatcher(
+                store: second, connector: connector, configuration: configuration, logger: Logger(label: "b"))
+            let runs = [Task { try await a.run() }, Task { try await b.run() }]
+            a.wake()
+            b.wake()
+            let until = ContinuousClock.now + .seconds(90)
+            while try await setup.store.queueDepth() > 0, ContinuousClock.now < until {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            for run in runs { run.cancel() }
+            for run in runs { _ = await run.result }
+        }
+        #expect(try await setup.store.queueDepth() == 0)
+        var perToken: [String: Int] = [:]
+        for request in setup.server.requests { perToken[request.path, default: 0] += 1 }
+        #expect(perToken.count == 2_000)
+        let twice = perToken.values.filter { $0 > 1 }.count
+        #expect(twice == 0, "\(twice) device-sends sent twice")
+        let progress = try #require(try await setup.store.progress(of: "n1"))
+        #expect(progress.deliveries.allSatisfy { $0.state == "done" && $0.status == 200 })
+        try await setup.stop()
+    }
+
+    /// A sender whose lease cannot be renewed (its heartbeat fails while its other writes work)
+    /// stops starting sends before the lease could run out: what it started ends by its deadline,
+    /// what it never started is queued again as not sent, and the healthy sender finishes the
+    /// queue without sending anything twice.
+    @Test func aSenderThatCannotRenewItsLeaseStopsStartingSends() async throws {
+        let setup = try await GatewayAPITests.Setup.start(.sqlite, transport: { $0.maximumConcurrentStreams = 20 })
+        setup.server.inject(.delay(.milliseconds(100)))
+        try await Self.enqueue(devices: 1_500, on: setup.store)
+        let connector = AnyConnector(setup.connector)
+        var configuration = Self.shortLease(claimBatch: 1_000, timeout: .seconds(1))
+        configuration.instance = "cannot-renew"
+        let failing = Dispatcher(
+            store: HeartbeatFails(setup.store), connector: connector, configuration: configuration,
+            logger: Logger(label: "cannot-renew"))
+        let stuck = Task { try await failing.run() }
+        failing.wake()
+        // It claims 1,000 and sends about 200 a second: the lease comes into doubt after about 1.5 s.
+        try await Task.sleep(for: .seconds(5))
+        let progress = try #require(try await setup.store.progress(of: "n1"))
+        let done = progress.deliveries.filter { $0.state == "done" }.count
+        let requeued = progress.deliveries.filter { $0.state == "queued" && $0.delivery == "not-sent" }.count
+        #expect(done > 0 && done < 1_000, "\(done) sent before it stopped")
+        #expect(done + requeued == 1_000, "\(done) done, \(requeued) queued again as not sent")
+        #expect(setup.server.requests.count == done)
+        configuration.instance = "healthy"
+        let healthy = Dispatcher(
+            store: setup.store, connector: connector, configuration: configuration, logger: Logger(label: "healthy"))
+        let running = Task { try await healthy.run() }
+        healthy.wake()
+        let until = ContinuousClock.now + .seconds(60)
+        while try await setup.store.queueDepth() > 0, ContinuousClock.now < until {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        stuck.cancel()
+        running.cancel()
+        _ = await stuck.result
+        _ = await running.result
+        var perToken: [String: Int] = [:]
+        for request in setup.server.requests { perToken[request.path, default: 0] += 1 }
+        #expect(perToken.count == 1_500)
+        #expect(perToken.values.allSatisfy { $0 == 1 }, "\(perToken.values.filter { $0 > 1 }.count) sent twice")
+        try await setup.stop()
+    }
+
+    /// Queues notification n1 for `devices` devices.
+    static func enqueue(devices: Int, on store: any GatewayStore) async throws {
+        let tokens = (0..<devices).map { String(format: "%064x", $0 + 1) }
+        let request = try NotificationRequest(
+            body: Array(GatewayAPITests.alert(to: tokens).utf8), maximumDevices: 5_000)
+        let queued = QueuedNotification(
+            id: "n1", keyName: "app", pushType: "alert", app: "com.example.app", storedJSON: request.storedJSON,
+            tokens: tokens, createdAt: Date())
+        #expect(try await store.enqueue(queued, maximumQueueDepth: 10_000) == .accepted)
+    }
+
+    /// A 3 s lease renewed every 0.5 s, one batch at a time.
+    static func shortLease(claimBatch: Int, timeout: Duration) -> Dispatcher.Configuration {
+        var configuration = Dispatcher.Configuration()
+        configuration.claimBatch = claimBatch
+        configuration.concurrentBatches = 1
+        configuration.lease = .seconds(3)
+        configuration.heartbeat = .milliseconds(500)
+        configuration.timeout = timeout
+        configuration.pollInterval = .milliseconds(200)
+        return configuration
+    }
+
+    /// A name held by a live process is refused; one whose process is gone from this host, or whose
+    /// heartbeat stopped a lease ago, is taken over at once with its claims.
+    @Test(arguments: Backend.allCases)
+    func anInstanceNameIsHeldWhileItsProcessLives(_ backend: Backend) async throws {
+        let queue = try await TestStore(backend)
+        let store = queue.store
+        let tokens = (0..<30).map { String(format: "%064x", $0 + 1) }
+        let queued = QueuedNotification(
+            id: "n1", keyName: "app", pushType: "alert", app: "com.example.app", storedJSON: "{}", tokens: tokens,
+            createdAt: Date())
+        #expect(try await store.enqueue(queued, maximumQueueDepth: 100) == .accepted)
+        let now = Date()
+        let lease = Duration.seconds(60)
+
+        // Another host's instance, its last heartbeat 50 s ago (alive for now), with 10 claims.
+        let stale = GatewayInstance(name: "stale", host: "elsewhere.example", processID: 1)
+        #expect(
+            try await store.register(stale, now: now.addingTimeInterval(-50), staleAfter: lease)
+                == .registered(releasedClaims: 0))
+        _ = try await store.claim(owner: "stale", limit: 10, now: now, leaseUntil: now.addingTimeInterval(60))
+
+        // A live process (this one) holds "live" and 10 claims; a second start under the name is refused.
+        let live = GatewayInstance(name: "live")
+        #expect(try await store.register(live, now: now, staleAfter: lease) == .registered(releasedClaims: 0))
+        _ = try await store.claim(owner: "live", limit: 10, now: now, leaseUntil: now.addingTimeInterval(60))
+        let again = GatewayInstance(name: "live")
+        let refused = try await store.register(again, now: now, staleAfter: lease)
+        guard case .nameInUse(let host, let processID, let heartbeat) = refused else {
+            Issue.record("a live instance's name was taken: \(refused)")
+            return
+        }
+        #expect(host == live.host && processID == live.processID)
+        #expect(abs(heartbeat.timeIntervalSince(now)) < 0.001)
+        #expect(try await store.heartbeat(live, now: now, leaseUntil: now.addingTimeInterval(60)))
+        #expect(try await store.heartbeat(again, now: now, leaseUntil: now.addingTimeInterval(60)) == false)
+
+        // A process that has exited, on this host, with a fresh heartbeat and 10 claims.
+        let exited = Process()
+        exited.executableURL = URL(fileURLWithPath: "/bin/true")
+        try exited.run()
+        exited.waitUntilExit()
+        let gone = GatewayInstance(name: "gone", processID: exited.processIdentifier)
+        #expect(try await store.register(gone, now: now, staleAfter: lease) == .registered(releasedClaims: 0))
+        _ = try await store.claim(owner: "gone", limit: 10, now: now, leaseUntil: now.addingTimeInterval(60))
+
+        // A restart under the exited process's name takes back its claims and the stale one's at
+        // once; the live one's stay.
+        // Twenty seconds later, the stale one has had no heartbeat for 70 s, more than the lease.
+        let later = now.addingTimeInterval(20)
+        let restarted = GatewayInstance(name: "gone")
+        #expect(try await store.register(restarted, now: later, staleAfter: lease) == .registered(releasedClaims: 20))
+        #expect(try await store.heartbeat(gone, now: now, leaseUntil: now) == false)
+        let progress = try #require(try await store.progress(of: "n1"))
+        #expect(progress.deliveries.filter { $0.state == "claimed" }.count == 10)
+        #expect(progress.deliveries.filter { $0.state == "queued" }.count == 20)
+
+        // A graceful stop frees the name.
+        try await store.unregister(live)
+        #expect(try await store.register(again, now: later, staleAfter: lease) == .registered(releasedClaims: 10))
+        await queue.remove()
+    }
+
+    /// A dispatcher refuses to start under a live instance's name, with a message that says what to do.
+    @Test func aSecondLiveInstanceOfTheSameNameRefusesToStart() async throws {
+        let queue = try await TestStore(.sqlite)
+        var configuration = Dispatcher.Configuration()
+        configuration.instance = "one"
+        try await queue.store.register(GatewayInstance(name: "one"), now: Date(), staleAfter: .seconds(120))
+            .expectRegistered()
+        let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+        // Never used: the start is refused before anything is sent.
+        let connector = AnyConnector(
+            try TokenConnector(
+                teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
+                environment: .custom(host: "127.0.0.1", port: 9)))
+        let dispatcher = Dispatcher(
+            store: queue.store, connector: connector, configuration: configuration, logger: Logger(label: "test"))
+        await #expect {
+            try await dispatcher.run()
+        } throws: { error in
+            let text = "\(error)"
+            return text.hasPrefix("another live gateway holds the instance name one (process ")
+                && text.hasSuffix(
+                    "give each running instance its own --instance, or leave it out for a name unique to this process")
+        }
+        await queue.remove()
+    }
+
+    /// A lease that a send could outlast is refused before anything starts.
+    @Test func aLeaseShorterThanASendIsRefused() throws {
+        var configuration = Dispatcher.Configuration()
+        configuration.lease = .seconds(3)
+        #expect(throws: DispatcherConfigurationError.self) { try configuration.check() }
+        do {
+            try configuration.check()
+        } catch {
+            #expect(
+                error.description
+                    == "a lease of 3 s is shorter than the send timeout (30 s) plus two heartbeats (2 s): another instance could take over a device-send still on the wire and send it twice. Give a lease of at least 32 s, or a shorter send timeout"
+            )
+        }
+        configuration.timeout = .seconds(1)
+        try configuration.check()
+        #expect(Dispatcher.Configuration().instance.hasSuffix("-\(ProcessInfo.processInfo.processIdentifier)"))
+    }
+}
+
+extension LeaseTests {
+    /// `apns-gateway serve` refuses a lease a send could outlast before it opens anything.
+    @Test func serveRefusesALeaseShorterThanItsTimeout() throws {
+        let process = Process()
+        process.executableURL = CrashSafetyTests.binary
+        process.arguments = ["serve", "--lease-seconds", "3", "--database", "/nonexistent/never-opened.sqlite"]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = Pipe()
+        try process.run()
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 64)
+        #expect(
+            text.contains(
+                "a lease of 3 s is shorter than the send timeout (30 s) plus two heartbeats (2 s): another instance could take over a device-send still on the wire and send it twice. Give --lease-seconds at least 32 s, or a shorter --timeout"
+            ), "\(text)")
+    }
+}
+
+extension InstanceRegistration {
+    func expectRegistered(sourceLocation: SourceLocation = #_sourceLocation) {
+        guard case .registered = self else {
+            Issue.record("not registered: \(self)", sourceLocation: sourceLocation)
+            return
+        }
+    }
+}
+
+/// A store whose heartbeat always fails (a database that takes every write but that one): the
+/// rest goes to `base`.
+struct HeartbeatFails: GatewayStore {
+    let base: any GatewayStore
+    init(_ base: any GatewayStore) { self.base = base }
+
+    struct Refused: Error {}
+
+    func heartbeat(_ instance: GatewayInstance, now: Date, leaseUntil: Date) async throws -> Bool { throw Refused() }
+    func prepare() async throws { try await base.prepare() }
+    func addAPIKey(_ key: APIKey) async throws { try await base.addAPIKey(key) }
+    func apiKey(hash: String) async throws -> APIKey? { try await base.apiKey(hash: hash) }
+    func apiKeys() async throws -> [APIKey] { try await base.apiKeys() }
+    func revokeAPIKey(name: String) async throws -> Bool { try await base.revokeAPIKey(name: name) }
+    func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
+        try await base.enqueue(notification, maximumQueueDepth: maximumQueueDepth)
+    }
+    func queueDepth() async throws -> Int { try await base.queueDepth() }
+    func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification] {
+        try await base.claim(owner: owner, limit: limit, now: now, leaseUntil: leaseUntil)
+    }
+    func releaseClaims(of owner: String) async throws -> Int { try await base.releaseClaims(of: owner) }
+    func register(_ instance: GatewayInstance, now: Date, staleAfter: Duration) async throws -> InstanceRegistration {
+        try await base.register(instance, now: now, staleAfter: staleAfter)
+    }
+    func unregister(_ instance: GatewayInstance) async throws { try await base.unregister(instance) }
+    func complete(_ outcomes: [DeliveryOutcome], owner: String, now: Date) async throws -> Int {
+        try await base.complete(outcomes, owner: owner, now: now)
+    }
+    func deleteFinished(before cutoff: Date, limit: Int) async throws -> Int {
+        try await base.deleteFinished(before: cutoff, limit: limit)
+    }
+    func progress(of id: String) async throws -> NotificationProgress? { try await base.progress(of: id) }
+    func unregistered(apps: Set<String>, after cursor: Int64, limit: Int) async throws -> [UnregisteredToken] {
+        try await base.unregistered(apps: apps, after: cursor, limit: limit)
+    }
+    func acknowledgeUnregistered(app: String, tokens: [String]) async throws -> Int {
+        try await base.acknowledgeUnregistered(app: app, tokens: tokens)
+    }
+}
