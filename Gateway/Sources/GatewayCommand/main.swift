@@ -7,6 +7,7 @@ import Logging
 import Metrics
 import Prometheus
 import ServiceLifecycle
+import UnixSignals
 
 /// `apns-gateway`: the push gateway's server, and its key management.
 @main
@@ -26,8 +27,14 @@ struct DatabaseOptions: ParsableArguments {
             "The queue: a SQLite file (created if missing), or postgres://user[:password]@host[:port]/database to share it between instances."
     )
     var database = "apns-gateway.sqlite"
+    @Option(
+        name: .customLong("database-wait-seconds"),
+        help: "How long to wait for PostgreSQL at start-up before giving up with an error (1 to 3600).")
+    var databaseWaitSeconds = 30
 
     /// Runs `body` with the store, its schema prepared; a PostgreSQL pool runs until `body` returns.
+    /// A PostgreSQL server that does not answer within `--database-wait-seconds` is an error; SIGTERM
+    /// or SIGINT while waiting stops the command cleanly (``StoppedWhileStarting``).
     func withStore<T: Sendable>(
         logger: Logger, _ body: @Sendable (any GatewayStore) async throws -> T
     ) async throws -> T {
@@ -36,15 +43,58 @@ struct DatabaseOptions: ParsableArguments {
             try await store.prepare()
             return try await body(store)
         }
-        let store = try PostgresStore(url: database, logger: logger)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await store.run() }
-            defer { group.cancelAll() }
-            try await store.prepare()
-            return try await body(store)
+        guard (1...3600).contains(databaseWaitSeconds) else {
+            throw ValidationError("--database-wait-seconds \(databaseWaitSeconds) must be between 1 and 3600")
         }
+        let store = try PostgresStore(url: database, logger: logger)
+        let pool = Task { await store.run() }
+        defer { pool.cancel() }
+        try await Self.first(
+            within: .seconds(databaseWaitSeconds), logger: logger,
+            timedOut:
+                "PostgreSQL did not answer within \(databaseWaitSeconds) s: check that the server in --database runs, is reachable from here and accepts this user (--database-wait-seconds waits longer)"
+        ) { try await store.prepare() }
+        return try await body(store)
+    }
+
+    /// Runs `work` until it ends, `wait` passes (an error saying `timedOut`) or SIGTERM/SIGINT
+    /// arrives (``StoppedWhileStarting``), whichever comes first. `work` is left running, cancelled,
+    /// when it does not end first: a connection attempt that ignores cancellation cannot hold the
+    /// command.
+    static func first(
+        within wait: Duration, logger: Logger, timedOut: String, _ work: @escaping @Sendable () async throws -> Void
+    ) async throws {
+        let (results, continuation) = AsyncStream.makeStream(of: Result<Void, any Error>.self)
+        // Trapped before anything else happens, so a signal from now on is a clean stop.
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        logger.info("connecting to PostgreSQL", metadata: ["wait_seconds": "\(wait.components.seconds)"])
+        let tasks = [
+            Task {
+                do {
+                    try await work()
+                    continuation.yield(.success(()))
+                } catch {
+                    continuation.yield(.failure(error))
+                }
+            },
+            Task {
+                try? await Task.sleep(for: wait)
+                continuation.yield(.failure(StoreError(timedOut)))
+            },
+            Task {
+                for await _ in signals {
+                    continuation.yield(.failure(StoppedWhileStarting()))
+                    return
+                }
+            },
+        ]
+        defer { for task in tasks { task.cancel() } }
+        for await result in results { return try result.get() }
     }
 }
+
+/// SIGTERM or SIGINT arrived while the gateway was starting: it stops, exit status 0.
+struct StoppedWhileStarting: Error {}
 
 struct AddKey: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -172,6 +222,14 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
+        do {
+            try await serve()
+        } catch is StoppedWhileStarting {
+            throw ExitCode.success
+        }
+    }
+
+    func serve() async throws {
         let sending = try sendingConfiguration()
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in

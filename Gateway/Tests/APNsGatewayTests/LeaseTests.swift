@@ -58,15 +58,16 @@ import Testing
         setup.server.inject(.delay(.milliseconds(100)))
         try await Self.enqueue(devices: 1_500, on: setup.store)
         let connector = AnyConnector(setup.connector)
-        var configuration = Self.shortLease(claimBatch: 1_000, timeout: .seconds(1))
+        var configuration = Self.shortLease(claimBatch: 1_000, timeout: .seconds(2), lease: .seconds(5))
         configuration.instance = "cannot-renew"
         let failing = Dispatcher(
             store: HeartbeatFails(setup.store), connector: connector, configuration: configuration,
             logger: Logger(label: "cannot-renew"))
         let stuck = Task { try await failing.run() }
         failing.wake()
-        // It claims 1,000 and sends about 200 a second: the lease comes into doubt after about 1.5 s.
-        try await Task.sleep(for: .seconds(5))
+        // It claims 1,000 and sends about 200 a second: the lease comes into doubt after 2.5 s, and
+        // what it started ends by 4.5 s.
+        try await Task.sleep(for: .seconds(7))
         let progress = try #require(try await setup.store.progress(of: "n1"))
         let done = progress.deliveries.filter { $0.state == "done" }.count
         let requeued = progress.deliveries.filter { $0.state == "queued" && $0.delivery == "not-sent" }.count
@@ -88,6 +89,9 @@ import Testing
         _ = await running.result
         var perToken: [String: Int] = [:]
         for request in setup.server.requests { perToken[request.path, default: 0] += 1 }
+        let final = try #require(try await setup.store.progress(of: "n1"))
+        let odd = final.deliveries.filter { $0.state != "done" || $0.status != 200 }
+        #expect(odd.isEmpty, "\(odd)")
         #expect(perToken.count == 1_500)
         #expect(perToken.values.allSatisfy { $0 == 1 }, "\(perToken.values.filter { $0 > 1 }.count) sent twice")
         try await setup.stop()
@@ -104,12 +108,14 @@ import Testing
         #expect(try await store.enqueue(queued, maximumQueueDepth: 10_000) == .accepted)
     }
 
-    /// A 3 s lease renewed every 0.5 s, one batch at a time.
-    static func shortLease(claimBatch: Int, timeout: Duration) -> Dispatcher.Configuration {
+    /// A short lease (3 s) renewed every 0.5 s, one batch at a time.
+    static func shortLease(
+        claimBatch: Int, timeout: Duration, lease: Duration = .seconds(3)
+    ) -> Dispatcher.Configuration {
         var configuration = Dispatcher.Configuration()
         configuration.claimBatch = claimBatch
         configuration.concurrentBatches = 1
-        configuration.lease = .seconds(3)
+        configuration.lease = lease
         configuration.heartbeat = .milliseconds(500)
         configuration.timeout = timeout
         configuration.pollInterval = .milliseconds(200)

@@ -460,5 +460,5 @@ public final class PostgresStore: GatewayStore, Service {
 /// A store that cannot be opened as configured.
 public struct StoreError: Error, CustomStringConvertible {
     public let description: String
-    init(_ description: String) { self.description = description }
+    public init(_ description: String) { self.description = description }
 }
