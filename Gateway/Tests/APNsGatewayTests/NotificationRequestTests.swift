@@ -49,6 +49,41 @@ import Testing
         #expect(try again.notification.request(to: request.devices[0]) == wire)
     }
 
+    /// Everything the library's alert expresses: localized title, subtitle and body with their
+    /// arguments, a launch image, a critical sound with its volume, filter criteria, and the
+    /// client's own apns-id for its one device; the wire bytes are the library's.
+    @Test func aLocalizedCriticalAlertWithItsOwnApnsIDIsTheLibrarysRequest() throws {
+        let id = "123e4567-e89b-12d3-a456-4266554400a0"
+        let request = try read(
+            """
+            {"push-type": "alert", "bundle-id": "com.example.app", "apns-id": "\(id)",
+             "alert": {"title-loc-key": "GAME_TITLE", "title-loc-args": ["Lions"], "subtitle": "Final",
+                       "loc-key": "GAME_SCORE", "loc-args": ["2", "1"], "launch-image": "score.png"},
+             "sound": {"critical": 1, "name": "alarm.caf", "volume": 0.5}, "interruption-level": "critical",
+             "filter-criteria": "sports", "devices": ["\(Self.token)"]}
+            """)
+        let wire = try request.notification.request(to: request.devices[0])
+        let expected = AlertNotification(bundleID: "com.example.app") {
+            Alert {
+                Title(localizedKey: "GAME_TITLE", arguments: ["Lions"])
+                Subtitle("Final")
+                Body(localizedKey: "GAME_SCORE", arguments: ["2", "1"])
+                LaunchImage("score.png")
+            }
+            Sound.critical("alarm.caf", volume: 0.5)
+            InterruptionLevel.critical
+            FilterCriteria("sports")
+        }
+        #expect(try expected.request(to: request.devices[0]) == wire)
+        #expect(
+            wire.bodyText
+                == #"{"aps":{"alert":{"subtitle":"Final","launch-image":"score.png","title-loc-key":"GAME_TITLE","title-loc-args":["Lions"],"loc-key":"GAME_SCORE","loc-args":["2","1"]},"sound":{"critical":1,"name":"alarm.caf","volume":0.5},"interruption-level":"critical","filter-criteria":"sports"}}"#
+        )
+        let stored = try NotificationRequest.notification(storedJSON: request.storedJSON)
+        #expect(stored.apnsID?.description == id)
+        #expect(try stored.notification.request(to: request.devices[0]) == wire)
+    }
+
     /// App data is written back by the library's JSON writer: its escaping (`\u000a`, not `\n`)
     /// and numbers (`2.5`, `3` for 3.0) are those of every payload.
     @Test func appDataFollowsTheLibrarysJSONRules() throws {
@@ -99,6 +134,26 @@ import Testing
     @Test func refusalsNameTheFieldAndTheRule() {
         let device = "\"devices\":[\"\(Self.token)\"]"
         let cases: [(String, RequestProblem)] = [
+            (
+                "{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"alert\":{\"title\":\"T\",\"title-loc-key\":\"K\"},\(device)}",
+                RequestProblem(
+                    field: "alert.title-loc-key", "give title or title-loc-key (localized by the app), not both")
+            ),
+            (
+                "{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"alert\":{\"loc-args\":[\"1\"]},\(device)}",
+                RequestProblem(field: "alert.loc-args", "needs loc-key: the arguments fill its format")
+            ),
+            (
+                "{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"alert\":\"x\",\"sound\":{\"critical\":1,\"volume\":2},\(device)}",
+                RequestProblem(field: "sound.volume", "2.0 is not between 0 and 1")
+            ),
+            (
+                "{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"alert\":\"x\",\"apns-id\":\"123e4567-e89b-12d3-a456-4266554400a0\",\"devices\":[\"\(Self.token)\",\"\(Self.other)\"]}",
+                RequestProblem(
+                    field: "apns-id",
+                    "one apns-id names one push, and this request makes 2: send one device per request with its own apns-id, or leave it out (the gateway gives each device-send its own, the same on every attempt)"
+                )
+            ),
             ("[1]", RequestProblem("the body is an array; give a JSON object")),
             (
                 #"{"push-type":"alert","bundle-id":"a.b"}"#,

@@ -57,6 +57,16 @@ public struct NotificationRequest: Sendable {
             fields["timestamp"] = .integer(Int64(now.timeIntervalSince1970))
         }
         let spec = try NotificationSpec(fields)
+        if spec.apnsID != nil, channelID != nil {
+            throw RequestProblem(
+                field: "apns-id", "a broadcast's apns-id is APNs' own; give apns-id with one device, or leave it out")
+        }
+        if spec.apnsID != nil, devices.count > 1 {
+            throw RequestProblem(
+                field: "apns-id",
+                "one apns-id names one push, and this request makes \(devices.count): send one device per request with its own apns-id, or leave it out (the gateway gives each device-send its own, the same on every attempt)"
+            )
+        }
         self.pushType = spec.pushType
         self.app = spec.app
         self.devices = devices
@@ -185,15 +195,19 @@ struct NotificationSpec: Sendable {
     let pushType: PushType
     let app: String
     let notification: any PushNotification
+    /// The client's `apns-id`, when it gave one (one device or a channel only).
+    let apnsID: APNsID?
 
     /// The fields every push type takes.
-    static let common: Set<String> = ["push-type", "bundle-id", "topic", "priority", "expiration", "collapse-id"]
+    static let common: Set<String> = [
+        "push-type", "bundle-id", "topic", "priority", "expiration", "collapse-id", "apns-id",
+    ]
     /// The fields each push type adds.
     static let specific: [String: Set<String>] = [
         "alert": [
             "alert", "badge", "sound", "thread-id", "category", "interruption-level", "relevance-score",
             "mutable-content",
-            "target-content-id", "data",
+            "target-content-id", "filter-criteria", "data",
         ],
         "background": ["data"],
         "voip": ["data"],
@@ -247,6 +261,15 @@ struct NotificationSpec: Sendable {
         }
         self.pushType = type
         self.app = app
+        if let text = try reader.string("apns-id") {
+            guard let id = APNsID(text) else {
+                throw RequestProblem(
+                    field: "apns-id", "\(text) is not a UUID; give one like 123e4567-e89b-12d3-a456-4266554400a0")
+            }
+            apnsID = id
+        } else {
+            apnsID = nil
+        }
         self.notification = try NotificationSpec.build(type, app: app, reader)
     }
 
@@ -283,31 +306,34 @@ struct NotificationSpec: Sendable {
             let level = priority.map(AlertNotification<RawJSONObject>.Priority.init) ?? .immediate
             let alert = try reader.alert()
             let badge = try reader.integer("badge")
-            let sound = try reader.string("sound")
+            let sound = try reader.sound()
             let thread = try reader.string("thread-id")
             let category = try reader.string("category")
             let interruption = try reader.interruptionLevel()
             let relevance = try reader.number("relevance-score")
             let mutable = try reader.bool("mutable-content") ?? false
             let target = try reader.string("target-content-id")
+            let filter = try reader.string("filter-criteria")
             return AlertNotification(
                 bundleID: app, appData: try appData(), priority: level, expiration: expiration, collapseID: collapse
             ) {
                 if let alert {
                     Alert {
-                        if let title = alert.title { Title(title) }
-                        if let subtitle = alert.subtitle { Subtitle(subtitle) }
-                        if let body = alert.body { Body(body) }
+                        if let title = alert.title { title.title }
+                        if let subtitle = alert.subtitle { subtitle.subtitle }
+                        if let body = alert.body { body.body }
+                        if let image = alert.launchImage { LaunchImage(image) }
                     }
                 }
                 if let badge { Badge(badge) }
-                if let sound { Sound(sound) }
+                if let sound { sound }
                 if let thread { ThreadID(thread) }
                 if let category { APNs.Category(category) }
                 if let interruption { interruption }
                 if let relevance { RelevanceScore(relevance) }
                 if mutable { MutableContent() }
                 if let target { TargetContentID(target) }
+                if let filter { FilterCriteria(filter) }
             }
         case .background:
             return BackgroundNotification(
@@ -373,10 +399,12 @@ struct NotificationSpec: Sendable {
         let sound = try reader.string("sound")
         var alert: LiveActivityAlert?
         if let text = try reader.alert() {
-            if text.subtitle != nil {
-                throw RequestProblem(field: "alert.subtitle", "a Live Activity alert has a title and a body only")
+            if text.subtitle != nil || text.launchImage != nil {
+                throw RequestProblem(
+                    field: text.subtitle != nil ? "alert.subtitle" : "alert.launch-image",
+                    "a Live Activity alert has a title and a body only")
             }
-            alert = LiveActivityAlert(title: .text(text.title ?? ""), body: .text(text.body ?? ""), sound: sound)
+            alert = LiveActivityAlert(title: text.title ?? .text(""), body: text.body ?? .text(""), sound: sound)
         } else if sound != nil {
             throw RequestProblem(field: "sound", "a Live Activity plays a sound with its alert: give \"alert\" too")
         }
@@ -445,11 +473,36 @@ struct NotificationSpec: Sendable {
     }
 }
 
+extension LocalizableText {
+    /// The alert's title, subtitle or body from this text.
+    var title: Title {
+        switch self {
+        case .text(let text): Title(text)
+        case .localized(let key, let arguments): Title(localizedKey: key, arguments: arguments)
+        }
+    }
+    var subtitle: Subtitle {
+        switch self {
+        case .text(let text): Subtitle(text)
+        case .localized(let key, let arguments): Subtitle(localizedKey: key, arguments: arguments)
+        }
+    }
+    var body: Body {
+        switch self {
+        case .text(let text): Body(text)
+        case .localized(let key, let arguments): Body(localizedKey: key, arguments: arguments)
+        }
+    }
+}
+
 /// Typed access to request fields, with messages that name the field and the type it needs.
 private struct FieldReader {
     let fields: [String: JSONValue]
 
-    struct AlertText { var title, subtitle, body: String? }
+    struct AlertText {
+        var title, subtitle, body: LocalizableText?
+        var launchImage: String?
+    }
 
     func string(_ key: String) throws(RequestProblem) -> String? {
         switch fields[key] {
@@ -486,29 +539,114 @@ private struct FieldReader {
         }
     }
 
-    /// `"alert": "text"` (the body) or `"alert": {"title", "subtitle", "body"}`.
+    /// `"alert": "text"` (the body) or an object: `title`, `subtitle`, `body`, each either as text
+    /// or localized (`title-loc-key` with `title-loc-args`, `subtitle-loc-key` with
+    /// `subtitle-loc-args`, `loc-key` with `loc-args`), and `launch-image`.
     func alert() throws(RequestProblem) -> AlertText? {
         switch fields["alert"] {
         case nil: return nil
-        case .string(let body)?: return AlertText(body: body)
+        case .string(let body)?: return AlertText(body: .text(body))
         case .object(let members)?:
-            var text = AlertText()
-            for (key, value) in members.sorted(by: { $0.key < $1.key }) {
-                guard case .string(let string) = value else {
-                    throw RequestProblem(field: "alert.\(key)", "is \(value.typeName); give a string")
-                }
-                switch key {
-                case "title": text.title = string
-                case "subtitle": text.subtitle = string
-                case "body": text.body = string
-                default:
-                    throw RequestProblem(field: "alert.\(key)", "is not an alert field; give title, subtitle and body")
+            for key in members.keys.sorted() where !FieldReader.alertKeys.contains(key) {
+                throw RequestProblem(
+                    field: "alert.\(key)",
+                    "is not an alert field; give \(FieldReader.alertKeys.sorted().joined(separator: ", "))")
+            }
+            func text(_ key: String) throws(RequestProblem) -> String? {
+                switch members[key] {
+                case nil: return nil
+                case .string(let value)?: return value
+                case let other?: throw RequestProblem(field: "alert.\(key)", "is \(other.typeName); give a string")
                 }
             }
-            return text
+            func part(_ textKey: String, _ locKey: String, _ argsKey: String) throws(RequestProblem) -> LocalizableText?
+            {
+                let plain = try text(textKey)
+                let key = try text(locKey)
+                var arguments: [String] = []
+                if let value = members[argsKey] {
+                    guard key != nil else {
+                        throw RequestProblem(
+                            field: "alert.\(argsKey)", "needs \(locKey): the arguments fill its format")
+                    }
+                    guard case .array(let items) = value else {
+                        throw RequestProblem(
+                            field: "alert.\(argsKey)", "is \(value.typeName); give an array of strings")
+                    }
+                    for (index, item) in items.enumerated() {
+                        guard case .string(let argument) = item else {
+                            throw RequestProblem(
+                                field: "alert.\(argsKey)[\(index)]", "is \(item.typeName); give a string")
+                        }
+                        arguments.append(argument)
+                    }
+                }
+                switch (plain, key) {
+                case (let plain?, nil): return .text(plain)
+                case (nil, let key?): return .localized(key: key, arguments: arguments)
+                case (nil, nil): return nil
+                case (_?, _?):
+                    throw RequestProblem(
+                        field: "alert.\(locKey)", "give \(textKey) or \(locKey) (localized by the app), not both")
+                }
+            }
+            return AlertText(
+                title: try part("title", "title-loc-key", "title-loc-args"),
+                subtitle: try part("subtitle", "subtitle-loc-key", "subtitle-loc-args"),
+                body: try part("body", "loc-key", "loc-args"), launchImage: try text("launch-image"))
         case let other?:
             throw RequestProblem(
-                field: "alert", "is \(other.typeName); give a string or {\"title\", \"subtitle\", \"body\"}")
+                field: "alert", "is \(other.typeName); give a string or an object with title, subtitle and body")
+        }
+    }
+
+    static let alertKeys: Set<String> = [
+        "title", "title-loc-key", "title-loc-args", "subtitle", "subtitle-loc-key", "subtitle-loc-args", "body",
+        "loc-key", "loc-args", "launch-image",
+    ]
+
+    /// `"sound": "name"`, or a critical alert's `{"critical": 1, "name": …, "volume": 0…1}`.
+    func sound() throws(RequestProblem) -> Sound? {
+        switch fields["sound"] {
+        case nil: return nil
+        case .string(let name)?: return Sound(name)
+        case .object(let members)?:
+            for key in members.keys.sorted() where !["critical", "name", "volume"].contains(key) {
+                throw RequestProblem(field: "sound.\(key)", "is not a sound field; give critical, name and volume")
+            }
+            let critical: Bool
+            switch members["critical"] {
+            case .integer(1)?, .bool(true)?: critical = true
+            case .integer(0)?, .bool(false)?, nil: critical = false
+            case let other?: throw RequestProblem(field: "sound.critical", "is \(other.compactText); give 1 or 0")
+            }
+            var name = "default"
+            switch members["name"] {
+            case nil: break
+            case .string(let value)?: name = value
+            case let other?: throw RequestProblem(field: "sound.name", "is \(other.typeName); give a string")
+            }
+            var volume: Double?
+            switch members["volume"] {
+            case nil: break
+            case .integer(let value)?: volume = Double(value)
+            case .number(let value)?: volume = value
+            case let other?: throw RequestProblem(field: "sound.volume", "is \(other.typeName); give a number")
+            }
+            guard critical else {
+                if volume != nil {
+                    throw RequestProblem(field: "sound.volume", "applies to a critical alert: give \"critical\": 1")
+                }
+                return Sound(name)
+            }
+            let level = volume ?? 1
+            guard level >= 0, level <= 1 else {
+                throw RequestProblem(field: "sound.volume", "\(level) is not between 0 and 1")
+            }
+            return Sound.critical(name, volume: level)
+        case let other?:
+            throw RequestProblem(
+                field: "sound", "is \(other.typeName); give a name or {\"critical\": 1, \"name\", \"volume\"}")
         }
     }
 

@@ -335,7 +335,8 @@ public final class Dispatcher: Service, Sendable {
             do {
                 let device = try Device(token: delivery.token)
                 byToken[device.token] = delivery
-                ids[device.token] = Dispatcher.apnsID(notification: claimed.id, position: delivery.position)
+                ids[device.token] =
+                    spec.apnsID ?? Dispatcher.apnsID(notification: claimed.id, position: delivery.position)
                 devices.append(device)
             } catch {
                 pending.append(
