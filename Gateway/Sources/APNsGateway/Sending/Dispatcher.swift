@@ -114,7 +114,7 @@ public final class Dispatcher: Service, Sendable {
         var registered = false
         var validUntil: ContinuousClock.Instant = .now
         var lost = false
-        /// No send may start: the lease could run out before it ends (or was lost).
+        /// The last heartbeat found the lease in doubt (for logging its changes).
         var paused = false
     }
 
@@ -259,10 +259,12 @@ public final class Dispatcher: Service, Sendable {
         }
     }
 
-    /// Whether this sender may claim: its lease outlasts a send started now by a heartbeat.
-    private var mayClaim: Bool {
+    /// Whether a send may start now: its lease outlasts it by a heartbeat (judged at each call,
+    /// so a heartbeat stuck on the database stops sends as surely as a failed one). Always, when
+    /// the sender was not registered by ``run()``.
+    private var mayStart: Bool {
         let needed = configuration.timeout + configuration.heartbeat
-        return lease.withLock { !$0.registered || (!$0.paused && ContinuousClock.now + needed <= $0.validUntil) }
+        return lease.withLock { !$0.registered || (!$0.lost && ContinuousClock.now + needed <= $0.validUntil) }
     }
 
     /// ``dispatchOnce(now:)``, with a failure to claim logged (the next wake-up tries again)
@@ -288,7 +290,7 @@ public final class Dispatcher: Service, Sendable {
     /// registration and no heartbeat renews it.
     @discardableResult
     public func dispatchOnce(now: Date = Date()) async throws -> Int {
-        guard mayClaim else { return 0 }
+        guard mayStart else { return 0 }
         let claimed = try await store.claim(
             owner: owner, limit: configuration.claimBatch, now: now,
             leaseUntil: now.addingTimeInterval(configuration.lease.seconds))
@@ -350,7 +352,7 @@ public final class Dispatcher: Service, Sendable {
             // The devices that have their outcome from the bulk send (some may be written already).
             var answered: Set<String> = []
             // Read as sending progresses: none is started once the lease is in doubt.
-            let startable = StoppableDevices(devices: devices) { [self] in lease.withLock { $0.paused } }
+            let startable = StoppableDevices(devices: devices) { [self] in !mayStart }
             do {
                 let results = try bulkSendOutcomes(
                     spec.notification, via: connector, to: startable, timeout: configuration.timeout,
