@@ -279,7 +279,6 @@ struct HeartbeatFails: GatewayStore {
     func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification] {
         try await base.claim(owner: owner, limit: limit, now: now, leaseUntil: leaseUntil)
     }
-    func releaseClaims(of owner: String) async throws -> Int { try await base.releaseClaims(of: owner) }
     func register(_ instance: GatewayInstance, now: Date, staleAfter: Duration) async throws -> InstanceRegistration {
         try await base.register(instance, now: now, staleAfter: staleAfter)
     }

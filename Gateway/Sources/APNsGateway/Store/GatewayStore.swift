@@ -35,9 +35,6 @@ public protocol GatewayStore: Sendable {
     /// Claims up to `limit` device-sends that are due (queued and available, or claimed under an
     /// expired lease) for `owner` until `leaseUntil`, oldest notification first.
     func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification]
-    /// Queues again every device-send `owner` holds a claim on (a sender of that name has died).
-    func releaseClaims(of owner: String) async throws -> Int
-
     /// Registers a starting sender under its name, in one transaction: refused while a live sender
     /// holds the name (``InstanceRegistration/nameInUse(host:processID:lastHeartbeat:)``); every
     /// dead sender's claims (its heartbeat older than `staleAfter`, or its process gone from this

@@ -235,15 +235,6 @@ public final class PostgresStore: GatewayStore, Service {
         }
     }
 
-    public func releaseClaims(of owner: String) async throws -> Int {
-        try await client.query(
-            """
-            UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_until = NULL
-            WHERE state = 'claimed' AND lease_owner = \(owner) RETURNING 1
-            """, logger: logger
-        ).collect().count
-    }
-
     public func deleteFinished(before cutoff: Date, limit: Int) async throws -> Int {
         let logger = self.logger
         let seconds = cutoff.timeIntervalSince1970

@@ -32,7 +32,7 @@ public final class SQLiteStore: GatewayStore {
                         lease_owner TEXT, lease_until REAL, attempts INTEGER NOT NULL DEFAULT 0,
                         status INTEGER, reason TEXT, apns_id TEXT, error_kind TEXT, delivery TEXT, message TEXT, finished_at REAL,
                         PRIMARY KEY (notification_id, position));
-                    CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(state, available_at) WHERE state <> 'done';
+                    DROP INDEX IF EXISTS deliveries_due;
                     CREATE TABLE IF NOT EXISTS unregistered (
                         seq INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, token TEXT NOT NULL, invalid_since REAL,
                         reported_at REAL NOT NULL, UNIQUE (app, token));
@@ -202,16 +202,6 @@ public final class SQLiteStore: GatewayStore {
                     "DELETE FROM unregistered WHERE rowid IN (SELECT rowid FROM unregistered WHERE reported_at < ? LIMIT ?)",
                 arguments: [cutoff.timeIntervalSince1970, limit])
             return ids.count
-        }
-    }
-
-    public func releaseClaims(of owner: String) async throws -> Int {
-        try await pool.write { db in
-            try db.execute(
-                sql:
-                    "UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_until = NULL WHERE state = 'claimed' AND lease_owner = ?",
-                arguments: [owner])
-            return db.changesCount
         }
     }
 
