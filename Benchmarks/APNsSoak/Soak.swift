@@ -142,7 +142,7 @@ struct Soak: AsyncParsableCommand {
                     // The curve is what remains once the allocator returns what it can: memory in use.
                     Self.trimHeap()
                     curve.append((now, Self.residentMegabytes()))
-                    print(String(format: "curve %6.0f s  %d MB after trim, %d MB before  (%d sent, %d easy handles)", now, curve[curve.count - 1].1, resident, sent, connector.easyHandleCount))
+                    print(String(format: "curve %6.0f s  %d MB after trim, %d MB before  (%d sent, %d easy handles)  %@", now, curve[curve.count - 1].1, resident, sent, connector.easyHandleCount, Self.memoryBreakdown()))
                 } else {
                     curve.append((now, resident))
                     print(String(format: "curve %6.0f s  %d MB  (%d sent, %d easy handles)", now, resident, sent, connector.easyHandleCount))
@@ -221,6 +221,63 @@ struct Soak: AsyncParsableCommand {
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
         _ = unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)(0)
         #endif
+    }
+
+    /// Where the resident memory is, for `--trim`'s curve: the process's mappings by kind (from
+    /// `/proc/self/smaps`: the main heap, anonymous mappings — other malloc arenas, thread stacks,
+    /// large allocations — and files), the malloc arenas' bytes in use and free (glibc's
+    /// `malloc_info`), and the thread count. Linux only; empty elsewhere.
+    static func memoryBreakdown() -> String {
+        #if os(Linux)
+        var kinds: [String: Int] = [:]
+        var kind = "anon"
+        // Read to the end: procfs files report size 0, so a reader that trusts the size stops early.
+        if let smaps = try? FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/self/smaps")).readToEnd().map({ String(decoding: $0, as: UTF8.self) }) {
+            for line in smaps.split(separator: "\n") {
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                if let first = fields.first, first.contains("-"), first.first?.isHexDigit == true {
+                    let path = fields.count >= 6 ? String(fields[5]) : ""
+                    kind = path.isEmpty ? "anon" : path.hasPrefix("/") ? "file" : path == "[heap]" ? "heap" : path.hasPrefix("[stack") ? "stack" : "other"
+                } else if fields.first == "Rss:", fields.count >= 2 {
+                    kinds[kind, default: 0] += Int(fields[1]) ?? 0
+                }
+            }
+        }
+        var malloc = ""
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_info") {
+            var buffer: UnsafeMutablePointer<CChar>?
+            var size = 0
+            if let stream = open_memstream(&buffer, &size) {
+                _ = unsafeBitCast(symbol, to: (@convention(c) (Int32, UnsafeMutablePointer<FILE>) -> Int32).self)(0, stream)
+                fclose(stream)
+                if let buffer {
+                    let xml = String(cString: buffer)
+                    free(buffer)
+                    let arenas = xml.components(separatedBy: "<heap nr=").count - 1
+                    let free = Self.sum(xml, [#"<total type="fast""#, #"<total type="rest""#])
+                    let system = Self.sum(xml, [#"<system type="current""#])
+                    let mapped = Self.sum(xml, [#"<total type="mmap""#])
+                    malloc = String(format: " malloc: %d arenas, %.1f MB in use, %.1f MB free, %.1f MB mmapped;", arenas, Double(system - free) / 1_048_576, Double(free) / 1_048_576, Double(mapped) / 1_048_576)
+                }
+            }
+        }
+        let threads = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8))?.split(separator: "\n").first { $0.hasPrefix("Threads:") }?.split(separator: "\t").last ?? "?"
+        func mb(_ key: String) -> String { String(format: "%.1f", Double(kinds[key] ?? 0) / 1024) }
+        return "[rss heap \(mb("heap")) anon \(mb("anon")) file \(mb("file")) stack \(mb("stack")) MB;\(malloc) \(threads) threads]"
+        #else
+        return ""
+        #endif
+    }
+
+    /// The sum of the `size` of the last element starting with each prefix in `malloc_info`'s XML
+    /// (the process-wide totals come last).
+    static func sum(_ xml: String, _ prefixes: [String]) -> Int {
+        prefixes.reduce(0) { result, prefix in
+            guard let range = xml.range(of: prefix, options: .backwards) else { return result }
+            let rest = xml[range.upperBound...]
+            guard let size = rest.range(of: #"size=""#) else { return result }
+            return result + (Int(rest[size.upperBound...].prefix(while: \.isNumber)) ?? 0)
+        }
     }
 
     static func residentMegabytes() -> Int {
