@@ -286,6 +286,9 @@ struct HeartbeatFails: GatewayStore {
     func complete(_ outcomes: [DeliveryOutcome], owner: String, now: Date) async throws -> Int {
         try await base.complete(outcomes, owner: owner, now: now)
     }
+    func markStarted(notificationID: String, positions: [Int], owner: String, now: Date) async throws -> Int {
+        try await base.markStarted(notificationID: notificationID, positions: positions, owner: owner, now: now)
+    }
     func deleteFinished(before cutoff: Date, limit: Int) async throws -> Int {
         try await base.deleteFinished(before: cutoff, limit: limit)
     }

@@ -154,6 +154,13 @@ import Testing
                     "one apns-id names one push, and this request makes 2: send one device per request with its own apns-id, or leave it out (the gateway gives each device-send its own, the same on every attempt)"
                 )
             ),
+            (
+                "{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"alert\":\"x\",\"delivery\":\"exactly-once\",\(device)}",
+                RequestProblem(
+                    field: "delivery",
+                    "exactly-once is not a delivery semantics; give at-least-once (the default: after a crash, what may have been sent is sent again) or at-most-once (it is reported failed with delivery unknown instead)"
+                )
+            ),
             ("[1]", RequestProblem("the body is an array; give a JSON object")),
             (
                 #"{"push-type":"alert","bundle-id":"a.b"}"#,

@@ -1,6 +1,7 @@
 import APNsGateway
 import Foundation
 import Logging
+import GRDB
 import PostgresNIO
 import Testing
 
@@ -40,7 +41,8 @@ final class TestStore: Sendable {
     private let pool: Task<Void, Never>?
     private let database: String?
 
-    init(_ backend: Backend) async throws {
+    /// `prepared: false` leaves the database empty, schema and all, for a test that makes its own.
+    init(_ backend: Backend, prepared: Bool = true) async throws {
         self.backend = backend
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -66,7 +68,47 @@ final class TestStore: Sendable {
             pool = Task { await postgres.run() }
             database = name
         }
-        try await store.prepare()
+        if prepared { try await store.prepare() }
+    }
+
+    /// Runs SQL statements on the queue's database directly, as another program would.
+    func execute(_ statements: [String]) async throws {
+        _ = try await rows(statements, query: nil)
+    }
+
+    /// The rows of a query whose columns are all text (cast them), each row's columns joined by `|`.
+    func rows(_ query: String) async throws -> [String] {
+        try await rows([], query: query)
+    }
+
+    private func rows(_ statements: [String], query: String?) async throws -> [String] {
+        switch backend {
+        case .sqlite:
+            let database = try DatabaseQueue(path: url)
+            return try await database.write { db in
+                for statement in statements { try db.execute(sql: statement) }
+                guard let query else { return [] }
+                return try Row.fetchAll(db, sql: query).map { row in
+                    row.databaseValues.map { String.fromDatabaseValue($0) ?? "NULL" }.joined(separator: "|")
+                }
+            }
+        case .postgres:
+            let client = try PostgresStore.client(url: url, logger: Logger(label: "test-postgres-raw"))
+            return try await withThrowingTaskGroup(of: [String].self) { group in
+                group.addTask {
+                    await client.run()
+                    return []
+                }
+                defer { group.cancelAll() }
+                for statement in statements { try await client.query(PostgresQuery(unsafeSQL: statement)) }
+                guard let query else { return [] }
+                var result: [String] = []
+                for try await row in try await client.query(PostgresQuery(unsafeSQL: query)) {
+                    result.append(try row.map { try $0.decode(String?.self) ?? "NULL" }.joined(separator: "|"))
+                }
+                return result
+            }
+        }
     }
 
     /// Another store on the same queue (a second gateway instance's), run until `body` returns.

@@ -189,6 +189,18 @@ public struct RequestProblem: Error, CustomStringConvertible, Sendable, Equatabl
     public var description: String { field.map { "\($0): \(message)" } ?? message }
 }
 
+/// What a gateway crash may cost a notification's device-sends. APNs has no idempotency: a push sent
+/// twice buzzes twice.
+enum DeliverySemantics: String, Sendable {
+    /// After a crash, device-sends that may have been sent are sent again (the default): none is
+    /// lost, a few may arrive twice.
+    case atLeastOnce = "at-least-once"
+    /// Before a device-send may be written to APNs its start is recorded; after a crash, one
+    /// recorded as started is reported `failed` with `delivery: unknown` instead of being sent
+    /// again: none arrives twice, a few may be lost.
+    case atMostOnce = "at-most-once"
+}
+
 /// The notification fields of a request (everything but `devices`), built into the push type's
 /// typed notification.
 struct NotificationSpec: Sendable {
@@ -197,10 +209,12 @@ struct NotificationSpec: Sendable {
     let notification: any PushNotification
     /// The client's `apns-id`, when it gave one (one device or a channel only).
     let apnsID: APNsID?
+    /// What a crash may cost: a repeat (`at-least-once`, the default) or a loss (`at-most-once`).
+    let delivery: DeliverySemantics
 
     /// The fields every push type takes.
     static let common: Set<String> = [
-        "push-type", "bundle-id", "topic", "priority", "expiration", "collapse-id", "apns-id",
+        "push-type", "bundle-id", "topic", "priority", "expiration", "collapse-id", "apns-id", "delivery",
     ]
     /// The fields each push type adds.
     static let specific: [String: Set<String>] = [
@@ -269,6 +283,17 @@ struct NotificationSpec: Sendable {
             apnsID = id
         } else {
             apnsID = nil
+        }
+        if let text = try reader.string("delivery") {
+            guard let semantics = DeliverySemantics(rawValue: text) else {
+                throw RequestProblem(
+                    field: "delivery",
+                    "\(text) is not a delivery semantics; give at-least-once (the default: after a crash, what may have been sent is sent again) or at-most-once (it is reported failed with delivery unknown instead)"
+                )
+            }
+            delivery = semantics
+        } else {
+            delivery = .atLeastOnce
         }
         self.notification = try NotificationSpec.build(type, app: app, reader)
     }

@@ -43,6 +43,13 @@ public final class Dispatcher: Service, Sendable {
         public var retention: Duration = .seconds(7 * 86_400)
         /// How often finished notifications older than ``retention`` are looked for.
         public var pruneInterval: Duration = .seconds(60)
+        /// An at-most-once notification's device-sends are recorded as started this many at a time,
+        /// each group before any of it may be written to APNs: after a crash, at most this many
+        /// times ``startGroupsInFlight`` of them are reported `unknown` without having been sent.
+        public var startGroup = 100
+        /// Groups of an at-most-once notification being sent at once (the next is recorded while
+        /// the others are on the wire).
+        public var startGroupsInFlight = 4
         /// Attempts of a device-send whose failures were all provably not sent, the first included.
         public var maximumAttempts = 5
         /// The library's retry policy inside one attempt.
@@ -66,6 +73,11 @@ public final class Dispatcher: Service, Sendable {
             guard retention > .zero, pruneInterval > .zero else {
                 throw DispatcherConfigurationError(
                     "the retention (\(retention.seconds) s) and prune interval (\(pruneInterval.seconds) s) must be positive"
+                )
+            }
+            guard startGroup > 0, startGroupsInFlight > 0 else {
+                throw DispatcherConfigurationError(
+                    "an at-most-once start group (\(startGroup)) and the groups in flight (\(startGroupsInFlight)) must be at least 1"
                 )
             }
             guard heartbeat > .zero, lease > .zero, timeout > .zero else {
@@ -329,8 +341,23 @@ public final class Dispatcher: Service, Sendable {
         var ids: [String: APNsID] = [:]
         var devices: [Device] = []
         var pending: [DeliveryOutcome] = []
+        let atMostOnce = spec.delivery == .atMostOnce
         for delivery in claimed.deliveries {
+            if atMostOnce, delivery.mayHaveBeenSent {
+                // Recorded as started by a sender that left no outcome (it crashed, or lost its
+                // lease): it may have reached APNs, and this notification forbids a second time.
+                pending.append(
+                    failure(
+                        claimed, delivery, app: spec.app, kind: "interrupted", delivery: .unknown,
+                        message:
+                            "the sender that started it stopped before its outcome was written; at-most-once: not sent again",
+                        final: true))
+                continue
+            }
             if delivery.token.hasPrefix(NotificationRequest.channelPrefix) {
+                if atMostOnce {
+                    guard await markStarted(claimed, [delivery]) else { continue }
+                }
                 pending.append(await broadcast(spec, claimed, delivery))
                 continue
             }
@@ -347,56 +374,131 @@ public final class Dispatcher: Service, Sendable {
                         message: error.description, final: true))
             }
         }
+        await write(pending)
+        guard !devices.isEmpty else { return }
         // Devices go through the bulk path (a channel's notification has none).
-        if !devices.isEmpty {
-            // The devices that have their outcome from the bulk send (some may be written already).
-            var answered: Set<String> = []
-            // Read as sending progresses: none is started once the lease is in doubt.
-            let startable = StoppableDevices(devices: devices) { [self] in !mayStart }
-            do {
-                let results = try bulkSendOutcomes(
-                    spec.notification, via: connector, to: startable, timeout: configuration.timeout,
-                    retry: configuration.retry,
-                    apnsID: { [ids] device in ids[device.token] ?? APNsID() })
-                var lastWrite = ContinuousClock.now
-                for try await outcome in results {
-                    guard let delivery = byToken[outcome.device.token] else { continue }
-                    answered.insert(outcome.device.token)
-                    pending.append(record(outcome.result, claimed, delivery, app: spec.app))
-                    if pending.count >= configuration.writeBatch
-                        || ContinuousClock.now - lastWrite >= configuration.writeInterval
-                    {
-                        await write(pending)
-                        pending.removeAll(keepingCapacity: true)
-                        lastWrite = ContinuousClock.now
-                    }
+        let sending = Sending(claimed: claimed, spec: spec, byToken: byToken, ids: ids)
+        guard atMostOnce else {
+            await bulk(devices, sending)
+            return
+        }
+        // At most once: each group is recorded as started before any of it may be written.
+        var groups = stride(from: 0, to: devices.count, by: configuration.startGroup).map {
+            devices[$0..<min($0 + configuration.startGroup, devices.count)]
+        }[...]
+        await withTaskGroup(of: Void.self) { group in
+            var inFlight = 0
+            while let next = groups.first {
+                // A group is recorded only when fewer than `startGroupsInFlight` are on the wire,
+                // and started only once its record is in.
+                if inFlight == configuration.startGroupsInFlight {
+                    await group.next()
+                    inFlight -= 1
                 }
-            } catch {
-                // The connector refused the notification as a whole (its authentication cannot send
-                // this push type, say): every device-send ends with that reason, nothing was sent.
-                for device in devices where !answered.contains(device.token) {
-                    guard let delivery = byToken[device.token] else { continue }
-                    answered.insert(device.token)
-                    pending.append(
-                        failure(
-                            claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: "\(error)",
-                            final: true))
-                }
-            }
-            // Devices the bulk send never read were never started (the lease came into doubt):
-            // provably unsent, queued again.
-            let retryAt = Date().addingTimeInterval(1)
-            for device in devices[startable.handedOut...] where !answered.contains(device.token) {
-                guard let delivery = byToken[device.token] else { continue }
-                pending.append(
-                    DeliveryOutcome(
-                        notificationID: claimed.id, position: delivery.position, token: delivery.token, app: spec.app,
-                        errorKind: "stopped", delivery: Delivery.notSent.rawValue,
-                        message: "not started: this instance stopped sending while its lease was in doubt",
-                        retryAt: retryAt))
+                guard mayStart else { break }  // this group and the rest are queued again below
+                groups = groups.dropFirst()
+                // When the record fails, markStarted queues this group again; the rest below.
+                guard await markStarted(claimed, next.compactMap { byToken[$0.token] }) else { break }
+                inFlight += 1
+                group.addTask { await self.bulk(Array(next), sending) }
             }
         }
+        // Groups never recorded as started: provably unsent, queued again.
+        let unstarted = groups.flatMap { $0 }
+        if !unstarted.isEmpty {
+            await write(
+                unstarted.compactMap { byToken[$0.token] }.map {
+                    stopped(claimed, $0, app: spec.app, retryAt: Date().addingTimeInterval(1))
+                })
+        }
+    }
+
+    /// What ``bulk(_:_:)`` needs of the notification being sent.
+    private struct Sending: Sendable {
+        let claimed: ClaimedNotification
+        let spec: NotificationSpec
+        let byToken: [String: ClaimedDelivery]
+        let ids: [String: APNsID]
+    }
+
+    /// Records `deliveries` as started (an at-most-once notification's, before they may be sent);
+    /// whether all of them were. When not (the database failed, or the lease was lost), none is
+    /// sent, and they are queued again — they were not.
+    private func markStarted(_ claimed: ClaimedNotification, _ deliveries: [ClaimedDelivery]) async -> Bool {
+        do {
+            let marked = try await store.markStarted(
+                notificationID: claimed.id, positions: deliveries.map(\.position), owner: owner, now: Date())
+            if marked == deliveries.count { return true }
+            logger.warning(
+                "some device-sends of an at-most-once notification were no longer ours to start; not sending them",
+                metadata: ["notification": "\(claimed.id)", "held": "\(marked)", "of": "\(deliveries.count)"])
+        } catch {
+            logger.error(
+                "recording an at-most-once notification's sends as started failed; not sending them now",
+                metadata: ["notification": "\(claimed.id)", "error": "\(error)"])
+        }
+        await write(deliveries.map { stopped(claimed, $0, app: "", retryAt: Date().addingTimeInterval(1)) })
+        return false
+    }
+
+    /// Sends one notification to `devices` through the library's bulk path, writing outcomes as
+    /// they come; devices it never started (the lease came into doubt) are queued again.
+    private func bulk(_ devices: [Device], _ sending: Sending) async {
+        let (claimed, spec, byToken, ids) = (sending.claimed, sending.spec, sending.byToken, sending.ids)
+        var pending: [DeliveryOutcome] = []
+        // The devices that have their outcome from the bulk send (some may be written already).
+        var answered: Set<String> = []
+        // Read as sending progresses: none is started once the lease is in doubt.
+        let startable = StoppableDevices(devices: devices) { [self] in !mayStart }
+        do {
+            let results = try bulkSendOutcomes(
+                spec.notification, via: connector, to: startable, timeout: configuration.timeout,
+                retry: configuration.retry,
+                apnsID: { device in ids[device.token] ?? APNsID() })
+            var lastWrite = ContinuousClock.now
+            for try await outcome in results {
+                guard let delivery = byToken[outcome.device.token] else { continue }
+                answered.insert(outcome.device.token)
+                pending.append(record(outcome.result, claimed, delivery, app: spec.app))
+                if pending.count >= configuration.writeBatch
+                    || ContinuousClock.now - lastWrite >= configuration.writeInterval
+                {
+                    await write(pending)
+                    pending.removeAll(keepingCapacity: true)
+                    lastWrite = ContinuousClock.now
+                }
+            }
+        } catch {
+            // The connector refused the notification as a whole (its authentication cannot send
+            // this push type, say): every device-send ends with that reason, nothing was sent.
+            for device in devices where !answered.contains(device.token) {
+                guard let delivery = byToken[device.token] else { continue }
+                answered.insert(device.token)
+                pending.append(
+                    failure(
+                        claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: "\(error)",
+                        final: true))
+            }
+        }
+        // Devices the bulk send never read were never started (the lease came into doubt):
+        // provably unsent, queued again.
+        let retryAt = Date().addingTimeInterval(1)
+        for device in devices[startable.handedOut...] where !answered.contains(device.token) {
+            guard let delivery = byToken[device.token] else { continue }
+            pending.append(stopped(claimed, delivery, app: spec.app, retryAt: retryAt))
+        }
         await write(pending)
+    }
+
+    /// A device-send this instance did not start (it stopped sending): queued again, not sent.
+    private func stopped(
+        _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, app: String, retryAt: Date
+    ) -> DeliveryOutcome {
+        DeliveryOutcome(
+            notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app,
+            errorKind: "stopped", delivery: Delivery.notSent.rawValue,
+            message: "not started: this instance stopped sending while its lease was in doubt",
+            retryAt: retryAt)
     }
 
     /// Sends a Live Activity update or end to its broadcast channel (one request for every

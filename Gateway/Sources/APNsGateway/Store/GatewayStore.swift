@@ -12,7 +12,8 @@ import Foundation
 ///
 /// Thread safety: implementations are `Sendable` and safe to call from any number of tasks.
 public protocol GatewayStore: Sendable {
-    /// Creates or upgrades the schema. Safe to call on every start.
+    /// Creates the schema or upgrades it through its numbered migrations; throws a ``StoreError``
+    /// for a queue a newer gateway has upgraded. Safe to call on every start.
     func prepare() async throws
 
     /// Adds an API key (only its hash is stored).
@@ -47,6 +48,12 @@ public protocol GatewayStore: Sendable {
     func heartbeat(_ instance: GatewayInstance, now: Date, leaseUntil: Date) async throws -> Bool
     /// Removes the sender's registration (a graceful stop).
     func unregister(_ instance: GatewayInstance) async throws
+    /// Records, durably, that these claimed device-sends of one notification may be written to APNs
+    /// from now on (an at-most-once notification's, before they are); returns how many were still
+    /// held by `owner`. A later claim of one reports ``ClaimedDelivery/mayHaveBeenSent``; an outcome
+    /// that queues it again (provably not sent) clears the record.
+    func markStarted(notificationID: String, positions: [Int], owner: String, now: Date) async throws -> Int
+
     /// Writes outcomes of device-sends `owner` claimed, in one transaction: each is done, or, when
     /// ``DeliveryOutcome/retryAt`` is set, queued again for then. Outcomes of claims `owner` no
     /// longer holds are ignored (another sender took them over) and not counted.
@@ -180,11 +187,15 @@ public struct ClaimedDelivery: Sendable, Hashable {
     public var token: String
     /// Attempts before this one.
     public var attempts: Int
+    /// Whether an earlier holder recorded it as started (``GatewayStore/markStarted(notificationID:positions:owner:now:)``)
+    /// and left no outcome: it may have reached APNs.
+    public var mayHaveBeenSent: Bool
 
-    public init(position: Int, token: String, attempts: Int) {
+    public init(position: Int, token: String, attempts: Int, mayHaveBeenSent: Bool = false) {
         self.position = position
         self.token = token
         self.attempts = attempts
+        self.mayHaveBeenSent = mayHaveBeenSent
     }
 }
 

@@ -32,6 +32,13 @@ public final class PostgresStore: GatewayStore, Service {
     /// A store on the database `url` names: `postgres://user[:password]@host[:port]/database`
     /// (`?sslmode=disable` turns TLS off; it is preferred otherwise).
     public init(url: String, settleTime: Duration = .seconds(5), logger: Logger) throws {
+        client = try Self.client(url: url, maximumConnections: 20, logger: logger)
+        self.logger = logger
+        self.settleTime = settleTime.seconds
+    }
+
+    /// A connection pool (not yet running) on the database `url` names; the one reader of the URL.
+    package static func client(url: String, maximumConnections: Int = 2, logger: Logger) throws -> PostgresClient {
         guard let components = URLComponents(string: url),
             ["postgres", "postgresql"].contains(components.scheme ?? ""),
             let host = components.host, !host.isEmpty
@@ -46,10 +53,8 @@ public final class PostgresStore: GatewayStore, Service {
             password: components.password,
             database: database.isEmpty ? nil : database,
             tls: disableTLS ? .disable : .prefer(.makeClientConfiguration()))
-        configuration.options.maximumConnections = 20
-        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        self.logger = logger
-        self.settleTime = settleTime.seconds
+        configuration.options.maximumConnections = maximumConnections
+        return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 
     /// Runs the connection pool until cancelled or shut down gracefully.
@@ -57,46 +62,9 @@ public final class PostgresStore: GatewayStore, Service {
         await cancelWhenGracefulShutdown { await self.client.run() }
     }
 
+    /// Applies the schema's missing migrations, numbered and recorded in `gateway_schema`.
     public func prepare() async throws {
-        try await client.withTransaction(logger: logger) { connection in
-            // Instances starting together create the schema one at a time.
-            try await connection.query("SELECT pg_advisory_xact_lock(7309354181)", logger: logger)
-            for statement: PostgresQuery in [
-                """
-                CREATE TABLE IF NOT EXISTS api_keys (
-                    hash text PRIMARY KEY, name text NOT NULL UNIQUE, apps text NOT NULL, requests_per_second double precision NOT NULL)
-                """,
-                """
-                CREATE TABLE IF NOT EXISTS notifications (
-                    id text PRIMARY KEY, key_name text NOT NULL, push_type text NOT NULL, app text NOT NULL, request text NOT NULL,
-                    created_at double precision NOT NULL)
-                """,
-                """
-                CREATE TABLE IF NOT EXISTS deliveries (
-                    notification_id text NOT NULL REFERENCES notifications(id), position integer NOT NULL, token text NOT NULL,
-                    state text NOT NULL, available_at double precision NOT NULL, created_at double precision NOT NULL,
-                    lease_owner text, lease_until double precision, attempts integer NOT NULL DEFAULT 0,
-                    status integer, reason text, apns_id text, error_kind text, delivery text, message text,
-                    finished_at double precision, PRIMARY KEY (notification_id, position))
-                """,
-                "CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (created_at, notification_id, position) WHERE state <> 'done'",
-                "CREATE INDEX IF NOT EXISTS deliveries_claims ON deliveries (lease_owner) WHERE state = 'claimed'",
-                "CREATE INDEX IF NOT EXISTS notifications_created ON notifications (created_at)",
-                """
-                CREATE TABLE IF NOT EXISTS instances (
-                    name text PRIMARY KEY, host text NOT NULL, pid integer NOT NULL, incarnation text NOT NULL,
-                    heartbeat_at double precision NOT NULL)
-                """,
-                """
-                CREATE TABLE IF NOT EXISTS unregistered (
-                    seq bigserial PRIMARY KEY, app text NOT NULL, token text NOT NULL, invalid_since double precision,
-                    reported_at double precision NOT NULL, UNIQUE (app, token))
-                """,
-                "CREATE INDEX IF NOT EXISTS unregistered_reported ON unregistered (reported_at)",
-            ] {
-                try await connection.query(statement, logger: logger)
-            }
-        }
+        try await Migrations.migrate(client, logger: logger)
     }
 
     public func addAPIKey(_ key: APIKey) async throws {
@@ -205,11 +173,12 @@ public final class PostgresStore: GatewayStore, Service {
                     FOR UPDATE SKIP LOCKED)
                 UPDATE deliveries d SET state = 'claimed', lease_owner = \(owner), lease_until = \(leaseUntil.timeIntervalSince1970)
                 FROM due WHERE d.notification_id = due.notification_id AND d.position = due.position
-                RETURNING d.notification_id, d.position, d.token, d.attempts, d.created_at
+                RETURNING d.notification_id, d.position, d.token, d.attempts, d.created_at, d.started_at IS NOT NULL
                 """, logger: logger)
-            var claimed: [(id: String, position: Int, token: String, attempts: Int, created: Double)] = []
-            for try await row in rows.decode((String, Int, String, Int, Double).self) {
-                claimed.append((row.0, row.1, row.2, row.3, row.4))
+            var claimed: [(id: String, position: Int, token: String, attempts: Int, created: Double, started: Bool)] =
+                []
+            for try await row in rows.decode((String, Int, String, Int, Double, Bool).self) {
+                claimed.append((row.0, row.1, row.2, row.3, row.4, row.5))
             }
             guard !claimed.isEmpty else { return [] }
             claimed.sort { ($0.created, $0.id, $0.position) < ($1.created, $1.id, $1.position) }
@@ -222,7 +191,9 @@ public final class PostgresStore: GatewayStore, Service {
             }
             var notifications: [ClaimedNotification] = []
             for entry in claimed {
-                let delivery = ClaimedDelivery(position: entry.position, token: entry.token, attempts: entry.attempts)
+                let delivery = ClaimedDelivery(
+                    position: entry.position, token: entry.token, attempts: entry.attempts,
+                    mayHaveBeenSent: entry.started)
                 if notifications.last?.id == entry.id {
                     notifications[notifications.count - 1].deliveries.append(delivery)
                 } else {
@@ -233,6 +204,20 @@ public final class PostgresStore: GatewayStore, Service {
             }
             return notifications
         }
+    }
+
+    public func markStarted(notificationID: String, positions: [Int], owner: String, now: Date) async throws -> Int {
+        guard !positions.isEmpty else { return 0 }
+        let rows = try await client.query(
+            """
+            UPDATE deliveries SET started_at = \(now.timeIntervalSince1970)
+            WHERE notification_id = \(notificationID) AND position = ANY(\(positions)::integer[])
+                AND state = 'claimed' AND lease_owner = \(owner)
+            RETURNING position
+            """, logger: logger)
+        var marked = 0
+        for try await _ in rows.decode(Int.self) { marked += 1 }
+        return marked
     }
 
     public func deleteFinished(before cutoff: Date, limit: Int) async throws -> Int {
@@ -351,7 +336,7 @@ public final class PostgresStore: GatewayStore, Service {
             if !requeued.isEmpty {
                 try await connection.query(
                     """
-                    UPDATE deliveries d SET state = 'queued', lease_owner = NULL, lease_until = NULL, attempts = d.attempts + 1,
+                    UPDATE deliveries d SET state = 'queued', lease_owner = NULL, lease_until = NULL, started_at = NULL, attempts = d.attempts + 1,
                         available_at = o.retry_at, error_kind = o.error_kind, delivery = o.delivery, message = o.message
                     FROM jsonb_to_recordset(\(rows(requeued))::jsonb) AS o(
                         notification_id text, position integer, error_kind text, delivery text, message text, retry_at double precision)

@@ -17,37 +17,9 @@ public final class SQLiteStore: GatewayStore {
         pool = try DatabasePool(path: path, configuration: configuration)
     }
 
+    /// Applies the schema's missing migrations, recorded by GRDB's `DatabaseMigrator`.
     public func prepare() async throws {
-        try await pool.write { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE IF NOT EXISTS api_keys (
-                        hash TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, apps TEXT NOT NULL, requests_per_second REAL NOT NULL);
-                    CREATE TABLE IF NOT EXISTS notifications (
-                        id TEXT PRIMARY KEY, key_name TEXT NOT NULL, push_type TEXT NOT NULL, app TEXT NOT NULL,
-                        request TEXT NOT NULL, created_at REAL NOT NULL);
-                    CREATE TABLE IF NOT EXISTS deliveries (
-                        notification_id TEXT NOT NULL REFERENCES notifications(id), position INTEGER NOT NULL,
-                        token TEXT NOT NULL, state TEXT NOT NULL, available_at REAL NOT NULL,
-                        lease_owner TEXT, lease_until REAL, attempts INTEGER NOT NULL DEFAULT 0,
-                        status INTEGER, reason TEXT, apns_id TEXT, error_kind TEXT, delivery TEXT, message TEXT, finished_at REAL,
-                        PRIMARY KEY (notification_id, position));
-                    DROP INDEX IF EXISTS deliveries_due;
-                    CREATE TABLE IF NOT EXISTS unregistered (
-                        seq INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, token TEXT NOT NULL, invalid_since REAL,
-                        reported_at REAL NOT NULL, UNIQUE (app, token));
-                    CREATE INDEX IF NOT EXISTS deliveries_claims ON deliveries(lease_owner) WHERE state = 'claimed';
-                    CREATE INDEX IF NOT EXISTS deliveries_queued ON deliveries(available_at) WHERE state = 'queued';
-                    CREATE INDEX IF NOT EXISTS deliveries_expiring ON deliveries(lease_until) WHERE state = 'claimed';
-                    CREATE INDEX IF NOT EXISTS notifications_created ON notifications(created_at);
-                    CREATE TABLE IF NOT EXISTS instances (
-                        name TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, incarnation TEXT NOT NULL,
-                        heartbeat_at REAL NOT NULL);
-                    CREATE INDEX IF NOT EXISTS unregistered_reported ON unregistered(reported_at);
-                    CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-                    INSERT OR IGNORE INTO counters(name, value) VALUES ('queue_depth', 0);
-                    """)
-        }
+        try await Migrations.migrate(pool)
     }
 
     public func addAPIKey(_ key: APIKey) async throws {
@@ -153,7 +125,7 @@ public final class SQLiteStore: GatewayStore {
                 sql: "UPDATE deliveries SET state = 'claimed', lease_owner = ?, lease_until = ? WHERE rowid = ?")
             let read = try db.cachedStatement(
                 sql: """
-                    SELECT d.notification_id, d.position, d.token, d.attempts, n.request, n.created_at
+                    SELECT d.notification_id, d.position, d.token, d.attempts, d.started_at IS NOT NULL AS started, n.request, n.created_at
                     FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE d.rowid = ?
                     """)
             var rows: [(created: Double, id: String, delivery: ClaimedDelivery, request: String)] = []
@@ -164,7 +136,9 @@ public final class SQLiteStore: GatewayStore {
                 rows.append(
                     (
                         row["created_at"], row["notification_id"],
-                        ClaimedDelivery(position: row["position"], token: row["token"], attempts: row["attempts"]),
+                        ClaimedDelivery(
+                            position: row["position"], token: row["token"], attempts: row["attempts"],
+                            mayHaveBeenSent: row["started"]),
                         row["request"]
                     ))
             }
@@ -179,6 +153,23 @@ public final class SQLiteStore: GatewayStore {
                 }
             }
             return claimed
+        }
+    }
+
+    public func markStarted(notificationID: String, positions: [Int], owner: String, now: Date) async throws -> Int {
+        guard !positions.isEmpty else { return 0 }
+        return try await pool.write { db in
+            let mark = try db.cachedStatement(
+                sql: """
+                    UPDATE deliveries SET started_at = ?
+                    WHERE notification_id = ? AND position = ? AND state = 'claimed' AND lease_owner = ?
+                    """)
+            var marked = 0
+            for position in positions {
+                try mark.execute(arguments: [now.timeIntervalSince1970, notificationID, position, owner])
+                marked += db.changesCount
+            }
+            return marked
         }
     }
 
@@ -276,7 +267,7 @@ public final class SQLiteStore: GatewayStore {
                     """)
             let requeue = try db.cachedStatement(
                 sql: """
-                    UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_until = NULL, attempts = attempts + 1,
+                    UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_until = NULL, started_at = NULL, attempts = attempts + 1,
                         available_at = ?, error_kind = ?, delivery = ?, message = ?
                     WHERE notification_id = ? AND position = ? AND state = 'claimed' AND lease_owner = ?
                     """)

@@ -1,0 +1,174 @@
+import Foundation
+import GRDB
+import Logging
+import PostgresNIO
+
+/// The queue's schema, as numbered migrations: each backend's list is the one owner of its schema,
+/// applied in order by ``GatewayStore/prepare()`` and recorded in the database (GRDB's
+/// `grdb_migrations` table on SQLite, `gateway_schema` on PostgreSQL), so a gateway upgrades a queue
+/// left by any earlier release and refuses one that a newer release has changed.
+///
+/// A migration is never edited once released: a change is a new one at the end. The first is the
+/// schema of release 0.1.0, written with `IF NOT EXISTS` so that a queue created before migrations
+/// were recorded is adopted as it is; the second brings it to leases, instance names and retention;
+/// the third records when an at-most-once device-send may have started (`started_at`).
+enum Migrations {
+    /// SQLite: (identifier, SQL) in order.
+    static let sqlite: [(identifier: String, sql: String)] = [
+        (
+            "1-release-0.1.0",
+            """
+            CREATE TABLE IF NOT EXISTS api_keys (
+                hash TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, apps TEXT NOT NULL, requests_per_second REAL NOT NULL);
+            CREATE TABLE IF NOT EXISTS notifications (
+                id TEXT PRIMARY KEY, key_name TEXT NOT NULL, push_type TEXT NOT NULL, app TEXT NOT NULL,
+                request TEXT NOT NULL, created_at REAL NOT NULL);
+            CREATE TABLE IF NOT EXISTS deliveries (
+                notification_id TEXT NOT NULL REFERENCES notifications(id), position INTEGER NOT NULL,
+                token TEXT NOT NULL, state TEXT NOT NULL, available_at REAL NOT NULL,
+                lease_owner TEXT, lease_until REAL, attempts INTEGER NOT NULL DEFAULT 0,
+                status INTEGER, reason TEXT, apns_id TEXT, error_kind TEXT, delivery TEXT, message TEXT, finished_at REAL,
+                PRIMARY KEY (notification_id, position));
+            CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(state, available_at) WHERE state <> 'done';
+            CREATE TABLE IF NOT EXISTS unregistered (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, token TEXT NOT NULL, invalid_since REAL,
+                reported_at REAL NOT NULL, UNIQUE (app, token));
+            CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+            INSERT OR IGNORE INTO counters(name, value) VALUES ('queue_depth', 0);
+            """
+        ),
+        (
+            "2-leases-and-retention",
+            """
+            DROP INDEX IF EXISTS deliveries_due;
+            CREATE INDEX IF NOT EXISTS deliveries_claims ON deliveries(lease_owner) WHERE state = 'claimed';
+            CREATE INDEX IF NOT EXISTS deliveries_queued ON deliveries(available_at) WHERE state = 'queued';
+            CREATE INDEX IF NOT EXISTS deliveries_expiring ON deliveries(lease_until) WHERE state = 'claimed';
+            CREATE INDEX IF NOT EXISTS notifications_created ON notifications(created_at);
+            CREATE TABLE IF NOT EXISTS instances (
+                name TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, incarnation TEXT NOT NULL,
+                heartbeat_at REAL NOT NULL);
+            CREATE INDEX IF NOT EXISTS unregistered_reported ON unregistered(reported_at);
+            """
+        ),
+        (
+            "3-at-most-once",
+            """
+            ALTER TABLE deliveries ADD COLUMN started_at REAL;
+            """
+        ),
+    ]
+
+    /// PostgreSQL: (version, name, statements) in order; a version's statements run in the
+    /// transaction that records it.
+    static let postgres: [(version: Int, name: String, statements: [String])] = [
+        (
+            1, "release 0.1.0",
+            [
+                """
+                CREATE TABLE IF NOT EXISTS api_keys (
+                    hash text PRIMARY KEY, name text NOT NULL UNIQUE, apps text NOT NULL, requests_per_second double precision NOT NULL)
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS notifications (
+                    id text PRIMARY KEY, key_name text NOT NULL, push_type text NOT NULL, app text NOT NULL, request text NOT NULL,
+                    created_at double precision NOT NULL)
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS deliveries (
+                    notification_id text NOT NULL REFERENCES notifications(id), position integer NOT NULL, token text NOT NULL,
+                    state text NOT NULL, available_at double precision NOT NULL, created_at double precision NOT NULL,
+                    lease_owner text, lease_until double precision, attempts integer NOT NULL DEFAULT 0,
+                    status integer, reason text, apns_id text, error_kind text, delivery text, message text,
+                    finished_at double precision, PRIMARY KEY (notification_id, position))
+                """,
+                "CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (created_at, notification_id, position) WHERE state <> 'done'",
+                """
+                CREATE TABLE IF NOT EXISTS unregistered (
+                    seq bigserial PRIMARY KEY, app text NOT NULL, token text NOT NULL, invalid_since double precision,
+                    reported_at double precision NOT NULL, UNIQUE (app, token))
+                """,
+            ]
+        ),
+        (
+            2, "leases and retention",
+            [
+                "CREATE INDEX IF NOT EXISTS deliveries_claims ON deliveries (lease_owner) WHERE state = 'claimed'",
+                "CREATE INDEX IF NOT EXISTS notifications_created ON notifications (created_at)",
+                """
+                CREATE TABLE IF NOT EXISTS instances (
+                    name text PRIMARY KEY, host text NOT NULL, pid integer NOT NULL, incarnation text NOT NULL,
+                    heartbeat_at double precision NOT NULL)
+                """,
+                "CREATE INDEX IF NOT EXISTS unregistered_reported ON unregistered (reported_at)",
+            ]
+        ),
+        (3, "at-most-once", ["ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS started_at double precision"]),
+    ]
+
+    /// The error for a queue a newer gateway has migrated past what this one knows.
+    static func superseded(_ unknown: [String], known: String) -> StoreError {
+        StoreError(
+            """
+            the queue's schema was upgraded by a newer apns-gateway (migrations this version does not know: \
+            \(unknown.joined(separator: ", ")); this version stops at \(known)): run that version or a newer one \
+            on this database, or restore the backup taken before the upgrade
+            """)
+    }
+
+    /// Applies SQLite's missing migrations, in order, with no other writer between them; throws
+    /// ``superseded(_:known:)`` when the database has one this version does not know.
+    static func migrate(_ pool: DatabasePool) async throws {
+        let migrator = sqlite.reduce(into: DatabaseMigrator()) { migrator, migration in
+            migrator.registerMigration(migration.identifier) { db in try db.execute(sql: migration.sql) }
+        }
+        let known = Set(sqlite.map(\.identifier))
+        let applied = try await pool.read { db in try migrator.appliedIdentifiers(db) }
+        let unknown = applied.subtracting(known).sorted()
+        guard unknown.isEmpty else { throw superseded(unknown, known: sqlite.last?.identifier ?? "") }
+        // GRDB's own asynchronous form, so no Swift concurrency thread waits for the write lock.
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            migrator.asyncMigrate(pool) { result in continuation.resume(with: result.map { _ in () }) }
+        }
+    }
+
+    /// Applies PostgreSQL's missing migrations in one transaction, under an advisory lock so that
+    /// instances starting together migrate one at a time; throws ``superseded(_:known:)`` when the
+    /// database has a version this one does not know.
+    static func migrate(_ client: PostgresClient, logger: Logger) async throws {
+        // The versions this one does not know, found inside the transaction and thrown outside it
+        // (postgres-nio wraps an error thrown inside in its own).
+        let unknown = try await client.withTransaction(logger: logger) { connection -> [Int] in
+            try await connection.query("SELECT pg_advisory_xact_lock(7309354181)", logger: logger)
+            try await connection.query(
+                """
+                CREATE TABLE IF NOT EXISTS gateway_schema (
+                    version integer PRIMARY KEY, name text NOT NULL, applied_at double precision NOT NULL)
+                """, logger: logger)
+            var applied: Set<Int> = []
+            for try await version in try await connection.query("SELECT version FROM gateway_schema", logger: logger)
+                .decode(Int.self)
+            {
+                applied.insert(version)
+            }
+            let unknown = applied.subtracting(postgres.map(\.version)).sorted()
+            guard unknown.isEmpty else { return unknown }
+            for migration in postgres where !applied.contains(migration.version) {
+                for statement in migration.statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                let now = Date().timeIntervalSince1970
+                try await connection.query(
+                    "INSERT INTO gateway_schema(version, name, applied_at) VALUES (\(migration.version), \(migration.name), \(now))",
+                    logger: logger)
+                logger.info(
+                    "applied schema migration",
+                    metadata: ["version": "\(migration.version)", "name": "\(migration.name)"])
+            }
+            return []
+        }
+        guard unknown.isEmpty else {
+            throw superseded(unknown.map { "\($0)" }, known: "\(postgres.last?.version ?? 0)")
+        }
+    }
+}
