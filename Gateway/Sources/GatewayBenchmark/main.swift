@@ -15,6 +15,9 @@ import Synchronization
 //   accepted   POST /v1/notifications (one device each, 8 at a time) answered 202, dispatcher idle
 //   end-to-end N devices posted in requests of --per-request devices, until every outcome is written
 //
+//   claim      with --claim-history N: a claim of 2,000 queued device-sends (best of 5), on the
+//              queue as it is and again after N finished device-sends were added (a queue's history)
+//
 // The target (issue 15): end-to-end device-sends/s ≥ 0.5 × direct. Build with -c release for figures
 // (`swift run -c release --package-path Gateway GatewayBenchmark`); CI runs it small in debug.
 
@@ -23,6 +26,8 @@ struct Options {
     var perRequest = 5_000
     var acceptRequests = 2_000
     var postgres: String?
+    /// Finished device-sends to add before the claim is timed again (0: no claim figures).
+    var claimHistory = 0
 
     init(_ arguments: [String]) throws {
         var iterator = arguments.dropFirst().makeIterator()
@@ -42,9 +47,11 @@ struct Options {
             case "--per-request": perRequest = try positive(argument)
             case "--accept-requests": acceptRequests = try positive(argument)
             case "--postgres": postgres = try value(argument)
+            case "--claim-history": claimHistory = try positive(argument)
             default:
                 throw SetupError(
-                    "unknown option \(argument); use --devices N --per-request N --accept-requests N [--postgres URL]")
+                    "unknown option \(argument); use --devices N --per-request N --accept-requests N [--postgres URL] [--claim-history N]"
+                )
             }
         }
     }
@@ -201,7 +208,23 @@ func benchmark(_ options: Options) async throws {
     let endToEndElapsed = ContinuousClock.now - start
     dispatching.cancel()
     serving.cancel()
+    _ = await dispatching.result
     await gatewayConnector.shutdown()
+
+    var claimFigures: (empty: Double, history: Double)?
+    if options.claimHistory > 0 {
+        let empty = try await bestClaim(store)
+        let filled = ContinuousClock.now
+        if let sqlite = store as? SQLiteStore {
+            try await sqlite.addFinishedHistory(count: options.claimHistory)
+        } else if let postgres = store as? PostgresStore {
+            try await postgres.addFinishedHistory(count: options.claimHistory)
+        }
+        print(
+            "claim: \(options.claimHistory) finished device-sends added in \(String(format: "%.1f", (ContinuousClock.now - filled).seconds)) s"
+        )
+        claimFigures = (empty, try await bestClaim(store))
+    }
     pool?.cancel()
     try await server.stop()
 
@@ -217,6 +240,43 @@ func benchmark(_ options: Options) async throws {
     print(
         "end to end / direct              \(String(format: "%.2f", endToEndRate / directRate)) (target ≥ 0.50: \(endToEndRate / directRate >= 0.5 ? "met" : "not met"))"
     )
+    if let claimFigures {
+        print("claim of 2,000, queue as it was    \(String(format: "%.2f", claimFigures.empty * 1000)) ms (best of 5)")
+        print(
+            "claim of 2,000, after \(options.claimHistory) finished  \(String(format: "%.2f", claimFigures.history * 1000)) ms (best of 5; ratio \(String(format: "%.2f", claimFigures.history / claimFigures.empty)))"
+        )
+    }
+}
+
+/// The best of five claims of 2,000 queued device-sends, in seconds; each claimed batch is then
+/// finished, so the queue is as it was.
+func bestClaim(_ store: any GatewayStore) async throws -> Double {
+    var best = Double.infinity
+    for round in 0..<5 {
+        let id = "claim-\(UUID().uuidString)"
+        let tokens = (0..<2_000).map { String(format: "%064x", round * 2_000 + $0 + 1) }
+        let queued = QueuedNotification(
+            id: id, keyName: "claim", pushType: "alert", app: "com.example.app", storedJSON: "{}", tokens: tokens,
+            createdAt: Date())
+        guard try await store.enqueue(queued, maximumQueueDepth: 1_000_000) == .accepted else {
+            throw SetupError("the claim benchmark's notification was refused")
+        }
+        let now = Date()
+        let start = ContinuousClock.now
+        let claimed = try await store.claim(owner: "claim-benchmark", limit: 2_000, now: now, leaseUntil: now + 60)
+        best = min(best, (ContinuousClock.now - start).seconds)
+        let count = claimed.reduce(0) { $0 + $1.deliveries.count }
+        guard count == 2_000 else { throw SetupError("the claim took \(count) of 2,000") }
+        _ = try await store.complete(
+            claimed.flatMap { notification in
+                notification.deliveries.map {
+                    DeliveryOutcome(
+                        notificationID: notification.id, position: $0.position, token: $0.token, app: "com.example.app",
+                        status: 200)
+                }
+            }, owner: "claim-benchmark", now: now)
+    }
+    return best
 }
 
 do {

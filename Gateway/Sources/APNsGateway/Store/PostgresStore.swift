@@ -206,6 +206,30 @@ public final class PostgresStore: GatewayStore, Service {
         }
     }
 
+    /// Adds `count` finished device-sends (notifications `history-…` of 1,000 each, finished a
+    /// year ago), as a long-running queue holds: for the benchmark of the claim against history.
+    /// Generated inside PostgreSQL, in one transaction.
+    package func addFinishedHistory(count: Int) async throws {
+        let notifications = (count + 999) / 1_000
+        let yearAgo = Date().timeIntervalSince1970 - 365 * 86_400
+        let logger = self.logger
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query(
+                """
+                INSERT INTO notifications(id, key_name, push_type, app, request, created_at)
+                SELECT 'history-' || i, 'history', 'alert', 'com.example.app', '{}', \(yearAgo)
+                FROM generate_series(0, \(notifications - 1)) AS i
+                """, logger: logger)
+            try await connection.query(
+                """
+                INSERT INTO deliveries(notification_id, position, token, state, available_at, created_at, attempts, status, finished_at)
+                SELECT 'history-' || (i / 1000), i % 1000, lpad(to_hex(i), 64, '0'), 'done', \(yearAgo), \(yearAgo), 1, 200, \(yearAgo)
+                FROM generate_series(0, \(count - 1)) AS i
+                """, logger: logger)
+            try await connection.query("ANALYZE deliveries", logger: logger)
+        }
+    }
+
     public func markStarted(notificationID: String, positions: [Int], owner: String, now: Date) async throws -> Int {
         guard !positions.isEmpty else { return 0 }
         let rows = try await client.query(

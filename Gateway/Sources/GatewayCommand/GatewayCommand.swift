@@ -18,10 +18,29 @@ struct GatewayCommand: AsyncParsableCommand {
             "An HTTP push gateway in front of APNs: a durable queue (SQLite), API keys per app, outcomes and unregistered tokens.",
         subcommands: [Serve.self, AddKey.self, ListKeys.self, RevokeKey.self],
         defaultSubcommand: Serve.self)
+
+    /// Parses the command line completed from the environment and the configuration file
+    /// (``Settings``): a setting that cannot be used exits 64 with what is wrong.
+    static func main() async {
+        let arguments: [String]
+        do {
+            arguments = try await Settings.complete(
+                Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+        } catch {
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            Foundation.exit(64)
+        }
+        await main(arguments)
+    }
 }
 
 /// Where the queue lives.
 struct DatabaseOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "A JSON file of settings, the long options' names as keys ({\"lease-seconds\": 60}); APNS_GATEWAY_<OPTION> environment variables come before it, flags before both. No secrets in it.",
+            valueName: "file"))
+    var config: String?
     @Option(
         help:
             "The queue: a SQLite file (created if missing), or postgres://user[:password]@host[:port]/database to share it between instances."

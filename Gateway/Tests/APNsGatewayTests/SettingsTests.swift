@@ -1,0 +1,140 @@
+import Foundation
+import Testing
+
+/// `apns-gateway` settings from a configuration file and the environment: flags before
+/// environment before file before defaults, every `serve` option settable, and a file with an
+/// unknown key, a mistyped value or a secret refused with what is wrong.
+@Suite struct SettingsTests {
+    /// Runs the built `apns-gateway` to its end; its exit status, standard output and error.
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
+        let process = Process()
+        process.executableURL = CrashSafetyTests.binary
+        process.arguments = arguments
+        // Only what the test gives, so no APNS_GATEWAY_ variable of the caller's leaks in.
+        process.environment = environment.merging(["PATH": "/usr/bin:/bin"]) { $1 }
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let error = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let out = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, out, error)
+    }
+
+    static func folder() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("settings-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    static func write(_ json: String, in folder: URL) throws -> String {
+        let file = folder.appendingPathComponent("apns-gateway-\(UUID().uuidString.prefix(8)).json")
+        try json.write(to: file, atomically: true, encoding: .utf8)
+        return file.path
+    }
+
+    /// The lease check (the first thing `serve` does) reports the lease it was given: the file's,
+    /// then the environment's over it, then the flag's over both.
+    @Test func flagsComeBeforeTheEnvironmentAndTheEnvironmentBeforeTheFile() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = try Self.write(#"{"lease-seconds": 5, "timeout": 10, "port": 0}"#, in: folder)
+        for (arguments, environment, lease) in [
+            (["serve", "--config", file], [String: String](), 5),
+            (["serve", "--config", file], ["APNS_GATEWAY_LEASE_SECONDS": "6"], 6),
+            (["serve", "--config", file, "--lease-seconds", "7"], ["APNS_GATEWAY_LEASE_SECONDS": "6"], 7),
+            (["serve"], ["APNS_GATEWAY_CONFIG": file, "APNS_GATEWAY_TIMEOUT": "9"], 5),
+        ] {
+            let (status, _, error) = try Self.run(arguments, environment: environment)
+            #expect(status == 64, "\(arguments) \(environment)")
+            #expect(error.contains("a lease of \(lease) s is shorter than the send timeout"), "\(error)")
+        }
+        // The environment's timeout (9 s) over the file's (10 s).
+        let (_, _, error) = try Self.run(
+            ["serve"], environment: ["APNS_GATEWAY_CONFIG": file, "APNS_GATEWAY_TIMEOUT": "9"])
+        #expect(error.contains("the send timeout (9 s)"), "\(error)")
+    }
+
+    /// Every long option of `serve --help` can be set in the file (each value reaches the parser:
+    /// the run ends at the lease check, after every option was read), and nothing else.
+    @Test func everyServeOptionIsSettableInTheFile() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let values: [String: String] = [
+            "database": #""\#(folder.path)/queue.sqlite""#, "database-wait-seconds": "5", "host": #""127.0.0.1""#,
+            "port": "0", "key-file": #""/nonexistent/AuthKey.p8""#, "key-id": #""KEY0000001""#,
+            "team-id": #""TEAM000001""#, "p12": #""/nonexistent/cert.p12""#, "password-env": #""P12_PASSWORD""#,
+            "production": "true", "apns-host": #""127.0.0.1:9""#, "ca-file": #""/nonexistent/ca.pem""#,
+            "proxy": #""direct""#, "proxy-password-env": #""PROXY_PASSWORD""#, "max-devices": "10",
+            "max-queue-depth": "100", "instance": #""settings-test""#, "lease-seconds": "3", "timeout": "2.5",
+            "retention-days": "1.5", "log-level": #""debug""#,
+        ]
+        let (_, help, _) = try Self.run(["serve", "--help"])
+        // The options as the help lists them: each line that starts with one.
+        let options = Set(
+            help.split(separator: "\n").compactMap { line -> String? in
+                let first = line.split(separator: " ").first ?? ""
+                return first.hasPrefix("--") ? String(first.dropFirst(2)) : nil
+            }
+        ).subtracting(["config"])
+        #expect(options == Set(values.keys), "serve --help: \(options.sorted())")
+        let file = try Self.write(
+            "{" + values.sorted { $0.key < $1.key }.map { "\"\($0.key)\": \($0.value)" }.joined(separator: ", ") + "}",
+            in: folder)
+        let (status, _, error) = try Self.run(["serve", "--config", file])
+        #expect(status == 64)
+        #expect(error.contains("a lease of 3 s is shorter than the send timeout (2.5 s)"), "\(error)")
+    }
+
+    @Test func aFileOrVariableThatCannotBeUsedIsRefusedWithWhatIsWrong() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cases: [(String, [String: String], String)] = [
+            (
+                #"{"lease-second": 5}"#, [:],
+                "lease-second is not an option; the keys are the long options of `apns-gateway serve --help`, without their dashes"
+            ),
+            (#"{"lease-seconds": "5"}"#, [:], "lease-seconds must be a whole number"),
+            (#"{"lease-seconds": 5.5}"#, [:], "lease-seconds must be a whole number"),
+            (#"{"production": 1}"#, [:], "production must be true or false"),
+            (#"["port"]"#, [:], "is not a JSON object of options"),
+            (
+                #"{"database": "postgres://gateway:s3cret@db.example.com/gateway"}"#, [:],
+                "database holds a password, and the configuration file holds no secrets: give this URL by environment instead (APNS_GATEWAY_DATABASE"
+            ),
+            (
+                #"{"proxy": "http://user:s3cret@proxy.example.com:3128"}"#, [:],
+                "proxy holds a password, and the configuration file holds no secrets: give the URL without it and the password by --proxy-password-env"
+            ),
+            ("{}", ["APNS_GATEWAY_PORT": "eighty"], "APNS_GATEWAY_PORT=eighty is not a whole number"),
+        ]
+        for (json, environment, message) in cases {
+            let file = try Self.write(json, in: folder)
+            let (status, _, error) = try Self.run(["serve", "--config", file], environment: environment)
+            #expect(status == 64, "\(json)")
+            #expect(error.contains(message), "\(error)")
+            #expect(!error.contains("s3cret"), "\(error)")
+        }
+        let (status, _, error) = try Self.run(["list-keys", "--config", "\(folder.path)/missing.json"])
+        #expect(status == 64)
+        #expect(error.contains("missing.json cannot be read"), "\(error)")
+    }
+
+    /// The key commands read the database from the file or the environment too.
+    @Test func keyCommandsUseTheConfiguredDatabase() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let database = folder.appendingPathComponent("queue.sqlite").path
+        let file = try Self.write(#"{"database": "\#(database)"}"#, in: folder)
+        let (added, key, _) = try Self.run(
+            ["add-key", "--config", file, "--name", "ops", "--app", "com.example.app"])
+        #expect(added == 0)
+        #expect(key.hasPrefix("agk_"))
+        let (listed, list, _) = try Self.run(["list-keys"], environment: ["APNS_GATEWAY_DATABASE": database])
+        #expect(listed == 0)
+        #expect(list.contains("ops\t50.0/s\tcom.example.app"), "\(list)")
+        #expect(FileManager.default.fileExists(atPath: database))
+    }
+}
