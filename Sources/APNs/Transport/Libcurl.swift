@@ -14,6 +14,7 @@ internal import CCurl
 /// | `CURLMOPT_MAX_CONCURRENT_STREAMS` | 7.67.0 | the stream limit |
 /// | `curl_multi_poll` | 7.66.0 | the transport's sleep |
 /// | `CURLOPT_MAXAGE_CONN` | 7.65.0 | keeping idle connections |
+/// | `CURLOPT_UPLOAD_BUFFERSIZE` | 7.62.0 | 48 KB less for each reused handle |
 ///
 /// So the minimum is 7.80.0, with HTTP/2 (`CURL_VERSION_HTTP2`, libcurl built with nghttp2).
 ///
