@@ -80,7 +80,8 @@ enum Settings {
             }
         }
         // An environment variable the reader could not convert is silently skipped by it: name it.
-        for option in options where !given.contains(option.name) && option.kind != .text {
+        for option in options
+        where (command == "serve" || option.allCommands) && !given.contains(option.name) && option.kind != .text {
             let variable = "APNS_GATEWAY_" + option.name.uppercased().replacingOccurrences(of: "-", with: "_")
             guard let text = environment[variable] else { continue }
             let valid: Bool =

@@ -136,5 +136,9 @@ import Testing
         #expect(listed == 0)
         #expect(list.contains("ops\t50.0/s\tcom.example.app"), "\(list)")
         #expect(FileManager.default.fileExists(atPath: database))
+        // A serve-only variable, even one serve would refuse, does not concern the key commands.
+        let (other, _, _) = try Self.run(
+            ["list-keys"], environment: ["APNS_GATEWAY_DATABASE": database, "APNS_GATEWAY_PORT": "eighty"])
+        #expect(other == 0)
     }
 }

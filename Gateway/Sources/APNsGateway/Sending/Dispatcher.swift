@@ -356,7 +356,7 @@ public final class Dispatcher: Service, Sendable {
             }
             if delivery.token.hasPrefix(NotificationRequest.channelPrefix) {
                 if atMostOnce {
-                    guard await markStarted(claimed, [delivery]) else { continue }
+                    guard await markStarted(claimed, [delivery], app: spec.app) else { continue }
                 }
                 pending.append(await broadcast(spec, claimed, delivery))
                 continue
@@ -398,7 +398,7 @@ public final class Dispatcher: Service, Sendable {
                 guard mayStart else { break }  // this group and the rest are queued again below
                 groups = groups.dropFirst()
                 // When the record fails, markStarted queues this group again; the rest below.
-                guard await markStarted(claimed, next.compactMap { byToken[$0.token] }) else { break }
+                guard await markStarted(claimed, next.compactMap { byToken[$0.token] }, app: spec.app) else { break }
                 inFlight += 1
                 group.addTask { await self.bulk(Array(next), sending) }
             }
@@ -424,7 +424,8 @@ public final class Dispatcher: Service, Sendable {
     /// Records `deliveries` as started (an at-most-once notification's, before they may be sent);
     /// whether all of them were. When not (the database failed, or the lease was lost), none is
     /// sent, and they are queued again — they were not.
-    private func markStarted(_ claimed: ClaimedNotification, _ deliveries: [ClaimedDelivery]) async -> Bool {
+    private func markStarted(_ claimed: ClaimedNotification, _ deliveries: [ClaimedDelivery], app: String) async -> Bool
+    {
         do {
             let marked = try await store.markStarted(
                 notificationID: claimed.id, positions: deliveries.map(\.position), owner: owner, now: Date())
@@ -437,7 +438,7 @@ public final class Dispatcher: Service, Sendable {
                 "recording an at-most-once notification's sends as started failed; not sending them now",
                 metadata: ["notification": "\(claimed.id)", "error": "\(error)"])
         }
-        await write(deliveries.map { stopped(claimed, $0, app: "", retryAt: Date().addingTimeInterval(1)) })
+        await write(deliveries.map { stopped(claimed, $0, app: app, retryAt: Date().addingTimeInterval(1)) })
         return false
     }
 
