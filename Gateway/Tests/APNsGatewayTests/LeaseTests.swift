@@ -55,24 +55,25 @@ import Testing
     /// queue without sending anything twice.
     @Test func aSenderThatCannotRenewItsLeaseStopsStartingSends() async throws {
         let setup = try await GatewayAPITests.Setup.start(.sqlite, transport: { $0.maximumConcurrentStreams = 20 })
-        setup.server.inject(.delay(.milliseconds(100)))
+        setup.server.inject(.delay(.milliseconds(200)))
         try await Self.enqueue(devices: 1_500, on: setup.store)
-        // The connection and token first, so the sender's first 2.5 s go to sending even on a busy
-        // machine (its lease allows starting sends only that long).
+        // The connection and token first, so the sender's first 5 s go to sending even on a busy
+        // machine (its lease allows starting sends only that long; 2.5 s was not always enough for a
+        // first send at a load of 8 on two cores).
         let warmUp = try Device(token: String(repeating: "f", count: 64))
         _ = try await send(
             AlertNotification(bundleID: "com.example.app") { Alert("warm-up") }, via: setup.connector, to: warmUp)
         let connector = AnyConnector(setup.connector)
-        var configuration = Self.shortLease(claimBatch: 1_000, timeout: .seconds(2), lease: .seconds(5))
+        var configuration = Self.shortLease(claimBatch: 1_000, timeout: .seconds(2), lease: .seconds(10))
         configuration.instance = "cannot-renew"
         let failing = Dispatcher(
             store: HeartbeatFails(setup.store), connector: connector, configuration: configuration,
             logger: Logger(label: "cannot-renew"))
         let stuck = Task { try await failing.run() }
         failing.wake()
-        // It claims 1,000 and sends about 200 a second: the lease comes into doubt after 2.5 s, and
-        // what it started ends by 4.5 s.
-        try await Task.sleep(for: .seconds(7))
+        // It claims 1,000 and sends at most 100 a second: the lease comes into doubt after 5 s (about
+        // 500 sent), and what it started ends by 7 s.
+        try await Task.sleep(for: .seconds(10))
         let progress = try #require(try await setup.store.progress(of: "n1"))
         let done = progress.deliveries.filter { $0.state == "done" }.count
         let requeued = progress.deliveries.filter { $0.state == "queued" && $0.delivery == "not-sent" }.count
