@@ -9,7 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 paths=(Package.swift Sources Tests/APNsTests Tests/APNsCoreTests Tests/APNsCLITests Tests/APNsMockServerTests Tests/TestFixtures Tests/CompileTimeTests/CompileTimeTests.swift
     Benchmarks/Package.swift Benchmarks/Sources Examples/PushService/Package.swift Examples/PushService/Sources
-    Gateway/Package.swift Gateway/Sources Gateway/Tests Fuzz/Harnesses)
+    Gateway/Package.swift Gateway/Sources Gateway/Tests Fuzz/Harnesses
+    VaporIntegration/Package.swift VaporIntegration/Sources VaporIntegration/Tests/APNsVaporTests/*Tests.swift
+    VaporIntegration/Tests/APNsVaporTests/Fixture.swift)
 if [[ "${1:-}" == "--lint" ]]; then
   swift format lint --strict --recursive "${paths[@]}"
   echo "swift format: no difference"
