@@ -25,6 +25,9 @@ public struct RecordedRequest: Sendable, Hashable, CustomStringConvertible {
     public let reason: String?
     /// The headers it answered with (`apns-id`, `apns-unique-id`, `apns-request-id`, `apns-channel-id`).
     public let responseHeaders: [APNsRequest.Header]
+    /// The address the request came from, as the server saw it (`127.0.0.1:54321`): the client's,
+    /// or a proxy's when the client went through one.
+    public let remoteAddress: String?
 
     /// The apns-id it answered with.
     public var apnsID: String? { responseHeaders.first(where: { $0.name == "apns-id" })?.value }

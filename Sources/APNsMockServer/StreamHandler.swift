@@ -293,7 +293,10 @@ final class StreamHandler: ChannelInboundHandler {
                 method: incoming.method, path: incoming.path, authority: head.first(name: ":authority") ?? "",
                 headers: headers, body: body, authentication: verdict.authentication, status: verdict.status,
                 reason: verdict.reason?.rawValue,
-                responseHeaders: verdict.headers.map { APNsRequest.Header(name: $0.0, value: $0.1) }))
+                responseHeaders: verdict.headers.map { APNsRequest.Header(name: $0.0, value: $0.1) },
+                remoteAddress: connection.value.channel.remoteAddress.flatMap { address in
+                    address.ipAddress.flatMap { ip in address.port.map { "\(ip):\($0)" } }
+                }))
         if counted { connection.value.streamFinished() }
     }
 }

@@ -19,6 +19,22 @@ import Testing
             )
             let response = try await send(Self.notification, via: connector, to: .test)
             #expect(response.status == 200)
+            #if os(Linux)
+                // The server saw the proxy's connection, not this process's: the socket it accepted is
+                // held by tinyproxy. (Sent directly, it is this process's: the check can tell them apart.)
+                let direct = try fixture.tokenConnector()
+                _ = try await send(Self.notification, via: direct, to: .test)
+                let directPort = try #require(
+                    fixture.server.requests.last?.remoteAddress?.split(separator: ":").last.flatMap { Int($0) })
+                #expect(LocalProxy.process(getpid(), holdsSocketWithLocalPort: directPort))
+                await direct.shutdown()
+                let seen = try #require(fixture.server.requests.first?.remoteAddress)
+                let port = try #require(seen.split(separator: ":").last.flatMap { Int($0) })
+                #expect(proxy.holdsSocket(localPort: port), "the server saw \(seen), not a socket of the proxy")
+                #expect(
+                    !LocalProxy.process(getpid(), holdsSocketWithLocalPort: port),
+                    "the server saw \(seen), this process")
+            #endif
             let connections = fixture.server.connectionCount
             // The proxy carried it: with the proxy gone, the same connector cannot reach APNs, and
             // says that the proxy is what failed.

@@ -14,6 +14,34 @@ package final class LocalProxy: Sendable {
         self.directory = directory
     }
 
+    /// Whether the proxy's process holds the TCP socket whose local port is `port` on 127.0.0.1:
+    /// the connection a server accepted came from the proxy, not from the test process.
+    package func holdsSocket(localPort port: Int) -> Bool {
+        Self.process(process.processIdentifier, holdsSocketWithLocalPort: port)
+    }
+
+    /// Whether process `pid` holds the TCP socket whose local port is `port` on 127.0.0.1, read from
+    /// `/proc/net/tcp` (the socket's inode) and `/proc/<pid>/fd` (Linux only; false elsewhere).
+    package static func process(_ pid: Int32, holdsSocketWithLocalPort port: Int) -> Bool {
+        #if os(Linux)
+            guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return false }
+            let local = String(format: "0100007F:%04X", port)
+            let inodes = table.split(separator: "\n").dropFirst().compactMap { line -> String? in
+                let fields = line.split(separator: " ")
+                return fields.count > 9 && fields[1] == local ? String(fields[9]) : nil
+            }
+            let folder = "/proc/\(pid)/fd"
+            for descriptor in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\(descriptor)")
+                else { continue }
+                if inodes.contains(where: { target == "socket:[\($0)]" }) { return true }
+            }
+            return false
+        #else
+            return false
+        #endif
+    }
+
     package func stop() {
         if process.isRunning {
             // SIGKILL: tinyproxy in the foreground does not stop on SIGTERM.
