@@ -27,6 +27,12 @@ struct Benchmark: AsyncParsableCommand {
     var poolServerThreads = 4
     @Flag(name: .customLong("skip-h2load")) var skipH2load = false
     @Flag(name: .customLong("serve"), help: .hidden) var serve = false
+    @Option(name: .customLong("serve-delay"), help: .hidden) var serveDelay = 0
+    @Option(name: .customLong("rtts"), help: "Round-trip times in ms for the far-from-APNs table, comma-separated (empty skips it).")
+    var rtts = "20,50,100"
+    @Option(name: .customLong("far-connections"), help: "Connections per connector for the far-from-APNs table.") var farConnections = "1,2,4"
+    @Option(name: .customLong("far-streams"), help: "Streams per connection for the far-from-APNs table.") var farStreams = "100,500,1000"
+    @Option(name: .customLong("far-count"), help: "Pushes per point of the far-from-APNs table, at most.") var farCount = 30_000
     @Option(name: .customLong("key-file"), help: .hidden) var keyFile: String?
     @Option(name: .customLong("write-key"), help: .hidden) var writeKey: String?
     @Option(name: .customLong("external-server"), help: "Use the mock server already listening on this port (started with --serve --key-file, as Benchmarks/callgrind.sh does) instead of starting one.")
@@ -37,7 +43,7 @@ struct Benchmark: AsyncParsableCommand {
     ) var only: String?
 
     func run() async throws {
-        if serve { return try await MockServerProcess.serve(keyFile: keyFile, threads: serverThreads) }
+        if serve { return try await MockServerProcess.serve(keyFile: keyFile, threads: serverThreads, delayMilliseconds: serveDelay) }
         if let writeKey {
             return try MockServerProcess.writeKey(MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001"), to: writeKey)
         }
@@ -88,8 +94,15 @@ struct Benchmark: AsyncParsableCommand {
         let token = try connector.bearerToken()
         let h2load = skipH2load ? nil : H2Load.find()
         if let only {
-            guard ["observed", "unobserved", "watching", "singles", "libcurl", "coalesced", "executor"].contains(only) else {
-                throw ValidationError("--only takes observed, unobserved, watching, executor, singles, libcurl or coalesced")
+            guard ["observed", "unobserved", "watching", "singles", "libcurl", "coalesced", "executor", "far"].contains(only) else {
+                throw ValidationError("--only takes observed, unobserved, watching, executor, singles, libcurl, coalesced or far")
+            }
+            if only == "far" {
+                // The far-from-APNs table alone, against the zero-delay bulk send of --count pushes.
+                try await Workload.warmUp(notification, via: connector, inFlight: streams)
+                let zero = try await Workload.run(notification, via: connector, devices: count, inFlight: streams)
+                print(Format.table(try await far(notification, key: key, zeroDelay: zero, request: request, token: token)))
+                return
             }
             let result: Workload.Result
             switch only {
@@ -267,9 +280,33 @@ struct Benchmark: AsyncParsableCommand {
             }
         }
 
+        // 8. Far from APNs: the round trip as the limit (last: each point starts its own server).
+        rows += try await far(notification, key: key, zeroDelay: ours, request: request, token: token)
+
         print(Format.table(rows))
         let lost = ours.outcomes != count || memory.outcomes != memoryCount
         if lost { throw ExitCode(1) }
+    }
+}
+
+extension Benchmark {
+    /// The far-from-APNs rows (``FarFromAPNs``), against `zeroDelay`, the bulk send on the loopback.
+    func far(
+        _ notification: AlertNotification<Workload.Game>, key: MockCertificateAuthority.SigningKey,
+        zeroDelay: Workload.Result, request: APNsRequest, token: String
+    ) async throws -> [(String, String)] {
+        func list(_ text: String) -> [Int] {
+            text.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.filter { $0 >= 1 }
+        }
+        let rtts = list(self.rtts)
+        guard !rtts.isEmpty else { return [] }
+        let points = try await FarFromAPNs.measure(
+            notification, key: key, rtts: rtts, connections: list(farConnections), streams: list(farStreams),
+            pushes: farCount, zeroDelayRate: zeroDelay.rate, serverThreads: serverThreads, request: request, token: token,
+            h2load: skipH2load ? nil : H2Load.find())
+        return [("zero-delay reference (bulk send, 1 connection): pushes/s; CPU s per 100k",
+                 "\(Format.rate(zeroDelay.rate)); \(Format.seconds(zeroDelay.cpuPer100k))")]
+            + FarFromAPNs.rows(points, zeroDelayCPUPer100k: zeroDelay.cpuPer100k)
     }
 }
 

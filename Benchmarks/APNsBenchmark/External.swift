@@ -11,14 +11,21 @@ struct MockServerProcess {
     let port: Int
     let caPath: String
 
-    static func launch(key: MockCertificateAuthority.SigningKey, threads: Int) throws -> MockServerProcess {
+    /// Starts the child; with `delayMilliseconds`, it answers each request that long after it arrived
+    /// (a round trip to a server far away).
+    static func launch(
+        key: MockCertificateAuthority.SigningKey, threads: Int, delayMilliseconds: Int = 0
+    ) throws -> MockServerProcess {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("apns-bench-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let keyFile = folder.appendingPathComponent("key.json")
         try writeKey(key, to: keyFile.path)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        process.arguments = ["--serve", "--key-file", keyFile.path, "--server-threads", String(threads)]
+        process.arguments = [
+            "--serve", "--key-file", keyFile.path, "--server-threads", String(threads),
+            "--serve-delay", String(delayMilliseconds),
+        ]
         let output = Pipe()
         process.standardOutput = output
         try process.run()
@@ -69,13 +76,14 @@ struct MockServerProcess {
     }
 
     /// The child: a fast mock server (no recording, several threads) until killed.
-    static func serve(keyFile: String?, threads: Int) async throws {
+    static func serve(keyFile: String?, threads: Int, delayMilliseconds: Int) async throws {
         let key = try readKey(keyFile)
         var configuration = MockAPNsServer.Configuration(signingKeys: [key])
         configuration.recordsRequests = false
         configuration.threads = threads
         configuration.minimumTokenUpdateInterval = nil
         let server = try await MockAPNsServer.start(configuration)
+        if delayMilliseconds > 0 { server.inject(.delay(.milliseconds(delayMilliseconds))) }
         let caPath = caPath(forKeyFile: keyFile ?? "")
         try Data(server.certificateAuthorityPEM.utf8).write(to: URL(fileURLWithPath: caPath))
         FileHandle.standardOutput.write(Data("port \(server.port) ca \(caPath)\n".utf8))

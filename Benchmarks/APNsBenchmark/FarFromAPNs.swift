@@ -1,0 +1,95 @@
+import APNs
+import APNsMockServer
+import BenchmarkSupport
+import Foundation
+
+/// Throughput where the round trip is the limit, as it is 20–150 ms from APNs: a mock server in its
+/// own process that answers each request `rtt` after it arrived (its `delay` fault), and the bulk
+/// send at each pool size and stream count, against the bound the protocol allows,
+/// min(connections × streams / RTT, the zero-delay rate), with the C loop at the same settings (one
+/// connection: it opens no more).
+enum FarFromAPNs {
+    struct Point {
+        var rtt: Int  // milliseconds
+        var connections: Int
+        var streams: Int
+        var bound: Double
+        var ours = Workload.Result()
+        var floor: Workload.Result?
+        /// nghttp2's h2load at the same settings, when installed: an independent client.
+        var h2load: Workload.Result?
+        var connectionsOpened = 0
+    }
+
+    static func measure(
+        _ notification: AlertNotification<Workload.Game>, key: MockCertificateAuthority.SigningKey, rtts: [Int],
+        connections: [Int], streams: [Int], pushes: Int, zeroDelayRate: Double, serverThreads: Int,
+        request: APNsRequest, token: String, h2load: String?
+    ) async throws -> [Point] {
+        var points: [Point] = []
+        for rtt in rtts {
+            let server = try MockServerProcess.launch(key: key, threads: serverThreads, delayMilliseconds: rtt)
+            defer { server.stop() }
+            for size in connections {
+                for perConnection in streams {
+                    let bound = min(Double(size * perConnection) / (Double(rtt) / 1000), zeroDelayRate)
+                    // Long enough to reach a steady state (at least 8 round trips of full windows),
+                    // short enough that the slow corners do not take minutes.
+                    let count = max(size * perConnection * 8, min(pushes, Int(bound * 6)))
+                    var point = Point(rtt: rtt, connections: size, streams: perConnection, bound: bound)
+                    var transport = TransportConfiguration()
+                    transport.trustedCertificateAuthority = .file(path: server.caPath)
+                    transport.maximumConcurrentStreams = perConnection
+                    transport.maximumConnectionsPerHost = size
+                    transport.requestTimeout = .seconds(120)
+                    let connector = try TokenConnector(
+                        teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
+                        environment: .custom(host: "127.0.0.1", port: server.port), transport: transport)
+                    try await send(
+                        notification, via: connector, to: Workload.Devices(count: size * perConnection * 2),
+                        maximumInFlight: size * perConnection)
+                    point.ours = try await Workload.run(
+                        notification, via: connector, devices: count, inFlight: size * perConnection)
+                    point.connectionsOpened = connector.connectionsOpened
+                    await connector.shutdown()
+                    if size == 1 {
+                        point.floor = try LibcurlReference.run(
+                            port: server.port, caPath: server.caPath, count: count, streams: perConnection, token: token,
+                            request: request, coalesce: false)
+                        if let h2load {
+                            point.h2load = try H2Load.run(
+                                h2load, port: server.port, count: count, streams: perConnection, token: token,
+                                request: request)
+                        }
+                    }
+                    points.append(point)
+                    print(
+                        "far: \(rtt) ms, \(size) × \(perConnection): \(Format.rate(point.ours.rate))/s of \(Format.rate(bound))"
+                    )
+                }
+            }
+        }
+        return points
+    }
+
+    static func rows(_ points: [Point], zeroDelayCPUPer100k: Double) -> [(String, String)] {
+        var rows: [(String, String)] = [(
+            "far from APNs: RTT, connections × streams",
+            "pushes/s; of the bound; CPU per push vs zero delay; C loop of the bound; h2load of the bound"
+        )]
+        for point in points {
+            var cells = [
+                Format.rate(point.ours.rate),
+                Format.ratio(point.ours.rate / point.bound),
+                Format.ratio(point.ours.cpuPer100k / zeroDelayCPUPer100k),
+            ]
+            cells.append(point.floor.map { Format.ratio($0.rate / point.bound) } ?? "-")
+            cells.append(point.h2load.map { Format.ratio($0.rate / point.bound) } ?? "-")
+            rows.append((
+                "  \(point.rtt) ms, \(point.connections) × \(point.streams) (bound \(Format.rate(point.bound))/s)",
+                cells.joined(separator: "; ")
+            ))
+        }
+        return rows
+    }
+}
