@@ -13,6 +13,7 @@ import Testing
             InterruptionLevel.timeSensitive
             TargetContentID("doc-7")
             MutableContent()
+            ContentAvailable()
             Category("CAT")
             ThreadID("thread")
             Sound.critical("alarm.caf", volume: 0.75)
@@ -25,8 +26,29 @@ import Testing
             }
         }
         let expected =
-            #"{"aps":{"alert":{"launch-image":"launch.png","title-loc-key":"TITLE","title-loc-args":["t1","t2"],"subtitle-loc-key":"SUB","loc-key":"BODY","loc-args":["b"]},"badge":0,"sound":{"critical":1,"name":"alarm.caf","volume":0.75},"thread-id":"thread","category":"CAT","mutable-content":1,"target-content-id":"doc-7","interruption-level":"time-sensitive","relevance-score":0.5,"filter-criteria":"work"}}"#
+            #"{"aps":{"alert":{"launch-image":"launch.png","title-loc-key":"TITLE","title-loc-args":["t1","t2"],"subtitle-loc-key":"SUB","loc-key":"BODY","loc-args":["b"]},"badge":0,"sound":{"critical":1,"name":"alarm.caf","volume":0.75},"thread-id":"thread","category":"CAT","content-available":1,"mutable-content":1,"target-content-id":"doc-7","interruption-level":"time-sensitive","relevance-score":0.5,"filter-criteria":"work"}}"#
         #expect(try notification.request(to: device).bodyText == expected)
+    }
+
+    @Test func contentAvailableBesideAnAlertOnceOnly() throws {
+        let notification = AlertNotification(bundleID: "com.example.mail") {
+            Alert {
+                Title("New mail")
+                Body("From Ana")
+            }
+            ContentAvailable()
+        }
+        #expect(
+            try notification.request(to: device).bodyText
+                == #"{"aps":{"alert":{"title":"New mail","body":"From Ana"},"content-available":1}}"#)
+        let twice = AlertNotification(bundleID: "com.example.mail") {
+            Alert("x")
+            ContentAvailable()
+            ContentAvailable()
+        }
+        #expect(throws: APNsValidationError.duplicateComponent("ContentAvailable")) {
+            try twice.request(to: device)
+        }
     }
 
     @Test func plainTextKeysBeforeLocalizedOnes() throws {

@@ -50,8 +50,9 @@ import Testing
     }
 
     /// Everything the library's alert expresses: localized title, subtitle and body with their
-    /// arguments, a launch image, a critical sound with its volume, filter criteria, and the
-    /// client's own apns-id for its one device; the wire bytes are the library's.
+    /// arguments, a launch image, a critical sound with its volume, filter criteria,
+    /// `content-available` and `mutable-content`, and the client's own apns-id for its one device;
+    /// the wire bytes are the library's.
     @Test func aLocalizedCriticalAlertWithItsOwnApnsIDIsTheLibrarysRequest() throws {
         let id = "123e4567-e89b-12d3-a456-4266554400a0"
         let request = try read(
@@ -60,7 +61,8 @@ import Testing
              "alert": {"title-loc-key": "GAME_TITLE", "title-loc-args": ["Lions"], "subtitle": "Final",
                        "loc-key": "GAME_SCORE", "loc-args": ["2", "1"], "launch-image": "score.png"},
              "sound": {"critical": 1, "name": "alarm.caf", "volume": 0.5}, "interruption-level": "critical",
-             "filter-criteria": "sports", "devices": ["\(Self.token)"]}
+             "filter-criteria": "sports", "content-available": true, "mutable-content": true,
+             "devices": ["\(Self.token)"]}
             """)
         let wire = try request.notification.request(to: request.devices[0])
         let expected = AlertNotification(bundleID: "com.example.app") {
@@ -71,13 +73,15 @@ import Testing
                 LaunchImage("score.png")
             }
             Sound.critical("alarm.caf", volume: 0.5)
+            ContentAvailable()
+            MutableContent()
             InterruptionLevel.critical
             FilterCriteria("sports")
         }
         #expect(try expected.request(to: request.devices[0]) == wire)
         #expect(
             wire.bodyText
-                == #"{"aps":{"alert":{"subtitle":"Final","launch-image":"score.png","title-loc-key":"GAME_TITLE","title-loc-args":["Lions"],"loc-key":"GAME_SCORE","loc-args":["2","1"]},"sound":{"critical":1,"name":"alarm.caf","volume":0.5},"interruption-level":"critical","filter-criteria":"sports"}}"#
+                == #"{"aps":{"alert":{"subtitle":"Final","launch-image":"score.png","title-loc-key":"GAME_TITLE","title-loc-args":["Lions"],"loc-key":"GAME_SCORE","loc-args":["2","1"]},"sound":{"critical":1,"name":"alarm.caf","volume":0.5},"content-available":1,"mutable-content":1,"interruption-level":"critical","filter-criteria":"sports"}}"#
         )
         let stored = try NotificationRequest.notification(storedJSON: request.storedJSON)
         #expect(stored.apnsID?.description == id)

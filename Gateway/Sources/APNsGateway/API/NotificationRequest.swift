@@ -220,7 +220,7 @@ struct NotificationSpec: Sendable {
     static let specific: [String: Set<String>] = [
         "alert": [
             "alert", "badge", "sound", "thread-id", "category", "interruption-level", "relevance-score",
-            "mutable-content",
+            "content-available", "mutable-content",
             "target-content-id", "filter-criteria", "data",
         ],
         "background": ["data"],
@@ -336,6 +336,7 @@ struct NotificationSpec: Sendable {
             let category = try reader.string("category")
             let interruption = try reader.interruptionLevel()
             let relevance = try reader.number("relevance-score")
+            let available = try reader.bool("content-available") ?? false
             let mutable = try reader.bool("mutable-content") ?? false
             let target = try reader.string("target-content-id")
             let filter = try reader.string("filter-criteria")
@@ -356,6 +357,7 @@ struct NotificationSpec: Sendable {
                 if let category { APNs.Category(category) }
                 if let interruption { interruption }
                 if let relevance { RelevanceScore(relevance) }
+                if available { ContentAvailable() }
                 if mutable { MutableContent() }
                 if let target { TargetContentID(target) }
                 if let filter { FilterCriteria(filter) }

@@ -86,8 +86,8 @@ public struct AlertNotification<AppData: Encodable & Sendable>: TokenDeliverable
     ///   - collapseID: Replaces an earlier notification with the same id; at most 64 bytes.
     ///   - apnsID: The notification's id; APNs assigns one if `nil`.
     ///   - components: ``Alert``, ``Badge``, ``Sound``, ``ThreadID``, ``Category``,
-    ///     ``MutableContent``, ``TargetContentID``, ``InterruptionLevel``, ``RelevanceScore``,
-    ///     ``FilterCriteria``.
+    ///     ``ContentAvailable``, ``MutableContent``, ``TargetContentID``, ``InterruptionLevel``,
+    ///     ``RelevanceScore``, ``FilterCriteria``.
     public init(
         bundleID: String,
         appData: AppData,

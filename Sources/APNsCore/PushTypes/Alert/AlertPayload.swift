@@ -19,6 +19,8 @@ public struct AlertPayload: Hashable, Sendable {
     public var threadID: String?
     /// The `category` of actions.
     public var category: String?
+    /// Whether `content-available` is set, so the app is woken in the background as well.
+    public var contentAvailable = false
     /// Whether `mutable-content` is set, so the service extension runs.
     public var mutableContent = false
     /// The `target-content-id` of the window to bring forward.
@@ -83,6 +85,7 @@ public struct AlertPayload: Hashable, Sendable {
         if let sound { writer.literalKey("sound"); sound.write(to: &writer) }
         if let threadID { writer.literalKey("thread-id"); writer.string(threadID) }
         if let category { writer.literalKey("category"); writer.string(category) }
+        if contentAvailable { writer.literalKey("content-available"); writer.int(1) }
         if mutableContent { writer.literalKey("mutable-content"); writer.int(1) }
         if let targetContentID { writer.literalKey("target-content-id"); writer.string(targetContentID) }
         if let interruptionLevel { writer.literalKey("interruption-level"); writer.string(interruptionLevel.rawValue) }
@@ -93,8 +96,8 @@ public struct AlertPayload: Hashable, Sendable {
 }
 
 /// Builds the components of an ``AlertNotification``: ``Alert``, ``Badge``, ``Sound``,
-/// ``ThreadID``, ``Category``, ``MutableContent``, ``TargetContentID``, ``InterruptionLevel``,
-/// ``RelevanceScore`` and ``FilterCriteria``.
+/// ``ThreadID``, ``Category``, ``ContentAvailable``, ``MutableContent``, ``TargetContentID``,
+/// ``InterruptionLevel``, ``RelevanceScore`` and ``FilterCriteria``.
 @resultBuilder
 public enum AlertNotificationBuilder: ComponentBuilder {
     /// What the builder collects.
