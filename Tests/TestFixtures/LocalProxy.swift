@@ -24,7 +24,13 @@ package final class LocalProxy: Sendable {
     /// `/proc/net/tcp` (the socket's inode) and `/proc/<pid>/fd` (Linux only; false elsewhere).
     package static func process(_ pid: Int32, holdsSocketWithLocalPort port: Int) -> Bool {
         #if os(Linux)
-            guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return false }
+            // Read to the end: `String(contentsOfFile:)` trusts the size /proc reports (0) and stops at
+            // the first page, and after a few hundred connections the port is further down.
+            guard let handle = FileHandle(forReadingAtPath: "/proc/net/tcp"),
+                let data = try? handle.readToEnd()
+            else { return false }
+            try? handle.close()
+            let table = String(decoding: data, as: UTF8.self)
             let local = String(format: "0100007F:%04X", port)
             let inodes = table.split(separator: "\n").dropFirst().compactMap { line -> String? in
                 let fields = line.split(separator: " ")
