@@ -23,10 +23,15 @@ final class ConnectionContext {
     var acceptedStreams = 0
     var goAwayLastStreamID: HTTP2StreamID?
     var openStreams = 0
+    /// The peer's address as `ip:port`, made once per connection for the requests it records.
+    let remoteAddress: String?
 
     init(channel: Channel, fault: MockAPNsServer.Fault?) {
         self.channel = channel
         self.fault = fault
+        remoteAddress = channel.remoteAddress.flatMap { address in
+            address.ipAddress.flatMap { ip in address.port.map { "\(ip):\($0)" } }
+        }
     }
 
     /// Asks the client to move to a new connection: GOAWAY with NO_ERROR and the highest stream id,
@@ -294,9 +299,7 @@ final class StreamHandler: ChannelInboundHandler {
                 headers: headers, body: body, authentication: verdict.authentication, status: verdict.status,
                 reason: verdict.reason?.rawValue,
                 responseHeaders: verdict.headers.map { APNsRequest.Header(name: $0.0, value: $0.1) },
-                remoteAddress: connection.value.channel.remoteAddress.flatMap { address in
-                    address.ipAddress.flatMap { ip in address.port.map { "\(ip):\($0)" } }
-                }))
+                remoteAddress: connection.value.remoteAddress))
         if counted { connection.value.streamFinished() }
     }
 }
