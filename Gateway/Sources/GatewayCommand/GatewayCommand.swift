@@ -212,6 +212,16 @@ struct Serve: AsyncParsableCommand {
         name: .customLong("retention-days"),
         help: "How long finished notifications, their outcomes and unregistered tokens are kept (at most 3650).")
     var retentionDays = 7.0
+    @Option(
+        name: .customLong("at-most-once-group"),
+        help:
+            "An at-most-once notification's device-sends are recorded as started this many at a time before any of them is written to APNs (1–2000): after a crash at most this many times --at-most-once-groups are reported unknown without having been sent."
+    )
+    var atMostOnceGroup = 100
+    @Option(
+        name: .customLong("at-most-once-groups"),
+        help: "Groups of an at-most-once notification on the wire at once, the next recorded meanwhile (1–64).")
+    var atMostOnceGroups = 4
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error.") var logLevel = "info"
 
     /// The dispatcher's settings from the options, checked before anything starts.
@@ -227,6 +237,18 @@ struct Serve: AsyncParsableCommand {
         guard retentionDays.isFinite, retentionDays > 0, retentionDays <= 3650 else {
             throw ValidationError("--retention-days \(retentionDays) must be more than 0 and at most 3650")
         }
+        guard (1...Dispatcher.Configuration().claimBatch).contains(atMostOnceGroup) else {
+            throw ValidationError(
+                "--at-most-once-group \(atMostOnceGroup) must be between 1 and \(Dispatcher.Configuration().claimBatch) (a claim's size): smaller groups leave fewer device-sends in doubt after a crash, larger ones write to the database less often"
+            )
+        }
+        guard (1...64).contains(atMostOnceGroups) else {
+            throw ValidationError(
+                "--at-most-once-groups \(atMostOnceGroups) must be between 1 and 64: more groups on the wire keep at-most-once sends faster, and leave more in doubt after a crash"
+            )
+        }
+        sending.startGroup = atMostOnceGroup
+        sending.startGroupsInFlight = atMostOnceGroups
         sending.retention = .seconds(Int64((retentionDays * 86_400).rounded()))
         sending.lease = .seconds(leaseSeconds)
         sending.timeout = .milliseconds(Int64((timeoutSeconds * 1000).rounded()))
