@@ -57,9 +57,35 @@ final class APNsRegistry: Sendable {
         }
     }
 
-    func contains<A: AuthenticationKind>(_ id: APNsConnectorID<A>) -> Bool {
-        let key = Key(name: id.name, authentication: ObjectIdentifier(A.self))
-        return state.withLock { $0.connectors[key] != nil }
+    /// The default connector of a push type that takes either authentication.
+    enum DefaultConnector {
+        case token(any Connector<TokenAuthentication>)
+        case certificate(any Connector<CertificateAuthentication>)
+    }
+
+    /// The default token connector if one is registered, else the default certificate connector,
+    /// found under one lock.
+    func defaultConnector() throws -> DefaultConnector {
+        let token = APNsConnectorID<TokenAuthentication>.default
+        let certificate = APNsConnectorID<CertificateAuthentication>.default
+        return try state.withLock { state throws(APNsConfigurationError) in
+            guard !state.isShutDown else {
+                throw APNsConfigurationError(.shutDown, "app.apns has shut down its connectors: nothing was sent")
+            }
+            if let connector = state.connectors[
+                Key(name: token.name, authentication: ObjectIdentifier(TokenAuthentication.self))]
+                as? any Connector<TokenAuthentication>
+            {
+                return .token(connector)
+            }
+            if let connector = state.connectors[
+                Key(name: certificate.name, authentication: ObjectIdentifier(CertificateAuthentication.self))]
+                as? any Connector<CertificateAuthentication>
+            {
+                return .certificate(connector)
+            }
+            throw .notRegistered(token)
+        }
     }
 
     var gracePeriod: Duration {

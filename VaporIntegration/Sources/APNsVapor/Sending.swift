@@ -71,16 +71,12 @@ extension Application.APNs {
     public func send<Notification: TokenDeliverable & CertificateDeliverable>(
         _ notification: Notification, to device: Device, timeout: Duration? = nil, retry: RetryPolicy = .none
     ) async throws -> APNsResponse {
-        if !registry.contains(APNsConnectorID<TokenAuthentication>.default),
-            registry.contains(APNsConnectorID<CertificateAuthentication>.default)
-        {
-            return try await send(
-                notification, via: APNsConnectorID<CertificateAuthentication>.default, to: device, timeout: timeout,
-                retry: retry)
+        switch try registry.defaultConnector() {
+        case .token(let connector):
+            try await APNs.send(notification, via: connector, to: device, timeout: timeout, retry: retry)
+        case .certificate(let connector):
+            try await APNs.send(notification, via: connector, to: device, timeout: timeout, retry: retry)
         }
-        return try await send(
-            notification, via: APNsConnectorID<TokenAuthentication>.default, to: device, timeout: timeout,
-            retry: retry)
     }
 
     // MARK: Many devices
@@ -161,15 +157,15 @@ extension Application.APNs {
         _ notification: Notification, to devices: Devices, maximumInFlight: Int? = nil, timeout: Duration? = nil,
         retry: RetryPolicy = .none, onOutcome: (BulkOutcome) async -> Void = { _ in }
     ) async throws -> BulkSendSummary where Devices.Element == Device {
-        if !registry.contains(APNsConnectorID<TokenAuthentication>.default),
-            registry.contains(APNsConnectorID<CertificateAuthentication>.default)
-        {
-            return try await send(
-                notification, via: APNsConnectorID<CertificateAuthentication>.default, to: devices,
-                maximumInFlight: maximumInFlight, timeout: timeout, retry: retry, onOutcome: onOutcome)
+        switch try registry.defaultConnector() {
+        case .token(let connector):
+            try await APNs.send(
+                notification, via: connector, to: devices, maximumInFlight: maximumInFlight, timeout: timeout,
+                retry: retry, onOutcome: onOutcome)
+        case .certificate(let connector):
+            try await APNs.send(
+                notification, via: connector, to: devices, maximumInFlight: maximumInFlight, timeout: timeout,
+                retry: retry, onOutcome: onOutcome)
         }
-        return try await send(
-            notification, via: APNsConnectorID<TokenAuthentication>.default, to: devices,
-            maximumInFlight: maximumInFlight, timeout: timeout, retry: retry, onOutcome: onOutcome)
     }
 }
