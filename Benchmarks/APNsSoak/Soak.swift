@@ -145,7 +145,7 @@ struct Soak: AsyncParsableCommand {
                     print(String(format: "curve %6.0f s  %d MB after trim, %d MB before  (%d sent, %d easy handles)  %@", now, curve[curve.count - 1].1, resident, sent, connector.easyHandleCount, Self.memoryBreakdown()))
                 } else {
                     curve.append((now, resident))
-                    print(String(format: "curve %6.0f s  %d MB  (%d sent, %d easy handles)", now, resident, sent, connector.easyHandleCount))
+                    print(String(format: "curve %6.0f s  %d MB  (%d sent, %d easy handles)  %@", now, resident, sent, connector.easyHandleCount, Self.memoryBreakdown()))
                 }
             }
             if waveIndex % 10 == 0 {
@@ -223,7 +223,7 @@ struct Soak: AsyncParsableCommand {
         #endif
     }
 
-    /// Where the resident memory is, for `--trim`'s curve: the process's mappings by kind (from
+    /// Where the resident memory is, printed with each point of the curve: the process's mappings by kind (from
     /// `/proc/self/smaps`: the main heap, anonymous mappings — other malloc arenas, thread stacks,
     /// large allocations — and files), the malloc arenas' bytes in use and free (glibc's
     /// `malloc_info`), and the thread count. Linux only; empty elsewhere.
