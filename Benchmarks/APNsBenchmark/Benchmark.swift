@@ -33,6 +33,8 @@ struct Benchmark: AsyncParsableCommand {
     @Option(name: .customLong("far-connections"), help: "Connections per connector for the far-from-APNs table.") var farConnections = "1,2,4"
     @Option(name: .customLong("far-streams"), help: "Streams per connection for the far-from-APNs table.") var farStreams = "100,500,1000"
     @Option(name: .customLong("far-count"), help: "Pushes per point of the far-from-APNs table, at most.") var farCount = 30_000
+    @Option(name: .customLong("far-server"), help: "The delayed server of the far-from-APNs table: mock (the mock APNs, the default) or nginx (nginx with its echo module, which answers a burst of 1,000 on time where the mock cannot).")
+    var farServer = "mock"
     @Option(name: .customLong("key-file"), help: .hidden) var keyFile: String?
     @Option(name: .customLong("write-key"), help: .hidden) var writeKey: String?
     @Option(name: .customLong("external-server"), help: "Use the mock server already listening on this port (started with --serve --key-file, as Benchmarks/callgrind.sh does) instead of starting one.")
@@ -70,13 +72,8 @@ struct Benchmark: AsyncParsableCommand {
 
         // 1–3. swift-apns, libcurl alone and h2load on the same server, in alternating rounds so
         // that noise from the rest of the machine hits all three alike.
-        var transport = TransportConfiguration()
-        transport.trustedCertificateAuthority = .file(path: server.caPath)
-        transport.maximumConcurrentStreams = streams
-        transport.requestTimeout = .seconds(120)
-        let connector = try TokenConnector(
-            teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
-            environment: .custom(host: "127.0.0.1", port: server.port), transport: transport)
+        let transport = server.transport(streams: streams)
+        let connector = try server.connector(key: key, streams: streams)
         // The same connector with no observability at all (no log call, metric or span, not even a no-op one), for the
         // cost of logging + metrics + tracing with no-op backends: what every user pays.
         let unobserved = try TokenConnector.unobserved(
@@ -300,11 +297,22 @@ extension Benchmark {
         }
         let rtts = list(self.rtts)
         guard !rtts.isEmpty else { return [] }
+        var nginx: String?
+        switch farServer {
+        case "mock": nginx = nil
+        case "nginx":
+            guard let path = NginxDelayServer.find() else {
+                throw ValidationError("--far-server nginx needs nginx and its echo module (apt install nginx-light libnginx-mod-http-echo)")
+            }
+            nginx = path
+        default: throw ValidationError("--far-server is mock or nginx")
+        }
         let points = try await FarFromAPNs.measure(
             notification, key: key, rtts: rtts, connections: list(farConnections), streams: list(farStreams),
             pushes: farCount, zeroDelayRate: zeroDelay.rate, serverThreads: serverThreads, request: request, token: token,
-            h2load: skipH2load ? nil : H2Load.find())
-        return [("zero-delay reference (bulk send, 1 connection): pushes/s; CPU s per 100k",
+            h2load: skipH2load ? nil : H2Load.find(), nginx: nginx)
+        return [("far from APNs: the delayed server", nginx == nil ? "the mock APNs (answers late beyond about 5,000/s per connection)" : "nginx with echo_sleep"),
+                (nginx == nil ? "zero-delay reference (bulk send, 1 connection): pushes/s; CPU s per 100k" : "the mock with no delay (not the reference: each point has its own, nginx with no delay): pushes/s; CPU s per 100k",
                  "\(Format.rate(zeroDelay.rate)); \(Format.seconds(zeroDelay.cpuPer100k))")]
             + FarFromAPNs.rows(points, zeroDelayCPUPer100k: zeroDelay.cpuPer100k)
     }

@@ -10,6 +10,9 @@ struct MockServerProcess {
     let process: Process?
     let port: Int
     let caPath: String
+    /// What ``stop()`` sends: SIGKILL for the mock (see there); nginx's master needs SIGTERM to
+    /// take its worker with it.
+    var stopSignal = SIGKILL
 
     /// Starts the child; with `delayMilliseconds`, it answers each request that long after it arrived
     /// (a round trip to a server far away).
@@ -44,6 +47,24 @@ struct MockServerProcess {
         return MockServerProcess(process: process, port: port, caPath: String(parts[3]))
     }
 
+    /// A token connector to this server that trusts its CA: `connections` × `streams` in flight,
+    /// and a request timeout no benchmark reaches.
+    func connector(key: MockCertificateAuthority.SigningKey, streams: Int, connections: Int = 1) throws -> TokenConnector {
+        try TokenConnector(
+            teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
+            environment: .custom(host: "127.0.0.1", port: port), transport: transport(streams: streams, connections: connections))
+    }
+
+    /// The transport settings of ``connector(key:streams:connections:)``.
+    func transport(streams: Int, connections: Int = 1) -> TransportConfiguration {
+        var transport = TransportConfiguration()
+        transport.trustedCertificateAuthority = .file(path: caPath)
+        transport.maximumConcurrentStreams = streams
+        transport.maximumConnectionsPerHost = connections
+        transport.requestTimeout = .seconds(120)
+        return transport
+    }
+
     /// A server started with `--serve --key-file keyFile` and listening on `port`.
     static func attach(port: Int, keyFile: String) -> MockServerProcess {
         MockServerProcess(process: nil, port: port, caPath: caPath(forKeyFile: keyFile))
@@ -54,7 +75,7 @@ struct MockServerProcess {
     /// its workers) it inherits, so it would never see a SIGTERM.
     func stop() {
         guard let process else { return }
-        kill(process.processIdentifier, SIGKILL)
+        kill(process.processIdentifier, stopSignal)
         process.waitUntilExit()
     }
 

@@ -7,7 +7,8 @@ import Foundation
 /// own process that answers each request `rtt` after it arrived (its `delay` fault), and the bulk
 /// send at each pool size and stream count, against the bound the protocol allows,
 /// min(connections × streams / RTT, the zero-delay rate), with the C loop at the same settings (one
-/// connection: it opens no more).
+/// connection: it opens no more). With `--far-server nginx` the delayed server is nginx
+/// (``NginxDelayServer``), fast enough that at 1,000 streams the client, not the server, is measured.
 enum FarFromAPNs {
     struct Point {
         var rtt: Int  // milliseconds
@@ -19,32 +20,45 @@ enum FarFromAPNs {
         /// nghttp2's h2load at the same settings, when installed: an independent client.
         var h2load: Workload.Result?
         var connectionsOpened = 0
+        /// Against nginx: the bulk send at the same connections and streams with no delay.
+        var zero: Workload.Result?
     }
 
     static func measure(
         _ notification: AlertNotification<Workload.Game>, key: MockCertificateAuthority.SigningKey, rtts: [Int],
         connections: [Int], streams: [Int], pushes: Int, zeroDelayRate: Double, serverThreads: Int,
-        request: APNsRequest, token: String, h2load: String?
+        request: APNsRequest, token: String, h2load: String?, nginx: String?
     ) async throws -> [Point] {
         var points: [Point] = []
-        for rtt in rtts {
-            let server = try MockServerProcess.launch(key: key, threads: serverThreads, delayMilliseconds: rtt)
+        // Against nginx, each point's reference is the same pool answered at once: the mock's
+        // zero-delay rate is the mock's limit, and 100 streams are not 1,000.
+        var zeros: [[Int]: Workload.Result] = [:]
+        if let nginx {
+            let server = try NginxDelayServer.launch(nginx, delayMilliseconds: 0, streams: streams.max() ?? 1_000)
             defer { server.stop() }
             for size in connections {
                 for perConnection in streams {
-                    let bound = min(Double(size * perConnection) / (Double(rtt) / 1000), zeroDelayRate)
+                    let connector = try server.connector(key: key, streams: perConnection, connections: size)
+                    try await Workload.warmUp(notification, via: connector, inFlight: size * perConnection)
+                    zeros[[size, perConnection]] = try await Workload.run(
+                        notification, via: connector, devices: max(pushes, size * perConnection * 8), inFlight: size * perConnection)
+                    await connector.shutdown()
+                }
+            }
+        }
+        for rtt in rtts {
+            let server = try nginx.map { try NginxDelayServer.launch($0, delayMilliseconds: rtt, streams: streams.max() ?? 1_000) }
+                ?? MockServerProcess.launch(key: key, threads: serverThreads, delayMilliseconds: rtt)
+            defer { server.stop() }
+            for size in connections {
+                for perConnection in streams {
+                    let zero = zeros[[size, perConnection]]
+                    let bound = min(Double(size * perConnection) / (Double(rtt) / 1000), zero?.rate ?? zeroDelayRate)
                     // Long enough to reach a steady state (at least 8 round trips of full windows),
                     // short enough that the slow corners do not take minutes.
                     let count = max(size * perConnection * 8, min(pushes, Int(bound * 6)))
-                    var point = Point(rtt: rtt, connections: size, streams: perConnection, bound: bound)
-                    var transport = TransportConfiguration()
-                    transport.trustedCertificateAuthority = .file(path: server.caPath)
-                    transport.maximumConcurrentStreams = perConnection
-                    transport.maximumConnectionsPerHost = size
-                    transport.requestTimeout = .seconds(120)
-                    let connector = try TokenConnector(
-                        teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
-                        environment: .custom(host: "127.0.0.1", port: server.port), transport: transport)
+                    var point = Point(rtt: rtt, connections: size, streams: perConnection, bound: bound, zero: zero)
+                    let connector = try server.connector(key: key, streams: perConnection, connections: size)
                     try await send(
                         notification, via: connector, to: Workload.Devices(count: size * perConnection * 2),
                         maximumInFlight: size * perConnection)
@@ -75,18 +89,19 @@ enum FarFromAPNs {
     static func rows(_ points: [Point], zeroDelayCPUPer100k: Double) -> [(String, String)] {
         var rows: [(String, String)] = [(
             "far from APNs: RTT, connections × streams",
-            "pushes/s; of the bound; CPU per push vs zero delay; C loop of the bound; h2load of the bound"
+            "pushes/s; of the bound; CPU per push vs zero delay; C loop of the bound; CPU per push vs the C loop; h2load of the bound"
         )]
         for point in points {
             var cells = [
                 Format.rate(point.ours.rate),
                 Format.ratio(point.ours.rate / point.bound),
-                Format.ratio(point.ours.cpuPer100k / zeroDelayCPUPer100k),
+                Format.ratio(point.ours.cpuPer100k / (point.zero?.cpuPer100k ?? zeroDelayCPUPer100k)),
             ]
             cells.append(point.floor.map { Format.ratio($0.rate / point.bound) } ?? "-")
+            cells.append(point.floor.map { Format.ratio(point.ours.cpuPer100k / $0.cpuPer100k) } ?? "-")
             cells.append(point.h2load.map { Format.ratio($0.rate / point.bound) } ?? "-")
             rows.append((
-                "  \(point.rtt) ms, \(point.connections) × \(point.streams) (bound \(Format.rate(point.bound))/s)",
+                "  \(point.rtt) ms, \(point.connections) × \(point.streams) (bound \(Format.rate(point.bound))/s\(point.zero.map { ", zero delay \(Format.rate($0.rate))/s" } ?? ""))",
                 cells.joined(separator: "; ")
             ))
         }

@@ -261,14 +261,7 @@ enum PoolCurve {
     ) async throws -> [Point] {
         var connectors: [TokenConnector] = []
         for size in sizes {
-            var transport = TransportConfiguration()
-            transport.trustedCertificateAuthority = .file(path: server.caPath)
-            transport.maximumConcurrentStreams = streams
-            transport.maximumConnectionsPerHost = size
-            transport.requestTimeout = .seconds(120)
-            let connector = try TokenConnector(
-                teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
-                environment: .custom(host: "127.0.0.1", port: server.port), transport: transport)
+            let connector = try server.connector(key: key, streams: streams, connections: size)
             try await Workload.warmUp(notification, via: connector, inFlight: streams * size)
             connectors.append(connector)
         }
