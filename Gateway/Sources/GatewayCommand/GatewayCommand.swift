@@ -68,12 +68,36 @@ struct DatabaseOptions: ParsableArguments {
         let store = try PostgresStore(url: database, logger: logger)
         let pool = Task { await store.run() }
         defer { pool.cancel() }
-        try await Self.first(
-            within: .seconds(databaseWaitSeconds), logger: logger,
-            timedOut:
-                "PostgreSQL did not answer within \(databaseWaitSeconds) s: check that the server in --database runs, is reachable from here and accepts this user (--database-wait-seconds waits longer)"
-        ) { try await store.prepare() }
+        do {
+            try await Self.first(
+                within: .seconds(databaseWaitSeconds), logger: logger,
+                timedOut:
+                    "PostgreSQL did not answer within \(databaseWaitSeconds) s: check that the server in --database runs, is reachable from here and accepts this user (--database-wait-seconds waits longer)"
+            ) { try await store.prepare() }
+        } catch {
+            // The pool's last log lines (its failed connection attempts) would land in the middle
+            // of the error's message on standard error: stop it first, waiting at most 2 s.
+            pool.cancel()
+            await Self.waitForEnd(of: pool, atMost: .seconds(2))
+            throw error
+        }
         return try await body(store)
+    }
+
+    /// Returns when `task` has ended or `limit` has passed, whichever comes first.
+    static func waitForEnd(of task: Task<Void, Never>, atMost limit: Duration) async {
+        let (ended, continuation) = AsyncStream.makeStream(of: Void.self)
+        let waiter = Task {
+            await task.value
+            continuation.yield()
+        }
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            continuation.yield()
+        }
+        for await _ in ended { break }
+        timer.cancel()
+        waiter.cancel()
     }
 
     /// Runs `work` until it ends, `wait` passes (an error saying `timedOut`) or SIGTERM/SIGINT
