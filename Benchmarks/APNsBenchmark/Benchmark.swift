@@ -95,10 +95,8 @@ struct Benchmark: AsyncParsableCommand {
                 throw ValidationError("--only takes observed, unobserved, watching, executor, singles, libcurl, coalesced or far")
             }
             if only == "far" {
-                // The far-from-APNs table alone, against the zero-delay bulk send of --count pushes.
-                try await Workload.warmUp(notification, via: connector, inFlight: streams)
-                let zero = try await Workload.run(notification, via: connector, devices: count, inFlight: streams)
-                print(Format.table(try await far(notification, key: key, zeroDelay: zero, request: request, token: token)))
+                // The far-from-APNs table alone.
+                print(Format.table(try await far(notification, key: key, request: request, token: token)))
                 return
             }
             let result: Workload.Result
@@ -278,7 +276,7 @@ struct Benchmark: AsyncParsableCommand {
         }
 
         // 8. Far from APNs: the round trip as the limit (last: each point starts its own server).
-        rows += try await far(notification, key: key, zeroDelay: ours, request: request, token: token)
+        rows += try await far(notification, key: key, request: request, token: token)
 
         print(Format.table(rows))
         let lost = ours.outcomes != count || memory.outcomes != memoryCount
@@ -287,34 +285,33 @@ struct Benchmark: AsyncParsableCommand {
 }
 
 extension Benchmark {
-    /// The far-from-APNs rows (``FarFromAPNs``), against `zeroDelay`, the bulk send on the loopback.
+    /// The far-from-APNs rows (``FarFromAPNs``), against the server `--far-server` names.
     func far(
         _ notification: AlertNotification<Workload.Game>, key: MockCertificateAuthority.SigningKey,
-        zeroDelay: Workload.Result, request: APNsRequest, token: String
+        request: APNsRequest, token: String
     ) async throws -> [(String, String)] {
         func list(_ text: String) -> [Int] {
             text.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.filter { $0 >= 1 }
         }
         let rtts = list(self.rtts)
         guard !rtts.isEmpty else { return [] }
-        var nginx: String?
+        let streams = list(farStreams)
+        let launch: (Int) throws -> MockServerProcess
         switch farServer {
-        case "mock": nginx = nil
+        case "mock":
+            launch = { [serverThreads] in try MockServerProcess.launch(key: key, threads: serverThreads, delayMilliseconds: $0) }
         case "nginx":
-            guard let path = NginxDelayServer.find() else {
+            guard let nginx = NginxDelayServer.find() else {
                 throw ValidationError("--far-server nginx needs nginx and its echo module (apt install nginx-light libnginx-mod-http-echo)")
             }
-            nginx = path
+            launch = { try NginxDelayServer.launch(nginx, delayMilliseconds: $0, streams: streams.max() ?? 1_000) }
         default: throw ValidationError("--far-server is mock or nginx")
         }
         let points = try await FarFromAPNs.measure(
-            notification, key: key, rtts: rtts, connections: list(farConnections), streams: list(farStreams),
-            pushes: farCount, zeroDelayRate: zeroDelay.rate, serverThreads: serverThreads, request: request, token: token,
-            h2load: skipH2load ? nil : H2Load.find(), nginx: nginx)
-        return [("far from APNs: the delayed server", nginx == nil ? "the mock APNs (answers late beyond about 5,000/s per connection)" : "nginx with echo_sleep"),
-                (nginx == nil ? "zero-delay reference (bulk send, 1 connection): pushes/s; CPU s per 100k" : "the mock with no delay (not the reference: each point has its own, nginx with no delay): pushes/s; CPU s per 100k",
-                 "\(Format.rate(zeroDelay.rate)); \(Format.seconds(zeroDelay.cpuPer100k))")]
-            + FarFromAPNs.rows(points, zeroDelayCPUPer100k: zeroDelay.cpuPer100k)
+            notification, key: key, rtts: rtts, connections: list(farConnections), streams: streams, pushes: farCount,
+            request: request, token: token, h2load: skipH2load ? nil : H2Load.find(), launch: launch)
+        return [("far from APNs: the delayed server", farServer == "mock" ? "the mock APNs (answers late beyond about 5,000/s per connection)" : "nginx with echo_sleep")]
+            + FarFromAPNs.rows(points)
     }
 }
 

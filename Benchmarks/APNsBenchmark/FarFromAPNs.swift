@@ -3,12 +3,12 @@ import APNsMockServer
 import BenchmarkSupport
 import Foundation
 
-/// Throughput where the round trip is the limit, as it is 20–150 ms from APNs: a mock server in its
-/// own process that answers each request `rtt` after it arrived (its `delay` fault), and the bulk
-/// send at each pool size and stream count, against the bound the protocol allows,
-/// min(connections × streams / RTT, the zero-delay rate), with the C loop at the same settings (one
-/// connection: it opens no more). With `--far-server nginx` the delayed server is nginx
-/// (``NginxDelayServer``), fast enough that at 1,000 streams the client, not the server, is measured.
+/// Throughput where the round trip is the limit, as it is 20–150 ms from APNs: a server in its own
+/// process that answers each request `rtt` after it arrived — the mock (its `delay` fault) or
+/// nginx (``NginxDelayServer``, fast enough that at 1,000 streams the client, not the server, is
+/// measured) — and the bulk send at each pool size and stream count, against the bound the protocol
+/// allows, min(connections × streams / RTT, the same pool's rate against the same server with no
+/// delay), with the C loop at the same settings (one connection: it opens no more).
 enum FarFromAPNs {
     struct Point {
         var rtt: Int  // milliseconds
@@ -20,21 +20,21 @@ enum FarFromAPNs {
         /// nghttp2's h2load at the same settings, when installed: an independent client.
         var h2load: Workload.Result?
         var connectionsOpened = 0
-        /// Against nginx: the bulk send at the same connections and streams with no delay.
-        var zero: Workload.Result?
+        /// The bulk send at the same connections and streams against the same server with no delay.
+        var zero: Workload.Result
     }
 
+    /// `launch` starts the server answering after the given milliseconds (0: at once).
     static func measure(
         _ notification: AlertNotification<Workload.Game>, key: MockCertificateAuthority.SigningKey, rtts: [Int],
-        connections: [Int], streams: [Int], pushes: Int, zeroDelayRate: Double, serverThreads: Int,
-        request: APNsRequest, token: String, h2load: String?, nginx: String?
+        connections: [Int], streams: [Int], pushes: Int, request: APNsRequest, token: String, h2load: String?,
+        launch: (_ delayMilliseconds: Int) throws -> MockServerProcess
     ) async throws -> [Point] {
         var points: [Point] = []
-        // Against nginx, each point's reference is the same pool answered at once: the mock's
-        // zero-delay rate is the mock's limit, and 100 streams are not 1,000.
+        // Each point's reference is the same pool with no delay: 100 streams are not 1,000.
         var zeros: [[Int]: Workload.Result] = [:]
-        if let nginx {
-            let server = try NginxDelayServer.launch(nginx, delayMilliseconds: 0, streams: streams.max() ?? 1_000)
+        do {
+            let server = try launch(0)
             defer { server.stop() }
             for size in connections {
                 for perConnection in streams {
@@ -47,13 +47,12 @@ enum FarFromAPNs {
             }
         }
         for rtt in rtts {
-            let server = try nginx.map { try NginxDelayServer.launch($0, delayMilliseconds: rtt, streams: streams.max() ?? 1_000) }
-                ?? MockServerProcess.launch(key: key, threads: serverThreads, delayMilliseconds: rtt)
+            let server = try launch(rtt)
             defer { server.stop() }
             for size in connections {
                 for perConnection in streams {
-                    let zero = zeros[[size, perConnection]]
-                    let bound = min(Double(size * perConnection) / (Double(rtt) / 1000), zero?.rate ?? zeroDelayRate)
+                    let zero = zeros[[size, perConnection]] ?? Workload.Result()
+                    let bound = min(Double(size * perConnection) / (Double(rtt) / 1000), zero.rate)
                     // Long enough to reach a steady state (at least 8 round trips of full windows),
                     // short enough that the slow corners do not take minutes.
                     let count = max(size * perConnection * 8, min(pushes, Int(bound * 6)))
@@ -86,7 +85,7 @@ enum FarFromAPNs {
         return points
     }
 
-    static func rows(_ points: [Point], zeroDelayCPUPer100k: Double) -> [(String, String)] {
+    static func rows(_ points: [Point]) -> [(String, String)] {
         var rows: [(String, String)] = [(
             "far from APNs: RTT, connections × streams",
             "pushes/s; of the bound; CPU per push vs zero delay; C loop of the bound; CPU per push vs the C loop; h2load of the bound"
@@ -95,13 +94,13 @@ enum FarFromAPNs {
             var cells = [
                 Format.rate(point.ours.rate),
                 Format.ratio(point.ours.rate / point.bound),
-                Format.ratio(point.ours.cpuPer100k / (point.zero?.cpuPer100k ?? zeroDelayCPUPer100k)),
+                Format.ratio(point.ours.cpuPer100k / point.zero.cpuPer100k),
             ]
             cells.append(point.floor.map { Format.ratio($0.rate / point.bound) } ?? "-")
             cells.append(point.floor.map { Format.ratio(point.ours.cpuPer100k / $0.cpuPer100k) } ?? "-")
             cells.append(point.h2load.map { Format.ratio($0.rate / point.bound) } ?? "-")
             rows.append((
-                "  \(point.rtt) ms, \(point.connections) × \(point.streams) (bound \(Format.rate(point.bound))/s\(point.zero.map { ", zero delay \(Format.rate($0.rate))/s" } ?? ""))",
+                "  \(point.rtt) ms, \(point.connections) × \(point.streams) (bound \(Format.rate(point.bound))/s, zero delay \(Format.rate(point.zero.rate))/s)",
                 cells.joined(separator: "; ")
             ))
         }
