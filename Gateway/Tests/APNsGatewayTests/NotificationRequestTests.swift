@@ -260,18 +260,46 @@ import Testing
         let collapsed = try read(
             #"{"push-type":"liveactivity","bundle-id":"a.b","event":"end","content-state":{},"collapse-id":"x","channel":"dHN0"}"#
         )
-        #expect(throws: RequestProblem.self) { try collapsed.check(for: .token) }
+        let refused = #expect(throws: RequestProblem.self) { try collapsed.check(for: .token) }
+        #expect(refused?.kind == .invalid)
     }
 
+    /// The two rules openapi.yaml cannot state get answers of their own (413, 403), so that a body
+    /// the schema allows is never a 400.
     @Test func rulesThatNeedTheWholeRequestAreCheckedToo() throws {
         let big = String(repeating: "x", count: 5000)
         let request = try read(
             "{\"push-type\":\"alert\",\"bundle-id\":\"a.b\",\"alert\":\"\(big)\",\"devices\":[\"\(Self.token)\"]}")
-        #expect(throws: RequestProblem.self) { try request.check(for: .token) }
+        let tooLarge = #expect(throws: RequestProblem.self) { try request.check(for: .token) }
+        #expect(tooLarge?.kind == .tooLarge)
+        #expect(tooLarge.map { Problem($0).status } == .contentTooLarge)
         let mdm = try read(
             "{\"push-type\":\"mdm\",\"topic\":\"com.apple.mgmt.X\",\"push-magic\":\"m\",\"devices\":[\"\(Self.token)\"]}"
         )
-        #expect(throws: RequestProblem.self) { try mdm.check(for: .token) }
+        let wrongCredential = #expect(throws: RequestProblem.self) { try mdm.check(for: .token) }
+        #expect(wrongCredential?.kind == .notForThisGateway)
+        #expect(wrongCredential.map { Problem($0).status } == .forbidden)
+        #expect(
+            wrongCredential?.message
+                == "mdm pushes cannot be sent through a token connector; APNs accepts them only with certificate authentication. Send them through a connector made with that credential."
+        )
         try mdm.check(for: .certificate)
+    }
+
+    /// A collapse id is 1 to 64 visible ASCII characters here: what openapi.yaml can state exactly
+    /// (a schema counts characters, the library's limit is 64 bytes of UTF-8).
+    @Test func aCollapseIDIsVisibleASCII() throws {
+        func body(_ id: String) -> String {
+            #"{"push-type":"background","bundle-id":"a.b","collapse-id":"\#(id)","devices":["\#(Self.token)"]}"#
+        }
+        let longest = String(repeating: "~", count: 64)
+        #expect(try read(body(longest)).storedJSON.contains(longest))
+        #expect(try read(body("score 42")).notification.collapseID == "score 42")
+        let refusal = RequestProblem(
+            field: "collapse-id",
+            "give 1 to 64 visible ASCII characters (letters, digits, punctuation, space); it travels in an HTTP header")
+        for refused in [longest + "~", "", "caf\u{e9}", "a\\tb", "\u{7f}"] {
+            #expect(problem(body(refused)) == refusal, "\(refused)")
+        }
     }
 }

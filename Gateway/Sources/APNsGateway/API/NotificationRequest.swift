@@ -143,7 +143,16 @@ public struct NotificationRequest: Sendable {
                 try notification.request(to: device).checkRules(for: method)
             }
         } catch {
-            throw RequestProblem(field: channel != nil ? "channel" : nil, error.description)
+            // What JSON Schema cannot say gets its own status, so that a body valid under
+            // openapi.yaml is never a 400: the encoded payload's size (413) and the gateway's own
+            // credential (403: an mdm push needs a certificate, a widget push a token).
+            let kind: RequestProblem.Kind
+            switch error {
+            case .payloadTooLarge: kind = .tooLarge
+            case .authenticationNotAllowed: kind = .notForThisGateway
+            default: kind = .invalid
+            }
+            throw RequestProblem(field: channel != nil ? "channel" : nil, error.description, kind: kind)
         }
     }
 
@@ -173,17 +182,32 @@ public struct NotificationRequest: Sendable {
     }
 }
 
-/// What is wrong with a request, naming the field and the rule: the `detail` of a 400
-/// problem+json answer.
+/// What is wrong with a request, naming the field and the rule: the `detail` of a problem+json
+/// answer (400, or 413 and 403 for the two rules ``Kind`` names).
 public struct RequestProblem: Error, CustomStringConvertible, Sendable, Equatable {
+    /// Which answer a problem gets.
+    public enum Kind: Sendable, Equatable {
+        /// The body breaks a rule `openapi.yaml` states: 400.
+        case invalid
+        /// The notification's APNs payload is over its push type's limit, which a schema cannot
+        /// state (it counts encoded bytes): 413.
+        case tooLarge
+        /// A valid notification that the gateway's APNs credential cannot send (mdm needs a
+        /// certificate; widgets, controls, location and fileprovider a token): 403.
+        case notForThisGateway
+    }
+
     /// The field at fault (`devices[3]`, `alert.title`), when one is.
     public let field: String?
     /// What is wrong and how to fix it.
     public let message: String
+    /// Which answer it gets.
+    public let kind: Kind
 
-    init(field: String? = nil, _ message: String) {
+    init(field: String? = nil, _ message: String, kind: Kind = .invalid) {
         self.field = field
         self.message = message
+        self.kind = kind
     }
 
     public var description: String { field.map { "\($0): \(message)" } ?? message }
@@ -309,7 +333,7 @@ struct NotificationSpec: Sendable {
                 throw RequestProblem(field: "expiration", error.description)
             }
         }
-        let collapse = try reader.string("collapse-id").map { CollapseID($0) }
+        let collapse = try reader.collapseID()
         // Checked by the push type (the library's message); the typed priority is then exact.
         let priority: PushPriority?
         let number = try reader.integer("priority")
@@ -547,6 +571,22 @@ private struct FieldReader {
             return value
         case let other?: throw RequestProblem(field: key, "is \(other.typeName); give a whole number")
         }
+    }
+
+    /// `collapse-id`: 1 to 64 visible ASCII characters. The library takes any 64 bytes of UTF-8
+    /// without control characters; the gateway takes the part of that which `openapi.yaml` can
+    /// state exactly (a schema counts characters, not bytes), and an id is ASCII in practice.
+    func collapseID() throws(RequestProblem) -> CollapseID? {
+        guard let text = try string("collapse-id") else { return nil }
+        guard !text.isEmpty, text.utf8.count <= CollapseID.maximumLength,
+            text.utf8.allSatisfy({ (0x20...0x7E).contains($0) })
+        else {
+            throw RequestProblem(
+                field: "collapse-id",
+                "give 1 to \(CollapseID.maximumLength) visible ASCII characters (letters, digits, punctuation, space); it travels in an HTTP header"
+            )
+        }
+        return CollapseID(text)
     }
 
     func number(_ key: String) throws(RequestProblem) -> Double? {

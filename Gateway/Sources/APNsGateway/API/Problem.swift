@@ -27,9 +27,16 @@ public struct Problem: HTTPResponseError, Sendable, Equatable {
         self.allow = allow
     }
 
-    /// A 400 for a request the notification rules refuse.
+    /// A 400 for a request the notification rules refuse; 413 for a payload over its limit, 403
+    /// for a push type the gateway's credential cannot send.
     init(_ problem: RequestProblem) {
-        self.init(.badRequest, problem.description, field: problem.field)
+        let status: HTTPResponse.Status
+        switch problem.kind {
+        case .invalid: status = .badRequest
+        case .tooLarge: status = .contentTooLarge
+        case .notForThisGateway: status = .forbidden
+        }
+        self.init(status, problem.description, field: problem.field)
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
