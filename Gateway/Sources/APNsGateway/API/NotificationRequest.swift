@@ -36,6 +36,7 @@ public struct NotificationRequest: Sendable {
         let devicesValue = fields.removeValue(forKey: "devices")
         let channelValue = fields.removeValue(forKey: "channel")
         var devices: [Device] = []
+        var tokensGiven = 0
         var channelID: String?
         switch (devicesValue, channelValue) {
         case (nil, nil):
@@ -51,7 +52,7 @@ public struct NotificationRequest: Sendable {
             }
             channelID = id
         case (let value?, nil):
-            devices = try NotificationRequest.devices(value, maximumDevices: maximumDevices)
+            (devices, tokensGiven) = try NotificationRequest.devices(value, maximumDevices: maximumDevices)
         }
         if fields["push-type"] == .string("liveactivity"), fields["timestamp"] == nil {
             fields["timestamp"] = .integer(Int64(now.timeIntervalSince1970))
@@ -61,10 +62,10 @@ public struct NotificationRequest: Sendable {
             throw RequestProblem(
                 field: "apns-id", "a broadcast's apns-id is APNs' own; give apns-id with one device, or leave it out")
         }
-        if spec.apnsID != nil, devices.count > 1 {
+        if spec.apnsID != nil, tokensGiven > 1 {
             throw RequestProblem(
                 field: "apns-id",
-                "one apns-id names one push, and this request makes \(devices.count): send one device per request with its own apns-id, or leave it out (the gateway gives each device-send its own, the same on every attempt)"
+                "one apns-id names one push, and this request gives \(tokensGiven) tokens: send one device per request with its own apns-id, or leave it out (the gateway gives each device-send its own, the same on every attempt)"
             )
         }
         self.pushType = spec.pushType
@@ -101,8 +102,12 @@ public struct NotificationRequest: Sendable {
     /// The prefix of a channel target in the queue.
     static let channelPrefix = "channel:"
 
-    /// `devices`, every token checked, none repeated, at most `maximumDevices`.
-    private static func devices(_ value: JSONValue, maximumDevices: Int) throws(RequestProblem) -> [Device] {
+    /// `devices`, every token checked, at most `maximumDevices` given; with how many were given.
+    /// A token given twice (in any case: it is hex) is one device and is sent once — a second push
+    /// would be a second alert on the same phone, and the answer's `devices` counts what was queued.
+    private static func devices(
+        _ value: JSONValue, maximumDevices: Int
+    ) throws(RequestProblem) -> (devices: [Device], given: Int) {
         guard case .array(let tokens) = value, !tokens.isEmpty else {
             throw RequestProblem(
                 field: "devices",
@@ -124,13 +129,9 @@ public struct NotificationRequest: Sendable {
             do { device = try Device(token: text) } catch {
                 throw RequestProblem(field: "devices[\(index)]", error.description)
             }
-            guard seen.insert(device.token).inserted else {
-                throw RequestProblem(
-                    field: "devices[\(index)]", "repeats the token \(device.token): give each device once")
-            }
-            devices.append(device)
+            if seen.insert(device.token).inserted { devices.append(device) }
         }
-        return devices
+        return (devices, tokens.count)
     }
 
     /// Checks the rules that need a request (payload size, what the push type allows) and that
