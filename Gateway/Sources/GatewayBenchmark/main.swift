@@ -15,6 +15,10 @@ import Synchronization
 //   accepted   POST /v1/notifications (one device each, 8 at a time) answered 202, dispatcher idle
 //   end-to-end N devices posted in requests of --per-request devices, until every outcome is written
 //
+//   instances  with --instances N (PostgreSQL): end to end again with N instances on one database,
+//              each with its own pool of database connections, connector and dispatcher (as N
+//              processes would have), against the one-instance figure of the same run
+//
 //   claim      with --claim-history N: a claim of 2,000 queued device-sends (best of 5), on the
 //              queue as it is and again after N finished device-sends were added (a queue's history)
 //
@@ -28,6 +32,8 @@ struct Options {
     var postgres: String?
     /// Finished device-sends to add before the claim is timed again (0: no claim figures).
     var claimHistory = 0
+    /// Instances for the second end-to-end figure (1: none).
+    var instances = 1
 
     init(_ arguments: [String]) throws {
         var iterator = arguments.dropFirst().makeIterator()
@@ -48,11 +54,17 @@ struct Options {
             case "--accept-requests": acceptRequests = try positive(argument)
             case "--postgres": postgres = try value(argument)
             case "--claim-history": claimHistory = try positive(argument)
+            case "--instances":
+                instances = try positive(argument)
+                guard instances <= 8 else { throw SetupError("--instances takes 1 to 8") }
             default:
                 throw SetupError(
-                    "unknown option \(argument); use --devices N --per-request N --accept-requests N [--postgres URL] [--claim-history N]"
+                    "unknown option \(argument); use --devices N --per-request N --accept-requests N [--postgres URL] [--claim-history N] [--instances N]"
                 )
             }
+        }
+        guard instances == 1 || postgres != nil else {
+            throw SetupError("--instances needs --postgres: instances share a queue on PostgreSQL")
         }
     }
 }
@@ -150,8 +162,10 @@ func benchmark(_ options: Options) async throws {
     var limits = GatewayAPI.Configuration()
     limits.maximumDevicesPerRequest = max(options.perRequest, 5_000)
     limits.maximumBodyBytes = max(1 << 20, options.perRequest * 70 + 1024)
+    let awake = Mutex<[Dispatcher]>([dispatcher])  // the running ones, woken by each accepted POST
     let api = GatewayAPI(
-        store: store, configuration: limits, authenticationMethod: .token, onAccepted: { dispatcher.wake() })
+        store: store, configuration: limits, authenticationMethod: .token,
+        onAccepted: { for running in awake.withLock({ $0 }) { running.wake() } })
     let port = Mutex<Int?>(nil)
     var quiet = Logger(label: "benchmark-http")
     quiet.logLevel = .critical  // the server is cancelled at the end, which it reports as errors
@@ -193,23 +207,56 @@ func benchmark(_ options: Options) async throws {
     }
     while try await dispatcher.dispatchOnce() > 0 {}  // send those, untimed
 
-    // end to end: the dispatcher runs; post every device, then wait for the last outcome.
-    let dispatching = Task { try await dispatcher.run() }
-    start = ContinuousClock.now
-    var offset = 0
-    while offset < tokens.count {
-        let part = tokens[offset..<min(offset + options.perRequest, tokens.count)]
-        let status = try await post(alert(to: part), to: endpoint, key: key, session: session)
-        guard status == 202 else { throw SetupError("POST of \(part.count) devices answered \(status)") }
-        offset += part.count
+    // end to end: the dispatchers run; post every device, then wait for the last outcome.
+    func endToEnd(_ dispatchers: [Dispatcher]) async throws -> (posted: Duration, finished: Duration) {
+        awake.withLock { $0 = dispatchers }
+        let running = dispatchers.map { dispatcher in Task { try await dispatcher.run() } }
+        let start = ContinuousClock.now
+        var offset = 0
+        while offset < tokens.count {
+            let part = tokens[offset..<min(offset + options.perRequest, tokens.count)]
+            let status = try await post(alert(to: part), to: endpoint, key: key, session: session)
+            guard status == 202 else { throw SetupError("POST of \(part.count) devices answered \(status)") }
+            offset += part.count
+        }
+        let posted = ContinuousClock.now - start
+        // Counting the queue is work for the database too: every 5 ms only near the end, so the
+        // count itself does not compete with the gateway (the figure is late by at most 5 ms).
+        while case let depth = try await store.queueDepth(), depth > 0 {
+            try await Task.sleep(for: .milliseconds(depth > 5_000 ? 50 : 5))
+        }
+        let finished = ContinuousClock.now - start
+        for task in running { task.cancel() }
+        for task in running { _ = await task.result }
+        return (posted, finished)
     }
-    let postedElapsed = ContinuousClock.now - start
-    while try await store.queueDepth() > 0 { try await Task.sleep(for: .milliseconds(5)) }
-    let endToEndElapsed = ContinuousClock.now - start
-    dispatching.cancel()
-    serving.cancel()
-    _ = await dispatching.result
+    let (postedElapsed, endToEndElapsed) = try await endToEnd([dispatcher])
     await gatewayConnector.shutdown()
+
+    // instances: the same again with N instances on the one database, each as its own process
+    // would be (a pool of database connections, a connector, a dispatcher with its own name).
+    var instancesElapsed: Duration?
+    if options.instances > 1, let url = options.postgres {
+        var dispatchers: [Dispatcher] = []
+        var connectors: [TokenConnector] = []
+        var pools: [Task<Void, Never>] = []
+        for number in 1...options.instances {
+            let own = try PostgresStore(url: url, logger: Logger(label: "benchmark"))
+            pools.append(Task { await own.run() })
+            let instanceConnector = try connector()
+            connectors.append(instanceConnector)
+            var configuration = sending
+            configuration.instance = "\(sending.instance)-\(number)"
+            dispatchers.append(
+                Dispatcher(
+                    store: own, connector: AnyConnector(instanceConnector), configuration: configuration,
+                    logger: Logger(label: "benchmark")))
+        }
+        instancesElapsed = try await endToEnd(dispatchers).finished
+        for instanceConnector in connectors { await instanceConnector.shutdown() }
+        for pool in pools { pool.cancel() }
+    }
+    serving.cancel()
 
     var claimFigures: (empty: Double, history: Double)?
     if options.claimHistory > 0 {
@@ -240,6 +287,12 @@ func benchmark(_ options: Options) async throws {
     print(
         "end to end / direct              \(String(format: "%.2f", endToEndRate / directRate)) (target ≥ 0.50: \(endToEndRate / directRate >= 0.5 ? "met" : "not met"))"
     )
+    if let instancesElapsed {
+        let instancesRate = rate(options.devices, instancesElapsed)
+        print(
+            "gateway: end to end, \(options.instances) instances \(figure(instancesRate)) device-sends/s (\(String(format: "%.2f", instancesRate / endToEndRate)) × one instance; target ≥ 1.5 for two)"
+        )
+    }
     if let claimFigures {
         print("claim of 2,000, queue as it was    \(String(format: "%.2f", claimFigures.empty * 1000)) ms (best of 5)")
         print(

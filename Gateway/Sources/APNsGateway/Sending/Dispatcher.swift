@@ -34,9 +34,10 @@ public final class Dispatcher: Service, Sendable {
         public var pollInterval: Duration = .seconds(1)
         /// Outcomes written in one transaction, at most.
         public var writeBatch = 500
-        /// Outcomes are written at least this often while a notification is being sent: what a
-        /// killed sender had sent but not written (and is sent again) is at most this much of its
-        /// sending, plus what was in flight.
+        /// Outcomes are written at least this often while a notification is being sent (one
+        /// batch is written while the next is collected): what a killed sender had sent but not
+        /// written (and is sent again) is at most two such batches of its sending, plus what was
+        /// in flight.
         public var writeInterval: Duration = .milliseconds(100)
         /// How long a finished notification and its outcomes (and an unregistered-list entry) are
         /// kept; then they are deleted, a few hundred at a time, every ``pruneInterval``.
@@ -449,6 +450,8 @@ public final class Dispatcher: Service, Sendable {
         var pending: [DeliveryOutcome] = []
         // The devices that have their outcome from the bulk send (some may be written already).
         var answered: Set<String> = []
+        // The batch of outcomes being written, if any (awaited before the next, and at the end).
+        var writing: Task<Void, Never>?
         // Read as sending progresses: none is started once the lease is in doubt.
         let startable = StoppableDevices(devices: devices) { [self] in !mayStart }
         do {
@@ -464,7 +467,12 @@ public final class Dispatcher: Service, Sendable {
                 if pending.count >= configuration.writeBatch
                     || ContinuousClock.now - lastWrite >= configuration.writeInterval
                 {
-                    await write(pending)
+                    // One batch is written while the next is collected: the bulk send follows
+                    // this loop's pace, so waiting here for the database would idle the
+                    // connection. Never more than one write of this send in flight.
+                    await writing?.value
+                    let batch = pending
+                    writing = Task { await self.write(batch) }
                     pending.removeAll(keepingCapacity: true)
                     lastWrite = ContinuousClock.now
                 }
@@ -488,6 +496,7 @@ public final class Dispatcher: Service, Sendable {
             guard let delivery = byToken[device.token] else { continue }
             pending.append(stopped(claimed, delivery, app: spec.app, retryAt: retryAt))
         }
+        await writing?.value
         await write(pending)
     }
 

@@ -232,16 +232,36 @@ public final class PostgresStore: GatewayStore, Service {
 
     public func markStarted(notificationID: String, positions: [Int], owner: String, now: Date) async throws -> Int {
         guard !positions.isEmpty else { return 0 }
-        let rows = try await client.query(
-            """
-            UPDATE deliveries SET started_at = \(now.timeIntervalSince1970)
-            WHERE notification_id = \(notificationID) AND position = ANY(\(positions)::integer[])
-                AND state = 'claimed' AND lease_owner = \(owner)
-            RETURNING position
-            """, logger: logger)
-        var marked = 0
-        for try await _ in rows.decode(Int.self) { marked += 1 }
-        return marked
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection -> Int in
+            try await Self.holdOwner(owner, on: connection, logger: logger)
+            let rows = try await connection.query(
+                """
+                UPDATE deliveries SET started_at = \(now.timeIntervalSince1970)
+                WHERE notification_id = \(notificationID) AND position = ANY(\(positions)::integer[])
+                    AND state = 'claimed' AND lease_owner = \(owner)
+                RETURNING position
+                """, logger: logger)
+            var marked = 0
+            for try await _ in rows.decode(Int.self) { marked += 1 }
+            return marked
+        }
+    }
+
+    /// Takes a share lock on `owner`'s row in `instances` (if it is registered) for the rest of the
+    /// transaction, before the transaction locks any of the owner's device-sends.
+    ///
+    /// The heartbeat (``heartbeat(_:now:leaseUntil:)``) locks that row first and then every
+    /// device-send the owner holds, in whatever order its scan finds them; an outcome write or a
+    /// start record locks some of the same device-sends in the order of its batch. Without a
+    /// common first lock the two can each hold what the other waits for: PostgreSQL finds the
+    /// deadlock after `deadlock_timeout` (1 s) and aborts one of them (seen with two instances in
+    /// the benchmark). Writes of one owner share the lock, so they still run side by side; the
+    /// heartbeat waits for them, and they for it.
+    private static func holdOwner(_ owner: String, on connection: PostgresConnection, logger: Logger) async throws {
+        _ = try await connection.query(
+            "SELECT 1 FROM instances WHERE name = \(owner) FOR SHARE", logger: logger
+        ).collect()
     }
 
     public func deleteFinished(before cutoff: Date, limit: Int) async throws -> Int {
@@ -357,6 +377,7 @@ public final class PostgresStore: GatewayStore, Service {
         let requeued = outcomes.filter { $0.retryAt != nil }
         let finishing = outcomes.filter { $0.retryAt == nil }
         return try await client.withTransaction(logger: logger) { connection -> Int in
+            try await Self.holdOwner(owner, on: connection, logger: logger)
             if !requeued.isEmpty {
                 try await connection.query(
                     """
