@@ -76,12 +76,8 @@ struct SetupError: Error, CustomStringConvertible {
 
 func rate(_ count: Int, _ elapsed: Duration) -> Double { Double(count) / max(elapsed.seconds, 1e-9) }
 
-func post(_ body: String, to url: URL, key: String, session: URLSession) async throws -> Int {
-    try await postReadingID(body, to: url, key: key, session: session).status
-}
-
 /// The answer's status and, for a 202, the queued notification's id.
-func postReadingID(
+func post(
     _ body: String, to url: URL, key: String, session: URLSession
 ) async throws -> (
     status: Int, id: String?
@@ -195,7 +191,7 @@ func benchmark(_ options: Options) async throws {
         for _ in 0..<8 where next < options.acceptRequests {
             let token = tokens[next % tokens.count]
             group.addTask {
-                try await post(alert(to: [token]), to: endpoint, key: key, session: session) == 202 ? 1 : 0
+                try await post(alert(to: [token]), to: endpoint, key: key, session: session).status == 202 ? 1 : 0
             }
             next += 1
         }
@@ -204,7 +200,7 @@ func benchmark(_ options: Options) async throws {
             if next < options.acceptRequests {
                 let token = tokens[next % tokens.count]
                 group.addTask {
-                    try await post(alert(to: [token]), to: endpoint, key: key, session: session) == 202 ? 1 : 0
+                    try await post(alert(to: [token]), to: endpoint, key: key, session: session).status == 202 ? 1 : 0
                 }
                 next += 1
             }
@@ -227,7 +223,7 @@ func benchmark(_ options: Options) async throws {
         var ids: [String] = []
         while offset < tokens.count {
             let part = tokens[offset..<min(offset + options.perRequest, tokens.count)]
-            let (status, id) = try await postReadingID(alert(to: part), to: endpoint, key: key, session: session)
+            let (status, id) = try await post(alert(to: part), to: endpoint, key: key, session: session)
             guard status == 202, let id else {
                 throw SetupError("POST of \(part.count) devices answered \(status)")
             }

@@ -19,6 +19,31 @@ import Testing
         await queue.remove()
     }
 
+    /// PostgreSQL's plans, with statistics of a long history (20,000 finished device-sends, a few
+    /// queued and claimed): the claim and the queue's depth read the partial index of unfinished
+    /// rows, never the whole table.
+    @Test func thePostgreSQLClaimAndDepthReadTheIndexOfUnfinishedRows() async throws {
+        let queue = try await TestStore(.postgres)
+        let store = try #require(queue.store as? PostgresStore)
+        let now = Date()
+        for index in 0..<3 {
+            let queued = QueuedNotification(
+                id: "n\(index)", keyName: "app", pushType: "alert", app: "com.example.app", storedJSON: "{}",
+                tokens: (0..<5).map { String(format: "%064x", 10 * index + $0) }, createdAt: now)
+            #expect(try await store.enqueue(queued, maximumQueueDepth: 100) == .accepted)
+        }
+        #expect(
+            try await store.claim(owner: "t", limit: 5, now: now, leaseUntil: now.addingTimeInterval(60)).count == 1)
+        // Adds the history and brings the planner's statistics up to date (ANALYZE).
+        try await store.addFinishedHistory(count: 20_000)
+        let plans = try await store.queryPlans()
+        for (name, plan) in [("claim", plans.claim), ("depth", plans.depth)] {
+            #expect(plan.contains { $0.contains("using deliveries_due on deliveries") }, "\(name): \(plan)")
+            #expect(!plan.contains { $0.contains("Seq Scan on deliveries") }, "\(name): \(plan)")
+        }
+        await queue.remove()
+    }
+
     /// Finished notifications older than the cutoff go with their outcomes, in batches; unfinished
     /// ones and newer ones stay, and so do unregistered entries reported after the cutoff.
     @Test(arguments: Backend.allCases)

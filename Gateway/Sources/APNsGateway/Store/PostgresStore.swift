@@ -144,11 +144,53 @@ public final class PostgresStore: GatewayStore, Service {
 
     public func queueDepth() async throws -> Int {
         let count =
-            try await client.query(
-                "SELECT count(*) FROM deliveries WHERE state <> 'done'", logger: logger
-            ).collect().first?.decode(Int.self) ?? 0
+            try await client.query(Self.depthQuery(), logger: logger).collect().first?.decode(Int.self) ?? 0
         depth.withLock { $0 = (count, .now) }
         return count
+    }
+
+    /// The queue's depth: the device-sends not done, which is the predicate of the partial index
+    /// `deliveries_due`, so the count reads that index and not the history.
+    private static func depthQuery(explain: Bool = false) -> PostgresQuery {
+        "\(unescaped: explain ? "EXPLAIN " : "")SELECT count(*) FROM deliveries WHERE state <> 'done'"
+    }
+
+    /// The claim: the oldest due device-sends (queued and available, or claimed with a lapsed
+    /// lease), locked past other instances' claims, taken by `owner` until `leaseUntil`.
+    /// `state <> 'done'` lets the planner walk `deliveries_due` in its order.
+    private static func claimQuery(
+        owner: String, limit: Int, now: Double, leaseUntil: Double, explain: Bool = false
+    ) -> PostgresQuery {
+        """
+        \(unescaped: explain ? "EXPLAIN " : "")WITH due AS (
+            SELECT notification_id, position FROM deliveries
+            WHERE state <> 'done' AND ((state = 'queued' AND available_at <= \(now)) OR (state = 'claimed' AND lease_until < \(now)))
+            ORDER BY created_at, notification_id, position
+            LIMIT \(limit)
+            FOR UPDATE SKIP LOCKED)
+        UPDATE deliveries d SET state = 'claimed', lease_owner = \(owner), lease_until = \(leaseUntil)
+        FROM due WHERE d.notification_id = due.notification_id AND d.position = due.position
+        RETURNING d.notification_id, d.position, d.token, d.attempts, d.created_at, d.started_at IS NOT NULL
+        """
+    }
+
+    /// PostgreSQL's plans (`EXPLAIN`, one line per step) for the claim and for the queue's depth,
+    /// with the statistics the database has now: for the test that they read `deliveries_due`, not
+    /// the whole history.
+    package func queryPlans() async throws -> (claim: [String], depth: [String]) {
+        let now = Date().timeIntervalSince1970
+        var plans: [[String]] = []
+        for query in [
+            Self.claimQuery(owner: "plan", limit: 2_000, now: now, leaseUntil: now + 60, explain: true),
+            Self.depthQuery(explain: true),
+        ] {
+            var lines: [String] = []
+            for try await line in try await client.query(query, logger: logger).decode(String.self) {
+                lines.append(line)
+            }
+            plans.append(lines)
+        }
+        return (plans[0], plans[1])
     }
 
     /// The depth counted at most 200 ms ago, plus what this instance queued since.
@@ -164,17 +206,9 @@ public final class PostgresStore: GatewayStore, Service {
         return try await client.withTransaction(logger: logger) { connection -> [ClaimedNotification] in
             let nowSeconds = now.timeIntervalSince1970
             let rows = try await connection.query(
-                """
-                WITH due AS (
-                    SELECT notification_id, position FROM deliveries
-                    WHERE state <> 'done' AND ((state = 'queued' AND available_at <= \(nowSeconds)) OR (state = 'claimed' AND lease_until < \(nowSeconds)))
-                    ORDER BY created_at, notification_id, position
-                    LIMIT \(limit)
-                    FOR UPDATE SKIP LOCKED)
-                UPDATE deliveries d SET state = 'claimed', lease_owner = \(owner), lease_until = \(leaseUntil.timeIntervalSince1970)
-                FROM due WHERE d.notification_id = due.notification_id AND d.position = due.position
-                RETURNING d.notification_id, d.position, d.token, d.attempts, d.created_at, d.started_at IS NOT NULL
-                """, logger: logger)
+                Self.claimQuery(
+                    owner: owner, limit: limit, now: nowSeconds, leaseUntil: leaseUntil.timeIntervalSince1970),
+                logger: logger)
             var claimed: [(id: String, position: Int, token: String, attempts: Int, created: Double, started: Bool)] =
                 []
             for try await row in rows.decode((String, Int, String, Int, Double, Bool).self) {
