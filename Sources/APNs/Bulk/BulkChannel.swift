@@ -71,7 +71,7 @@ final class BulkChannel<Element: Sendable>: Sendable {
         // A free permit waits for the batch, and a stream with no request is a stream idle: where
         // answers trickle in (APNs 20–150 ms away), a slot waits half a batch's refill on average.
         // A sixteenth of the limit keeps that under about 3 % of the streams. At most 32: 100 ms
-        // away with 1,000 in flight, refills of 62 left one connection at 0.83–0.86 of its bound
+        // away with 1,000 in flight, refills of 62 left one connection at 0.82–0.86 of its bound
         // and refills of 31–32 at 0.86–0.90 (Benchmarks/README.md, against nginx); at 500 in flight
         // (31) a smaller batch gained nothing and cost a quarter more CPU per push.
         wakeBatch = Swift.max(1, Swift.min(32, self.limit / 16))
