@@ -151,18 +151,18 @@ public final class PostgresStore: GatewayStore, Service {
 
     /// The queue's depth: the device-sends not done, which is the predicate of the partial index
     /// `deliveries_due`, so the count reads that index and not the history.
-    private static func depthQuery(explain: Bool = false) -> PostgresQuery {
-        "\(unescaped: explain ? "EXPLAIN " : "")SELECT count(*) FROM deliveries WHERE state <> 'done'"
+    private static func depthQuery() -> PostgresQuery {
+        "SELECT count(*) FROM deliveries WHERE state <> 'done'"
     }
 
     /// The claim: the oldest due device-sends (queued and available, or claimed with a lapsed
     /// lease), locked past other instances' claims, taken by `owner` until `leaseUntil`.
     /// `state <> 'done'` lets the planner walk `deliveries_due` in its order.
     private static func claimQuery(
-        owner: String, limit: Int, now: Double, leaseUntil: Double, explain: Bool = false
+        owner: String, limit: Int, now: Double, leaseUntil: Double
     ) -> PostgresQuery {
         """
-        \(unescaped: explain ? "EXPLAIN " : "")WITH due AS (
+        WITH due AS (
             SELECT notification_id, position FROM deliveries
             WHERE state <> 'done' AND ((state = 'queued' AND available_at <= \(now)) OR (state = 'claimed' AND lease_until < \(now)))
             ORDER BY created_at, notification_id, position
@@ -179,18 +179,20 @@ public final class PostgresStore: GatewayStore, Service {
     /// the whole history.
     package func queryPlans() async throws -> (claim: [String], depth: [String]) {
         let now = Date().timeIntervalSince1970
-        var plans: [[String]] = []
-        for query in [
-            Self.claimQuery(owner: "plan", limit: 2_000, now: now, leaseUntil: now + 60, explain: true),
-            Self.depthQuery(explain: true),
-        ] {
-            var lines: [String] = []
-            for try await line in try await client.query(query, logger: logger).decode(String.self) {
-                lines.append(line)
-            }
-            plans.append(lines)
+        return try await (
+            plan(of: Self.claimQuery(owner: "plan", limit: 2_000, now: now, leaseUntil: now + 60)),
+            plan(of: Self.depthQuery())
+        )
+    }
+
+    /// `EXPLAIN` of the statement the store runs, with the same binds.
+    private func plan(of query: PostgresQuery) async throws -> [String] {
+        let explain = PostgresQuery(unsafeSQL: "EXPLAIN " + query.sql, binds: query.binds)
+        var lines: [String] = []
+        for try await line in try await client.query(explain, logger: logger).decode(String.self) {
+            lines.append(line)
         }
-        return (plans[0], plans[1])
+        return lines
     }
 
     /// The depth counted at most 200 ms ago, plus what this instance queued since.
