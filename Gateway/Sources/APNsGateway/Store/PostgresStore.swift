@@ -426,36 +426,32 @@ public final class PostgresStore: GatewayStore, Service {
                     """, logger: logger)
             }
             guard !finishing.isEmpty else { return 0 }
-            var finished = Set<String>()
-            for try await (id, position) in try await connection.query(
-                """
-                UPDATE deliveries d SET state = 'done', lease_owner = NULL, lease_until = NULL, attempts = d.attempts + 1,
-                    status = o.status, reason = o.reason, apns_id = o.apns_id, error_kind = o.error_kind, delivery = o.delivery,
-                    message = o.message, finished_at = \(nowSeconds)
-                FROM jsonb_to_recordset(\(rows(finishing))::jsonb) AS o(
-                    notification_id text, position integer, status integer, reason text, apns_id text, error_kind text,
-                    delivery text, message text)
-                WHERE d.notification_id = o.notification_id AND d.position = o.position
-                    AND d.state = 'claimed' AND d.lease_owner = \(owner)
-                RETURNING d.notification_id, d.position
-                """, logger: logger
-            ).decode((String, Int).self) {
-                finished.insert("\(id)/\(position)")
-            }
-            let unregistered = finishing.filter {
-                $0.status == 410 && finished.contains("\($0.notificationID)/\($0.position)")
-            }
-            if !unregistered.isEmpty {
+            // One statement: finish the batch, record its 410s among the rows this owner still held
+            // (a data-modifying CTE runs to completion whatever the outer query reads), and count
+            // them — no row travels back.
+            let finished =
                 try await connection.query(
                     """
-                    INSERT INTO unregistered(app, token, invalid_since, reported_at)
-                    SELECT DISTINCT ON (o.app, o.token) o.app, o.token, o.invalid_since, \(nowSeconds)
-                    FROM jsonb_to_recordset(\(rows(unregistered))::jsonb) AS o(app text, token text, invalid_since double precision)
-                    ON CONFLICT (app, token) DO UPDATE SET invalid_since = EXCLUDED.invalid_since,
-                        reported_at = EXCLUDED.reported_at, seq = nextval('unregistered_seq_seq')
-                    """, logger: logger)
-            }
-            return finished.count
+                    WITH finished AS (
+                        UPDATE deliveries d SET state = 'done', lease_owner = NULL, lease_until = NULL, attempts = d.attempts + 1,
+                            status = o.status, reason = o.reason, apns_id = o.apns_id, error_kind = o.error_kind, delivery = o.delivery,
+                            message = o.message, finished_at = \(nowSeconds)
+                        FROM jsonb_to_recordset(\(rows(finishing))::jsonb) AS o(
+                            notification_id text, position integer, status integer, reason text, apns_id text, error_kind text,
+                            delivery text, message text, app text, token text, invalid_since double precision)
+                        WHERE d.notification_id = o.notification_id AND d.position = o.position
+                            AND d.state = 'claimed' AND d.lease_owner = \(owner)
+                        RETURNING o.status, o.app, o.token, o.invalid_since),
+                    reported AS (
+                        INSERT INTO unregistered(app, token, invalid_since, reported_at)
+                        SELECT DISTINCT ON (app, token) app, token, invalid_since, \(nowSeconds)
+                        FROM finished WHERE status = 410
+                        ON CONFLICT (app, token) DO UPDATE SET invalid_since = EXCLUDED.invalid_since,
+                            reported_at = EXCLUDED.reported_at, seq = nextval('unregistered_seq_seq'))
+                    SELECT count(*) FROM finished
+                    """, logger: logger
+                ).collect().first?.decode(Int.self) ?? 0
+            return finished
         }
     }
 
