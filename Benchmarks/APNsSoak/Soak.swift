@@ -226,7 +226,7 @@ struct Soak: AsyncParsableCommand {
     /// Where the resident memory is, printed with each point of the curve: the process's mappings by kind (from
     /// `/proc/self/smaps`: the main heap, anonymous mappings — other malloc arenas, thread stacks,
     /// large allocations — and files), the malloc arenas' bytes in use and free (glibc's
-    /// `malloc_info`), and the thread count. Linux only; empty elsewhere.
+    /// `malloc_info`), and the threads by name (`/proc/self/task/*/comm`). Linux only; empty elsewhere.
     static func memoryBreakdown() -> String {
         #if os(Linux)
         var kinds: [String: Int] = [:]
@@ -262,8 +262,16 @@ struct Soak: AsyncParsableCommand {
             }
         }
         let threads = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8))?.split(separator: "\n").first { $0.hasPrefix("Threads:") }?.split(separator: "\t").last ?? "?"
+        // Which threads: a step in RSS that comes with a new thread is a new malloc arena.
+        var names: [String: Int] = [:]
+        for task in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? [] {
+            let name = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+            names[name, default: 0] += 1
+        }
+        let named = names.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " ")
         func mb(_ key: String) -> String { String(format: "%.1f", Double(kinds[key] ?? 0) / 1024) }
-        return "[rss heap \(mb("heap")) anon \(mb("anon")) file \(mb("file")) stack \(mb("stack")) MB;\(malloc) \(threads) threads]"
+        return "[rss heap \(mb("heap")) anon \(mb("anon")) file \(mb("file")) stack \(mb("stack")) MB;\(malloc) \(threads) threads: \(named)]"
         #else
         return ""
         #endif
