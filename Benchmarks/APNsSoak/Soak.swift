@@ -261,7 +261,6 @@ struct Soak: AsyncParsableCommand {
                 }
             }
         }
-        let threads = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8))?.split(separator: "\n").first { $0.hasPrefix("Threads:") }?.split(separator: "\t").last ?? "?"
         // Which threads: a step in RSS that comes with a new thread is a new malloc arena.
         var names: [String: Int] = [:]
         for task in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? [] {
@@ -269,6 +268,7 @@ struct Soak: AsyncParsableCommand {
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
             names[name, default: 0] += 1
         }
+        let threads = names.values.reduce(0, +)
         let named = names.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " ")
         func mb(_ key: String) -> String { String(format: "%.1f", Double(kinds[key] ?? 0) / 1024) }
         return "[rss heap \(mb("heap")) anon \(mb("anon")) file \(mb("file")) stack \(mb("stack")) MB;\(malloc) \(threads) threads: \(named)]"

@@ -429,7 +429,7 @@ public final class PostgresStore: GatewayStore, Service {
             // One statement: finish the batch, record its 410s among the rows this owner still held
             // (a data-modifying CTE runs to completion whatever the outer query reads), and count
             // them — no row travels back.
-            let finished =
+            return
                 try await connection.query(
                     """
                     WITH finished AS (
@@ -446,12 +446,12 @@ public final class PostgresStore: GatewayStore, Service {
                         INSERT INTO unregistered(app, token, invalid_since, reported_at)
                         SELECT DISTINCT ON (app, token) app, token, invalid_since, \(nowSeconds)
                         FROM finished WHERE status = 410
+                        ORDER BY app, token, invalid_since DESC NULLS LAST
                         ON CONFLICT (app, token) DO UPDATE SET invalid_since = EXCLUDED.invalid_since,
                             reported_at = EXCLUDED.reported_at, seq = nextval('unregistered_seq_seq'))
                     SELECT count(*) FROM finished
                     """, logger: logger
                 ).collect().first?.decode(Int.self) ?? 0
-            return finished
         }
     }
 
