@@ -35,13 +35,15 @@ struct Benchmark: AsyncParsableCommand {
     @Option(name: .customLong("far-count"), help: "Pushes per point of the far-from-APNs table, at most.") var farCount = 30_000
     @Option(name: .customLong("far-server"), help: "The delayed server of the far-from-APNs table: mock (the mock APNs, the default) or nginx (nginx with its echo module, which answers a burst of 1,000 on time where the mock cannot).")
     var farServer = "mock"
+    @Option(name: .customLong("user-delay"), help: "With --only user: the mock answers each request this many ms after it arrived (0: at once).")
+    var userDelay = 0
     @Option(name: .customLong("key-file"), help: .hidden) var keyFile: String?
     @Option(name: .customLong("write-key"), help: .hidden) var writeKey: String?
     @Option(name: .customLong("external-server"), help: "Use the mock server already listening on this port (started with --serve --key-file, as Benchmarks/callgrind.sh does) instead of starting one.")
     var externalServer: Int?
     @Option(
         name: .customLong("only"),
-        help: "Run one contender for --count pushes and exit, for counting instructions under valgrind --tool=callgrind: 'observed', 'unobserved', 'watching' (bulk sends through those connectors), 'executor' (the observed bulk send from a task preferring the connector's task executor), 'singles' (a task group of single sends), 'libcurl' (the C multi loop) or 'coalesced' (the C loop corking its connection as swift-apns does). Differences of totals between two counts give instructions per push."
+        help: "Run one contender for --count pushes and exit, for counting instructions under valgrind --tool=callgrind: 'observed', 'unobserved', 'watching' (bulk sends through those connectors), 'executor' (the observed bulk send from a task preferring the connector's task executor), 'singles' (a task group of single sends), 'libcurl' (the C multi loop) or 'coalesced' (the C loop corking its connection as swift-apns does); also 'far' (the far-from-APNs table alone) and 'user' (bulk against single sends in a user's code, over --rounds alternating rounds). Differences of totals between two counts give instructions per push."
     ) var only: String?
 
     func run() async throws {
@@ -91,8 +93,17 @@ struct Benchmark: AsyncParsableCommand {
         let token = try connector.bearerToken()
         let h2load = skipH2load ? nil : H2Load.find()
         if let only {
-            guard ["observed", "unobserved", "watching", "singles", "libcurl", "coalesced", "executor", "far"].contains(only) else {
-                throw ValidationError("--only takes observed, unobserved, watching, executor, singles, libcurl, coalesced or far")
+            guard ["observed", "unobserved", "watching", "singles", "libcurl", "coalesced", "executor", "far", "user"].contains(only) else {
+                throw ValidationError("--only takes observed, unobserved, watching, executor, singles, libcurl, coalesced, far or user")
+            }
+            if only == "user" {
+                // The bulk send against single sends in a user's code (Data tokens), alone; with
+                // --user-delay, against a mock that answers that many ms after each request arrived.
+                let far = userDelay > 0 ? try MockServerProcess.launch(key: key, threads: serverThreads, delayMilliseconds: userDelay) : nil
+                defer { far?.stop() }
+                let via = try far?.connector(key: key, streams: streams) ?? connector
+                print(Format.table(try await UserStyle.compare(notification, via: via, count: count, rounds: rounds, inFlight: streams)))
+                return
             }
             if only == "far" {
                 // The far-from-APNs table alone.
