@@ -87,6 +87,7 @@ struct Soak: AsyncParsableCommand {
     func run() async throws {
         if serve { return try await SoakServer.serve() }
         guard server == "process" || server == "in-process" else { throw ValidationError("--server is process or in-process") }
+        guard (1...65_536).contains(wave) else { throw ValidationError("--wave is 1 to 65,536 (a send's index in its wave is two bytes of its apns-id)") }
         let server = try await self.server == "process" ? SoakServer.startProcess() : SoakServer.startInProcess()
         let key = server.key
         let connector = try TokenConnector(
@@ -111,26 +112,28 @@ struct Soak: AsyncParsableCommand {
             let size = duration == nil ? min(wave, self.count - sent) : wave
             if mode == "faults" { try await server.inject(faultIndex: (onlyFault ?? waveIndex) % Self.faults.count) }
             if mode != "none" { try await server.goAwayAll() }  // the client moves to a new connection, which gets the fault
-            let ids = (0..<size).map { _ in APNsID() }
-            let outcomes = await Self.sendWave(ids: ids, via: connector, to: device, inFlight: inFlight, timeout: timeout)
+            var latencies = [Double](repeating: 0, count: size)
+            let outcomes = await Self.sendWave(wave: waveIndex, size: size, via: connector, to: device, inFlight: inFlight, timeout: timeout, latencies: &latencies)
             try await server.inject(faultIndex: nil)
-            let processed = try await server.takeProcessedCounts()
-            for (index, (result, latency)) in outcomes.enumerated() {
-                let times = processed[ids[index].description] ?? 0
+            let processed = try await server.takeProcessedCounts(wave: waveIndex, size: size)
+            for index in 0..<size {
+                let times = Int(processed[index])
                 if times > 1 { tally.duplicates += 1 }
-                tally.latencies.record(latency)
-                switch result {
-                case .success:
+                tally.latencies.record(latencies[index])
+                switch outcomes[index] {
+                case .accepted:
                     tally.accepted += 1
                     if times != 1 { tally.untruthful += 1 }
-                case .failure(.rejected):
+                case .rejected:
                     tally.rejected += 1
                     if times != 0 { tally.untruthful += 1 }
-                case .failure(.transport(let failure)) where failure.delivery == .notSent:
+                case .notSent:
                     tally.notSent += 1
                     if times != 0 { tally.untruthful += 1 }
-                case .failure:
+                case .unknown:
                     tally.unknown += 1
+                case .lost:
+                    break  // no outcome: the count of outcomes below comes up short and the run fails
                 }
             }
             sent += size
@@ -186,31 +189,73 @@ struct Soak: AsyncParsableCommand {
         }
     }
 
-    /// Sends one notification per id, `inFlight` at a time; each outcome with its latency.
-    static func sendWave(ids: [APNsID], via connector: TokenConnector, to device: Device, inFlight: Int, timeout: Duration) async -> [(Result<APNsResponse, APNsError>, Double)] {
-        await withTaskGroup(of: (Int, Result<APNsResponse, APNsError>, Double).self) { group in
-            var results = [(Result<APNsResponse, APNsError>, Double)?](repeating: nil, count: ids.count)
+    /// What a send ended in, as the soak counts it: one byte per send, so a wave's bookkeeping
+    /// stays small (about 90 KB for 10,000 sends, outcomes and latencies) and does not itself
+    /// swell the allocator's arenas that the RSS curve watches.
+    enum Outcome: UInt8 { case lost, accepted, rejected, notSent, unknown }
+
+    /// The apns-id of send `index` (below 65,536) of wave `wave`: the wave in its first four bytes
+    /// and the index in the next two, so the server can report how often it processed each send
+    /// by position (``position(of:)``) and neither side keeps a table of ids.
+    static func apnsID(wave: Int, index: Int) -> APNsID {
+        let w = UInt32(truncatingIfNeeded: wave), i = UInt16(truncatingIfNeeded: index)
+        func byte<T: FixedWidthInteger>(_ value: T, _ shift: Int) -> UInt8 { UInt8(truncatingIfNeeded: value >> shift) }
+        return APNsID(UUID(uuid: (byte(w, 24), byte(w, 16), byte(w, 8), byte(w, 0), byte(i, 8), byte(i, 0), 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0)))
+    }
+
+    /// The wave and index an apns-id made by ``apnsID(wave:index:)`` stands for (nil for any other id).
+    static func position(of apnsID: String) -> (wave: Int, index: Int)? {
+        guard let uuid = UUID(uuidString: apnsID)?.uuid, uuid.6 == 0x40, uuid.8 == 0x80,
+            uuid.7 | uuid.9 | uuid.10 | uuid.11 | uuid.12 | uuid.13 | uuid.14 | uuid.15 == 0
+        else { return nil }
+        let wave = Int(uuid.0) << 24 | Int(uuid.1) << 16 | Int(uuid.2) << 8 | Int(uuid.3)
+        return (wave, Int(uuid.4) << 8 | Int(uuid.5))
+    }
+
+    /// How often the server processed each send of a wave, by index (capped at 9), from the
+    /// server's counts by apns-id.
+    static func timesProcessed(_ counts: [String: Int], wave: Int, size: Int) -> [UInt8] {
+        var times = [UInt8](repeating: 0, count: size)
+        for (id, count) in counts {
+            guard let position = position(of: id), position.wave == wave, position.index < size else { continue }
+            times[position.index] = UInt8(min(9, count))
+        }
+        return times
+    }
+
+    /// Sends one notification for each index of wave `wave`, `inFlight` at a time; each outcome by
+    /// index, each latency into `latencies`.
+    static func sendWave(wave: Int, size: Int, via connector: TokenConnector, to device: Device, inFlight: Int, timeout: Duration, latencies: inout [Double]) async -> [Outcome] {
+        await withTaskGroup(of: (Int, Outcome, Double).self) { group in
+            var outcomes = [Outcome](repeating: .lost, count: size)
             var next = 0
             func start() {
                 let index = next
                 next += 1
                 group.addTask {
-                    let notification = AlertNotification(bundleID: "com.example.app", apnsID: ids[index]) { Alert("soak \(index)") }
+                    let notification = AlertNotification(bundleID: "com.example.app", apnsID: apnsID(wave: wave, index: index)) { Alert("soak \(index)") }
                     let begin = ContinuousClock.now
                     do throws(APNsError) {
-                        let response = try await send(notification, via: connector, to: device, timeout: timeout)
-                        return (index, .success(response), (ContinuousClock.now - begin).seconds)
+                        _ = try await send(notification, via: connector, to: device, timeout: timeout)
+                        return (index, .accepted, (ContinuousClock.now - begin).seconds)
                     } catch {
-                        return (index, .failure(error), (ContinuousClock.now - begin).seconds)
+                        let outcome: Outcome
+                        switch error {
+                        case .rejected: outcome = .rejected
+                        case .transport(let failure) where failure.delivery == .notSent: outcome = .notSent
+                        default: outcome = .unknown
+                        }
+                        return (index, outcome, (ContinuousClock.now - begin).seconds)
                     }
                 }
             }
-            while next < min(inFlight, ids.count) { start() }
-            for await (index, result, latency) in group {
-                results[index] = (result, latency)
-                if next < ids.count { start() }
+            while next < min(inFlight, size) { start() }
+            for await (index, outcome, latency) in group {
+                outcomes[index] = outcome
+                latencies[index] = latency
+                if next < size { start() }
             }
-            return results.map { $0 ?? (.failure(.transport(TransportError(kind: .other, delivery: .unknown, message: "lost"))), 0) }
+            return outcomes
         }
     }
 
