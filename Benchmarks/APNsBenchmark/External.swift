@@ -19,7 +19,8 @@ struct MockServerProcess {
     static func launch(
         key: MockCertificateAuthority.SigningKey, threads: Int, delayMilliseconds: Int = 0
     ) throws -> MockServerProcess {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("apns-bench-\(UUID().uuidString.prefix(8))")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "apns-bench-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let keyFile = folder.appendingPathComponent("key.json")
         try writeKey(key, to: keyFile.path)
@@ -49,10 +50,13 @@ struct MockServerProcess {
 
     /// A token connector to this server that trusts its CA: `connections` × `streams` in flight,
     /// and a request timeout no benchmark reaches.
-    func connector(key: MockCertificateAuthority.SigningKey, streams: Int, connections: Int = 1) throws -> TokenConnector {
+    func connector(
+        key: MockCertificateAuthority.SigningKey, streams: Int, connections: Int = 1
+    ) throws -> TokenConnector {
         try TokenConnector(
             teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
-            environment: .custom(host: "127.0.0.1", port: port), transport: transport(streams: streams, connections: connections))
+            environment: .custom(host: "127.0.0.1", port: port),
+            transport: transport(streams: streams, connections: connections))
     }
 
     /// The transport settings of ``connector(key:streams:connections:)``.
@@ -81,14 +85,16 @@ struct MockServerProcess {
 
     /// A signing key as the server and the client share it: a JSON array of its four fields.
     static func writeKey(_ key: MockCertificateAuthority.SigningKey, to path: String) throws {
-        try JSONEncoder().encode([key.teamID, key.keyID, key.privateKeyPEM, key.publicKeyPEM]).write(to: URL(fileURLWithPath: path))
+        try JSONEncoder().encode([key.teamID, key.keyID, key.privateKeyPEM, key.publicKeyPEM]).write(
+            to: URL(fileURLWithPath: path))
     }
 
     static func readKey(_ path: String?) throws -> MockCertificateAuthority.SigningKey {
         guard let path, let data = FileManager.default.contents(atPath: path),
             let fields = try? JSONDecoder().decode([String].self, from: data), fields.count == 4
         else { throw BenchmarkError("--key-file must name a key written by --write-key") }
-        return MockCertificateAuthority.SigningKey(teamID: fields[0], keyID: fields[1], privateKeyPEM: fields[2], publicKeyPEM: fields[3])
+        return MockCertificateAuthority.SigningKey(
+            teamID: fields[0], keyID: fields[1], privateKeyPEM: fields[2], publicKeyPEM: fields[3])
     }
 
     /// Where `--serve` writes its CA certificate: beside the key file.
@@ -122,10 +128,16 @@ enum H2Load {
         return nil
     }
 
-    static func run(_ h2load: String, port: Int, count: Int, streams: Int, token: String, request: APNsRequest) throws -> Workload.Result {
-        let body = FileManager.default.temporaryDirectory.appendingPathComponent("apns-bench-body-\(UUID().uuidString.prefix(8)).json")
+    static func run(
+        _ h2load: String, port: Int, count: Int, streams: Int, token: String, request: APNsRequest
+    ) throws -> Workload.Result {
+        let body = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "apns-bench-body-\(UUID().uuidString.prefix(8)).json")
         try Data(request.body).write(to: body)
-        var arguments = ["-n", String(count), "-c", "1", "-t", "1", "-m", String(streams), "-d", body.path, "-H", "authorization: bearer \(token)"]
+        var arguments = [
+            "-n", String(count), "-c", "1", "-t", "1", "-m", String(streams), "-d", body.path, "-H",
+            "authorization: bearer \(token)",
+        ]
         for header in request.headers { arguments += ["-H", "\(header.name): \(header.value)"] }
         arguments.append("https://127.0.0.1:\(port)\(request.path)")
         let process = Process()
@@ -143,7 +155,8 @@ enum H2Load {
             let rateField = finished.split(separator: ",").dropFirst().first,
             let rate = Double(rateField.trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "")
         else { throw BenchmarkError("could not read h2load's output:\n\(text)") }
-        let succeeded = text.split(separator: "\n").first(where: { $0.hasPrefix("requests:") })
+        let succeeded =
+            text.split(separator: "\n").first(where: { $0.hasPrefix("requests:") })
             .flatMap { line in line.split(separator: ",").first(where: { $0.contains("succeeded") }) }
             .flatMap { Int($0.trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") } ?? 0
         if succeeded != count { print("warning: h2load: \(succeeded) of \(count) requests succeeded") }
@@ -172,20 +185,24 @@ enum LibcurlReference {
         let status = cHeaders.withUnsafeMutableBufferPointer { pointers in
             pointers.withMemoryRebound(to: UnsafePointer<CChar>?.self) { headerPointers in
                 libcurl_reference_run(
-                    "https://127.0.0.1:\(port)", caPath, headerPointers.baseAddress, Int32(headers.count), body, body.count,
+                    "https://127.0.0.1:\(port)", caPath, headerPointers.baseAddress, Int32(headers.count), body,
+                    body.count,
                     count, 100, streams, coalesce ? 1 : 0, &result)
             }
         }
         guard status == 0 else { throw BenchmarkError("the libcurl reference could not start") }
         if result.failed > 0 { print("warning: libcurl reference: \(result.failed) requests failed") }
         return Workload.Result(
-            pushes: count, seconds: result.seconds, cpuSeconds: result.cpu_seconds, outcomes: result.succeeded - min(100, result.succeeded))
+            pushes: count, seconds: result.seconds, cpuSeconds: result.cpu_seconds,
+            outcomes: result.succeeded - min(100, result.succeeded))
     }
 }
 
 extension LibcurlReference {
     /// `count` requests one at a time through the C loop; each one's latency in seconds.
-    static func sequential(port: Int, caPath: String, count: Int, token: String, request: APNsRequest) throws -> [Double] {
+    static func sequential(
+        port: Int, caPath: String, count: Int, token: String, request: APNsRequest
+    ) throws -> [Double] {
         let headers = ["authorization: bearer \(token)"] + request.headers.map { "\($0.name): \($0.value)" }
         var cHeaders = headers.map { strdup($0) }
         defer { cHeaders.forEach { free($0) } }
@@ -196,7 +213,8 @@ extension LibcurlReference {
             pointers.withMemoryRebound(to: UnsafePointer<CChar>?.self) { headerPointers in
                 latencies.withUnsafeMutableBufferPointer { out in
                     libcurl_reference_sequential(
-                        "https://127.0.0.1:\(port)", caPath, headerPointers.baseAddress, Int32(headers.count), body, body.count,
+                        "https://127.0.0.1:\(port)", caPath, headerPointers.baseAddress, Int32(headers.count), body,
+                        body.count,
                         count, 100, out.baseAddress, &result)
                 }
             }

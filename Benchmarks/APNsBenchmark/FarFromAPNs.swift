@@ -41,7 +41,8 @@ enum FarFromAPNs {
                     let connector = try server.connector(key: key, streams: perConnection, connections: size)
                     try await Workload.warmUp(notification, via: connector, inFlight: size * perConnection)
                     zeros[[size, perConnection]] = try await Workload.run(
-                        notification, via: connector, devices: max(pushes, size * perConnection * 8), inFlight: size * perConnection)
+                        notification, via: connector, devices: max(pushes, size * perConnection * 8),
+                        inFlight: size * perConnection)
                     await connector.shutdown()
                 }
             }
@@ -67,7 +68,8 @@ enum FarFromAPNs {
                     await connector.shutdown()
                     if size == 1 {
                         point.floor = try LibcurlReference.run(
-                            port: server.port, caPath: server.caPath, count: count, streams: perConnection, token: token,
+                            port: server.port, caPath: server.caPath, count: count, streams: perConnection,
+                            token: token,
                             request: request, coalesce: false)
                         if let h2load {
                             point.h2load = try H2Load.run(
@@ -86,10 +88,12 @@ enum FarFromAPNs {
     }
 
     static func rows(_ points: [Point]) -> [(String, String)] {
-        var rows: [(String, String)] = [(
-            "far from APNs: RTT, connections × streams",
-            "pushes/s; of the bound; CPU per push vs zero delay; C loop of the bound; CPU per push vs the C loop; h2load of the bound"
-        )]
+        var rows: [(String, String)] = [
+            (
+                "far from APNs: RTT, connections × streams",
+                "pushes/s; of the bound; CPU per push vs zero delay; C loop of the bound; CPU per push vs the C loop; h2load of the bound"
+            )
+        ]
         for point in points {
             var cells = [
                 Format.rate(point.ours.rate),
@@ -99,10 +103,11 @@ enum FarFromAPNs {
             cells.append(point.floor.map { Format.ratio($0.rate / point.bound) } ?? "-")
             cells.append(point.floor.map { Format.ratio(point.ours.cpuPer100k / $0.cpuPer100k) } ?? "-")
             cells.append(point.h2load.map { Format.ratio($0.rate / point.bound) } ?? "-")
-            rows.append((
-                "  \(point.rtt) ms, \(point.connections) × \(point.streams) (bound \(Format.rate(point.bound))/s, zero delay \(Format.rate(point.zero.rate))/s)",
-                cells.joined(separator: "; ")
-            ))
+            rows.append(
+                (
+                    "  \(point.rtt) ms, \(point.connections) × \(point.streams) (bound \(Format.rate(point.bound))/s, zero delay \(Format.rate(point.zero.rate))/s)",
+                    cells.joined(separator: "; ")
+                ))
         }
         return rows
     }

@@ -13,7 +13,9 @@ enum NginxDelayServer {
     /// nginx's path when it and the echo module are installed.
     static func find() -> String? {
         guard FileManager.default.fileExists(atPath: echoModule) else { return nil }
-        for directory in ["/usr/sbin", "/usr/local/sbin"] + (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init) {
+        for directory in ["/usr/sbin", "/usr/local/sbin"]
+            + (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
+        {
             let path = "\(directory)/nginx"
             if FileManager.default.isExecutableFile(atPath: path) { return path }
         }
@@ -24,7 +26,8 @@ enum NginxDelayServer {
     /// answering `delayMilliseconds` after each request arrives; up to `streams` streams per
     /// connection.
     static func launch(_ nginx: String, delayMilliseconds: Int, streams: Int) throws -> MockServerProcess {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("apns-bench-nginx-\(UUID().uuidString.prefix(8))")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "apns-bench-nginx-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let authority = try MockCertificateAuthority(name: "swift-apns benchmark CA")
         let certificate = try authority.issueServerCertificate()
@@ -70,7 +73,9 @@ enum NginxDelayServer {
         try process.run()
         // Listening when a connection is accepted.
         for _ in 0..<100 {
-            if canConnect(port: port) { return MockServerProcess(process: process, port: port, caPath: caPath, stopSignal: SIGTERM) }
+            if canConnect(port: port) {
+                return MockServerProcess(process: process, port: port, caPath: caPath, stopSignal: SIGTERM)
+            }
             usleep(50_000)
         }
         kill(process.processIdentifier, SIGKILL)
@@ -105,7 +110,9 @@ enum NginxDelayServer {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
     }
 }

@@ -26,8 +26,11 @@ enum Serialization {
     static func measure(iterations: Int, rounds: Int = 20) -> (ours: Double, jsonEncoder: Double, ratio: Double) {
         let notification = Workload.notification()
         let equivalent = Equivalent(
-            aps: .init(alert: .init(title: "Game Request", subtitle: "Five Card Draw", body: "Bob wants to play poker with you and two friends tonight"),
-                       badge: 1, sound: "default", category: "GAME_INVITATION"),
+            aps: .init(
+                alert: .init(
+                    title: "Game Request", subtitle: "Five Card Draw",
+                    body: "Bob wants to play poker with you and two friends tonight"),
+                badge: 1, sound: "default", category: "GAME_INVITATION"),
             gameID: "12345678", round: 3)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -58,6 +61,7 @@ enum Serialization {
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
         guard !sorted.isEmpty else { return 0 }
-        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        return sorted.count % 2 == 1
+            ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
     }
 }

@@ -18,7 +18,9 @@ enum UserStyle {
     }
 
     /// The bulk send as a user writes it: devices made from the tokens, then one call.
-    static func bulk<Notification: TokenDeliverable>(_ notification: Notification, via connector: TokenConnector, tokens: [Data]) async throws
+    static func bulk<Notification: TokenDeliverable>(
+        _ notification: Notification, via connector: TokenConnector, tokens: [Data]
+    ) async throws
         -> Workload.Result
     {
         let cpuBefore = Usage.cpuSeconds()
@@ -26,9 +28,12 @@ enum UserStyle {
         let devices = tokens.compactMap { try? Device(tokenBytes: $0) }
         let summary = try await send(notification, via: connector, to: devices)
         let result = Workload.Result(
-            pushes: tokens.count, seconds: (ContinuousClock.now - start).seconds, cpuSeconds: Usage.cpuSeconds() - cpuBefore,
+            pushes: tokens.count, seconds: (ContinuousClock.now - start).seconds,
+            cpuSeconds: Usage.cpuSeconds() - cpuBefore,
             outcomes: summary.total)
-        if summary.accepted < tokens.count { print("warning: \(tokens.count - summary.accepted) bulk sends were not accepted") }
+        if summary.accepted < tokens.count {
+            print("warning: \(tokens.count - summary.accepted) bulk sends were not accepted")
+        }
         return result
     }
 
@@ -53,7 +58,8 @@ enum UserStyle {
             }
         }
         return Workload.Result(
-            pushes: tokens.count, seconds: (ContinuousClock.now - start).seconds, cpuSeconds: Usage.cpuSeconds() - cpuBefore,
+            pushes: tokens.count, seconds: (ContinuousClock.now - start).seconds,
+            cpuSeconds: Usage.cpuSeconds() - cpuBefore,
             outcomes: outcomes)
     }
 
@@ -64,7 +70,8 @@ enum UserStyle {
     ) async throws -> [(String, String)] {
         let rounds = max(1, min(rounds, count / 100))
         let tokens = tokens(count / rounds)
-        _ = try await bulk(notification, via: connector, tokens: Array(tokens.prefix(1000)))  // connect, settle the token
+        // Connect and settle the token.
+        _ = try await bulk(notification, via: connector, tokens: Array(tokens.prefix(1000)))
         var bulkTotal = Workload.Result()
         var singlesTotal = Workload.Result()
         var ratios: [Double] = []
@@ -77,12 +84,18 @@ enum UserStyle {
         }
         return [
             ("user-style harness (Data tokens): bulk send pushes/s", Format.rate(bulkTotal.rate)),
-            ("user-style harness: throwing task group of \(inFlight) single sends, pushes/s", Format.rate(singlesTotal.rate)),
+            (
+                "user-style harness: throwing task group of \(inFlight) single sends, pushes/s",
+                Format.rate(singlesTotal.rate)
+            ),
             (
                 "user-style harness: ratio bulk / single sends, pushes/s (median of \(ratios.count) per-round ratios; target >= 1.2)",
                 Format.ratio(Serialization.median(ratios))
             ),
-            ("user-style harness: ratio bulk / single sends, CPU per push", Format.ratio(bulkTotal.cpuPer100k / singlesTotal.cpuPer100k)),
+            (
+                "user-style harness: ratio bulk / single sends, CPU per push",
+                Format.ratio(bulkTotal.cpuPer100k / singlesTotal.cpuPer100k)
+            ),
         ]
     }
 }

@@ -70,14 +70,19 @@ enum Workload {
     }
 
     /// Connects and settles the token before anything is measured.
-    static func warmUp(_ notification: AlertNotification<Game>, via connector: TokenConnector, inFlight: Int) async throws {
+    static func warmUp(
+        _ notification: AlertNotification<Game>, via connector: TokenConnector, inFlight: Int
+    ) async throws {
         try await send(notification, via: connector, to: Devices(count: 1000), maximumInFlight: inFlight)
     }
 
-    static func run(_ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, inFlight: Int) async throws -> Result {
+    static func run(
+        _ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, inFlight: Int
+    ) async throws -> Result {
         let cpuBefore = Usage.cpuSeconds()
         let start = ContinuousClock.now
-        let summary = try await send(notification, via: connector, to: Devices(count: devices), maximumInFlight: inFlight)
+        let summary = try await send(
+            notification, via: connector, to: Devices(count: devices), maximumInFlight: inFlight)
         let outcomes = summary.total
         let failures = summary.total - summary.accepted
         let elapsed = (ContinuousClock.now - start).seconds
@@ -88,7 +93,9 @@ enum Workload {
 
     /// The naive alternative to the bulk send, the one issue 14 compares it with: a task group that
     /// keeps `inFlight` single `send`s going until `devices` are sent.
-    static func runSingles(_ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, inFlight: Int) async throws -> Result {
+    static func runSingles(
+        _ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, inFlight: Int
+    ) async throws -> Result {
         let cpuBefore = Usage.cpuSeconds()
         let start = ContinuousClock.now
         var outcomes = 0
@@ -117,7 +124,9 @@ enum Workload {
     }
 
     /// `count` single sends one after another (after 100 to warm up); each one's latency in seconds.
-    static func sequential(_ notification: AlertNotification<Game>, via connector: TokenConnector, count: Int) async throws -> [Double] {
+    static func sequential(
+        _ notification: AlertNotification<Game>, via connector: TokenConnector, count: Int
+    ) async throws -> [Double] {
         var latencies: [Double] = []
         latencies.reserveCapacity(count)
         for index in 0..<(count + 100) {
@@ -136,7 +145,10 @@ enum Workload {
         return sorted[min(sorted.count - 1, max(0, rank - 1))]
     }
 
-    static func memory(_ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, checkpoint: Int, inFlight: Int) async throws -> (atCheckpoint: Int, atEnd: Int, outcomes: Int) {
+    static func memory(
+        _ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, checkpoint: Int,
+        inFlight: Int
+    ) async throws -> (atCheckpoint: Int, atEnd: Int, outcomes: Int) {
         var outcomes = 0
         var atCheckpoint = 0
         try await send(notification, via: connector, to: Devices(count: devices), maximumInFlight: inFlight) { _ in
@@ -182,7 +194,9 @@ enum Usage {
     static func tcpSegmentsSent() -> Int? {
         guard let snmp = try? String(contentsOfFile: "/proc/net/snmp", encoding: .utf8) else { return nil }
         let lines = snmp.split(separator: "\n").filter { $0.hasPrefix("Tcp:") }.map { $0.split(separator: " ") }
-        guard lines.count == 2, let column = lines[0].firstIndex(of: "OutSegs"), column < lines[1].count else { return nil }
+        guard lines.count == 2, let column = lines[0].firstIndex(of: "OutSegs"), column < lines[1].count else {
+            return nil
+        }
         return Int(lines[1][column])
     }
 
@@ -206,8 +220,10 @@ enum Format {
 
     static func table(_ rows: [(String, String)]) -> String {
         let width = rows.map(\.0.count).max() ?? 10
-        var lines = ["| " + "measure".padding(toLength: width, withPad: " ", startingAt: 0) + " | value |",
-                     "|" + String(repeating: "-", count: width + 2) + "|-------|"]
+        var lines = [
+            "| " + "measure".padding(toLength: width, withPad: " ", startingAt: 0) + " | value |",
+            "|" + String(repeating: "-", count: width + 2) + "|-------|",
+        ]
         for (name, value) in rows {
             lines.append("| " + name.padding(toLength: width, withPad: " ", startingAt: 0) + " | \(value) |")
         }
@@ -220,7 +236,9 @@ enum Format {
 /// connector of a process also pays for libcurl's and OpenSSL's global set-up, so a second is made
 /// the same way.
 enum IdleMemory {
-    static func measure(key: MockCertificateAuthority.SigningKey, server: MockServerProcess) async throws -> (first: Int, second: Int) {
+    static func measure(
+        key: MockCertificateAuthority.SigningKey, server: MockServerProcess
+    ) async throws -> (first: Int, second: Int) {
         var transport = TransportConfiguration()
         transport.trustedCertificateAuthority = .file(path: server.caPath)
         func connector() throws -> TokenConnector {
@@ -256,7 +274,8 @@ enum PoolCurve {
     }
 
     static func measure(
-        _ notification: AlertNotification<Workload.Game>, key: MockCertificateAuthority.SigningKey, server: MockServerProcess,
+        _ notification: AlertNotification<Workload.Game>, key: MockCertificateAuthority.SigningKey,
+        server: MockServerProcess,
         sizes: [Int], pushes: Int, streams: Int
     ) async throws -> [Point] {
         var connectors: [TokenConnector] = []
@@ -270,7 +289,8 @@ enum PoolCurve {
             let share = pushes / 2 + (round == 0 ? pushes % 2 : 0)
             for (index, connector) in connectors.enumerated() {
                 points[index].result.add(
-                    try await Workload.run(notification, via: connector, devices: share, inFlight: streams * sizes[index]))
+                    try await Workload.run(
+                        notification, via: connector, devices: share, inFlight: streams * sizes[index]))
             }
         }
         for (index, connector) in connectors.enumerated() {

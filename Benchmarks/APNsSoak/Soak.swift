@@ -20,22 +20,34 @@ import Foundation
 /// runs in a child process (`--server process`, the default), so the RSS curve is the client's.
 @main
 struct Soak: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "APNsSoak", abstract: "swift-apns through a million sends and a hundred faults.")
+    static let configuration = CommandConfiguration(
+        commandName: "APNsSoak", abstract: "swift-apns through a million sends and a hundred faults.")
 
     @Option(help: "Sends in all (ignored with --duration).") var count = 1_000_000
     @Option(help: "Run for this many seconds instead of --count sends, whole waves at a time (3600: an hour).")
     var duration: Double?
-    @Option(name: .customLong("sample-every"), help: "Seconds between two RSS samples of the curve.") var sampleEvery = 60.0
+    @Option(name: .customLong("sample-every"), help: "Seconds between two RSS samples of the curve.") var sampleEvery =
+        60.0
     @Option(help: "Sends per wave; one fault is injected at the start of each.") var wave = 10_000
     @Option(help: "Sends in flight.") var inFlight = 500
     @Option(help: "Each send's timeout, in seconds.") var timeout = 2.0
-    @Option(help: "faults (the default), churn (no fault, a new connection each wave) or none (no fault, one connection): the last two are baselines.")
+    @Option(
+        help:
+            "faults (the default), churn (no fault, a new connection each wave) or none (no fault, one connection): the last two are baselines."
+    )
     var mode = "faults"
-    @Option(name: .customLong("only-fault"), help: "Inject only the fault with this index (0–8) in every wave.") var onlyFault: Int?
-    @Option(help: "Where the mock APNs runs: process (a child process, the default: RSS is the client's alone) or in-process (its memory counts too).")
+    @Option(name: .customLong("only-fault"), help: "Inject only the fault with this index (0–8) in every wave.")
+    var onlyFault: Int?
+    @Option(
+        help:
+            "Where the mock APNs runs: process (a child process, the default: RSS is the client's alone) or in-process (its memory counts too)."
+    )
     var server = "process"
     @Flag(help: .hidden) var serve = false
-    @Flag(help: "Diagnostic: hand freed memory back to the system (glibc's malloc_trim) before each sample, to tell what the allocator keeps from what is in use.")
+    @Flag(
+        help:
+            "Diagnostic: hand freed memory back to the system (glibc's malloc_trim) before each sample, to tell what the allocator keeps from what is in use."
+    )
     var trim = false
 
     static let faults: [(MockAPNsServer.Fault, connections: Int?, requests: Int?)] = [
@@ -86,17 +98,24 @@ struct Soak: AsyncParsableCommand {
 
     func run() async throws {
         if serve { return try await SoakServer.serve() }
-        guard server == "process" || server == "in-process" else { throw ValidationError("--server is process or in-process") }
-        guard (1...65_536).contains(wave) else { throw ValidationError("--wave is 1 to 65,536 (a send's index in its wave is two bytes of its apns-id)") }
+        guard server == "process" || server == "in-process" else {
+            throw ValidationError("--server is process or in-process")
+        }
+        guard (1...65_536).contains(wave) else {
+            throw ValidationError("--wave is 1 to 65,536 (a send's index in its wave is two bytes of its apns-id)")
+        }
         let server = try await self.server == "process" ? SoakServer.startProcess() : SoakServer.startInProcess()
         let key = server.key
         let connector = try TokenConnector(
-            teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM), environment: .custom(host: server.host, port: server.port),
-            transport: TransportConfiguration(trustedCertificateAuthority: .pem(server.certificateAuthorityPEM), maximumConcurrentStreams: inFlight))
+            teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
+            environment: .custom(host: server.host, port: server.port),
+            transport: TransportConfiguration(
+                trustedCertificateAuthority: .pem(server.certificateAuthorityPEM), maximumConcurrentStreams: inFlight))
         let device = try Device(token: "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0")
         let timeout = Duration.milliseconds(Int64(self.timeout * 1000))
         // Warm up: connect and settle the token before measuring memory.
-        _ = try await send(AlertNotification(bundleID: "com.example.app") { Alert("warm-up") }, via: connector, to: device)
+        _ = try await send(
+            AlertNotification(bundleID: "com.example.app") { Alert("warm-up") }, via: connector, to: device)
         let startRSS = Self.residentMegabytes()
         let started = ContinuousClock.now
         var tally = Tally()
@@ -111,9 +130,12 @@ struct Soak: AsyncParsableCommand {
         while more() {
             let size = duration == nil ? min(wave, self.count - sent) : wave
             if mode == "faults" { try await server.inject(faultIndex: (onlyFault ?? waveIndex) % Self.faults.count) }
-            if mode != "none" { try await server.goAwayAll() }  // the client moves to a new connection, which gets the fault
+            // The client moves to a new connection, which gets the fault.
+            if mode != "none" { try await server.goAwayAll() }
             var latencies = [Double](repeating: 0, count: size)
-            let outcomes = await Self.sendWave(wave: waveIndex, size: size, via: connector, to: device, inFlight: inFlight, timeout: timeout, latencies: &latencies)
+            let outcomes = await Self.sendWave(
+                wave: waveIndex, size: size, via: connector, to: device, inFlight: inFlight, timeout: timeout,
+                latencies: &latencies)
             try await server.inject(faultIndex: nil)
             let processed = try await server.takeProcessedCounts(wave: waveIndex, size: size)
             for index in 0..<size {
@@ -145,14 +167,23 @@ struct Soak: AsyncParsableCommand {
                     // The curve is what remains once the allocator returns what it can: memory in use.
                     Self.trimHeap()
                     curve.append((now, Self.residentMegabytes()))
-                    print(String(format: "curve %6.0f s  %d MB after trim, %d MB before  (%d sent, %d easy handles)  %@", now, curve[curve.count - 1].1, resident, sent, connector.easyHandleCount, Self.memoryBreakdown()))
+                    print(
+                        String(
+                            format: "curve %6.0f s  %d MB after trim, %d MB before  (%d sent, %d easy handles)  %@",
+                            now, curve[curve.count - 1].1, resident, sent, connector.easyHandleCount,
+                            Self.memoryBreakdown()))
                 } else {
                     curve.append((now, resident))
-                    print(String(format: "curve %6.0f s  %d MB  (%d sent, %d easy handles)  %@", now, resident, sent, connector.easyHandleCount, Self.memoryBreakdown()))
+                    print(
+                        String(
+                            format: "curve %6.0f s  %d MB  (%d sent, %d easy handles)  %@", now, resident, sent,
+                            connector.easyHandleCount, Self.memoryBreakdown()))
                 }
             }
             if waveIndex % 10 == 0 {
-                print("\(sent) sent, \(Int(Double(sent) / (ContinuousClock.now - started).seconds))/s, RSS \(Self.residentMegabytes()) MB")
+                print(
+                    "\(sent) sent, \(Int(Double(sent) / (ContinuousClock.now - started).seconds))/s, RSS \(Self.residentMegabytes()) MB"
+                )
             }
         }
         let elapsed = (ContinuousClock.now - started).seconds
@@ -164,7 +195,10 @@ struct Soak: AsyncParsableCommand {
         let drift = (settled.max() ?? endRSS) - (settled.first ?? endRSS)
         let rows: [(String, String)] = [
             ("sends", "\(count) in waves of \(wave), \(inFlight) in flight, timeout \(self.timeout) s"),
-            ("faults injected", mode == "faults" ? "\(waveIndex) (one per wave, \(Self.faults.count) kinds in turn)" : "none (\(mode))"),
+            (
+                "faults injected",
+                mode == "faults" ? "\(waveIndex) (one per wave, \(Self.faults.count) kinds in turn)" : "none (\(mode))"
+            ),
             ("outcomes", "\(tally.accepted + tally.rejected + tally.notSent + tally.unknown) of \(count)"),
             ("accepted", "\(tally.accepted)"),
             ("rejected (503 with Retry-After)", "\(tally.rejected)"),
@@ -174,17 +208,32 @@ struct Soak: AsyncParsableCommand {
             ("outcomes contradicting the server", "\(tally.untruthful)"),
             ("connections opened", "\(connector.connectionsOpened)"),
             ("stalled connections replaced", "\(connector.stalledConnectionsClosed)"),
-            ("latency p50 / p99 / max", String(format: "%.1f / %.1f / %.1f ms", tally.latencies.quantile(0.5) * 1000, tally.latencies.quantile(0.99) * 1000, tally.latencies.maximum * 1000)),
+            (
+                "latency p50 / p99 / max",
+                String(
+                    format: "%.1f / %.1f / %.1f ms", tally.latencies.quantile(0.5) * 1000,
+                    tally.latencies.quantile(0.99) * 1000, tally.latencies.maximum * 1000)
+            ),
             ("throughput", String(format: "%.0f sends/s over %.0f s", Double(count) / elapsed, elapsed)),
-            ("mock server", self.server == "process" ? "a child process (RSS is the client's)" : "in this process (RSS includes it)"),
+            (
+                "mock server",
+                self.server == "process" ? "a child process (RSS is the client's)" : "in this process (RSS includes it)"
+            ),
             ("RSS start / end", "\(startRSS) / \(endRSS) MB"),
-            ("RSS after 5 min: first / max / end", elapsed >= 300 ? "\(settled.first ?? 0) / \(settled.max() ?? 0) / \(endRSS) MB (range \(drift) MB)" : "run shorter than 5 min"),
+            (
+                "RSS after 5 min: first / max / end",
+                elapsed >= 300
+                    ? "\(settled.first ?? 0) / \(settled.max() ?? 0) / \(endRSS) MB (range \(drift) MB)"
+                    : "run shorter than 5 min"
+            ),
         ]
         let width = rows.map(\.0.count).max() ?? 0
         for (name, value) in rows { print(name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value) }
         await connector.shutdown()
         try await server.stop()
-        if tally.duplicates > 0 || tally.untruthful > 0 || tally.accepted + tally.rejected + tally.notSent + tally.unknown != count {
+        if tally.duplicates > 0 || tally.untruthful > 0
+            || tally.accepted + tally.rejected + tally.notSent + tally.unknown != count
+        {
             throw ExitCode(1)
         }
     }
@@ -200,7 +249,12 @@ struct Soak: AsyncParsableCommand {
     static func apnsID(wave: Int, index: Int) -> APNsID {
         let w = UInt32(truncatingIfNeeded: wave), i = UInt16(truncatingIfNeeded: index)
         func byte<T: FixedWidthInteger>(_ value: T, _ shift: Int) -> UInt8 { UInt8(truncatingIfNeeded: value >> shift) }
-        return APNsID(UUID(uuid: (byte(w, 24), byte(w, 16), byte(w, 8), byte(w, 0), byte(i, 8), byte(i, 0), 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0)))
+        return APNsID(
+            UUID(
+                uuid: (
+                    byte(w, 24), byte(w, 16), byte(w, 8), byte(w, 0), byte(i, 8), byte(i, 0), 0x40, 0, 0x80, 0, 0, 0, 0,
+                    0, 0, 0
+                )))
     }
 
     /// The wave and index an apns-id made by ``apnsID(wave:index:)`` stands for (nil for any other id).
@@ -225,7 +279,10 @@ struct Soak: AsyncParsableCommand {
 
     /// Sends one notification for each index of wave `wave`, `inFlight` at a time; each outcome by
     /// index, each latency into `latencies`.
-    static func sendWave(wave: Int, size: Int, via connector: TokenConnector, to device: Device, inFlight: Int, timeout: Duration, latencies: inout [Double]) async -> [Outcome] {
+    static func sendWave(
+        wave: Int, size: Int, via connector: TokenConnector, to device: Device, inFlight: Int, timeout: Duration,
+        latencies: inout [Double]
+    ) async -> [Outcome] {
         await withTaskGroup(of: (Int, Outcome, Double).self) { group in
             var outcomes = [Outcome](repeating: .lost, count: size)
             var next = 0
@@ -233,7 +290,9 @@ struct Soak: AsyncParsableCommand {
                 let index = next
                 next += 1
                 group.addTask {
-                    let notification = AlertNotification(bundleID: "com.example.app", apnsID: apnsID(wave: wave, index: index)) { Alert("soak \(index)") }
+                    let notification = AlertNotification(
+                        bundleID: "com.example.app", apnsID: apnsID(wave: wave, index: index)
+                    ) { Alert("soak \(index)") }
                     let begin = ContinuousClock.now
                     do throws(APNsError) {
                         _ = try await send(notification, via: connector, to: device, timeout: timeout)
@@ -263,8 +322,8 @@ struct Soak: AsyncParsableCommand {
     /// elsewhere.
     static func trimHeap() {
         #if os(Linux)
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
-        _ = unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)(0)
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
+            _ = unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)(0)
         #endif
     }
 
@@ -274,51 +333,74 @@ struct Soak: AsyncParsableCommand {
     /// `malloc_info`), and the threads by name (`/proc/self/task/*/comm`). Linux only; empty elsewhere.
     static func memoryBreakdown() -> String {
         #if os(Linux)
-        var kinds: [String: Int] = [:]
-        var kind = "anon"
-        // Read to the end: procfs files report size 0, so a reader that trusts the size stops early.
-        if let smaps = try? FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/self/smaps")).readToEnd().map({ String(decoding: $0, as: UTF8.self) }) {
-            for line in smaps.split(separator: "\n") {
-                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-                if let first = fields.first, first.contains("-"), first.first?.isHexDigit == true {
-                    let path = fields.count >= 6 ? String(fields[5]) : ""
-                    kind = path.isEmpty ? "anon" : path.hasPrefix("/") ? "file" : path == "[heap]" ? "heap" : path.hasPrefix("[stack") ? "stack" : "other"
-                } else if fields.first == "Rss:", fields.count >= 2 {
-                    kinds[kind, default: 0] += Int(fields[1]) ?? 0
+            var kinds: [String: Int] = [:]
+            var kind = "anon"
+            // Read to the end: procfs files report size 0, so a reader that trusts the size stops early.
+            if let smaps = try? FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/self/smaps")).readToEnd().map({
+                String(decoding: $0, as: UTF8.self)
+            }) {
+                for line in smaps.split(separator: "\n") {
+                    let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                    if let first = fields.first, first.contains("-"), first.first?.isHexDigit == true {
+                        let path = fields.count >= 6 ? String(fields[5]) : ""
+                        kind =
+                            path.isEmpty
+                            ? "anon"
+                            : path.hasPrefix("/")
+                                ? "file" : path == "[heap]" ? "heap" : path.hasPrefix("[stack") ? "stack" : "other"
+                    } else if fields.first == "Rss:", fields.count >= 2 {
+                        kinds[kind, default: 0] += Int(fields[1]) ?? 0
+                    }
                 }
             }
-        }
-        var malloc = ""
-        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_info") {
-            var buffer: UnsafeMutablePointer<CChar>?
-            var size = 0
-            if let stream = open_memstream(&buffer, &size) {
-                _ = unsafeBitCast(symbol, to: (@convention(c) (Int32, UnsafeMutablePointer<FILE>) -> Int32).self)(0, stream)
-                fclose(stream)
-                if let buffer {
-                    let xml = String(cString: buffer)
-                    free(buffer)
-                    let arenas = xml.components(separatedBy: "<heap nr=").count - 1
-                    let free = Self.sum(xml, [#"<total type="fast""#, #"<total type="rest""#])
-                    let system = Self.sum(xml, [#"<system type="current""#])
-                    let mapped = Self.sum(xml, [#"<total type="mmap""#])
-                    malloc = String(format: " malloc: %d arenas, %.1f MB in use, %.1f MB free, %.1f MB mmapped;", arenas, Double(system - free) / 1_048_576, Double(free) / 1_048_576, Double(mapped) / 1_048_576)
+            var malloc = ""
+            if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_info") {
+                var buffer: UnsafeMutablePointer<CChar>?
+                var size = 0
+                if let stream = open_memstream(&buffer, &size) {
+                    _ = unsafeBitCast(symbol, to: (@convention(c) (Int32, UnsafeMutablePointer<FILE>) -> Int32).self)(
+                        0, stream)
+                    fclose(stream)
+                    if let buffer {
+                        let xml = String(cString: buffer)
+                        free(buffer)
+                        let arenas = xml.components(separatedBy: "<heap nr=").count - 1
+                        let free = Self.sum(xml, [#"<total type="fast""#, #"<total type="rest""#])
+                        let system = Self.sum(xml, [#"<system type="current""#])
+                        let mapped = Self.sum(xml, [#"<total type="mmap""#])
+                        // Each arena's in use / free (MB), in glibc's order: arena 0 is the main
+                        // thread's, the others go to threads as they first allocate.
+                        let perArena = xml.components(separatedBy: "<heap nr=").dropFirst().map { part in
+                            let heap = part.components(separatedBy: "</heap>").first ?? part
+                            let free = Self.sum(heap, [#"<total type="fast""#, #"<total type="rest""#])
+                            let system = Self.sum(heap, [#"<system type="current""#])
+                            return String(
+                                format: "%.1f/%.1f", Double(system - free) / 1_048_576, Double(free) / 1_048_576)
+                        }
+                        malloc = String(
+                            format:
+                                " malloc: %d arenas, %.1f MB in use, %.1f MB free, %.1f MB mmapped (by arena, in use/free: %@);",
+                            arenas,
+                            Double(system - free) / 1_048_576, Double(free) / 1_048_576, Double(mapped) / 1_048_576,
+                            perArena.joined(separator: " "))
+                    }
                 }
             }
-        }
-        // Which threads: a step in RSS that comes with a new thread is a new malloc arena.
-        var names: [String: Int] = [:]
-        for task in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? [] {
-            let name = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
-                .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
-            names[name, default: 0] += 1
-        }
-        let threads = names.values.reduce(0, +)
-        let named = names.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " ")
-        func mb(_ key: String) -> String { String(format: "%.1f", Double(kinds[key] ?? 0) / 1024) }
-        return "[rss heap \(mb("heap")) anon \(mb("anon")) file \(mb("file")) stack \(mb("stack")) MB;\(malloc) \(threads) threads: \(named)]"
+            // Which threads: a step in RSS that comes with a new thread is a new malloc arena.
+            var names: [String: Int] = [:]
+            for task in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? [] {
+                let name =
+                    (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
+                    .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+                names[name, default: 0] += 1
+            }
+            let threads = names.values.reduce(0, +)
+            let named = names.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " ")
+            func mb(_ key: String) -> String { String(format: "%.1f", Double(kinds[key] ?? 0) / 1024) }
+            return
+                "[rss heap \(mb("heap")) anon \(mb("anon")) file \(mb("file")) stack \(mb("stack")) MB;\(malloc) \(threads) threads: \(named)]"
         #else
-        return ""
+            return ""
         #endif
     }
 

@@ -33,7 +33,9 @@ final class SoakServer {
     static func startInProcess() async throws -> SoakServer {
         let key = MockCertificateAuthority.makeSigningKey(teamID: teamID, keyID: keyID)
         let server = try await MockAPNsServer.start(configuration(key: key))
-        return SoakServer(host: server.host, port: server.port, ca: server.certificateAuthorityPEM, key: key, backend: .inProcess(server))
+        return SoakServer(
+            host: server.host, port: server.port, ca: server.certificateAuthorityPEM, key: key,
+            backend: .inProcess(server))
     }
 
     static func startProcess() throws -> SoakServer {
@@ -45,11 +47,13 @@ final class SoakServer {
         process.standardOutput = output
         try process.run()
         let reader = LineReader(output.fileHandleForReading)
-        guard let line = reader.next(), let started = try? JSONDecoder().decode(Started.self, from: Data(line.utf8)) else {
+        guard let line = reader.next(), let started = try? JSONDecoder().decode(Started.self, from: Data(line.utf8))
+        else {
             process.terminate()
             throw SoakError("the mock server process did not start")
         }
-        let key = MockCertificateAuthority.SigningKey(teamID: teamID, keyID: keyID, privateKeyPEM: started.privateKeyPEM, publicKeyPEM: started.publicKeyPEM)
+        let key = MockCertificateAuthority.SigningKey(
+            teamID: teamID, keyID: keyID, privateKeyPEM: started.privateKeyPEM, publicKeyPEM: started.publicKeyPEM)
         return SoakServer(
             host: "127.0.0.1", port: started.port, ca: started.certificateAuthorityPEM, key: key,
             backend: .process(process, input: input.fileHandleForWriting, output: reader))
@@ -99,7 +103,9 @@ final class SoakServer {
             return Soak.timesProcessed(server.processedCounts, wave: wave, size: size)
         case .process:
             let digits = try await ask("counts \(wave) \(size)").utf8
-            guard digits.count == size else { throw SoakError("the mock server process answered \(digits.count) counts, not \(size)") }
+            guard digits.count == size else {
+                throw SoakError("the mock server process answered \(digits.count) counts, not \(size)")
+            }
             return digits.map { $0 &- UInt8(ascii: "0") }
         }
     }
@@ -130,7 +136,9 @@ final class SoakServer {
     static func serve() async throws {
         let key = MockCertificateAuthority.makeSigningKey(teamID: teamID, keyID: keyID)
         let server = try await MockAPNsServer.start(configuration(key: key))
-        let started = Started(port: server.port, certificateAuthorityPEM: server.certificateAuthorityPEM, privateKeyPEM: key.privateKeyPEM, publicKeyPEM: key.publicKeyPEM)
+        let started = Started(
+            port: server.port, certificateAuthorityPEM: server.certificateAuthorityPEM,
+            privateKeyPEM: key.privateKeyPEM, publicKeyPEM: key.publicKeyPEM)
         func say(_ line: String) {
             FileHandle.standardOutput.write(Data((line + "\n").utf8))
         }
