@@ -86,46 +86,87 @@ public func send<Notification: PushNotification>(
 /// the answer: the one path every single send shares. Every failure leaves as an ``APNsError``;
 /// one refused before any I/O is counted and logged as a refusal (`pushType` names it when the
 /// request could not be built).
+@inline(__always)  // one async frame for the levels of a send, not one each (see deliver)
 func deliver(
     _ pushType: PushType?, via connector: some Connector, timeout: Duration?, retry: RetryPolicy = .none,
     request build: () throws(APNsValidationError) -> APNsRequest
 ) async throws(APNsError) -> APNsResponse {
-    let engine = APNs.engine(of: connector)
-    let request: APNsRequest
-    let deadline: ContinuousClock.Instant?
-    do throws(APNsError) {
-        try retry.validate()
-        deadline = try APNs.deadline(after: timeout, engine: engine, retry: retry)
-        do { request = try build() } catch { throw .validation(error) }
-        try checkBeforeSending(request, via: connector, engine: engine)
-    } catch {
-        engine?.observability.recordRefusal(pushType: pushType?.rawValue ?? "none", error: error)
-        throw error
-    }
-    let observability = engine?.observability ?? .spansOnly
-    let summary = RequestSummary(request)
-    let span = observability.startSpan("apns.send", summary: summary)
-    let started = ContinuousClock.now
-    if observability.isEnabled {
-        observability.sendsInFlight.increment()
-        if observability.logger.logLevel <= .trace {
-            var metadata = summary.metadata
-            if let device = RequestSummary.device(inPath: request.path) { metadata["apns.device_token"] = "\(device)" }
-            observability.logger.trace("Sending APNs push", metadata: metadata)
-        }
-    }
-    let (result, attempts) = await attempt(request, via: connector, engine: engine, deadline: deadline, retry: retry)
-    let duration = ContinuousClock.now - started
-    if observability.isEnabled {
-        observability.sendsInFlight.decrement()
-        observability.recordSend(pushType: summary.pushType, result: result, duration: duration)
-        observability.retried(.policy, times: attempts - 1)
-        observability.logSend(
-            summary, result: result, duration: duration, attempts: attempts,
-            device: RequestSummary.device(inPath: request.path))
-    }
-    Observability.endSpan(span, result: result, attempts: attempts)
+    // Every send in flight keeps its async frames until it ends, so they are kept small: building,
+    // checking, logging and counting run out of line (their temporaries live on the thread's
+    // stack), `deliver`, `attempt` and `exchange` are inlined into one frame, and `APNsError` is
+    // one word. Measured with heaptrack in the soak (500 sends in flight): the task allocator's
+    // peak went from 7.95 to 4.38 MB, about 16 KB to 9 KB per send.
+    let send = try SingleSend.prepare(pushType, via: connector, timeout: timeout, retry: retry, request: build)
+    let (result, attempts) = await attempt(
+        send.request, via: connector, engine: send.engine, deadline: send.deadline, retry: retry)
+    send.finish(result: result, attempts: attempts)
     return try result.get()
+}
+
+/// One single send between its preparation and its end: what ``deliver(_:via:timeout:retry:request:)``
+/// keeps while it waits.
+///
+/// Thread safety: a value that one task creates and uses; not shared.
+struct SingleSend {
+    let request: APNsRequest
+    let engine: ConnectorEngine?
+    let deadline: ContinuousClock.Instant?
+    let observability: Observability
+    let summary: RequestSummary
+    let span: (any Span)?
+    let started: ContinuousClock.Instant
+
+    /// Builds and checks the request, starts its span, and counts and logs its start; a request
+    /// refused before any I/O is counted and logged as a refusal.
+    @inline(never)
+    static func prepare(
+        _ pushType: PushType?, via connector: some Connector, timeout: Duration?, retry: RetryPolicy,
+        request build: () throws(APNsValidationError) -> APNsRequest
+    ) throws(APNsError) -> SingleSend {
+        let engine = APNs.engine(of: connector)
+        let request: APNsRequest
+        let deadline: ContinuousClock.Instant?
+        do throws(APNsError) {
+            try retry.validate()
+            deadline = try APNs.deadline(after: timeout, engine: engine, retry: retry)
+            do { request = try build() } catch { throw .validation(error) }
+            try checkBeforeSending(request, via: connector, engine: engine)
+        } catch {
+            engine?.observability.recordRefusal(pushType: pushType?.rawValue ?? "none", error: error)
+            throw error
+        }
+        let observability = engine?.observability ?? .spansOnly
+        let summary = RequestSummary(request)
+        let span = observability.startSpan("apns.send", summary: summary)
+        if observability.isEnabled {
+            observability.sendsInFlight.increment()
+            if observability.logger.logLevel <= .trace {
+                var metadata = summary.metadata
+                if let device = RequestSummary.device(inPath: request.path) {
+                    metadata["apns.device_token"] = "\(device)"
+                }
+                observability.logger.trace("Sending APNs push", metadata: metadata)
+            }
+        }
+        return SingleSend(
+            request: request, engine: engine, deadline: deadline, observability: observability, summary: summary,
+            span: span, started: .now)
+    }
+
+    /// Counts, logs and traces the send's end.
+    @inline(never)
+    func finish(result: Result<APNsResponse, APNsError>, attempts: Int) {
+        let duration = ContinuousClock.now - started
+        if observability.isEnabled {
+            observability.sendsInFlight.decrement()
+            observability.recordSend(pushType: summary.pushType, result: result, duration: duration)
+            observability.retried(.policy, times: attempts - 1)
+            observability.logSend(
+                summary, result: result, duration: duration, attempts: attempts,
+                device: RequestSummary.device(inPath: request.path))
+        }
+        Observability.endSpan(span, result: result, attempts: attempts)
+    }
 }
 
 /// The engine behind `connector` when it is one of swift-apns' own (directly or inside an
@@ -158,6 +199,7 @@ func deadline(
 /// is interpreted once, as it arrives (a retryable rejection's last one included); a failure is an
 /// ``APNsError``. The request's rules have been checked.
 /// Returns the last result and the number of attempts made.
+@inline(__always)  // one async frame for the levels of a send, not one each (see deliver)
 func attempt(
     _ request: APNsRequest, via connector: some Connector, engine: ConnectorEngine?,
     deadline: ContinuousClock.Instant?,
@@ -176,15 +218,22 @@ func attempt(
             return (result, attempt)
         }
         if let deadline, ContinuousClock.now + delay >= deadline { return (result, attempt) }
-        do {
-            try await Task.sleep(for: delay)
-        } catch {
-            // The earlier attempt's failure said whether anything may have been delivered; the
-            // cancelled wait sent nothing more. Keep the honest delivery of what was sent.
-            if failure.mayHaveBeenDelivered { return (result, attempt) }
-            return (.failure(.transport(.cancelled(delivery: .notSent))), attempt)
-        }
+        if let cancelled = await wait(delay, after: failure) { return (cancelled, attempt) }
         attempt += 1
+    }
+}
+
+/// Waits `delay` before the next attempt; when the wait is cancelled, the outcome to end with.
+/// A function of its own, so its frame is allocated only by a send that retries.
+func wait(_ delay: Duration, after failure: APNsError) async -> Result<APNsResponse, APNsError>? {
+    do {
+        try await Task.sleep(for: delay)
+        return nil
+    } catch {
+        // The earlier attempt's failure said whether anything may have been delivered; the
+        // cancelled wait sent nothing more. Keep the honest delivery of what was sent.
+        if failure.mayHaveBeenDelivered { return .failure(failure) }
+        return .failure(.transport(.cancelled(delivery: .notSent)))
     }
 }
 
@@ -201,6 +250,7 @@ func checkBeforeSending(
 /// Performs a request whose rules are checked and reads the answer once, turning whatever the
 /// connector throws into an ``APNsError``. A connector's own `perform` is called only when it is
 /// not one of swift-apns' (their engine takes checked requests without checking again).
+@inline(__always)  // one async frame for the levels of a send, not one each (see deliver)
 func exchange(
     checked request: APNsRequest, via connector: some Connector, engine: ConnectorEngine?,
     deadline: ContinuousClock.Instant?

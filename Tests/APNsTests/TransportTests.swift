@@ -34,6 +34,29 @@ struct SilentServer {
             environment: .custom(host: "127.0.0.1", port: port), transport: transport)
     }
 
+    /// An answer longer than libcurl's read buffer and than one HTTP/2 DATA frame arrives whole
+    /// (the reason is at its end). With the read buffer at 4 KB (`CURLOPT_BUFFERSIZE`), libcurl 7.88
+    /// received all 40,040 bytes and never ended the transfer: the send timed out, `unknown`.
+    @Test func anAnswerLongerThanTheReadBufferArrivesWhole() async throws {
+        try await Fixture.with { fixture in
+            let padding = String(repeating: "x", count: 40_000)
+            fixture.server.inject(
+                .respond(status: 400, retryAfter: nil, body: #"{"padding":"\#(padding)","reason":"BadDeviceToken"}"#),
+                requests: 1)
+            let connector = try fixture.tokenConnector()
+            let error = await #expect(throws: APNsError.self) {
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+            }
+            guard case .rejected(let rejection)? = error else {
+                Issue.record("expected a rejection, got \(String(describing: error))")
+                return
+            }
+            #expect(rejection.status == 400)
+            #expect(rejection.reason == .badDeviceToken)
+            await connector.shutdown(gracePeriod: .seconds(1))
+        }
+    }
+
     @Test func timeoutIsATransportError() async throws {
         let silent = try await SilentServer.start()
         let connector = try connector(port: silent.port, timeout: .milliseconds(500))

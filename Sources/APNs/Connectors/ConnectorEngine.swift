@@ -131,6 +131,7 @@ struct Exchange: Sendable {
     /// The acceptance, or the rejection the response carries.
     let answer: Result<APNsResponse, APNsRejection>
 
+    @inline(never)  // reading a rejection's JSON stays out of the async frame of every send
     init(_ response: APNsHTTPResponse) {
         self.response = response
         answer = Result { () throws(APNsRejection) in try APNsResponse(interpreting: response) }

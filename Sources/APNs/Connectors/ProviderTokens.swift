@@ -45,6 +45,7 @@ final class ProviderTokens: Sendable {
     }
 
     /// The token to send now, minting one if there is none or it is older than `refreshInterval`.
+    @inline(never)  // minting stays out of the async frame of every send that asks
     func current() throws(CredentialError) -> Token {
         let now = Int(clock().timeIntervalSince1970)
         let interval = Int(refreshInterval.components.seconds)
@@ -59,6 +60,7 @@ final class ProviderTokens: Sendable {
     /// A token to send the request again with, when APNs took `sent` for expired (protocol
     /// reference, Responses: mint a new token and retry once); nil for any other rejection, or when
     /// `sent` is too young to have expired (the clock is wrong). Counted as a retry.
+    @inline(never)
     func renewal(after rejection: APNsRejection, sent: Token) -> Token? {
         guard rejection.status == 403, rejection.reason == .expiredProviderToken,
             let fresh = try? refresh(after: sent)

@@ -149,10 +149,7 @@ final class CurlTransport: Sendable {
         _ request: APNsRequest, endpoint: APNsEnvironment.Endpoint, authorization: String?,
         deadline: ContinuousClock.Instant
     ) async throws -> APNsHTTPResponse {
-        let transfer = Transfer(
-            urlPrefix: endpoint.baseURL, urlSuffix: request.path, method: request.method,
-            headerList: headerList(authorization: authorization, headers: request.headers),
-            body: RequestBody(request.body), deadline: deadline, device: nil, owner: nil)
+        let transfer = makeTransfer(request, endpoint: endpoint, authorization: authorization, deadline: deadline)
         if Task.isCancelled { throw TransportError.cancelled(delivery: .notSent) }
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
@@ -162,6 +159,19 @@ final class CurlTransport: Sendable {
         } onCancel: {
             loop.submit(.cancel(transfer))
         }
+    }
+
+    /// Out of line, so that building the header list does not grow the async frame of every send
+    /// in flight.
+    @inline(never)
+    private func makeTransfer(
+        _ request: APNsRequest, endpoint: APNsEnvironment.Endpoint, authorization: String?,
+        deadline: ContinuousClock.Instant
+    ) -> Transfer {
+        Transfer(
+            urlPrefix: endpoint.baseURL, urlSuffix: request.path, method: request.method,
+            headerList: headerList(authorization: authorization, headers: request.headers),
+            body: RequestBody(request.body), deadline: deadline, device: nil, owner: nil)
     }
 
     /// Starts `template` once per device, each to the device's path, with no task per request:
