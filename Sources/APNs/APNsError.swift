@@ -15,11 +15,7 @@
 ///     log(error.description)             // `error` is an APNsError
 /// }
 /// ```
-///
-/// Its cases are stored out of line (`indirect`): an `APNsError`, and every
-/// `Result<APNsResponse, APNsError>`, is one word wide, so the async frame each send in flight
-/// keeps stays small; only a failure pays for the allocation.
-public indirect enum APNsError: Error, Hashable, Sendable, CustomStringConvertible {
+public enum APNsError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The notification, target or an option breaks a rule APNs enforces; nothing was sent.
     case validation(APNsValidationError)
     /// A key, certificate or passphrase cannot be used; nothing was sent.
