@@ -218,14 +218,14 @@ func attempt(
             return (result, attempt)
         }
         if let deadline, ContinuousClock.now + delay >= deadline { return (result, attempt) }
-        if let cancelled = await wait(delay, after: failure) { return (cancelled, attempt) }
+        if let cancelled = await waitToRetry(after: delay, failure: failure) { return (cancelled, attempt) }
         attempt += 1
     }
 }
 
 /// Waits `delay` before the next attempt; when the wait is cancelled, the outcome to end with.
 /// A function of its own, so its frame is allocated only by a send that retries.
-func wait(_ delay: Duration, after failure: APNsError) async -> Result<APNsResponse, APNsError>? {
+func waitToRetry(after delay: Duration, failure: APNsError) async -> Result<APNsResponse, APNsError>? {
     do {
         try await Task.sleep(for: delay)
         return nil
