@@ -38,21 +38,45 @@ struct SilentServer {
     /// (the reason is at its end). With the read buffer at 4 KB (`CURLOPT_BUFFERSIZE`), libcurl 7.88
     /// received all 40,040 bytes and never ended the transfer: the send timed out, `unknown`.
     @Test func anAnswerLongerThanTheReadBufferArrivesWhole() async throws {
+        let padding = String(repeating: "x", count: 40_000)
+        try await withRejection(body: #"{"padding":"\#(padding)","reason":"BadDeviceToken"}"#) { rejection, _ in
+            #expect(rejection.status == 400)
+            #expect(rejection.reason == .badDeviceToken)
+        }
+    }
+
+    /// A body past the transport's 1 MiB is read to its end and dropped: the reason at the start of
+    /// a 3 MiB body is lost (what was kept is not whole JSON), the status is not, and the next send
+    /// on the connector is answered.
+    @Test func anAnswerLongerThanTheLimitIsCutAndTheNextSendIsAnswered() async throws {
+        let padding = String(repeating: "x", count: 3 << 20)
+        try await withRejection(body: #"{"reason":"BadDeviceToken","padding":"\#(padding)"}"#) { rejection, connector in
+            #expect(rejection.status == 400)
+            #expect(rejection.reason == nil)
+            #expect(rejection.body.count == 4096)
+            #expect(rejection.bodyText.hasPrefix(#"{"reason":"BadDeviceToken","padding":"xxx"#))
+            let response = try await send(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+            #expect(response.status == 200)
+        }
+    }
+
+    /// Sends one alert to a mock that answers it 400 with `body`, and hands the rejection and the
+    /// connector to `check`.
+    func withRejection(
+        body: String, _ check: (APNsRejection, TokenConnector) async throws -> Void
+    ) async throws {
         try await Fixture.with { fixture in
-            let padding = String(repeating: "x", count: 40_000)
-            fixture.server.inject(
-                .respond(status: 400, retryAfter: nil, body: #"{"padding":"\#(padding)","reason":"BadDeviceToken"}"#),
-                requests: 1)
+            fixture.server.inject(.respond(status: 400, retryAfter: nil, body: body), requests: 1)
             let connector = try fixture.tokenConnector()
             let error = await #expect(throws: APNsError.self) {
                 try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
             }
-            guard case .rejected(let rejection)? = error else {
+            if case .rejected(let rejection)? = error {
+                try await check(rejection, connector)
+            } else {
                 Issue.record("expected a rejection, got \(String(describing: error))")
-                return
             }
-            #expect(rejection.status == 400)
-            #expect(rejection.reason == .badDeviceToken)
             await connector.shutdown(gracePeriod: .seconds(1))
         }
     }

@@ -139,7 +139,11 @@ extension CurlMultiLoop {
                 let length = size * count
                 guard let data, let context else { return length }
                 let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-                transfer.responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
+                let room = Transfer.maximumResponseBody - transfer.responseBody.count
+                if room > 0 {
+                    transfer.responseBody.append(
+                        contentsOf: UnsafeRawBufferPointer(start: data, count: min(length, room)))
+                }
                 return length
             }, "CURLOPT_WRITEFUNCTION")
         try require(

@@ -83,6 +83,7 @@ final class Transfer: @unchecked Sendable {
     /// The easy handle's `CURLOPT_ERRORBUFFER`.
     @exclusivity(unchecked) var errorBuffer: UnsafeMutablePointer<CChar>?
     @exclusivity(unchecked) var responseHeaders: [APNsRequest.Header] = []
+    /// The answer's body, up to ``maximumResponseBody`` bytes; the rest is read and dropped.
     @exclusivity(unchecked) var responseBody: [UInt8] = []
     /// Loop-thread state: cancellation was asked for; the `add` was processed; the result was
     /// delivered.
@@ -115,6 +116,13 @@ final class Transfer: @unchecked Sendable {
 
     /// A guard against pathological loops; the deadline is what normally ends resubmission.
     static let maximumResubmissions = 100
+    /// The most of an answer's body a transfer keeps: 1 MiB. APNs' longest answer is the list of
+    /// an environment's channels (<doc:ProtocolReference#Broadcast-channels>: at most 10,000 ids of
+    /// 24 base64 characters, about 270 KB as JSON); its errors are a few dozen bytes, of
+    /// which ``APNsRejection`` keeps 4,096. Past the limit the transfer still reads the body to its
+    /// end (the stream and the connection stay usable) and drops it, so a broken server or proxy
+    /// that streams megabytes cannot make one send hold them.
+    static let maximumResponseBody = 1 << 20
 
     init(
         urlPrefix: String, urlSuffix: String = "", method: APNsRequest.Method, headerList: HeaderList,
