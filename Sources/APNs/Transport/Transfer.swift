@@ -117,11 +117,11 @@ final class Transfer: @unchecked Sendable {
     /// A guard against pathological loops; the deadline is what normally ends resubmission.
     static let maximumResubmissions = 100
     /// The most of an answer's body a transfer keeps: 1 MiB. APNs' longest answer is the list of
-    /// an environment's channels (<doc:ProtocolReference#Broadcast-channels>: at most 10,000 ids of
-    /// 24 base64 characters, about 270 KB as JSON); its errors are a few dozen bytes, of
-    /// which ``APNsRejection`` keeps 4,096. Past the limit the transfer still reads the body to its
-    /// end (the stream and the connection stay usable) and drops it, so a broken server or proxy
-    /// that streams megabytes cannot make one send hold them.
+    /// an environment's channels (<doc:ProtocolReference#Broadcast-channels>: at most 10,000 ids,
+    /// base64 of a few dozen characters each, so a few hundred KB as JSON); its errors are a few
+    /// dozen bytes, of which ``APNsRejection`` keeps 4,096. Past the limit the transfer still reads
+    /// the body to its end (the stream and the connection stay usable) and drops it, so a broken
+    /// server or proxy that streams megabytes cannot make one send hold them.
     static let maximumResponseBody = 1 << 20
 
     init(
