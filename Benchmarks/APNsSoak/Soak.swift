@@ -219,6 +219,7 @@ struct Soak: AsyncParsableCommand {
                 "mock server",
                 self.server == "process" ? "a child process (RSS is the client's)" : "in this process (RSS includes it)"
             ),
+            ("libcurl", Self.libcurlVersion()),
             ("RSS start / end", "\(startRSS) / \(endRSS) MB"),
             (
                 "RSS after 5 min: first / max / end",
@@ -316,6 +317,19 @@ struct Soak: AsyncParsableCommand {
             }
             return outcomes
         }
+    }
+
+    /// The libcurl this process loaded (`curl_version()`, looked up at run time: `LD_LIBRARY_PATH`
+    /// may put another libcurl than the one the build linked against in its place).
+    static func libcurlVersion() -> String {
+        #if canImport(Darwin)
+            let everywhere = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT
+        #else
+            let everywhere = UnsafeMutableRawPointer(bitPattern: 0)  // RTLD_DEFAULT
+        #endif
+        guard let symbol = dlsym(everywhere, "curl_version") else { return "?" }
+        let version = unsafeBitCast(symbol, to: (@convention(c) () -> UnsafePointer<CChar>?).self)
+        return version().map { String(cString: $0) } ?? "?"
     }
 
     /// glibc's `malloc_trim(0)`, looked up at run time (it is not in Swift's Glibc module); nothing
