@@ -319,25 +319,28 @@ struct Soak: AsyncParsableCommand {
         }
     }
 
-    /// The libcurl this process loaded (`curl_version()`, looked up at run time: `LD_LIBRARY_PATH`
-    /// may put another libcurl than the one the build linked against in its place).
-    static func libcurlVersion() -> String {
+    /// A C function of the process's loaded libraries, looked up at run time (`dlsym` with
+    /// `RTLD_DEFAULT`): for functions Swift's C modules do not import (glibc's `malloc_trim` and
+    /// `malloc_info`), and for the libcurl `LD_LIBRARY_PATH` put in place of the one the build linked.
+    static func cFunction<Function>(named name: String, as type: Function.Type) -> Function? {
         #if canImport(Darwin)
             let everywhere = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT
         #else
             let everywhere = UnsafeMutableRawPointer(bitPattern: 0)  // RTLD_DEFAULT
         #endif
-        guard let symbol = dlsym(everywhere, "curl_version") else { return "?" }
-        let version = unsafeBitCast(symbol, to: (@convention(c) () -> UnsafePointer<CChar>?).self)
-        return version().map { String(cString: $0) } ?? "?"
+        return dlsym(everywhere, name).map { unsafeBitCast($0, to: type) }
     }
 
-    /// glibc's `malloc_trim(0)`, looked up at run time (it is not in Swift's Glibc module); nothing
-    /// elsewhere.
+    /// The libcurl this process loaded (`curl_version()`).
+    static func libcurlVersion() -> String {
+        let version = cFunction(named: "curl_version", as: (@convention(c) () -> UnsafePointer<CChar>?).self)
+        return version?().map { String(cString: $0) } ?? "?"
+    }
+
+    /// glibc's `malloc_trim(0)`; nothing elsewhere.
     static func trimHeap() {
         #if os(Linux)
-            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
-            _ = unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)(0)
+            _ = cFunction(named: "malloc_trim", as: (@convention(c) (Int) -> Int32).self)?(0)
         #endif
     }
 
@@ -368,12 +371,13 @@ struct Soak: AsyncParsableCommand {
                 }
             }
             var malloc = ""
-            if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_info") {
+            if let mallocInfo = cFunction(
+                named: "malloc_info", as: (@convention(c) (Int32, UnsafeMutablePointer<FILE>) -> Int32).self)
+            {
                 var buffer: UnsafeMutablePointer<CChar>?
                 var size = 0
                 if let stream = open_memstream(&buffer, &size) {
-                    _ = unsafeBitCast(symbol, to: (@convention(c) (Int32, UnsafeMutablePointer<FILE>) -> Int32).self)(
-                        0, stream)
+                    _ = mallocInfo(0, stream)
                     fclose(stream)
                     if let buffer {
                         let xml = String(cString: buffer)

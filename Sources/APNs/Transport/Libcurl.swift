@@ -29,16 +29,10 @@ internal import CCurl
 /// PING only when the next request goes out. So the transport keeps idle connections with TCP
 /// keepalive, the idle-socket watch and keep-warm on every libcurl.
 ///
-/// Memory differs by version. Before 8.7 each easy handle has its own 16 KB download buffer
-/// (`data->state.buffer`), and 7.88 its own upload buffer too (16 KB with
-/// `CURLOPT_UPLOAD_BUFFERSIZE`'s minimum, which the transport sets): `multi_done` (lib/multi.c)
-/// returns before freeing them while other transfers share the connection, so a handle idle
-/// between sends keeps them, and one whose transfer was the last on its connection frees them and
-/// allocates new ones at its next transfer. Answers and requests are a few hundred bytes, so most
-/// of those pages are never written; as faults move the buffers around the heap, the process's
-/// resident memory creeps towards their full size (Benchmarks/README.md, "libcurl 8.14"). From
-/// 8.7 a multi handle lends its transfers one download and one upload buffer
-/// (`Curl_multi_xfer_buf_borrow`, `Curl_multi_xfer_ulbuf_borrow`), and the creep is gone.
+/// Memory differs by version: before 8.7 every easy handle keeps its own download buffer (7.88 an
+/// upload buffer too) while other transfers share its connection; from 8.7 a multi handle lends
+/// its transfers one of each (`Curl_multi_xfer_buf_borrow`). What that does to a long-running
+/// process's resident memory is for the Reliability article to say (its paragraph on the soak).
 ///
 /// Thread safety: a value type; ``loaded`` is computed once, by whichever thread asks first.
 struct Libcurl: Sendable, Equatable {
