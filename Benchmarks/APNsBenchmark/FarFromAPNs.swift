@@ -8,7 +8,8 @@ import Foundation
 /// nginx (``NginxDelayServer``, fast enough that at 1,000 streams the client, not the server, is
 /// measured) — and the bulk send at each pool size and stream count, against the bound the protocol
 /// allows, min(connections × streams / RTT, the same pool's rate against the same server with no
-/// delay), with the C loop at the same settings (one connection: it opens no more).
+/// delay), with the C loop at the same settings (one connection: it opens no more). The bulk sends
+/// take their default in flight, as a user's call does: the connector's streams and a reserve.
 enum FarFromAPNs {
     struct Point {
         var rtt: Int  // milliseconds
@@ -42,7 +43,7 @@ enum FarFromAPNs {
                     try await Workload.warmUp(notification, via: connector, inFlight: size * perConnection)
                     zeros[[size, perConnection]] = try await Workload.run(
                         notification, via: connector, devices: max(pushes, size * perConnection * 8),
-                        inFlight: size * perConnection)
+                        inFlight: nil)
                     await connector.shutdown()
                 }
             }
@@ -63,7 +64,7 @@ enum FarFromAPNs {
                         notification, via: connector, to: Workload.Devices(count: size * perConnection * 2),
                         maximumInFlight: size * perConnection)
                     point.ours = try await Workload.run(
-                        notification, via: connector, devices: count, inFlight: size * perConnection)
+                        notification, via: connector, devices: count, inFlight: nil)
                     point.connectionsOpened = connector.connectionsOpened
                     await connector.shutdown()
                     if size == 1 {

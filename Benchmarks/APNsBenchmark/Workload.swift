@@ -76,8 +76,10 @@ enum Workload {
         try await send(notification, via: connector, to: Devices(count: 1000), maximumInFlight: inFlight)
     }
 
+    /// A bulk send to `devices` devices; `inFlight` nil takes the bulk send's default (the
+    /// connector's capacity and a reserve), as a user's call does.
     static func run(
-        _ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, inFlight: Int
+        _ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, inFlight: Int?
     ) async throws -> Result {
         let cpuBefore = Usage.cpuSeconds()
         let start = ContinuousClock.now

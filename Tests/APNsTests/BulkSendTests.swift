@@ -221,6 +221,60 @@ import Testing
         #expect(request[header: "apns-id"] == Self.apnsID(for: devices[1]).description)
     }
 
+    /// Without `maximumInFlight`, a bulk send starts the connector's concurrency limit plus two
+    /// refill batches, the reserve that waits for the next free stream; an explicit limit keeps
+    /// its meaning.
+    @Test func theDefaultInFlightIsTheConcurrencyLimitAndAReserve() async throws {
+        /// Holds every request until released, counting how many it holds at once.
+        final class Holding: Connector {
+            typealias Authentication = TokenAuthentication
+            var concurrencyLimit: Int { 40 }  // refill batches of 2 (a sixteenth): a reserve of 4
+            let state = Mutex((held: 0, peak: 0, released: false, waiters: [CheckedContinuation<Void, Never>]()))
+
+            func perform(_ request: APNsRequest) async throws -> APNsHTTPResponse {
+                await withCheckedContinuation { continuation in
+                    let go = state.withLock { state -> Bool in
+                        if state.released { return true }
+                        state.held += 1
+                        state.peak = max(state.peak, state.held)
+                        state.waiters.append(continuation)
+                        return false
+                    }
+                    if go { continuation.resume() }
+                }
+                return APNsHTTPResponse(status: 200, headers: [])
+            }
+
+            /// The most held at once, once that has not changed for 0.6 s; then lets everything go.
+            func settledPeakThenRelease() async throws -> Int {
+                var last = -1
+                var quiet = 0
+                for _ in 0..<100 where quiet < 3 {
+                    try await Task.sleep(for: .milliseconds(200))
+                    let now = state.withLock { $0.peak }
+                    quiet = now == last ? quiet + 1 : 0
+                    last = now
+                }
+                let waiters = state.withLock { state in
+                    state.released = true
+                    defer { state.waiters.removeAll() }
+                    return state.waiters
+                }
+                waiters.forEach { $0.resume() }
+                return last
+            }
+        }
+        let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
+        for (maximumInFlight, expected) in [(nil, 44), (40, 40)] as [(Int?, Int)] {
+            let connector = Holding()
+            async let summary = send(
+                notification, via: connector, to: Self.devices(200), maximumInFlight: maximumInFlight)
+            let peak = try await connector.settledPeakThenRelease()
+            #expect(peak == expected, "maximumInFlight \(String(describing: maximumInFlight))")
+            #expect(try await summary.accepted == 200)
+        }
+    }
+
     @Test func poolOpensTheConfiguredConnections() async throws {
         try await Fixture.with(adjust: {
             $0.maximumConcurrentStreams = 10

@@ -108,7 +108,11 @@ public struct BulkSendSummary: Hashable, Sendable, CustomStringConvertible {
 ///   - connector: A token connector (or a recording connector standing in for one).
 ///   - devices: The device tokens, in any `Sequence`; read lazily, as sending progresses.
 ///   - maximumInFlight: Requests started and not yet handed to `onOutcome`, at most; by default
-///     the connector's ``Connector/concurrencyLimit``.
+///     the connector's ``Connector/concurrencyLimit`` plus a small reserve queued in the connector
+///     (two refill batches: 12 for 100 streams, 64 from 512 on), so a stream that frees takes the
+///     next request at once. Their deadlines run while they wait, so when a connection stalls they
+///     may time out with the requests written to it (as not sent: they were not). Passing the
+///     concurrency limit itself keeps nothing queued.
 ///   - timeout: Each device's deadline, counted from when its request is started, retries
 ///     included; nil uses the connector's `TransportConfiguration.requestTimeout`.
 ///   - retry: When a device's send tries again on its own (``RetryPolicy``); none by default.
@@ -322,7 +326,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             engine?.observability.recordRefusal(pushType: RequestSummary(template).pushType, error: error)
             throw error
         }
-        limit = Swift.max(1, maximumInFlight ?? connector.concurrencyLimit)
+        limit = maximumInFlight ?? BulkChannel<DeviceResult>.defaultLimit(concurrency: connector.concurrencyLimit)
         summary = RequestSummary(template)
         observability = engine?.observability ?? .spansOnly
         start = { channel in

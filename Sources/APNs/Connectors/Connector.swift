@@ -47,9 +47,9 @@ public protocol Connector<Authentication>: Sendable {
     func perform(_ request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> APNsHTTPResponse
 
     /// How many requests the connector carries at once; bulk sends keep this many in flight by
-    /// default. swift-apns' connectors report their transport's capacity
-    /// (`maximumConcurrentStreams × maximumConnectionsPerHost`); libcurl lowers it on the wire to
-    /// the server's SETTINGS_MAX_CONCURRENT_STREAMS and queues the rest.
+    /// default, and a small reserve more waiting in the connector. swift-apns' connectors report
+    /// their transport's capacity (`maximumConcurrentStreams × maximumConnectionsPerHost`); libcurl
+    /// lowers it on the wire to the server's SETTINGS_MAX_CONCURRENT_STREAMS and queues the rest.
     var concurrencyLimit: Int { get }
 }
 
