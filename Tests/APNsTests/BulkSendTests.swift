@@ -275,6 +275,20 @@ import Testing
         }
     }
 
+    /// A connector that reports no limit (`Int.max`) gets a default that saturates, not a trap.
+    @Test func aConnectorWithoutALimitDoesNotOverflowTheDefault() async throws {
+        final class Unlimited: Connector {
+            typealias Authentication = TokenAuthentication
+            var concurrencyLimit: Int { .max }
+            func perform(_ request: APNsRequest) async throws -> APNsHTTPResponse {
+                APNsHTTPResponse(status: 200, headers: [])
+            }
+        }
+        let summary = try await send(
+            AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: Unlimited(), to: Self.devices(10))
+        #expect(summary.accepted == 10)
+    }
+
     @Test func poolOpensTheConfiguredConnections() async throws {
         try await Fixture.with(adjust: {
             $0.maximumConcurrentStreams = 10

@@ -86,9 +86,11 @@ final class BulkChannel<Element: Sendable>: Sendable {
     /// the consumer has read the outcome and the producer has handed over the next batch (a few ms
     /// on a busy machine): 100 ms away with 1,000 streams on one connection, 0.86–0.89 of the
     /// bound without it and 0.89–0.93 with it (Benchmarks/README.md, against nginx).
+    /// Saturates instead of overflowing: a connector of yours may report `Int.max` for "no limit".
     static func defaultLimit(concurrency: Int) -> Int {
         let concurrency = Swift.max(1, concurrency)
-        return concurrency + 2 * refillBatch(forLimit: concurrency)
+        let (sum, overflow) = concurrency.addingReportingOverflow(2 * refillBatch(forLimit: concurrency))
+        return overflow ? Int.max : sum
     }
 
     /// Called (once) when the consumer goes away, to cancel what is in flight.
