@@ -1,5 +1,8 @@
+import APNsGateway
 import APNsMockServer
 import Foundation
+import InMemoryLogging
+import Logging
 import Testing
 
 /// `apns-gateway serve` with a PostgreSQL server that does not answer: a clear error after a
@@ -39,6 +42,24 @@ import Testing
         process.standardOutput = Pipe()
         try process.run()
         return (process, errors, folder)
+    }
+
+    /// A store whose pool is started in a task and prepared at once, as `apns-gateway` and the
+    /// benchmark do: its first query waits for the pool to run, so postgres-nio has nothing to warn
+    /// about (it logged "`PostgresClient.run()` hasn't been called yet" in most such starts).
+    @Test func preparingAStoreWaitsForItsPoolToRun() async throws {
+        let queue = try await TestStore(.postgres)
+        for _ in 0..<5 {
+            let logs = InMemoryLogHandler()
+            let store = try PostgresStore(url: queue.url, logger: Logger(label: "test") { _ in logs })
+            let pool = Task { await store.run() }
+            try await store.prepare()
+            pool.cancel()
+            await pool.value
+            let warnings = logs.entries.filter { $0.level >= .warning }.map { "\($0.message)" }
+            #expect(warnings.isEmpty, "\(warnings)")
+        }
+        await queue.remove()
     }
 
     @Test func anUnreachableDatabaseIsAClearErrorAfterTheWait() throws {

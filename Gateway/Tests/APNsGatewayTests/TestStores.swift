@@ -94,12 +94,7 @@ final class TestStore: Sendable {
             }
         case .postgres:
             let client = try PostgresStore.client(url: url, logger: Logger(label: "test-postgres-raw"))
-            return try await withThrowingTaskGroup(of: [String].self) { group in
-                group.addTask {
-                    await client.run()
-                    return []
-                }
-                defer { group.cancelAll() }
+            return try await PostgresStore.withRunning(client) { client in
                 for statement in statements { try await client.query(PostgresQuery(unsafeSQL: statement)) }
                 guard let query else { return [] }
                 var result: [String] = []
@@ -120,6 +115,7 @@ final class TestStore: Sendable {
             let second = try PostgresStore(url: url, settleTime: .zero, logger: Logger(label: "test-postgres-2"))
             let pool = Task { await second.run() }
             defer { pool.cancel() }
+            await second.untilRunning()
             return try await body(second)
         }
     }
@@ -146,10 +142,6 @@ final class TestStore: Sendable {
                 password: components.password,
                 database: String(components.path.dropFirst()), tls: .disable),
             backgroundLogger: Logger(label: "test-postgres-admin"))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
-            try await body(client)
-        }
+        try await PostgresStore.withRunning(client) { client in try await body(client) }
     }
 }

@@ -9,8 +9,9 @@ import Synchronization
 /// claim the same device-send, and each claim carries a lease, so a crashed instance's work is
 /// taken over once its lease expires. The unregistered list is shared.
 ///
-/// It is a `Service`: run it (in the gateway's `ServiceGroup`, or a task of its own) before using
-/// it; its connections close when ``run()`` returns.
+/// It is a `Service`: run it (in the gateway's `ServiceGroup`, or a task of its own) and then
+/// ``prepare()`` it, which waits until ``run()`` has started; its connections close when ``run()``
+/// returns.
 ///
 /// The queue depth is counted (an index-only count of unfinished rows), not kept in a row every
 /// instance would update: back-pressure reads a count at most 200 ms old, plus what this instance
@@ -28,6 +29,11 @@ public final class PostgresStore: GatewayStore, Service {
     /// transaction commits late (its sequence number was taken earlier) is not skipped by a reader
     /// already past it.
     private let settleTime: Double
+    /// Opens when ``run()`` starts the pool. ``prepare()``, every user's first call, waits for it:
+    /// a caller that starts `run()` in a task and prepares at once (as `apns-gateway` does) used to
+    /// lease a connection before the pool ran, which postgres-nio serves anyway but logs as a
+    /// warning ("`PostgresClient.run()` hasn't been called yet") on every such start.
+    private let started = StartGate()
 
     /// A store on the database `url` names: `postgres://user[:password]@host[:port]/database`
     /// (`?sslmode=disable` turns TLS off; it is preferred otherwise).
@@ -57,13 +63,42 @@ public final class PostgresStore: GatewayStore, Service {
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 
-    /// Runs the connection pool until cancelled or shut down gracefully.
-    public func run() async {
-        await cancelWhenGracefulShutdown { await self.client.run() }
+    /// Runs `client` (a pool not yet running, such as ``client(url:maximumConnections:logger:)``
+    /// makes) while `body` uses it, and stops it when `body` returns; `body` starts once the pool
+    /// runs (see ``prepare()``). For tools and tests that need a pool of their own for a while.
+    package static func withRunning<T: Sendable>(
+        _ client: PostgresClient, _ body: @Sendable (PostgresClient) async throws -> T
+    ) async throws -> T {
+        let started = StartGate()
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                started.open()
+                await client.run()
+            }
+            defer { group.cancelAll() }
+            await started.wait()
+            return try await body(client)
+        }
     }
 
-    /// Applies the schema's missing migrations, numbered and recorded in `gateway_schema`.
+    /// Runs the connection pool until cancelled or shut down gracefully.
+    public func run() async {
+        await cancelWhenGracefulShutdown {
+            self.started.open()
+            await self.client.run()
+        }
+    }
+
+    /// Returns once ``run()`` has started the pool (or the calling task is cancelled): for a user
+    /// of a second store on a prepared queue, which does not call ``prepare()``.
+    package func untilRunning() async {
+        await started.wait()
+    }
+
+    /// Applies the schema's missing migrations, numbered and recorded in `gateway_schema`. Waits
+    /// for ``run()`` to have started the pool (or for the calling task's cancellation).
     public func prepare() async throws {
+        await started.wait()
         try await Migrations.migrate(client, logger: logger)
     }
 
@@ -514,4 +549,47 @@ public final class PostgresStore: GatewayStore, Service {
 public struct StoreError: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
+}
+
+/// A gate that opens once: ``wait()`` returns when ``open()`` has been called, or at once when the
+/// waiting task is (or becomes) cancelled.
+///
+/// Thread safety: `Sendable`; a `Mutex` guards whether it is open and who waits.
+final class StartGate: Sendable {
+    private struct State {
+        var isOpen = false
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter = 0
+    }
+    private let state = Mutex(State())
+
+    func open() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.isOpen = true
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        let id = state.withLock { state -> Int? in
+            guard !state.isOpen else { return nil }
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        guard let id else { return }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.isOpen || Task.isCancelled { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+        }
+    }
 }
