@@ -22,6 +22,9 @@ import Synchronization
 //   claim      with --claim-history N: a claim of 2,000 queued device-sends (best of 5), on the
 //              queue as it is and again after N finished device-sends were added (a queue's history)
 //
+//   machine CPU (Linux) the whole machine's busy CPU per device-send in the direct and the
+//              end-to-end phase, from /proc/stat: the benchmark, the mock and PostgreSQL together
+//
 // The target (issue 15): end-to-end device-sends/s ≥ 0.5 × direct. Build with -c release for figures
 // (`swift run -c release --package-path Gateway GatewayBenchmark`); CI runs it small in debug.
 
@@ -75,6 +78,32 @@ struct SetupError: Error, CustomStringConvertible {
 }
 
 func rate(_ count: Int, _ elapsed: Duration) -> Double { Double(count) / max(elapsed.seconds, 1e-9) }
+
+/// The whole machine's busy CPU time so far (every process: the benchmark, its mock and the
+/// database server), from `/proc/stat` on Linux; nil elsewhere. A phase's difference divided by its
+/// device-sends is what each cost the machine, a figure the machine's noise moves less than a rate:
+/// on two busy cores a rate is the cores divided by that cost.
+func machineBusy() -> Duration? {
+    #if os(Linux)
+        guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+            let line = stat.split(separator: "\n").first, line.hasPrefix("cpu ")
+        else { return nil }
+        // user nice system idle iowait irq softirq steal …, in clock ticks (USER_HZ)
+        let ticks = line.split(separator: " ").dropFirst().compactMap { Int($0) }
+        let perSecond = sysconf(Int32(_SC_CLK_TCK))
+        guard ticks.count >= 5, perSecond > 0 else { return nil }
+        let busy = ticks.reduce(0, +) - ticks[3] - ticks[4]
+        return .microseconds(busy * 1_000_000 / perSecond)
+    #else
+        return nil
+    #endif
+}
+
+/// Busy CPU per device-send between two readings of ``machineBusy()``, in microseconds.
+func microsecondsPerSend(_ from: Duration?, _ to: Duration?, count: Int) -> Double? {
+    guard let from, let to else { return nil }
+    return (to - from).seconds * 1e6 / Double(count)
+}
 
 /// The answer's status and, for a 202, the queued notification's id.
 func post(
@@ -135,8 +164,10 @@ func benchmark(_ options: Options) async throws {
     }
     _ = try await send(notification, via: direct, to: devices.prefix(200))  // warm up: connection, token
     var start = ContinuousClock.now
+    let directBusy = machineBusy()
     let summary = try await send(notification, via: direct, to: devices)
     let directElapsed = ContinuousClock.now - start
+    let directCPU = microsecondsPerSend(directBusy, machineBusy(), count: options.devices)
     guard summary.accepted == options.devices else { throw SetupError("direct: \(summary)") }
     await direct.shutdown()
 
@@ -214,10 +245,11 @@ func benchmark(_ options: Options) async throws {
     while try await dispatcher.dispatchOnce() > 0 {}  // send those, untimed
 
     // end to end: the dispatchers run; post every device, then wait for the last outcome.
-    func endToEnd(_ dispatchers: [Dispatcher]) async throws -> (posted: Duration, finished: Duration) {
+    func endToEnd(_ dispatchers: [Dispatcher]) async throws -> (posted: Duration, finished: Duration, cpu: Double?) {
         awake.withLock { $0 = dispatchers }
         let running = dispatchers.map { dispatcher in Task { try await dispatcher.run() } }
         let start = ContinuousClock.now
+        let busy = machineBusy()
         let startDate = Date()
         var offset = 0
         var ids: [String] = []
@@ -235,6 +267,7 @@ func benchmark(_ options: Options) async throws {
         // sequential scan while the table's statistics are young), so it is counted only every
         // 250 ms; the end is when the last outcome was written, read afterwards (untimed).
         while try await store.queueDepth() > 0 { try await Task.sleep(for: .milliseconds(250)) }
+        let cpu = microsecondsPerSend(busy, machineBusy(), count: tokens.count)
         for task in running { task.cancel() }
         for task in running { _ = await task.result }
         var lastWritten = startDate
@@ -245,9 +278,9 @@ func benchmark(_ options: Options) async throws {
                 lastWritten = max(lastWritten, finishedAt)
             }
         }
-        return (posted, .seconds(lastWritten.timeIntervalSince(startDate)))
+        return (posted, .seconds(lastWritten.timeIntervalSince(startDate)), cpu)
     }
-    let (postedElapsed, endToEndElapsed) = try await endToEnd([dispatcher])
+    let (postedElapsed, endToEndElapsed, endToEndCPU) = try await endToEnd([dispatcher])
     await gatewayConnector.shutdown()
 
     // instances: the same again with N instances on the one database, each as its own process
@@ -260,6 +293,7 @@ func benchmark(_ options: Options) async throws {
         for number in 1...options.instances {
             let own = try PostgresStore(url: url, logger: Logger(label: "benchmark"))
             pools.append(Task { await own.run() })
+            await own.untilRunning()
             let instanceConnector = try connector()
             connectors.append(instanceConnector)
             var configuration = sending
@@ -304,6 +338,11 @@ func benchmark(_ options: Options) async throws {
     print(
         "end to end / direct              \(String(format: "%.2f", endToEndRate / directRate)) (target ≥ 0.50: \(endToEndRate / directRate >= 0.5 ? "met" : "not met"))"
     )
+    if let directCPU, let endToEndCPU {
+        print(
+            "machine CPU per device-send        direct \(String(format: "%.1f", directCPU)) µs, end to end \(String(format: "%.1f", endToEndCPU)) µs (direct / end to end \(String(format: "%.2f", directCPU / endToEndCPU)))"
+        )
+    }
     if let instancesElapsed {
         let instancesRate = rate(options.devices, instancesElapsed)
         print(
