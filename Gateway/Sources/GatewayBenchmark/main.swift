@@ -22,8 +22,8 @@ import Synchronization
 //   claim      with --claim-history N: a claim of 2,000 queued device-sends (best of 5), on the
 //              queue as it is and again after N finished device-sends were added (a queue's history)
 //
-//   machine CPU (Linux) the whole machine's busy CPU per device-send in the direct and the
-//              end-to-end phase, from /proc/stat: the benchmark, the mock and PostgreSQL together
+//   CPU        per device-send in the direct and the end-to-end phase: the whole machine's (Linux,
+//              /proc/stat: the benchmark, the mock and PostgreSQL together) and this process's own
 //
 // The target (issue 15): end-to-end device-sends/s ≥ 0.5 × direct. Build with -c release for figures
 // (`swift run -c release --package-path Gateway GatewayBenchmark`); CI runs it small in debug.
@@ -99,7 +99,23 @@ func machineBusy() -> Duration? {
     #endif
 }
 
-/// Busy CPU per device-send between two readings of ``machineBusy()``, in microseconds.
+/// This process's CPU time so far (user and system, every thread: the gateway, the library, the
+/// mock APNs), so that a phase's machine figure splits into this process and the rest (on
+/// PostgreSQL, mostly the database server).
+func processBusy() -> Duration {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF_VALUE, &usage)
+    func duration(_ time: timeval) -> Duration { .seconds(time.tv_sec) + .microseconds(Int(time.tv_usec)) }
+    return duration(usage.ru_utime) + duration(usage.ru_stime)
+}
+
+#if os(Linux)
+    let RUSAGE_SELF_VALUE = RUSAGE_SELF.rawValue
+#else
+    let RUSAGE_SELF_VALUE = RUSAGE_SELF
+#endif
+
+/// CPU per device-send between two readings, in microseconds.
 func microsecondsPerSend(_ from: Duration?, _ to: Duration?, count: Int) -> Double? {
     guard let from, let to else { return nil }
     return (to - from).seconds * 1e6 / Double(count)
@@ -164,10 +180,11 @@ func benchmark(_ options: Options) async throws {
     }
     _ = try await send(notification, via: direct, to: devices.prefix(200))  // warm up: connection, token
     var start = ContinuousClock.now
-    let directBusy = machineBusy()
+    let directBusy = (machine: machineBusy(), process: processBusy())
     let summary = try await send(notification, via: direct, to: devices)
     let directElapsed = ContinuousClock.now - start
-    let directCPU = microsecondsPerSend(directBusy, machineBusy(), count: options.devices)
+    let directCPU = microsecondsPerSend(directBusy.machine, machineBusy(), count: options.devices)
+    let directProcessCPU = microsecondsPerSend(directBusy.process, processBusy(), count: options.devices)
     guard summary.accepted == options.devices else { throw SetupError("direct: \(summary)") }
     await direct.shutdown()
 
@@ -245,11 +262,15 @@ func benchmark(_ options: Options) async throws {
     while try await dispatcher.dispatchOnce() > 0 {}  // send those, untimed
 
     // end to end: the dispatchers run; post every device, then wait for the last outcome.
-    func endToEnd(_ dispatchers: [Dispatcher]) async throws -> (posted: Duration, finished: Duration, cpu: Double?) {
+    func endToEnd(
+        _ dispatchers: [Dispatcher]
+    ) async throws -> (
+        posted: Duration, finished: Duration, cpu: Double?, processCPU: Double?
+    ) {
         awake.withLock { $0 = dispatchers }
         let running = dispatchers.map { dispatcher in Task { try await dispatcher.run() } }
         let start = ContinuousClock.now
-        let busy = machineBusy()
+        let busy = (machine: machineBusy(), process: processBusy())
         let startDate = Date()
         var offset = 0
         var ids: [String] = []
@@ -267,7 +288,8 @@ func benchmark(_ options: Options) async throws {
         // sequential scan while the table's statistics are young), so it is counted only every
         // 250 ms; the end is when the last outcome was written, read afterwards (untimed).
         while try await store.queueDepth() > 0 { try await Task.sleep(for: .milliseconds(250)) }
-        let cpu = microsecondsPerSend(busy, machineBusy(), count: tokens.count)
+        let cpu = microsecondsPerSend(busy.machine, machineBusy(), count: tokens.count)
+        let processCPU = microsecondsPerSend(busy.process, processBusy(), count: tokens.count)
         for task in running { task.cancel() }
         for task in running { _ = await task.result }
         var lastWritten = startDate
@@ -278,9 +300,9 @@ func benchmark(_ options: Options) async throws {
                 lastWritten = max(lastWritten, finishedAt)
             }
         }
-        return (posted, .seconds(lastWritten.timeIntervalSince(startDate)), cpu)
+        return (posted, .seconds(lastWritten.timeIntervalSince(startDate)), cpu, processCPU)
     }
-    let (postedElapsed, endToEndElapsed, endToEndCPU) = try await endToEnd([dispatcher])
+    let (postedElapsed, endToEndElapsed, endToEndCPU, endToEndProcessCPU) = try await endToEnd([dispatcher])
     await gatewayConnector.shutdown()
 
     // instances: the same again with N instances on the one database, each as its own process
@@ -338,11 +360,15 @@ func benchmark(_ options: Options) async throws {
     print(
         "end to end / direct              \(String(format: "%.2f", endToEndRate / directRate)) (target ≥ 0.50: \(endToEndRate / directRate >= 0.5 ? "met" : "not met"))"
     )
+    func micro(_ value: Double?) -> String { value.map { String(format: "%.1f µs", $0) } ?? "-" }
     if let directCPU, let endToEndCPU {
         print(
-            "machine CPU per device-send        direct \(String(format: "%.1f", directCPU)) µs, end to end \(String(format: "%.1f", endToEndCPU)) µs (direct / end to end \(String(format: "%.2f", directCPU / endToEndCPU)))"
+            "machine CPU per device-send        direct \(micro(directCPU)), end to end \(micro(endToEndCPU)) (direct / end to end \(String(format: "%.2f", directCPU / endToEndCPU)))"
         )
     }
+    print(
+        "this process's CPU per device-send direct \(micro(directProcessCPU)), end to end \(micro(endToEndProcessCPU)) (gateway, library and mock; the machine's figure less this is the database server and the rest)"
+    )
     if let instancesElapsed {
         let instancesRate = rate(options.devices, instancesElapsed)
         print(
