@@ -426,41 +426,53 @@ public final class PostgresStore: GatewayStore, Service {
         guard !outcomes.isEmpty else { return 0 }
         let logger = self.logger
         let nowSeconds = now.timeIntervalSince1970
-        // Each kind of write is one statement over the batch, as JSON rows (NULLs kept).
-        func rows(_ outcomes: [DeliveryOutcome]) -> String {
-            JSONValue.array(
-                outcomes.map { outcome in
-                    func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
-                    return .object([
-                        "notification_id": .string(outcome.notificationID),
-                        "position": .integer(Int64(outcome.position)),
-                        "status": outcome.status.map { .integer(Int64($0)) } ?? .null, "reason": text(outcome.reason),
-                        "apns_id": text(outcome.apnsID), "error_kind": text(outcome.errorKind),
-                        "delivery": text(outcome.delivery),
-                        "message": text(outcome.message),
-                        "retry_at": outcome.retryAt.map { .number($0.timeIntervalSince1970) } ?? .null,
-                        "app": .string(outcome.app), "token": .string(outcome.token),
-                        "invalid_since": outcome.invalidSince.map { .number($0.timeIntervalSince1970) } ?? .null,
-                    ])
+        // Each kind of write is one statement over the batch: one array per column, sent in
+        // PostgreSQL's binary format and read back as rows by `unnest` (it was one JSON document per
+        // batch, built key by key here and parsed again there). postgres-nio's arrays carry no
+        // NULL, so an absent value travels as a stand-in no present one can be, turned back by
+        // `NULLIF`: "" for text (no reason, id, kind, delivery or message is empty), -1 for a
+        // status, NaN for a time.
+        struct Columns {
+            var ids: [String] = [], positions: [Int] = [], statuses: [Int] = [], reasons: [String] = []
+            var apnsIDs: [String] = [], kinds: [String] = [], deliveries: [String] = [], messages: [String] = []
+            var retryAts: [Double] = [], apps: [String] = [], tokens: [String] = [], invalidSince: [Double] = []
+            init(_ outcomes: [DeliveryOutcome]) {
+                for outcome in outcomes {
+                    ids.append(outcome.notificationID)
+                    positions.append(outcome.position)
+                    statuses.append(outcome.status ?? -1)
+                    reasons.append(outcome.reason ?? "")
+                    apnsIDs.append(outcome.apnsID ?? "")
+                    kinds.append(outcome.errorKind ?? "")
+                    deliveries.append(outcome.delivery ?? "")
+                    messages.append(outcome.message ?? "")
+                    retryAts.append(outcome.retryAt?.timeIntervalSince1970 ?? .nan)
+                    apps.append(outcome.app)
+                    tokens.append(outcome.token)
+                    invalidSince.append(outcome.invalidSince?.timeIntervalSince1970 ?? .nan)
                 }
-            ).compactText
+            }
         }
         let requeued = outcomes.filter { $0.retryAt != nil }
         let finishing = outcomes.filter { $0.retryAt == nil }
         return try await client.withTransaction(logger: logger) { connection -> Int in
             try await Self.holdOwner(owner, on: connection, logger: logger)
             if !requeued.isEmpty {
+                let c = Columns(requeued)
                 try await connection.query(
                     """
                     UPDATE deliveries d SET state = 'queued', lease_owner = NULL, lease_until = NULL, started_at = NULL, attempts = d.attempts + 1,
-                        available_at = o.retry_at, error_kind = o.error_kind, delivery = o.delivery, message = o.message
-                    FROM jsonb_to_recordset(\(rows(requeued))::jsonb) AS o(
-                        notification_id text, position integer, error_kind text, delivery text, message text, retry_at double precision)
+                        available_at = o.retry_at, error_kind = NULLIF(o.error_kind, ''), delivery = NULLIF(o.delivery, ''),
+                        message = NULLIF(o.message, '')
+                    FROM unnest(\(c.ids)::text[], \(c.positions)::int8[], \(c.kinds)::text[], \(c.deliveries)::text[],
+                        \(c.messages)::text[], \(c.retryAts)::float8[])
+                        AS o(notification_id, position, error_kind, delivery, message, retry_at)
                     WHERE d.notification_id = o.notification_id AND d.position = o.position
                         AND d.state = 'claimed' AND d.lease_owner = \(owner)
                     """, logger: logger)
             }
             guard !finishing.isEmpty else { return 0 }
+            let c = Columns(finishing)
             // One statement: finish the batch, record its 410s among the rows this owner still held
             // (a data-modifying CTE runs to completion whatever the outer query reads), and count
             // them — no row travels back.
@@ -469,19 +481,22 @@ public final class PostgresStore: GatewayStore, Service {
                     """
                     WITH finished AS (
                         UPDATE deliveries d SET state = 'done', lease_owner = NULL, lease_until = NULL, attempts = d.attempts + 1,
-                            status = o.status, reason = o.reason, apns_id = o.apns_id, error_kind = o.error_kind, delivery = o.delivery,
-                            message = o.message, finished_at = \(nowSeconds)
-                        FROM jsonb_to_recordset(\(rows(finishing))::jsonb) AS o(
-                            notification_id text, position integer, status integer, reason text, apns_id text, error_kind text,
-                            delivery text, message text, app text, token text, invalid_since double precision)
+                            status = NULLIF(o.status, -1), reason = NULLIF(o.reason, ''), apns_id = NULLIF(o.apns_id, ''),
+                            error_kind = NULLIF(o.error_kind, ''), delivery = NULLIF(o.delivery, ''),
+                            message = NULLIF(o.message, ''), finished_at = \(nowSeconds)
+                        FROM unnest(\(c.ids)::text[], \(c.positions)::int8[], \(c.statuses)::int8[], \(c.reasons)::text[],
+                            \(c.apnsIDs)::text[], \(c.kinds)::text[], \(c.deliveries)::text[], \(c.messages)::text[],
+                            \(c.apps)::text[], \(c.tokens)::text[], \(c.invalidSince)::float8[])
+                            AS o(notification_id, position, status, reason, apns_id, error_kind, delivery, message, app, token,
+                                invalid_since)
                         WHERE d.notification_id = o.notification_id AND d.position = o.position
                             AND d.state = 'claimed' AND d.lease_owner = \(owner)
                         RETURNING o.status, o.app, o.token, o.invalid_since),
                     reported AS (
                         INSERT INTO unregistered(app, token, invalid_since, reported_at)
-                        SELECT DISTINCT ON (app, token) app, token, invalid_since, \(nowSeconds)
+                        SELECT DISTINCT ON (app, token) app, token, NULLIF(invalid_since, 'NaN'), \(nowSeconds)
                         FROM finished WHERE status = 410
-                        ORDER BY app, token, invalid_since DESC NULLS LAST
+                        ORDER BY app, token, NULLIF(invalid_since, 'NaN') DESC NULLS LAST
                         ON CONFLICT (app, token) DO UPDATE SET invalid_since = EXCLUDED.invalid_since,
                             reported_at = EXCLUDED.reported_at, seq = nextval('unregistered_seq_seq'))
                     SELECT count(*) FROM finished
