@@ -104,15 +104,15 @@ func machineBusy() -> Duration? {
 /// PostgreSQL, mostly the database server).
 func processBusy() -> Duration {
     var usage = rusage()
-    getrusage(RUSAGE_SELF_VALUE, &usage)
+    getrusage(rusageSelf, &usage)
     func duration(_ time: timeval) -> Duration { .seconds(time.tv_sec) + .microseconds(Int(time.tv_usec)) }
     return duration(usage.ru_utime) + duration(usage.ru_stime)
 }
 
 #if os(Linux)
-    let RUSAGE_SELF_VALUE = RUSAGE_SELF.rawValue
+    let rusageSelf = RUSAGE_SELF.rawValue
 #else
-    let RUSAGE_SELF_VALUE = RUSAGE_SELF
+    let rusageSelf = RUSAGE_SELF
 #endif
 
 /// CPU per device-send between two readings, in microseconds.
