@@ -16,8 +16,10 @@ import Foundation
 /// injected into the mock server and a graceful GOAWAY on its open connections (so the client's
 /// next connection gets the fault), in turn: reset or close after processing, a connection that
 /// never answers (from the start, or after 100 answers), streams reset after processing, refused streams, GOAWAY with a lower
-/// last-stream-id, 503 with Retry-After, slow answers. Counted per wave, then forgotten; the mock
-/// runs in a child process (`--server process`, the default), so the RSS curve is the client's.
+/// last-stream-id, 503 with Retry-After, slow answers. Counted per wave, then forgotten, except the
+/// sends that ended `unknown` unprocessed: the server may still process those once, later (any other
+/// send it processes after its wave was counted fails the run). The mock runs in a child process
+/// (`--server process`, the default), so the RSS curve is the client's.
 @main
 struct Soak: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -67,6 +69,10 @@ struct Soak: AsyncParsableCommand {
         var duplicates = 0
         /// Outcomes that contradict what the server processed (must stay 0).
         var untruthful = 0
+        /// Sends the server processed after their wave was counted: once, after ending `unknown`
+        /// unprocessed (truthful: it may have been delivered), or otherwise (must stay 0: a duplicate,
+        /// or an outcome that said it was not sent or already counted it).
+        var lateButTruthful = 0, lateContradicting = 0
         var latencies = Histogram()
     }
 
@@ -119,6 +125,7 @@ struct Soak: AsyncParsableCommand {
         let startRSS = Self.residentMegabytes()
         let started = ContinuousClock.now
         var tally = Tally()
+        var inDoubt = StillInDoubt()
         var sent = 0
         var waveIndex = 0
         // The RSS curve: (seconds since the start, MB), one sample every `sampleEvery` seconds.
@@ -138,8 +145,18 @@ struct Soak: AsyncParsableCommand {
                 latencies: &latencies)
             try await server.inject(faultIndex: nil)
             let processed = try await server.takeProcessedCounts(wave: waveIndex, size: size)
+            // A send of an earlier wave processed since: fine once for one that ended `unknown`
+            // unprocessed (it may have been delivered, late), a duplicate or a contradiction otherwise.
+            for late in processed.late {
+                if inDoubt.settle(wave: late.wave, index: late.index), late.times == 1 {
+                    tally.lateButTruthful += 1
+                } else {
+                    tally.lateContradicting += 1
+                }
+            }
+            inDoubt.forget(before: waveIndex)
             for index in 0..<size {
-                let times = Int(processed[index])
+                let times = Int(processed.times[index])
                 if times > 1 { tally.duplicates += 1 }
                 tally.latencies.record(latencies[index])
                 switch outcomes[index] {
@@ -154,6 +171,7 @@ struct Soak: AsyncParsableCommand {
                     if times != 0 { tally.untruthful += 1 }
                 case .unknown:
                     tally.unknown += 1
+                    if times == 0 { inDoubt.add(wave: waveIndex, index: index) }
                 case .lost:
                     break  // no outcome: the count of outcomes below comes up short and the run fails
                 }
@@ -206,6 +224,10 @@ struct Soak: AsyncParsableCommand {
             ("failed, may have been delivered", "\(tally.unknown)"),
             ("server-side duplicates", "\(tally.duplicates)"),
             ("outcomes contradicting the server", "\(tally.untruthful)"),
+            (
+                "processed after their wave's count",
+                "\(tally.lateContradicting) repeating or contradicting an outcome, \(tally.lateButTruthful) that ended unknown"
+            ),
             ("connections opened", "\(connector.connectionsOpened)"),
             ("stalled connections replaced", "\(connector.stalledConnectionsClosed)"),
             (
@@ -232,7 +254,7 @@ struct Soak: AsyncParsableCommand {
         for (name, value) in rows { print(name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value) }
         await connector.shutdown()
         try await server.stop()
-        if tally.duplicates > 0 || tally.untruthful > 0
+        if tally.duplicates > 0 || tally.untruthful > 0 || tally.lateContradicting > 0
             || tally.accepted + tally.rejected + tally.notSent + tally.unknown != count
         {
             throw ExitCode(1)
@@ -267,15 +289,70 @@ struct Soak: AsyncParsableCommand {
         return (wave, Int(uuid.4) << 8 | Int(uuid.5))
     }
 
-    /// How often the server processed each send of a wave, by index (capped at 9), from the
-    /// server's counts by apns-id.
-    static func timesProcessed(_ counts: [String: Int], wave: Int, size: Int) -> [UInt8] {
-        var times = [UInt8](repeating: 0, count: size)
-        for (id, count) in counts {
-            guard let position = position(of: id), position.wave == wave, position.index < size else { continue }
-            times[position.index] = UInt8(min(9, count))
+    /// What the server processed since the last count: how often each send of wave `wave`, by index
+    /// (capped at 9), and any send of an earlier wave it processed after that wave was counted.
+    struct Processed: Equatable {
+        var times: [UInt8]
+        /// Sends of earlier waves processed since their wave's count: (wave, index, times).
+        var late: [Late] = []
+
+        struct Late: Equatable {
+            let wave: Int, index: Int, times: Int
         }
-        return times
+
+        /// The child's answer: one digit per send, then ` wave:index:times` for each late one.
+        var line: String {
+            String(decoding: times.map { $0 + UInt8(ascii: "0") }, as: UTF8.self)
+                + late.map { " \($0.wave):\($0.index):\($0.times)" }.joined()
+        }
+
+        init(times: [UInt8], late: [Late] = []) {
+            self.times = times
+            self.late = late
+        }
+
+        /// Reads ``line``; nil unless it holds exactly `size` digits and well-formed late entries.
+        init?(line: String, size: Int) {
+            var words = line.split(separator: " ")[...]
+            guard let digits = words.popFirst()?.utf8, digits.count == size,
+                digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+            else { return nil }
+            times = digits.map { $0 - UInt8(ascii: "0") }
+            for word in words {
+                let parts = word.split(separator: ":").compactMap { Int($0) }
+                guard parts.count == 3 else { return nil }
+                late.append(Late(wave: parts[0], index: parts[1], times: parts[2]))
+            }
+        }
+    }
+
+    /// ``Processed`` from the server's counts by apns-id since the last count.
+    static func processed(_ counts: [String: Int], wave: Int, size: Int) -> Processed {
+        var result = Processed(times: [UInt8](repeating: 0, count: size))
+        for (id, count) in counts {
+            guard let position = position(of: id) else { continue }
+            if position.wave == wave, position.index < size {
+                result.times[position.index] = UInt8(min(9, count))
+            } else {
+                result.late.append(.init(wave: position.wave, index: position.index, times: count))
+            }
+        }
+        return result
+    }
+
+    /// The sends of the last few waves that ended `unknown` and that the server had not processed
+    /// when their wave was counted: the only ones it may still process without a duplicate or a
+    /// contradiction. Kept for ``window`` waves, so the soak's own memory stays flat.
+    struct StillInDoubt {
+        static let window = 4
+        private var byWave: [Int: Set<Int>] = [:]
+
+        mutating func add(wave: Int, index: Int) { byWave[wave, default: []].insert(index) }
+
+        /// Whether that send was still in doubt (it is not any more).
+        mutating func settle(wave: Int, index: Int) -> Bool { byWave[wave]?.remove(index) != nil }
+
+        mutating func forget(before wave: Int) { byWave = byWave.filter { $0.key >= wave - Self.window } }
     }
 
     /// Sends one notification for each index of wave `wave`, `inFlight` at a time; each outcome by

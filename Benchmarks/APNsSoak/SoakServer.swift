@@ -93,20 +93,21 @@ final class SoakServer {
         }
     }
 
-    /// How many times the server processed each send of wave `wave` since the last call, by the
-    /// send's index (capped at 9). The child answers with one digit per send — 10 KB for a wave of
-    /// 10,000, not a table of apns-ids — so reading it barely allocates in the process measured.
-    func takeProcessedCounts(wave: Int, size: Int) async throws -> [UInt8] {
+    /// What the server processed since the last call (``Soak/Processed``): how many times each send
+    /// of wave `wave`, by index (capped at 9), and any send of an earlier wave. The child answers
+    /// with one digit per send — 10 KB for a wave of 10,000, not a table of apns-ids — so reading
+    /// it barely allocates in the process measured.
+    func takeProcessedCounts(wave: Int, size: Int) async throws -> Soak.Processed {
         switch backend {
         case .inProcess(let server):
             defer { server.clearProcessedCounts() }
-            return Soak.timesProcessed(server.processedCounts, wave: wave, size: size)
+            return Soak.processed(server.processedCounts, wave: wave, size: size)
         case .process:
-            let digits = try await ask("counts \(wave) \(size)").utf8
-            guard digits.count == size else {
-                throw SoakError("the mock server process answered \(digits.count) counts, not \(size)")
+            let line = try await ask("counts \(wave) \(size)")
+            guard let processed = Soak.Processed(line: line, size: size) else {
+                throw SoakError("the mock server process answered \(line.prefix(80)) for \(size) counts")
             }
-            return digits.map { $0 &- UInt8(ascii: "0") }
+            return processed
         }
     }
 
@@ -173,8 +174,7 @@ final class SoakServer {
                     say("usage: counts WAVE SIZE")
                     continue
                 }
-                let times = Soak.timesProcessed(counts, wave: numbers[0], size: numbers[1])
-                say(String(decoding: times.map { $0 + UInt8(ascii: "0") }, as: UTF8.self))
+                say(Soak.processed(counts, wave: numbers[0], size: numbers[1]).line)
             default:
                 say("unknown command")
             }
