@@ -77,7 +77,6 @@ import Testing
         #expect(records[4].finishedAt == nil)
 
         // The 410s: one with the time APNs gave, one without (NULL, not a stand-in).
-        try await Task.sleep(for: .milliseconds(50))
         let reported = try await store.unregistered(apps: ["com.example.app"], after: 0, limit: 10)
         #expect(reported.map(\.token).sorted() == [tokens[1], tokens[2]])
         #expect(reported.first { $0.token == tokens[1] }?.invalidSince == invalid)

@@ -71,10 +71,7 @@ public final class PostgresStore: GatewayStore, Service {
     ) async throws -> T {
         let started = StartGate()
         return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                started.open()
-                await client.run()
-            }
+            group.addTask { await started.opening(client.run) }
             defer { group.cancelAll() }
             await started.wait()
             return try await body(client)
@@ -83,10 +80,7 @@ public final class PostgresStore: GatewayStore, Service {
 
     /// Runs the connection pool until cancelled or shut down gracefully.
     public func run() async {
-        await cancelWhenGracefulShutdown {
-            self.started.open()
-            await self.client.run()
-        }
+        await cancelWhenGracefulShutdown { await self.started.opening(self.client.run) }
     }
 
     /// Returns once ``run()`` has started the pool (or the calling task is cancelled): for a user
@@ -585,6 +579,13 @@ final class StartGate: Sendable {
             return Array(state.waiters.values)
         }
         for waiter in waiters { waiter.resume() }
+    }
+
+    /// Opens the gate and runs `body` (a pool's `run()`): whoever waits starts once the pool is
+    /// about to accept work.
+    func opening(_ body: () async -> Void) async {
+        open()
+        await body()
     }
 
     func wait() async {
