@@ -171,10 +171,12 @@ struct RequestValidator {
             return .reject(.badExpirationDate, authentication)
         }
 
-        var apnsID = UUID().uuidString.lowercased()
+        let apnsID: String
         if let value = request.header("apns-id") {
             guard RequestValidator.isCanonicalUUID(value) else { return .reject(.badMessageId, authentication) }
             apnsID = value
+        } else {
+            apnsID = APNsID().description
         }
         if let value = request.header("apns-collapse-id") {
             guard !value.isEmpty, value.utf8.count <= CollapseID.maximumLength else {
@@ -194,7 +196,7 @@ struct RequestValidator {
         }
         return Verdict(
             status: 200, authentication: authentication,
-            headers: [("apns-id", apnsID), ("apns-unique-id", UUID().uuidString.lowercased())])
+            headers: [("apns-id", apnsID), ("apns-unique-id", APNsID().description)])
     }
 
     private func checkPriority(_ value: String?, for pushType: PushType) -> APNsRejection.Reason? {
@@ -255,7 +257,7 @@ struct RequestValidator {
         }
         if policy == .noMessageStored && expiration != 0 { return .reject(.badExpirationDate, authentication) }
         if request.header("apns-collapse-id") != nil { return .reject(.badCollapseId, authentication) }
-        var requestID = UUID().uuidString.lowercased()
+        var requestID = APNsID().description
         if let value = request.header("apns-request-id") {
             guard RequestValidator.isCanonicalUUID(value) else { return .reject(.badRequestParams, authentication) }
             requestID = value
@@ -270,7 +272,7 @@ struct RequestValidator {
         }
         return Verdict(
             status: 200, authentication: authentication,
-            headers: [("apns-request-id", requestID), ("apns-unique-id", UUID().uuidString.lowercased())])
+            headers: [("apns-request-id", requestID), ("apns-unique-id", APNsID().description)])
     }
 
     // MARK: Channel management (protocol reference, Broadcast channels)
@@ -290,7 +292,7 @@ struct RequestValidator {
         if let reason = authorize(authentication, bundleID: bundleID, mismatch: .topicMismatch) {
             return .reject(reason, authentication)
         }
-        var requestID = UUID().uuidString.lowercased()
+        var requestID = APNsID().description
         if let value = request.header("apns-request-id") {
             guard RequestValidator.isCanonicalUUID(value) else { return .reject(.badRequestParams, authentication) }
             requestID = value

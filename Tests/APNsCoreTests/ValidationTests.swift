@@ -169,4 +169,42 @@ import Testing
             #expect(APNsID(bad) == nil, "\(bad)")
         }
     }
+
+    @Test func writesTheLowercaseCanonicalForm() {
+        for text in [
+            "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c", "00000000-0000-0000-0000-000000000000",
+            "ffffffff-ffff-ffff-ffff-ffffffffffff", "01234567-89ab-cdef-fedc-ba9876543210",
+        ] {
+            #expect(APNsID(text.uppercased())?.description == text)
+            #expect(APNsID(text)?.description == UUID(uuidString: text)?.uuidString.lowercased())
+        }
+    }
+
+    @Test func makesDistinctVersion4IDs() {
+        let ids = (0..<1_000).map { _ in APNsID() }
+        #expect(Set(ids).count == 1_000)
+        for id in ids {
+            let text = id.description
+            // xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx, and it reads back as itself.
+            #expect(Array(text)[14] == "4", "\(text)")
+            #expect("89ab".contains(Array(text)[19]), "\(text)")
+            #expect(APNsID(text) == id)
+            #expect(text == id.uuid.uuidString.lowercased())
+        }
+        // Every other bit varies: each of the 122 is 1 in some id and 0 in another.
+        var ones = [UInt8](repeating: 0, count: 16), zeros = [UInt8](repeating: 0, count: 16)
+        for id in ids {
+            withUnsafeBytes(of: id.uuid.uuid) { bytes in
+                for index in 0..<16 {
+                    ones[index] |= bytes[index]
+                    zeros[index] |= ~bytes[index]
+                }
+            }
+        }
+        let fixedOnes: [Int: UInt8] = [6: 0x40, 8: 0x80], fixedZeros: [Int: UInt8] = [6: 0xB0, 8: 0x40]
+        for index in 0..<16 {
+            #expect(ones[index] == 0xFF & ~(fixedZeros[index] ?? 0), "byte \(index)")
+            #expect(zeros[index] == 0xFF & ~(fixedOnes[index] ?? 0), "byte \(index)")
+        }
+    }
 }
