@@ -32,6 +32,10 @@ public struct APNsConnectorID<Authentication: AuthenticationKind>: Hashable, Sen
     }
 
     /// The connector a send without `via:` uses, for this authentication.
+    ///
+    /// Leave `via:` out to send through it. `via: .default` names no authentication, and a send
+    /// has an overload for each (a run-time connector takes every push type), so the compiler
+    /// finds it ambiguous; spell the kind out when you need it: `via: APNsConnectorID<TokenAuthentication>.default`.
     public static var `default`: APNsConnectorID { APNsConnectorID("default") }
 
     public var description: String { "\(name) (\(Self.kind))" }

@@ -85,7 +85,11 @@ extension Application.APNs {
     /// returns when each has exactly one outcome (the library's bulk `send(_:via:to:)`).
     ///
     /// ```swift
-    /// let summary = try await req.apns.send(notification, via: .default, to: devices) { outcome in
+    /// extension APNsConnectorID<TokenAuthentication> {
+    ///     static let marketing = APNsConnectorID("marketing")
+    /// }
+    ///
+    /// let summary = try await req.apns.send(notification, via: .marketing, to: devices) { outcome in
     ///     if outcome.rejection?.reason == .unregistered { await tokens.remove(outcome.device) }
     /// }
     /// ```

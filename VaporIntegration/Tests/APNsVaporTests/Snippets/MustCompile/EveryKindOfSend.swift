@@ -32,6 +32,7 @@ func route(_ req: Request, device: Device, devices: [Device]) async throws {
     let summary = try await req.apns.send(alert, to: devices) { outcome in print(outcome.isAccepted) }
     print(summary)
     try await req.apns.send(alert, via: .legacy, to: devices)
+    try await req.apns.send(alert, via: APNsConnectorID<TokenAuthentication>.default, to: devices)
     let connector: any Connector<TokenAuthentication> = try req.apns.connector(.shop)
     for try await outcome in try bulkSendOutcomes(alert, via: connector, to: devices) { print(outcome) }
 }
