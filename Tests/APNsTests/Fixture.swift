@@ -1,5 +1,7 @@
 @_exported import TestFixtures
 import APNs
+import InMemoryLogging
+import Logging
 import Testing
 
 /// Expects `body` to fail with APNs' rejection `reason` (and `status`).
@@ -26,4 +28,17 @@ func expectRejection(
 func transportFailure(_ error: any Error) -> TransportError? {
     if case .transport(let failure)? = error as? APNsError { return failure }
     return nil
+}
+
+extension Fixture {
+    /// A token connector to this fixture's server whose log, from `debug` up, goes to `logs`.
+    func tokenConnector(loggingTo logs: InMemoryLogHandler) throws -> TokenConnector {
+        var logger = Logger(label: "apns-test", factory: { _ in logs })
+        logger.logLevel = .debug
+        let connector = try TokenConnector(
+            teamID: signingKey.teamID, keyID: signingKey.keyID, key: .pem(signingKey.privateKeyPEM),
+            environment: environment, transport: transport, logger: logger)
+        made.withLock { $0.append(connector) }
+        return connector
+    }
 }

@@ -1,4 +1,4 @@
-import APNs
+@testable import APNs
 import APNsMockServer
 import Foundation
 import Testing
@@ -77,7 +77,10 @@ import Testing
             // libcurl 7.88 sometimes reports a stream refused in the same read that ends the session as
             // a bare CURLE_HTTP2, without the refusal (the HTTP/2 error code is not exposed): the
             // transport cannot prove it unprocessed and says `unknown`. Rare (0–1 in 2,000 here).
-            #expect(failures.count <= 5, "\(failures.count) failed; first: \(failures.prefix(3))")
+            // Older libcurls report no GOAWAY at all and do it more often: 6–17 in 2,000 with
+            // Ubuntu 22.04's 7.81.0 (seven runs), each `unknown`, none processed twice.
+            let bound = try Libcurl.loaded.get().reportsGoAway ? 5 : 40
+            #expect(failures.count <= bound, "\(failures.count) failed; first: \(failures.prefix(3))")
             #expect(failures.allSatisfy { $0.contains("may have been delivered") }, "\(failures.prefix(3))")
             let bodies = Dictionary(grouping: fixture.server.requests.map(\.bodyText), by: { $0 })
             #expect(bodies.count >= count - failures.count)

@@ -1,4 +1,4 @@
-import APNs
+@testable import APNs
 import APNsMockServer
 import Foundation
 import InMemoryLogging
@@ -10,8 +10,17 @@ import Testing
 /// A connector run as a service keeps a connection to APNs open and ready: before the first send,
 /// after the server closes it, after the server was away, and before an idle one is too old to
 /// reuse. Nothing is ever written on it but the sends.
+///
+/// Keep-warm needs libcurl 7.88 or later (``Libcurl/keepsAConnectionNothingWasWrittenOn``): the
+/// tests of what it does run there, the test of what a connector does without it on older ones
+/// (CI runs this suite against 7.88, 8.14 and Ubuntu 22.04's 7.81).
 @Suite(.serialized) struct KeepWarmTests {
     static let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("warm") }
+
+    /// Whether the loaded libcurl can keep a connection warm.
+    static let libcurlKeepsWarm = (try? Libcurl.loaded.get())?.keepsAConnectionNothingWasWrittenOn ?? false
+    static let needsKeepWarm = Testing.ConditionTrait.enabled(
+        if: libcurlKeepsWarm, "keep-warm needs libcurl 7.88 or later")
 
     /// Polls `condition` every 10 ms; false if it does not hold within `limit`.
     static func eventually(within limit: Duration, _ condition: () -> Bool) async -> Bool {
@@ -33,7 +42,7 @@ import Testing
         }
     }
 
-    @Test func runOpensAConnectionBeforeTheFirstSendAndWritesNothingOnIt() async throws {
+    @Test(needsKeepWarm) func runOpensAConnectionBeforeTheFirstSendAndWritesNothingOnIt() async throws {
         try await Fixture.with { fixture in
             let connector = try fixture.tokenConnector()
             try await Self.running(connector) {
@@ -51,7 +60,7 @@ import Testing
         }
     }
 
-    @Test func aCertificateConnectorIsKeptWarmToo() async throws {
+    @Test(needsKeepWarm) func aCertificateConnectorIsKeptWarmToo() async throws {
         try await Fixture.with { fixture in
             let connector = try fixture.certificateConnector()
             try await Self.running(connector) {
@@ -65,7 +74,7 @@ import Testing
 
     /// libcurl does not watch idle connections; the connector does, and replaces one the server
     /// retired without waiting for a send to find it gone.
-    @Test func aConnectionTheServerRetiresIsReplacedBeforeTheNextSend() async throws {
+    @Test(needsKeepWarm) func aConnectionTheServerRetiresIsReplacedBeforeTheNextSend() async throws {
         try await Fixture.with { fixture in
             let connector = try fixture.tokenConnector()
             try await Self.running(connector) {
@@ -82,7 +91,7 @@ import Testing
 
     /// The server goes away: the failed attempt is logged once at `notice`, retried with back-off,
     /// and a connection is open again within the back-off once the server is back on its port.
-    @Test func aServerThatWasAwayIsReconnectedToWhenItComesBack() async throws {
+    @Test(needsKeepWarm) func aServerThatWasAwayIsReconnectedToWhenItComesBack() async throws {
         let key = MockCertificateAuthority.makeSigningKey(teamID: Fixture.teamID, keyID: Fixture.keyID)
         let authority = try MockCertificateAuthority()
         var configuration = MockAPNsServer.Configuration(signingKeys: [key])
@@ -119,7 +128,7 @@ import Testing
 
     /// libcurl will not reuse a connection idle for longer than `maximumIdleTime`; the connector
     /// replaces it just after that, so the next send still finds one ready.
-    @Test func anIdleConnectionIsReplacedBeforeItIsTooOldToReuse() async throws {
+    @Test(needsKeepWarm) func anIdleConnectionIsReplacedBeforeItIsTooOldToReuse() async throws {
         try await Fixture.with { fixture in
             let connector = try fixture.tokenConnector(adjust: { $0.maximumIdleTime = .seconds(1) })
             try await Self.running(connector) {
@@ -131,6 +140,42 @@ import Testing
                 #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
                 #expect(connector.connectionsOpened == 2)
             }
+        }
+    }
+
+    /// On a libcurl older than 7.88 a connector asked to keep a connection warm opens none (the
+    /// connection would be closed unused), says so once, and connects on its first send.
+    @Test func withALibcurlTooOldForKeepWarmTheConnectorSaysSoAndTheFirstSendConnects() async throws {
+        try await Fixture.with { fixture in
+            let logs = InMemoryLogHandler()
+            let connector = try fixture.tokenConnector(loggingTo: logs)
+            let off = logs.entries.filter { $0.message.description.hasPrefix("APNs keep-warm is off") }
+            try await Self.running(connector) {
+                try await Task.sleep(for: .milliseconds(300))
+                if Self.libcurlKeepsWarm {
+                    #expect(off.isEmpty)
+                    #expect(connector.connectionsOpened == 1)
+                } else {
+                    #expect(off.count == 1)
+                    #expect(off.first?.level == .notice)
+                    #expect(off.first?.metadata["apns.keep_warm.needs"]?.description == "libcurl 7.88.0")
+                    #expect(connector.connectionsOpened == 0)
+                    #expect(fixture.server.connectionCount == 0)
+                }
+                #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
+                #expect(connector.connectionsOpened == 1)
+                #expect(fixture.server.connectionCount == 1)
+            }
+        }
+    }
+
+    @Test func keepWarmNeedsLibcurl7_88() throws {
+        let http2 = Int32(1 << 16)  // CURL_VERSION_HTTP2
+        for (number, keeps) in [
+            (UInt32(0x07_50_00), false), (0x07_51_00, false), (0x07_57_00, false), (0x07_58_00, true),
+            (0x07_58_01, true), (0x08_0E_01, true),
+        ] {
+            #expect(try Libcurl(versionNumber: number, features: http2).keepsAConnectionNothingWasWrittenOn == keeps)
         }
     }
 

@@ -57,20 +57,19 @@ import Testing
         #expect(libcurl.version >= Libcurl.minimum)
         try await Fixture.with { fixture in
             let logs = InMemoryLogHandler()
-            var logger = Logger(label: "apns-test", factory: { _ in logs })
-            logger.logLevel = .debug
-            let connector = try TokenConnector(
-                teamID: fixture.signingKey.teamID, keyID: fixture.signingKey.keyID,
-                key: .pem(fixture.signingKey.privateKeyPEM),
-                environment: fixture.environment, transport: fixture.transport, logger: logger)
+            let connector = try fixture.tokenConnector(loggingTo: logs)
             let lines = logs.entries.filter { $0.message.description.hasPrefix("APNs connection keepalive: ") }
             #expect(lines.count == 1)
             #expect(lines.first?.level == .debug)
             #expect(lines.first?.metadata["curl.version"]?.description == libcurl.version.description)
+            let warm =
+                libcurl.keepsAConnectionNothingWasWrittenOn
+                ? "idle sockets watched and a connection kept warm while run as a service"
+                : "no keep-warm (it needs libcurl 7.88.0)"
             #expect(
                 lines.first?.message.description
-                    == "APNs connection keepalive: TCP keepalive every 30.0 seconds; idle sockets watched "
-                    + "and a connection kept warm while run as a service; no HTTP/2 PING (no libcurl writes one on an idle connection)"
+                    == "APNs connection keepalive: TCP keepalive every 30.0 seconds; \(warm); "
+                    + "no HTTP/2 PING (no libcurl writes one on an idle connection)"
             )
             await connector.shutdown()
         }

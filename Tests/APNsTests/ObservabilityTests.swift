@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import APNs
+@_spi(Benchmarks) @testable import APNs
 import APNsMockServer
 import APNsTesting
 import Foundation
@@ -180,10 +180,17 @@ import Tracing
                 to: (0..<100).map { try! Device(tokenBytes: [UInt8(1), UInt8($0)] + Array(repeating: 7, count: 30)) })
             // (libcurl 7.88 rarely reports a refusal as a bare CURLE_HTTP2: delivery unknown; see GoAwayTests.)
             #expect(summary.accepted + summary.deliveryUnknown == 100 && summary.accepted >= 97, "\(summary)")
-            let goaways = try backends.metrics.expectCounter("apns.goaways").totalValue
-            #expect(goaways >= 1)
             let logged = backends.entries(
                 "APNs sent GOAWAY: the connection takes no new streams; later requests go on a new connection")
+            // libcurl before 7.88 reports no GOAWAY: there only the new connections show it.
+            let goaways: Int64
+            if try Libcurl.loaded.get().reportsGoAway {
+                goaways = try backends.metrics.expectCounter("apns.goaways").totalValue
+                #expect(goaways >= 1)
+            } else {
+                goaways = (try? backends.metrics.expectCounter("apns.goaways").totalValue) ?? 0
+                #expect(goaways == 0)
+            }
             #expect(logged.count == Int(goaways))
             #expect(
                 logged.allSatisfy {

@@ -79,7 +79,42 @@ import Testing
         }
     }
 
-    @Test func aSendGoesThroughAnHTTPSProxy() async throws {
+    /// Whether the loaded libcurl carries HTTP/2 through an HTTPS proxy (7.88 or later).
+    static let httpsProxyWorks = (try? Libcurl.loaded.get())?.carriesHTTP2ThroughAnHTTPSProxy ?? false
+
+    /// On a libcurl that stalls HTTP/2 through an HTTPS proxy, a connector given one is refused
+    /// when it is made, before anything is written, with what to use instead.
+    @Test(.enabled(if: !httpsProxyWorks, "libcurl 7.88 and later carry HTTP/2 through an HTTPS proxy"))
+    func anHTTPSProxyIsRefusedWhereLibcurlStallsThroughIt() async throws {
+        try await Fixture.with { fixture in
+            do {
+                _ = try fixture.tokenConnector(adjust: { $0.proxy = .https(host: "127.0.0.1", port: 9) })
+                Issue.record("an HTTPS proxy was accepted on \(String(describing: try? Libcurl.loaded.get().version))")
+            } catch let error as APNsError {
+                guard case .transport(let failure) = error else {
+                    Issue.record("expected a transport error, got \(error)")
+                    return
+                }
+                #expect(failure.kind == .unsupportedLibcurl && failure.delivery == .notSent, "\(failure)")
+                #expect(failure.message.contains("stalls HTTP/2 connections through an HTTPS proxy"), "\(failure)")
+                #expect(failure.message.contains("use an HTTP proxy"), "\(failure)")
+            }
+            // An HTTP proxy is accepted on the same libcurl.
+            _ = try fixture.tokenConnector(adjust: { $0.proxy = .http(host: "127.0.0.1", port: 9) })
+        }
+    }
+
+    @Test func anHTTPSProxyNeedsLibcurl7_88() throws {
+        let http2 = Int32(1 << 16)  // CURL_VERSION_HTTP2
+        for (number, works) in [
+            (UInt32(0x07_50_00), false), (0x07_51_00, false), (0x07_58_00, true), (0x08_0E_01, true),
+        ] {
+            #expect(try Libcurl(versionNumber: number, features: http2).carriesHTTP2ThroughAnHTTPSProxy == works)
+        }
+    }
+
+    @Test(.enabled(if: httpsProxyWorks, "an HTTPS proxy needs libcurl 7.88 or later"))
+    func aSendGoesThroughAnHTTPSProxy() async throws {
         let authority = try MockCertificateAuthority()
         let tunnel = try LocalProxy.tinyproxy()
         defer { tunnel.stop() }

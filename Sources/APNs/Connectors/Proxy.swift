@@ -20,7 +20,9 @@ import Foundation
 ///
 /// **What each kind does.** ``http(host:port:credentials:)`` opens a tunnel with HTTP `CONNECT`;
 /// ``https(host:port:credentials:trustedCertificateAuthority:)`` does the same over TLS to the
-/// proxy (verified like APNs' certificate; a private CA can be given); ``socks5(host:port:credentials:)``
+/// proxy (verified like APNs' certificate; a private CA can be given; it needs libcurl 7.88 or
+/// later, where older ones stall HTTP/2 through it, so a connector refuses it there);
+/// ``socks5(host:port:credentials:)``
 /// asks the proxy to connect by host name, so the proxy resolves APNs' name (remote DNS). TLS to
 /// APNs always runs end to end through the tunnel, and honest outcomes hold through it: a request
 /// is `notSent` only when no byte of it left towards APNs.

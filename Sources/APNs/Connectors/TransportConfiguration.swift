@@ -44,7 +44,9 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// (`apns.goaways`) when the connector has a logger at `notice` or a metrics factory. libcurl
     /// 7.88 reports a GOAWAY only on its verbose channel, which costs about 4 % more CPU per push;
     /// set `false` to save that (refused streams and new connections are still logged and counted).
-    /// With neither a logger nor metrics, GOAWAYs are never watched and cost nothing.
+    /// With neither a logger nor metrics, GOAWAYs are never watched and cost nothing. libcurl
+    /// before 7.88 (Ubuntu 22.04's 7.81 among them) reports no GOAWAY at all: there this setting
+    /// has no effect, and a GOAWAY shows only as the new connection that follows it.
     public var reportsGoAway: Bool = true
     /// Whether the connector's `Service.run()` keeps a connection to APNs open while it runs, so
     /// no send waits for a handshake: it opens one when `run()` starts, and again whenever none is
@@ -52,6 +54,10 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// pass ``maximumIdleTime``. Nothing is written on it until a send; failures are retried after
     /// 1 s, doubling to 60 s, and count for the ``circuitBreaker`` like a send's. A connector that
     /// is not run as a service connects on its first send either way.
+    ///
+    /// It needs libcurl 7.88.0 or later. Older ones (Ubuntu 22.04's 7.81 among them) close a
+    /// connection on which nothing was written, so there the connector keeps none warm, connects
+    /// on its first send, and says so once in its log (`notice`).
     public var keepsConnectionWarm: Bool = true
     /// How connections reach APNs: through the proxy the environment names (``Proxy/environment``,
     /// the default: `https_proxy`, `no_proxy` and friends, as curl reads them), directly

@@ -62,8 +62,8 @@ extension TransportConnector {
     /// (``shutdown(gracePeriod:)``). Cancelled instead, it shuts down with no grace period.
     ///
     /// While it runs, a connection is open before the first send and reopened whenever it is lost
-    /// (`TransportConfiguration.keepsConnectionWarm`, on by default); nothing is written on it but
-    /// your sends. The connector sends whether or not `run()` runs: without it, the first send
+    /// (`TransportConfiguration.keepsConnectionWarm`, on by default, with libcurl 7.88 or later);
+    /// nothing is written on it but your sends. The connector sends whether or not `run()` runs: without it, the first send
     /// connects.
     ///
     /// ```swift

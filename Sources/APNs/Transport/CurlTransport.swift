@@ -38,9 +38,20 @@ final class CurlTransport: Sendable {
         let libcurl: Libcurl
         do throws(TransportError) { libcurl = try Libcurl.loaded.get() } catch { throw .transport(error) }
         try configuration.validate()
+        if case .explicit(let endpoint) = configuration.proxy.route, endpoint.scheme == .https,
+            !libcurl.carriesHTTP2ThroughAnHTTPSProxy
+        {
+            throw .transport(
+                TransportError(
+                    kind: .unsupportedLibcurl, delivery: .notSent,
+                    message: "libcurl \(libcurl.version) stalls HTTP/2 connections through an HTTPS proxy (libcurl's "
+                        + "known bug, fixed in \(Libcurl.keepWarmMinimum)): use an HTTP proxy (Proxy.http: TLS to APNs "
+                        + "still runs end to end through its tunnel) or libcurl \(Libcurl.keepWarmMinimum) or later. "
+                        + Libcurl.installAdvice))
+        }
         requestTimeout = configuration.requestTimeout
         shutdownGracePeriod = configuration.shutdownGracePeriod
-        keepsConnectionWarm = configuration.keepsConnectionWarm
+        keepsConnectionWarm = configuration.keepsConnectionWarm && libcurl.keepsAConnectionNothingWasWrittenOn
         var trustedCA: [UInt8]?
         if let source = configuration.trustedCertificateAuthority {
             do throws(CredentialError) { trustedCA = try OpenSSL.load(source) } catch { throw .credential(error) }
@@ -58,7 +69,7 @@ final class CurlTransport: Sendable {
                     circuitBreaker: configuration.circuitBreaker,
                     trustedCA: trustedCA, identity: identity, proxy: configuration.proxy, proxyCA: proxyCA,
                     observability: observability,
-                    reportsGoAway: configuration.reportsGoAway),
+                    reportsGoAway: configuration.reportsGoAway && libcurl.reportsGoAway),
                 maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
                 maximumConcurrentStreams: configuration.maximumConcurrentStreams)
         } catch {
@@ -66,10 +77,29 @@ final class CurlTransport: Sendable {
         }
         if observability.isEnabled, let route = CurlTransport.proxyRoute(configuration.proxy) {
             observability.logger.info("APNs connections go through a proxy", metadata: ["apns.proxy": "\(route)"])
+            if case .environment = configuration.proxy.route, route.lowercased().hasPrefix("https://"),
+                !libcurl.carriesHTTP2ThroughAnHTTPSProxy
+            {
+                // An explicit HTTPS proxy is refused above; one the environment names is libcurl's
+                // to apply, per request, so it is only warned of.
+                observability.logger.warning(
+                    "APNs connections may stall: this libcurl stalls HTTP/2 through an HTTPS proxy, and the environment names one",
+                    metadata: [
+                        "apns.proxy": "\(route)", "curl.version": "\(libcurl.version)",
+                        "apns.proxy.needs": "libcurl \(Libcurl.keepWarmMinimum), or an http:// proxy",
+                    ])
+            }
+        }
+        if observability.isEnabled, configuration.keepsConnectionWarm, !keepsConnectionWarm {
+            observability.logger.notice(
+                "APNs keep-warm is off: this libcurl closes a connection nothing was written on; the first send connects",
+                metadata: [
+                    "curl.version": "\(libcurl.version)", "apns.keep_warm.needs": "libcurl \(Libcurl.keepWarmMinimum)",
+                ])
         }
         if observability.isEnabled {
             observability.logger.debug(
-                "APNs connection keepalive: \(CurlTransport.keepalive(configuration))",
+                "APNs connection keepalive: \(CurlTransport.keepalive(configuration, libcurl: libcurl))",
                 metadata: ["curl.version": "\(libcurl.version)"])
         }
     }
@@ -100,16 +130,20 @@ final class CurlTransport: Sendable {
     /// No HTTP/2 PING: libcurl 7.80–8.9 cannot send one on a multi handle's connections, and from
     /// 8.10 to at least 8.21 `curl_easy_upkeep` queues one that is written only with the
     /// connection's next request (``Libcurl``).
-    static func keepalive(_ configuration: TransportConfiguration) -> String {
+    static func keepalive(_ configuration: TransportConfiguration, libcurl: Libcurl) -> String {
         var parts: [String] = []
         if let tcp = configuration.tcpKeepAliveInterval {
             parts.append("TCP keepalive every \(tcp)")
         } else {
             parts.append("TCP keepalive off")
         }
-        parts.append(
-            configuration.keepsConnectionWarm
-                ? "idle sockets watched and a connection kept warm while run as a service" : "no keep-warm")
+        if !configuration.keepsConnectionWarm {
+            parts.append("no keep-warm")
+        } else if !libcurl.keepsAConnectionNothingWasWrittenOn {
+            parts.append("no keep-warm (it needs libcurl \(Libcurl.keepWarmMinimum))")
+        } else {
+            parts.append("idle sockets watched and a connection kept warm while run as a service")
+        }
         parts.append("no HTTP/2 PING (no libcurl writes one on an idle connection)")
         return parts.joined(separator: "; ")
     }

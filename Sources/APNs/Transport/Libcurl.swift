@@ -18,6 +18,22 @@ internal import CCurl
 ///
 /// So the minimum is 7.80.0, with HTTP/2 (`CURL_VERSION_HTTP2`, libcurl built with nghttp2).
 ///
+/// Two behaviours came later, both with 7.88.0's rework of connections and HTTP/2 (checked on
+/// Ubuntu 22.04's 7.81.0 and on 7.80–7.87 built from their tags):
+/// - Keep-warm (``keepsAConnectionNothingWasWrittenOn``). Before, a transfer stopped at the
+///   pre-request callback on a new connection ends "premature" while the connection is not yet
+///   marked HTTP/2 (that happens when the request is written), and `multi_done` closes it
+///   ("Closing connection 0", where 7.88 leaves it "intact"). There a connector keeps no
+///   connection warm, and its first send connects.
+/// - The GOAWAY watch (``reportsGoAway``): 7.88 writes "recveived GOAWAY, error=…, last_stream=…"
+///   on its verbose channel; older ones only mark the connection for closing, silently. There
+///   the transport does not turn the verbose channel on; new connections are still counted.
+/// - HTTP/2 through an HTTPS proxy (``carriesHTTP2ThroughAnHTTPSProxy``): libcurl's known bug
+///   17.5, "HTTP/2 connections through HTTPS proxy frequently stall" (curl issue 6936), dropped
+///   from its list with 7.88's connection filters. Measured here on a busy machine: Ubuntu's
+///   7.81.0 stalled in 2 of 12 sends through stunnel in front of tinyproxy (until the 60 s request
+///   timeout), 7.88.1 in none of 14. There a connector refuses an explicit HTTPS proxy.
+///
 /// HTTP/2 PING on idle connections is not among what any libcurl offers a multi-handle client.
 /// Before 8.10, `curl_easy_upkeep` reaches only the easy interface's connections. From 8.10 it
 /// reaches the multi handle's pool, and its HTTP/2 filter submits a PING — but
@@ -53,7 +69,22 @@ struct Libcurl: Sendable, Equatable {
 
     /// The oldest libcurl the transport can keep its promises with.
     static let minimum = Version(7, 80, 0)
+    /// The oldest libcurl with keep-warm (``keepsAConnectionNothingWasWrittenOn``), the GOAWAY
+    /// watch (``reportsGoAway``) and HTTPS proxies (``carriesHTTP2ThroughAnHTTPSProxy``).
+    static let keepWarmMinimum = Version(7, 88, 0)
     let version: Version
+
+    /// Whether a new connection stays open for later transfers when the transfer that opened it
+    /// stops at the pre-request callback, before writing anything: what keep-warm rests on
+    /// (7.88.0 and later; older libcurls close it).
+    var keepsAConnectionNothingWasWrittenOn: Bool { version >= Libcurl.keepWarmMinimum }
+
+    /// Whether libcurl reports a GOAWAY it receives, with its error code and last stream id, on
+    /// its verbose channel (7.88.0 and later).
+    var reportsGoAway: Bool { version >= Libcurl.keepWarmMinimum }
+
+    /// Whether HTTP/2 to APNs through an HTTPS proxy works without stalling (7.88.0 and later).
+    var carriesHTTP2ThroughAnHTTPSProxy: Bool { version >= Libcurl.keepWarmMinimum }
 
     /// Checks a libcurl by its version number and feature bits (`curl_version_info_data`'s
     /// `version_num` and `features`). Throws an ``TransportError/Kind-swift.struct/unsupportedLibcurl``
