@@ -45,8 +45,8 @@ final class CurlTransport: Sendable {
                 TransportError(
                     kind: .unsupportedLibcurl, delivery: .notSent,
                     message: "libcurl \(libcurl.version) stalls HTTP/2 connections through an HTTPS proxy (libcurl's "
-                        + "known bug, fixed in \(Libcurl.keepWarmMinimum)): use an HTTP proxy (Proxy.http: TLS to APNs "
-                        + "still runs end to end through its tunnel) or libcurl \(Libcurl.keepWarmMinimum) or later. "
+                        + "known bug, gone in \(Libcurl.connectionFilters)): use an HTTP proxy (Proxy.http: TLS to APNs "
+                        + "still runs end to end through its tunnel) or libcurl \(Libcurl.connectionFilters) or later. "
                         + Libcurl.installAdvice))
         }
         requestTimeout = configuration.requestTimeout
@@ -86,7 +86,7 @@ final class CurlTransport: Sendable {
                     "APNs connections may stall: this libcurl stalls HTTP/2 through an HTTPS proxy, and the environment names one",
                     metadata: [
                         "apns.proxy": "\(route)", "curl.version": "\(libcurl.version)",
-                        "apns.proxy.needs": "libcurl \(Libcurl.keepWarmMinimum), or an http:// proxy",
+                        "apns.proxy.needs": "libcurl \(Libcurl.connectionFilters), or an http:// proxy",
                     ])
             }
         }
@@ -94,7 +94,8 @@ final class CurlTransport: Sendable {
             observability.logger.notice(
                 "APNs keep-warm is off: this libcurl closes a connection nothing was written on; the first send connects",
                 metadata: [
-                    "curl.version": "\(libcurl.version)", "apns.keep_warm.needs": "libcurl \(Libcurl.keepWarmMinimum)",
+                    "curl.version": "\(libcurl.version)",
+                    "apns.keep_warm.needs": "libcurl \(Libcurl.connectionFilters)",
                 ])
         }
         if observability.isEnabled {
@@ -140,7 +141,7 @@ final class CurlTransport: Sendable {
         if !configuration.keepsConnectionWarm {
             parts.append("no keep-warm")
         } else if !libcurl.keepsAConnectionNothingWasWrittenOn {
-            parts.append("no keep-warm (it needs libcurl \(Libcurl.keepWarmMinimum))")
+            parts.append("no keep-warm (it needs libcurl \(Libcurl.connectionFilters))")
         } else {
             parts.append("idle sockets watched and a connection kept warm while run as a service")
         }

@@ -18,7 +18,7 @@ internal import CCurl
 ///
 /// So the minimum is 7.80.0, with HTTP/2 (`CURL_VERSION_HTTP2`, libcurl built with nghttp2).
 ///
-/// Two behaviours came later, both with 7.88.0's rework of connections and HTTP/2 (checked on
+/// Three behaviours came later, all with 7.88.0's rework of connections and HTTP/2 (checked on
 /// Ubuntu 22.04's 7.81.0 and on 7.80–7.87 built from their tags):
 /// - Keep-warm (``keepsAConnectionNothingWasWrittenOn``). Before, a transfer stopped at the
 ///   pre-request callback on a new connection ends "premature" while the connection is not yet
@@ -69,22 +69,23 @@ struct Libcurl: Sendable, Equatable {
 
     /// The oldest libcurl the transport can keep its promises with.
     static let minimum = Version(7, 80, 0)
-    /// The oldest libcurl with keep-warm (``keepsAConnectionNothingWasWrittenOn``), the GOAWAY
-    /// watch (``reportsGoAway``) and HTTPS proxies (``carriesHTTP2ThroughAnHTTPSProxy``).
-    static let keepWarmMinimum = Version(7, 88, 0)
+    /// 7.88.0, the first libcurl with "connection filters" (its rework of connections and
+    /// HTTP/2), and so with keep-warm (``keepsAConnectionNothingWasWrittenOn``), the GOAWAY watch
+    /// (``reportsGoAway``) and HTTPS proxies (``carriesHTTP2ThroughAnHTTPSProxy``).
+    static let connectionFilters = Version(7, 88, 0)
     let version: Version
 
     /// Whether a new connection stays open for later transfers when the transfer that opened it
     /// stops at the pre-request callback, before writing anything: what keep-warm rests on
     /// (7.88.0 and later; older libcurls close it).
-    var keepsAConnectionNothingWasWrittenOn: Bool { version >= Libcurl.keepWarmMinimum }
+    var keepsAConnectionNothingWasWrittenOn: Bool { version >= Libcurl.connectionFilters }
 
     /// Whether libcurl reports a GOAWAY it receives, with its error code and last stream id, on
     /// its verbose channel (7.88.0 and later).
-    var reportsGoAway: Bool { version >= Libcurl.keepWarmMinimum }
+    var reportsGoAway: Bool { version >= Libcurl.connectionFilters }
 
     /// Whether HTTP/2 to APNs through an HTTPS proxy works without stalling (7.88.0 and later).
-    var carriesHTTP2ThroughAnHTTPSProxy: Bool { version >= Libcurl.keepWarmMinimum }
+    var carriesHTTP2ThroughAnHTTPSProxy: Bool { version >= Libcurl.connectionFilters }
 
     /// Checks a libcurl by its version number and feature bits (`curl_version_info_data`'s
     /// `version_num` and `features`). Throws an ``TransportError/Kind-swift.struct/unsupportedLibcurl``
