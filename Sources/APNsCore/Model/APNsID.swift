@@ -79,7 +79,7 @@ public struct APNsID: Hashable, Sendable, CustomStringConvertible {
         // Written by hand: one allocation, where `uuidString.lowercased()` makes two strings.
         withUnsafeBytes(of: uuid.uuid) { bytes in
             String(unsafeUninitializedCapacity: 36) { out in
-                let digits: StaticString = "0123456789abcdef"
+                let digits = Hex.digits
                 var index = 0
                 for (position, byte) in bytes.enumerated() {
                     if position == 4 || position == 6 || position == 8 || position == 10 {
