@@ -21,8 +21,8 @@ import Testing
 
     /// PostgreSQL's plans, with statistics of a long history (20,000 finished device-sends, a few
     /// queued and claimed): the claim and the queue's depth read the partial index of unfinished
-    /// rows, never the whole table.
-    @Test func thePostgreSQLClaimAndDepthReadTheIndexOfUnfinishedRows() async throws {
+    /// rows, never the whole table, and a batch of outcomes finds its rows by their primary key.
+    @Test func thePostgreSQLQueueIsReadByItsIndexes() async throws {
         let queue = try await TestStore(.postgres)
         let store = try #require(queue.store as? PostgresStore)
         let now = Date()
@@ -38,9 +38,18 @@ import Testing
         try await store.addFinishedHistory(count: 20_000)
         let plans = try await store.queryPlans()
         for (name, plan) in [("claim", plans.claim), ("depth", plans.depth)] {
-            #expect(plan.contains { $0.contains("using deliveries_due on deliveries") }, "\(name): \(plan)")
+            #expect(plan.contains { $0.contains("using deliveries_open on deliveries") }, "\(name): \(plan)")
             #expect(!plan.contains { $0.contains("Seq Scan on deliveries") }, "\(name): \(plan)")
         }
+        // The claim walks the index in its order and stops at its limit: no reading and sorting of
+        // every unfinished row first.
+        #expect(!plans.claim.contains { $0.contains("Sort") || $0.contains("Bitmap") }, "\(plans.claim)")
+        // Statistics from a moment with nothing claimed (as now) must not make a batch of outcomes
+        // read every row: each is found by its primary key.
+        #expect(
+            plans.finish.contains { $0.contains("Index Scan using deliveries_pkey on deliveries") }, "\(plans.finish)")
+        #expect(
+            !plans.finish.contains { $0.contains("Seq Scan on deliveries") || $0.contains("Hash") }, "\(plans.finish)")
         await queue.remove()
     }
 

@@ -39,13 +39,21 @@ import Testing
         #expect(
             applied
                 == (backend == .sqlite
-                    ? ["1-release-0.1.0", "2-leases-and-retention", "3-at-most-once"] : ["1", "2", "3"]))
+                    ? ["1-release-0.1.0", "2-leases-and-retention", "3-at-most-once"] : ["1", "2", "3", "4"]))
         let schema = try await Self.schema(of: queue)
         // A second start applies nothing and changes nothing.
         try await queue.store.prepare()
         #expect(try await Self.migrations(of: queue) == applied)
         #expect(try await Self.schema(of: queue) == schema)
         #expect(schema.contains { $0.contains("instances") })
+        if backend == .postgres {
+            // Room on each page for a claim's new row version, written in place (no index entry).
+            #expect(
+                try await queue.rows(
+                    "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE relname = 'deliveries'")
+                    == ["fillfactor=50"])
+            #expect(!schema.contains { $0.contains("deliveries_claims") || $0.contains("deliveries_due") })
+        }
         await queue.remove()
     }
 

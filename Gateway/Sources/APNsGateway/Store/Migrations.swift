@@ -11,7 +11,8 @@ import PostgresNIO
 /// A migration is never edited once released: a change is a new one at the end. The first is the
 /// schema of release 0.1.0, written with `IF NOT EXISTS` so that a queue created before migrations
 /// were recorded is adopted as it is; the second brings it to leases, instance names and retention;
-/// the third records when an at-most-once device-send may have started (`started_at`).
+/// the third records when an at-most-once device-send may have started (`started_at`); the fourth
+/// (PostgreSQL) moves the renewed lease from each claimed device-send to its instance's row.
 enum Migrations {
     /// SQLite: (identifier, SQL) in order.
     static let sqlite: [(identifier: String, sql: String)] = [
@@ -104,6 +105,23 @@ enum Migrations {
             ]
         ),
         (3, "at-most-once", ["ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS started_at double precision"]),
+        (
+            4, "instance leases",
+            [
+                // The heartbeat renews one row (the instance's lease), not every device-send it holds.
+                "ALTER TABLE instances ADD COLUMN IF NOT EXISTS lease_until double precision",
+                // No index reads the state or the lease columns, so a claim (and a retry) rewrites
+                // its row in place (a heap-only update: no index entry) in the room left on each
+                // page; a finish leaves the unfinished rows' index.
+                "DROP INDEX IF EXISTS deliveries_claims",
+                """
+                CREATE INDEX IF NOT EXISTS deliveries_open ON deliveries (created_at, notification_id, position)
+                WHERE finished_at IS NULL
+                """,
+                "DROP INDEX IF EXISTS deliveries_due",
+                "ALTER TABLE deliveries SET (fillfactor = 50)",
+            ]
+        ),
     ]
 
     /// The error for a queue a newer gateway has migrated past what this one knows.

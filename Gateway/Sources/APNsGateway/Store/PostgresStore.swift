@@ -9,6 +9,13 @@ import Synchronization
 /// claim the same device-send, and each claim carries a lease, so a crashed instance's work is
 /// taken over once its lease expires. The unregistered list is shared.
 ///
+/// A claim's lease is the later of its own (set when it was claimed) and its instance's, which the
+/// heartbeat renews in the instance's one row (`instances.lease_until`): renewing every claimed
+/// device-send each heartbeat rewrote thousands of rows a second. No index reads a device-send's
+/// state or lease, so a claim rewrites its row in place (a heap-only update, in the room
+/// `fillfactor = 50` leaves on each page), and the only index an unfinished row is in,
+/// `deliveries_open`, is the one the claim and the queue's depth read.
+///
 /// It is a `Service`: run it (in the gateway's `ServiceGroup`, or a task of its own) and then
 /// ``prepare()`` it, which waits until ``run()`` has started; its connections close when ``run()``
 /// returns.
@@ -172,28 +179,36 @@ public final class PostgresStore: GatewayStore, Service {
     }
 
     public func queueDepth() async throws -> Int {
-        let count =
-            try await client.query(Self.depthQuery(), logger: logger).collect().first?.decode(Int.self) ?? 0
+        let logger = self.logger
+        // Read by the index, whatever the statistics say (a sequential scan of the table, history
+        // and all, took 41 ms at 100,000 rows, every 200 ms while requests arrive).
+        let count = try await client.withTransaction(logger: logger) { connection -> Int in
+            try await Self.readByIndex(on: connection, logger: logger)
+            return try await connection.query(Self.depthQuery(), logger: logger).collect().first?.decode(Int.self) ?? 0
+        }
         depth.withLock { $0 = (count, .now) }
         return count
     }
 
-    /// The queue's depth: the device-sends not done, which is the predicate of the partial index
-    /// `deliveries_due`, so the count reads that index and not the history.
+    /// The queue's depth: the device-sends not finished, which is the predicate of the partial
+    /// index `deliveries_open`, so the count reads that index and not the history.
     private static func depthQuery() -> PostgresQuery {
-        "SELECT count(*) FROM deliveries WHERE state <> 'done'"
+        "SELECT count(*) FROM deliveries WHERE finished_at IS NULL"
     }
 
     /// The claim: the oldest due device-sends (queued and available, or claimed with a lapsed
-    /// lease), locked past other instances' claims, taken by `owner` until `leaseUntil`.
-    /// `state <> 'done'` lets the planner walk `deliveries_due` in its order.
+    /// lease whose instance's lease lapsed too), locked past other instances' claims, taken by
+    /// `owner` until `leaseUntil`. `finished_at IS NULL` lets the planner walk `deliveries_open`
+    /// in its order.
     private static func claimQuery(
         owner: String, limit: Int, now: Double, leaseUntil: Double
     ) -> PostgresQuery {
         """
         WITH due AS (
-            SELECT notification_id, position FROM deliveries
-            WHERE state <> 'done' AND ((state = 'queued' AND available_at <= \(now)) OR (state = 'claimed' AND lease_until < \(now)))
+            SELECT notification_id, position FROM deliveries d
+            WHERE finished_at IS NULL AND ((state = 'queued' AND available_at <= \(now))
+                OR (state = 'claimed' AND lease_until < \(now) AND NOT EXISTS (
+                    SELECT 1 FROM instances i WHERE i.name = d.lease_owner AND i.lease_until >= \(now))))
             ORDER BY created_at, notification_id, position
             LIMIT \(limit)
             FOR UPDATE SKIP LOCKED)
@@ -203,25 +218,57 @@ public final class PostgresStore: GatewayStore, Service {
         """
     }
 
-    /// PostgreSQL's plans (`EXPLAIN`, one line per step) for the claim and for the queue's depth,
-    /// with the statistics the database has now: for the test that they read `deliveries_due`, not
-    /// the whole history.
-    package func queryPlans() async throws -> (claim: [String], depth: [String]) {
+    /// PostgreSQL's plans (`EXPLAIN`, one line per step) for the claim, the queue's depth and a
+    /// batch of 500 outcomes, with the statistics the database has now: for the test that they read
+    /// `deliveries_open` and the primary key, not the whole history.
+    package func queryPlans() async throws -> (claim: [String], depth: [String], finish: [String]) {
         let now = Date().timeIntervalSince1970
+        let outcomes = (0..<500).map {
+            DeliveryOutcome(
+                notificationID: "plan", position: $0, token: String(repeating: "0", count: 64), app: "com.example.app",
+                status: 200)
+        }
         return try await (
             plan(of: Self.claimQuery(owner: "plan", limit: 2_000, now: now, leaseUntil: now + 60)),
-            plan(of: Self.depthQuery())
+            plan(of: Self.depthQuery()),
+            plan(of: Self.finishQuery(Columns(outcomes, owner: "plan"), now: now))
         )
     }
 
-    /// `EXPLAIN` of the statement the store runs, with the same binds.
+    /// `EXPLAIN` of the statement the store runs, with the same binds and planner settings.
     private func plan(of query: PostgresQuery) async throws -> [String] {
         let explain = PostgresQuery(unsafeSQL: "EXPLAIN " + query.sql, binds: query.binds)
-        var lines: [String] = []
-        for try await line in try await client.query(explain, logger: logger).decode(String.self) {
-            lines.append(line)
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection -> [String] in
+            try await Self.readByIndex(on: connection, logger: logger)
+            var lines: [String] = []
+            for try await line in try await connection.query(explain, logger: logger).decode(String.self) {
+                lines.append(line)
+            }
+            return lines
         }
-        return lines
+    }
+
+    /// For the rest of the transaction, the planner reads the queue by its indexes: the claim walks
+    /// `deliveries_open` in its order and stops at its limit; an outcome finds each row by its
+    /// primary key.
+    ///
+    /// A queue's rows change faster than ANALYZE follows them, and from statistics taken a moment
+    /// earlier (no row claimed yet, or none queued) PostgreSQL chose plans whose cost grows with the
+    /// queue: a claim of 2,000 read and sorted all 105,000 unfinished rows (spilling to disk, 74 ms),
+    /// and a batch of 500 outcomes read the whole table into a hash (seen with `auto_explain` in the
+    /// gateway benchmark). Those plans are only cheaper for a table of a few pages; these settings are
+    /// local to the transaction (`set_config(…, true)`), so no other statement is affected. A step
+    /// left without an alternative (the sort of a batch's 410s) keeps its "disabled" cost of 10¹⁰,
+    /// which would start JIT compilation (about 200 ms a statement), so JIT is off too.
+    private static func readByIndex(on connection: PostgresConnection, logger: Logger) async throws {
+        _ = try await connection.query(
+            """
+            SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
+                set_config('enable_sort', 'off', true), set_config('enable_hashjoin', 'off', true),
+                set_config('enable_mergejoin', 'off', true), set_config('jit', 'off', true)
+            """, logger: logger
+        ).collect()
     }
 
     /// The depth counted at most 200 ms ago, plus what this instance queued since.
@@ -235,6 +282,7 @@ public final class PostgresStore: GatewayStore, Service {
     public func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification] {
         let logger = self.logger
         return try await client.withTransaction(logger: logger) { connection -> [ClaimedNotification] in
+            try await Self.readByIndex(on: connection, logger: logger)
             let nowSeconds = now.timeIntervalSince1970
             let rows = try await connection.query(
                 Self.claimQuery(
@@ -297,36 +345,14 @@ public final class PostgresStore: GatewayStore, Service {
 
     public func markStarted(notificationID: String, positions: [Int], owner: String, now: Date) async throws -> Int {
         guard !positions.isEmpty else { return 0 }
-        let logger = self.logger
-        return try await client.withTransaction(logger: logger) { connection -> Int in
-            try await Self.holdOwner(owner, on: connection, logger: logger)
-            let rows = try await connection.query(
-                """
-                UPDATE deliveries SET started_at = \(now.timeIntervalSince1970)
-                WHERE notification_id = \(notificationID) AND position = ANY(\(positions)::integer[])
-                    AND state = 'claimed' AND lease_owner = \(owner)
-                RETURNING position
-                """, logger: logger)
-            var marked = 0
-            for try await _ in rows.decode(Int.self) { marked += 1 }
-            return marked
-        }
-    }
-
-    /// Takes a share lock on `owner`'s row in `instances` (if it is registered) for the rest of the
-    /// transaction, before the transaction locks any of the owner's device-sends.
-    ///
-    /// The heartbeat (``heartbeat(_:now:leaseUntil:)``) locks that row first and then every
-    /// device-send the owner holds, in whatever order its scan finds them; an outcome write or a
-    /// start record locks some of the same device-sends in the order of its batch. Without a
-    /// common first lock the two can each hold what the other waits for: PostgreSQL finds the
-    /// deadlock after `deadlock_timeout` (1 s) and aborts one of them (seen with two instances in
-    /// the benchmark). Writes of one owner share the lock, so they still run side by side; the
-    /// heartbeat waits for them, and they for it.
-    private static func holdOwner(_ owner: String, on connection: PostgresConnection, logger: Logger) async throws {
-        _ = try await connection.query(
-            "SELECT 1 FROM instances WHERE name = \(owner) FOR SHARE", logger: logger
-        ).collect()
+        return try await client.query(
+            """
+            UPDATE deliveries SET started_at = \(now.timeIntervalSince1970)
+            WHERE notification_id = \(notificationID) AND position = ANY(\(positions)::integer[])
+                AND state = 'claimed' AND lease_owner = \(owner)
+            RETURNING 1
+            """, logger: logger
+        ).collect().count
     }
 
     public func deleteFinished(before cutoff: Date, limit: Int) async throws -> Int {
@@ -377,37 +403,29 @@ public final class PostgresStore: GatewayStore, Service {
             let released = try await connection.query(
                 """
                 UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_until = NULL
-                WHERE state = 'claimed' AND lease_owner = ANY(\(names)::text[]) RETURNING 1
+                WHERE finished_at IS NULL AND state = 'claimed' AND lease_owner = ANY(\(names)::text[]) RETURNING 1
                 """, logger: logger
             ).collect().count
             try await connection.query("DELETE FROM instances WHERE name = ANY(\(names)::text[])", logger: logger)
             try await connection.query(
                 """
-                INSERT INTO instances(name, host, pid, incarnation, heartbeat_at)
-                VALUES (\(instance.name), \(instance.host), \(instance.processID), \(instance.incarnation), \(now.timeIntervalSince1970))
+                INSERT INTO instances(name, host, pid, incarnation, heartbeat_at, lease_until)
+                VALUES (\(instance.name), \(instance.host), \(instance.processID), \(instance.incarnation), \(now.timeIntervalSince1970),
+                    \(now.timeIntervalSince1970 + staleAfter.seconds))
                 """, logger: logger)
             return .registered(releasedClaims: released)
         }
     }
 
+    /// Renews the instance's lease, which extends the lease of every device-send it holds (see
+    /// the claim): one row, whatever it holds.
     public func heartbeat(_ instance: GatewayInstance, now: Date, leaseUntil: Date) async throws -> Bool {
-        let logger = self.logger
-        return try await client.withTransaction(logger: logger) { connection -> Bool in
-            let alive =
-                try await connection.query(
-                    """
-                    UPDATE instances SET heartbeat_at = \(now.timeIntervalSince1970)
-                    WHERE name = \(instance.name) AND incarnation = \(instance.incarnation) RETURNING 1
-                    """, logger: logger
-                ).collect().count == 1
-            guard alive else { return false }
-            try await connection.query(
-                """
-                UPDATE deliveries SET lease_until = \(leaseUntil.timeIntervalSince1970)
-                WHERE state = 'claimed' AND lease_owner = \(instance.name)
-                """, logger: logger)
-            return true
-        }
+        try await client.query(
+            """
+            UPDATE instances SET heartbeat_at = \(now.timeIntervalSince1970), lease_until = \(leaseUntil.timeIntervalSince1970)
+            WHERE name = \(instance.name) AND incarnation = \(instance.incarnation) RETURNING 1
+            """, logger: logger
+        ).collect().count == 1
     }
 
     public func unregister(_ instance: GatewayInstance) async throws {
@@ -419,84 +437,105 @@ public final class PostgresStore: GatewayStore, Service {
     public func complete(_ outcomes: [DeliveryOutcome], owner: String, now: Date) async throws -> Int {
         guard !outcomes.isEmpty else { return 0 }
         let logger = self.logger
-        let nowSeconds = now.timeIntervalSince1970
-        // Each kind of write is one statement over the batch: one array per column, sent in
-        // PostgreSQL's binary format and read back as rows by `unnest` (it was one JSON document per
-        // batch, built key by key here and parsed again there). postgres-nio's arrays carry no
-        // NULL, so an absent value travels as a stand-in no present one can be, turned back by
-        // `NULLIF`: "" for text (no reason, id, kind, delivery or message is empty), -1 for a
-        // status, NaN for a time.
-        struct Columns {
-            var ids: [String] = [], positions: [Int] = [], statuses: [Int] = [], reasons: [String] = []
-            var apnsIDs: [String] = [], kinds: [String] = [], deliveries: [String] = [], messages: [String] = []
-            var retryAts: [Double] = [], apps: [String] = [], tokens: [String] = [], invalidSince: [Double] = []
-            init(_ outcomes: [DeliveryOutcome]) {
-                for outcome in outcomes {
-                    ids.append(outcome.notificationID)
-                    positions.append(outcome.position)
-                    statuses.append(outcome.status ?? -1)
-                    reasons.append(outcome.reason ?? "")
-                    apnsIDs.append(outcome.apnsID ?? "")
-                    kinds.append(outcome.errorKind ?? "")
-                    deliveries.append(outcome.delivery ?? "")
-                    messages.append(outcome.message ?? "")
-                    retryAts.append(outcome.retryAt?.timeIntervalSince1970 ?? .nan)
-                    apps.append(outcome.app)
-                    tokens.append(outcome.token)
-                    invalidSince.append(outcome.invalidSince?.timeIntervalSince1970 ?? .nan)
-                }
-            }
-        }
         let requeued = outcomes.filter { $0.retryAt != nil }
         let finishing = outcomes.filter { $0.retryAt == nil }
         return try await client.withTransaction(logger: logger) { connection -> Int in
-            try await Self.holdOwner(owner, on: connection, logger: logger)
+            try await Self.readByIndex(on: connection, logger: logger)
             if !requeued.isEmpty {
-                let c = Columns(requeued)
-                try await connection.query(
-                    """
-                    UPDATE deliveries d SET state = 'queued', lease_owner = NULL, lease_until = NULL, started_at = NULL, attempts = d.attempts + 1,
-                        available_at = o.retry_at, error_kind = NULLIF(o.error_kind, ''), delivery = NULLIF(o.delivery, ''),
-                        message = NULLIF(o.message, '')
-                    FROM unnest(\(c.ids)::text[], \(c.positions)::int8[], \(c.kinds)::text[], \(c.deliveries)::text[],
-                        \(c.messages)::text[], \(c.retryAts)::float8[])
-                        AS o(notification_id, position, error_kind, delivery, message, retry_at)
-                    WHERE d.notification_id = o.notification_id AND d.position = o.position
-                        AND d.state = 'claimed' AND d.lease_owner = \(owner)
-                    """, logger: logger)
+                try await connection.query(Self.requeueQuery(Columns(requeued, owner: owner)), logger: logger)
             }
             guard !finishing.isEmpty else { return 0 }
-            let c = Columns(finishing)
-            // One statement: finish the batch, record its 410s among the rows this owner still held
-            // (a data-modifying CTE runs to completion whatever the outer query reads), and count
-            // them — no row travels back.
-            return
-                try await connection.query(
-                    """
-                    WITH finished AS (
-                        UPDATE deliveries d SET state = 'done', lease_owner = NULL, lease_until = NULL, attempts = d.attempts + 1,
-                            status = NULLIF(o.status, -1), reason = NULLIF(o.reason, ''), apns_id = NULLIF(o.apns_id, ''),
-                            error_kind = NULLIF(o.error_kind, ''), delivery = NULLIF(o.delivery, ''),
-                            message = NULLIF(o.message, ''), finished_at = \(nowSeconds)
-                        FROM unnest(\(c.ids)::text[], \(c.positions)::int8[], \(c.statuses)::int8[], \(c.reasons)::text[],
-                            \(c.apnsIDs)::text[], \(c.kinds)::text[], \(c.deliveries)::text[], \(c.messages)::text[],
-                            \(c.apps)::text[], \(c.tokens)::text[], \(c.invalidSince)::float8[])
-                            AS o(notification_id, position, status, reason, apns_id, error_kind, delivery, message, app, token,
-                                invalid_since)
-                        WHERE d.notification_id = o.notification_id AND d.position = o.position
-                            AND d.state = 'claimed' AND d.lease_owner = \(owner)
-                        RETURNING o.status, o.app, o.token, o.invalid_since),
-                    reported AS (
-                        INSERT INTO unregistered(app, token, invalid_since, reported_at)
-                        SELECT DISTINCT ON (app, token) app, token, NULLIF(invalid_since, 'NaN'), \(nowSeconds)
-                        FROM finished WHERE status = 410
-                        ORDER BY app, token, NULLIF(invalid_since, 'NaN') DESC NULLS LAST
-                        ON CONFLICT (app, token) DO UPDATE SET invalid_since = EXCLUDED.invalid_since,
-                            reported_at = EXCLUDED.reported_at, seq = nextval('unregistered_seq_seq'))
-                    SELECT count(*) FROM finished
-                    """, logger: logger
-                ).collect().first?.decode(Int.self) ?? 0
+            return try await connection.query(
+                Self.finishQuery(Columns(finishing, owner: owner), now: now.timeIntervalSince1970), logger: logger
+            ).collect().first?.decode(Int.self) ?? 0
         }
+    }
+
+    /// A batch of outcomes as one array per column (see ``complete(_:owner:now:)``).
+    private struct Columns {
+        var ids: [String] = [], positions: [Int] = [], statuses: [Int] = [], reasons: [String] = []
+        var apnsIDs: [String] = [], kinds: [String] = [], deliveries: [String] = [], messages: [String] = []
+        var retryAts: [Double] = [], apps: [String] = [], tokens: [String] = [], invalidSince: [Double] = []
+        /// The owner and the state a row must still have, once per row (see ``requeueQuery(_:)``).
+        var owners: [String] = [], held: [String] = []
+        init(_ outcomes: [DeliveryOutcome], owner: String) {
+            for outcome in outcomes {
+                ids.append(outcome.notificationID)
+                positions.append(outcome.position)
+                statuses.append(outcome.status ?? -1)
+                reasons.append(outcome.reason ?? "")
+                apnsIDs.append(outcome.apnsID ?? "")
+                kinds.append(outcome.errorKind ?? "")
+                deliveries.append(outcome.delivery ?? "")
+                messages.append(outcome.message ?? "")
+                retryAts.append(outcome.retryAt?.timeIntervalSince1970 ?? .nan)
+                apps.append(outcome.app)
+                tokens.append(outcome.token)
+                invalidSince.append(outcome.invalidSince?.timeIntervalSince1970 ?? .nan)
+                owners.append(owner)
+                held.append("claimed")
+            }
+        }
+    }
+
+    /// Outcomes to try again later: each row this owner still holds is queued again for its time.
+    ///
+    /// Each kind of write is one statement over the batch: one array per column, sent in
+    /// PostgreSQL's binary format and read back as rows by `unnest` (it was one JSON document per
+    /// batch, built key by key here and parsed again there). postgres-nio's arrays carry no
+    /// NULL, so an absent value travels as a stand-in no present one can be, turned back by
+    /// `NULLIF`: "" for text (no reason, id, kind, delivery or message is empty), -1 for a
+    /// status, NaN for a time.
+    ///
+    /// The row must still be this owner's claim, but that is said as a join with the batch's own
+    /// columns (`o.owner`, `o.held`), not as `d.lease_owner = $owner`: from statistics ANALYZE took
+    /// when nothing was claimed, PostgreSQL estimated "claimed by this owner" at 2 rows and read the
+    /// whole table once per statement, then matched each of the batch's rows against every claim
+    /// (500 × 416 comparisons, 57 ms for 500 rows; through the index of claims migration 4 removed,
+    /// 10 M index entries read over a 100,000-device run). As a join condition it cannot shrink the
+    /// estimate of the rows to read, and each row is found by its primary key
+    /// (``readByIndex(on:logger:)`` keeps it to that).
+    private static func requeueQuery(_ c: Columns) -> PostgresQuery {
+        """
+        UPDATE deliveries d SET state = 'queued', lease_owner = NULL, lease_until = NULL, started_at = NULL, attempts = d.attempts + 1,
+            available_at = o.retry_at, error_kind = NULLIF(o.error_kind, ''), delivery = NULLIF(o.delivery, ''),
+            message = NULLIF(o.message, '')
+        FROM unnest(\(c.ids)::text[], \(c.positions)::int8[], \(c.kinds)::text[], \(c.deliveries)::text[],
+            \(c.messages)::text[], \(c.retryAts)::float8[], \(c.owners)::text[], \(c.held)::text[])
+            AS o(notification_id, position, error_kind, delivery, message, retry_at, owner, held)
+        WHERE d.notification_id = o.notification_id AND d.position = o.position
+            AND d.state = o.held AND d.lease_owner = o.owner
+        """
+    }
+
+    /// Final outcomes, in one statement: finish the batch, record its 410s among the rows this owner
+    /// still held (a data-modifying CTE runs to completion whatever the outer query reads), and
+    /// count them — no row travels back. Written as ``requeueQuery(_:)`` is.
+    private static func finishQuery(_ c: Columns, now: Double) -> PostgresQuery {
+        """
+        WITH finished AS (
+            UPDATE deliveries d SET state = 'done', lease_owner = NULL, lease_until = NULL, attempts = d.attempts + 1,
+                status = NULLIF(o.status, -1), reason = NULLIF(o.reason, ''), apns_id = NULLIF(o.apns_id, ''),
+                error_kind = NULLIF(o.error_kind, ''), delivery = NULLIF(o.delivery, ''),
+                message = NULLIF(o.message, ''), finished_at = \(now)
+            FROM unnest(\(c.ids)::text[], \(c.positions)::int8[], \(c.statuses)::int8[], \(c.reasons)::text[],
+                \(c.apnsIDs)::text[], \(c.kinds)::text[], \(c.deliveries)::text[], \(c.messages)::text[],
+                \(c.apps)::text[], \(c.tokens)::text[], \(c.invalidSince)::float8[], \(c.owners)::text[],
+                \(c.held)::text[])
+                AS o(notification_id, position, status, reason, apns_id, error_kind, delivery, message, app, token,
+                    invalid_since, owner, held)
+            WHERE d.notification_id = o.notification_id AND d.position = o.position
+                AND d.state = o.held AND d.lease_owner = o.owner
+            RETURNING o.status, o.app, o.token, o.invalid_since),
+        reported AS (
+            INSERT INTO unregistered(app, token, invalid_since, reported_at)
+            SELECT DISTINCT ON (app, token) app, token, NULLIF(invalid_since, 'NaN'), \(now)
+            FROM finished WHERE status = 410
+            ORDER BY app, token, NULLIF(invalid_since, 'NaN') DESC NULLS LAST
+            ON CONFLICT (app, token) DO UPDATE SET invalid_since = EXCLUDED.invalid_since,
+                reported_at = EXCLUDED.reported_at, seq = nextval('unregistered_seq_seq'))
+        SELECT count(*) FROM finished
+        """
     }
 
     public func progress(of id: String) async throws -> NotificationProgress? {
