@@ -284,9 +284,9 @@ func benchmark(_ options: Options) async throws {
             offset += part.count
         }
         let posted = ContinuousClock.now - start
-        // Counting the queue costs the database a scan (PostgreSQL: 20 ms over 100,000 rows, a
-        // sequential scan while the table's statistics are young), so it is counted only every
-        // 250 ms; the end is when the last outcome was written, read afterwards (untimed).
+        // Counting the queue costs the database a scan of the unfinished rows' index, so it is
+        // counted only every 250 ms; the end is when the last outcome was written, read afterwards
+        // (untimed).
         while try await store.queueDepth() > 0 { try await Task.sleep(for: .milliseconds(250)) }
         let cpu = microsecondsPerSend(busy.machine, machineBusy(), count: tokens.count)
         let processCPU = microsecondsPerSend(busy.process, processBusy(), count: tokens.count)
