@@ -21,7 +21,8 @@ import Testing
 
     /// PostgreSQL's plans, with statistics of a long history (20,000 finished device-sends, a few
     /// queued and claimed): the claim and the queue's depth read the partial index of unfinished
-    /// rows, never the whole table, and a batch of outcomes finds its rows by their primary key.
+    /// rows, never the whole table, and a batch of outcomes or of the retention's deletes finds its
+    /// rows by their primary key.
     @Test func thePostgreSQLQueueIsReadByItsIndexes() async throws {
         let queue = try await TestStore(.postgres)
         let store = try #require(queue.store as? PostgresStore)
@@ -50,6 +51,9 @@ import Testing
             plans.finish.contains { $0.contains("Index Scan using deliveries_pkey on deliveries") }, "\(plans.finish)")
         #expect(
             !plans.finish.contains { $0.contains("Seq Scan on deliveries") || $0.contains("Hash") }, "\(plans.finish)")
+        // The retention's batch finds its notifications' rows by key, not by reading the history.
+        #expect(!plans.prune.contains { $0.contains("Seq Scan on deliveries") }, "\(plans.prune)")
+        #expect(plans.prune.contains { $0.contains("using deliveries_pkey on deliveries") }, "\(plans.prune)")
         await queue.remove()
     }
 

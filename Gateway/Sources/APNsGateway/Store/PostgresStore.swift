@@ -218,10 +218,12 @@ public final class PostgresStore: GatewayStore, Service {
         """
     }
 
-    /// PostgreSQL's plans (`EXPLAIN`, one line per step) for the claim, the queue's depth and a
-    /// batch of 500 outcomes, with the statistics the database has now: for the test that they read
-    /// `deliveries_open` and the primary key, not the whole history.
-    package func queryPlans() async throws -> (claim: [String], depth: [String], finish: [String]) {
+    /// PostgreSQL's plans (`EXPLAIN`, one line per step) for the claim, the queue's depth, a batch
+    /// of 500 outcomes and a batch of the retention's deletes, with the statistics the database has
+    /// now: for the test that they read `deliveries_open` and the primary key, not the whole history.
+    package func queryPlans() async throws -> (
+        claim: [String], depth: [String], finish: [String], prune: [String]
+    ) {
         let now = Date().timeIntervalSince1970
         let outcomes = (0..<500).map {
             DeliveryOutcome(
@@ -231,7 +233,8 @@ public final class PostgresStore: GatewayStore, Service {
         return try await (
             plan(of: Self.claimQuery(owner: "plan", limit: 2_000, now: now, leaseUntil: now + 60)),
             plan(of: Self.depthQuery()),
-            plan(of: Self.finishQuery(Columns(outcomes, owner: "plan"), now: now))
+            plan(of: Self.finishQuery(Columns(outcomes, owner: "plan"), now: now)),
+            plan(of: Self.pruneQuery(before: now - 7 * 86_400, limit: 500))
         )
     }
 
@@ -359,16 +362,9 @@ public final class PostgresStore: GatewayStore, Service {
         let logger = self.logger
         let seconds = cutoff.timeIntervalSince1970
         return try await client.withTransaction(logger: logger) { connection -> Int in
-            let deleted = try await connection.query(
-                """
-                WITH old AS (
-                    SELECT id FROM notifications n WHERE created_at < \(seconds)
-                    AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id AND d.state <> 'done')
-                    ORDER BY created_at LIMIT \(limit)),
-                gone AS (DELETE FROM deliveries d USING old WHERE d.notification_id = old.id)
-                DELETE FROM notifications n USING old WHERE n.id = old.id RETURNING 1
-                """, logger: logger
-            ).collect().count
+            try await Self.readByIndex(on: connection, logger: logger)
+            let deleted = try await connection.query(Self.pruneQuery(before: seconds, limit: limit), logger: logger)
+                .collect().count
             try await connection.query(
                 """
                 DELETE FROM unregistered WHERE seq IN (
@@ -376,6 +372,21 @@ public final class PostgresStore: GatewayStore, Service {
                 """, logger: logger)
             return deleted
         }
+    }
+
+    /// The oldest `limit` finished notifications created before `cutoff`, deleted with their
+    /// device-sends. Under ``readByIndex(on:logger:)`` each is found through `notifications_created`
+    /// and its rows through the primary key; from young statistics PostgreSQL read the whole
+    /// table of device-sends twice per batch instead.
+    private static func pruneQuery(before cutoff: Double, limit: Int) -> PostgresQuery {
+        """
+        WITH old AS (
+            SELECT id FROM notifications n WHERE created_at < \(cutoff)
+            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id AND d.state <> 'done')
+            ORDER BY created_at LIMIT \(limit)),
+        gone AS (DELETE FROM deliveries d USING old WHERE d.notification_id = old.id)
+        DELETE FROM notifications n USING old WHERE n.id = old.id RETURNING 1
+        """
     }
 
     public func register(
