@@ -2,7 +2,6 @@ import APNs
 import APNsMockServer
 import APNsTesting
 import Foundation
-import Synchronization
 import Testing
 
 /// A task that prefers a connector's `taskExecutor` runs on the connector's transport thread —
@@ -66,7 +65,7 @@ import Testing
 
     /// Devices that note which thread reads them: a bulk send's producer reads them lazily.
     struct WatchedDevices: Sequence, Sendable {
-        final class Threads: Sendable { let names = Mutex<Set<String>>([]) }
+        final class Threads: Sendable { let names = Locked<Set<String>>([]) }
         let devices: [Device]
         let threads = Threads()
 
@@ -141,7 +140,7 @@ import Testing
     /// A task on the executor that only yields gets turns, and libcurl still gets its own: sends
     /// from elsewhere complete meanwhile.
     @Test func aTaskThatOnlyYieldsDoesNotStopTheTransport() async throws {
-        final class Flag: Sendable { let raised = Mutex(false) }
+        final class Flag: Sendable { let raised = Locked(false) }  // not `Mutex`: see `Locked`
         try await Fixture.with { fixture in
             let connector = try fixture.tokenConnector()
             let done = Flag()
