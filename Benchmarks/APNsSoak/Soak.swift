@@ -10,7 +10,7 @@ import Foundation
 ///     swift run -c release --package-path Benchmarks APNsSoak                 # 1,000,000 sends, a fault every 10,000
 ///     swift run --package-path Benchmarks APNsSoak --count 20000             # a short run
 ///     swift run -c release --package-path Benchmarks APNsSoak --duration 3600   # an hour, RSS every minute
-///     swift run -c release --package-path Benchmarks APNsSoak --duration 3600 --trim   # memory in use: freed memory handed back first
+///     swift run -c release --package-path Benchmarks APNsSoak --duration 3600 --memory-trim 10   # the transport hands freed memory back every 10 s
 ///
 /// Each wave of `--wave` sends (500 in flight, each with its own apns-id) starts with one fault
 /// injected into the mock server and a graceful GOAWAY on its open connections (so the client's
@@ -46,11 +46,12 @@ struct Soak: AsyncParsableCommand {
     )
     var server = "process"
     @Flag(help: .hidden) var serve = false
-    @Flag(
+    @Option(
+        name: .customLong("memory-trim"),
         help:
-            "Diagnostic: hand freed memory back to the system (glibc's malloc_trim) before each sample, to tell what the allocator keeps from what is in use."
+            "The transport's memoryTrimInterval, in seconds: it hands the process's freed heap memory back to the system (glibc's malloc_trim) this often."
     )
-    var trim = false
+    var memoryTrim: Double?
 
     static let faults: [(MockAPNsServer.Fault, connections: Int?, requests: Int?)] = [
         (.resetAfterProcessing(requests: 50), 1, nil),
@@ -112,11 +113,12 @@ struct Soak: AsyncParsableCommand {
         }
         let server = try await self.server == "process" ? SoakServer.startProcess() : SoakServer.startInProcess()
         let key = server.key
+        var transport = TransportConfiguration(
+            trustedCertificateAuthority: .pem(server.certificateAuthorityPEM), maximumConcurrentStreams: inFlight)
+        transport.memoryTrimInterval = memoryTrim.map { .milliseconds(Int64($0 * 1000)) }
         let connector = try TokenConnector(
             teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
-            environment: .custom(host: server.host, port: server.port),
-            transport: TransportConfiguration(
-                trustedCertificateAuthority: .pem(server.certificateAuthorityPEM), maximumConcurrentStreams: inFlight))
+            environment: .custom(host: server.host, port: server.port), transport: transport)
         let device = try Device(token: "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0")
         let timeout = Duration.milliseconds(Int64(self.timeout * 1000))
         // Warm up: connect and settle the token before measuring memory.
@@ -181,22 +183,11 @@ struct Soak: AsyncParsableCommand {
             let now = (ContinuousClock.now - started).seconds
             if let last = curve.last, now - last.0 >= sampleEvery {
                 let resident = Self.residentMegabytes()
-                if trim {
-                    // The curve is what remains once the allocator returns what it can: memory in use.
-                    Self.trimHeap()
-                    curve.append((now, Self.residentMegabytes()))
-                    print(
-                        String(
-                            format: "curve %6.0f s  %d MB after trim, %d MB before  (%d sent, %d easy handles)  %@",
-                            now, curve[curve.count - 1].1, resident, sent, connector.easyHandleCount,
-                            Self.memoryBreakdown()))
-                } else {
-                    curve.append((now, resident))
-                    print(
-                        String(
-                            format: "curve %6.0f s  %d MB  (%d sent, %d easy handles)  %@", now, resident, sent,
-                            connector.easyHandleCount, Self.memoryBreakdown()))
-                }
+                curve.append((now, resident))
+                print(
+                    String(
+                        format: "curve %6.0f s  %d MB  (%d sent, %d easy handles)  %@", now, resident, sent,
+                        connector.easyHandleCount, Self.memoryBreakdown()))
             }
             if waveIndex % 10 == 0 {
                 print(
@@ -205,12 +196,12 @@ struct Soak: AsyncParsableCommand {
             }
         }
         let elapsed = (ContinuousClock.now - started).seconds
-        if trim { Self.trimHeap() }
         let endRSS = Self.residentMegabytes()
         let count = sent
         // After the first five minutes (the pools and caches' warm-up), how far RSS moved.
         let settled = curve.filter { $0.0 >= 300 }.map(\.1) + [endRSS]
-        let drift = (settled.max() ?? endRSS) - (settled.first ?? endRSS)
+        // The band every sample stayed in (a sample below the first counts too).
+        let drift = (settled.max() ?? endRSS) - (settled.min() ?? endRSS)
         let rows: [(String, String)] = [
             ("sends", "\(count) in waves of \(wave), \(inFlight) in flight, timeout \(self.timeout) s"),
             (
@@ -244,9 +235,9 @@ struct Soak: AsyncParsableCommand {
             ("libcurl", Self.libcurlVersion()),
             ("RSS start / end", "\(startRSS) / \(endRSS) MB"),
             (
-                "RSS after 5 min: first / max / end",
+                "RSS after 5 min: first / min / max / end",
                 elapsed >= 300
-                    ? "\(settled.first ?? 0) / \(settled.max() ?? 0) / \(endRSS) MB (range \(drift) MB)"
+                    ? "\(settled.first ?? 0) / \(settled.min() ?? 0) / \(settled.max() ?? 0) / \(endRSS) MB (range \(drift) MB)"
                     : "run shorter than 5 min"
             ),
         ]
@@ -397,8 +388,7 @@ struct Soak: AsyncParsableCommand {
     }
 
     /// A C function of the process's loaded libraries, looked up at run time (`dlsym` with
-    /// `RTLD_DEFAULT`): for functions Swift's C modules do not import (glibc's `malloc_trim` and
-    /// `malloc_info`), and for the libcurl `LD_LIBRARY_PATH` put in place of the one the build linked.
+    /// `RTLD_DEFAULT`): for functions Swift's C modules do not import (glibc's `malloc_info`), and for the libcurl `LD_LIBRARY_PATH` put in place of the one the build linked.
     static func cFunction<Function>(named name: String, as type: Function.Type) -> Function? {
         #if canImport(Darwin)
             let everywhere = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT
@@ -412,13 +402,6 @@ struct Soak: AsyncParsableCommand {
     static func libcurlVersion() -> String {
         let version = cFunction(named: "curl_version", as: (@convention(c) () -> UnsafePointer<CChar>?).self)
         return version?().map { String(cString: $0) } ?? "?"
-    }
-
-    /// glibc's `malloc_trim(0)`; nothing elsewhere.
-    static func trimHeap() {
-        #if os(Linux)
-            _ = cFunction(named: "malloc_trim", as: (@convention(c) (Int) -> Int32).self)?(0)
-        #endif
     }
 
     /// Where the resident memory is, printed with each point of the curve: the process's mappings by kind (from

@@ -47,6 +47,7 @@ public func fuzzOptions(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         requestTimeout: duration(), connectTimeout: duration(), maximumConnectionsPerHost: int(),
         maximumConcurrentStreams: int(), maximumIdleTime: duration(),
         tcpKeepAliveInterval: input.byte() % 2 == 0 ? nil : duration(), shutdownGracePeriod: duration())
+    if input.byte() % 2 == 1 { configuration.memoryTrimInterval = duration() }
     if input.byte() % 2 == 1 {
         configuration.circuitBreaker = CircuitBreakerPolicy(
             failureThreshold: int(), initialCoolDown: duration(), maximumCoolDown: duration())
@@ -59,6 +60,7 @@ public func fuzzOptions(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         && configuration.shutdownGracePeriod >= .zero && configuration.shutdownGracePeriod <= day
         && inRange(configuration.maximumIdleTime, from: .seconds(1))
         && configuration.tcpKeepAliveInterval.map { inRange($0, from: .seconds(1)) } ?? true
+        && configuration.memoryTrimInterval.map { inRange($0, from: .seconds(1)) } ?? true
         && configuration.circuitBreaker.map {
             (1...Int(Int32.max)).contains($0.failureThreshold) && inRange($0.initialCoolDown, from: .milliseconds(1))
                 && inRange($0.maximumCoolDown, from: $0.initialCoolDown)
@@ -70,6 +72,7 @@ public func fuzzOptions(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
             derive(value)
         }
         _ = Int(configuration.maximumIdleTime.components.seconds) + 2
+        if let interval = configuration.memoryTrimInterval { _ = ContinuousClock.now + interval }  // its next due time
         if let breakerPolicy = configuration.circuitBreaker {
             // A circuit opened and its probes failing, as far as the cool-down can double.
             var breaker = CircuitBreaker(policy: breakerPolicy)

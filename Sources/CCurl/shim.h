@@ -9,6 +9,9 @@
 #include <sys/socket.h>
 #ifdef __linux__
 #include <sys/prctl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #else
 #include <pthread.h>
 #endif
@@ -118,6 +121,18 @@ static inline int ccurl_name_current_thread(const char *name) {
 #else
     (void)name;
     return 0;
+#endif
+}
+
+// Hands the process's freed heap memory back to the system (glibc's malloc_trim(0): the top of
+// each arena and the free pages inside it), for `TransportConfiguration.memoryTrimInterval`.
+// Returns 1 when memory was released, 0 when none was, -1 where the C library has no such call
+// (macOS, musl): there the setting does nothing.
+static inline int ccurl_trim_heap(void) {
+#if defined(__linux__) && defined(__GLIBC__)
+    return malloc_trim(0);
+#else
+    return -1;
 #endif
 }
 

@@ -246,6 +246,12 @@ struct Serve: AsyncParsableCommand {
         name: .customLong("at-most-once-groups"),
         help: "Groups of an at-most-once notification on the wire at once, the next recorded meanwhile (1–64).")
     var atMostOnceGroups = 4
+    @Option(
+        name: .customLong("memory-trim-seconds"),
+        help:
+            "Hand the process's freed heap memory back to the system this often (glibc's malloc_trim; Linux), so the resident size stays near what is in use; 0 turns it off (1–86400)."
+    )
+    var memoryTrimSeconds = 10.0
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error.") var logLevel = "info"
 
     /// The dispatcher's settings from the options, checked before anything starts.
@@ -350,6 +356,10 @@ struct Serve: AsyncParsableCommand {
     private func makeConnector(logger: Logger) throws -> (AnyConnector, any Service) {
         var transport = TransportConfiguration()
         if let caFile { transport.trustedCertificateAuthority = .file(path: caFile) }
+        guard memoryTrimSeconds == 0 || (memoryTrimSeconds >= 1 && memoryTrimSeconds <= 86_400) else {
+            throw ValidationError("--memory-trim-seconds \(memoryTrimSeconds) must be 0 (off) or between 1 and 86400")
+        }
+        if memoryTrimSeconds > 0 { transport.memoryTrimInterval = .milliseconds(Int64(memoryTrimSeconds * 1000)) }
         transport.proxy = try Proxy(setting: proxy)
         if let proxyPasswordEnvironment {
             guard let username = transport.proxy.username else {

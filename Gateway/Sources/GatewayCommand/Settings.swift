@@ -31,7 +31,7 @@ enum Settings {
         ("max-devices", .whole, false), ("max-queue-depth", .whole, false),
         ("instance", .text, false), ("lease-seconds", .whole, false), ("timeout", .number, false),
         ("retention-days", .number, false), ("at-most-once-group", .whole, false),
-        ("at-most-once-groups", .whole, false), ("log-level", .text, false),
+        ("at-most-once-groups", .whole, false), ("memory-trim-seconds", .number, false), ("log-level", .text, false),
     ]
 
     /// Options whose value may carry a password (a URL's): refused from the file, redacted from

@@ -69,7 +69,8 @@ import Testing
             "production": "true", "apns-host": #""127.0.0.1:9""#, "ca-file": #""/nonexistent/ca.pem""#,
             "proxy": #""direct""#, "proxy-password-env": #""PROXY_PASSWORD""#, "max-devices": "10",
             "max-queue-depth": "100", "instance": #""settings-test""#, "lease-seconds": "3", "timeout": "2.5",
-            "retention-days": "1.5", "at-most-once-group": "50", "at-most-once-groups": "2", "log-level": #""debug""#,
+            "retention-days": "1.5", "at-most-once-group": "50", "at-most-once-groups": "2", "memory-trim-seconds": "5",
+            "log-level": #""debug""#,
         ]
         let (_, help, _) = try Self.run(["serve", "--help"])
         // The options as the help lists them: each line that starts with one.
@@ -111,6 +112,10 @@ import Testing
             ("{}", ["APNS_GATEWAY_PORT": "eighty"], "APNS_GATEWAY_PORT=eighty is not a whole number"),
             (#"{"at-most-once-group": 0}"#, [:], "--at-most-once-group 0 must be between 1 and 2000 (a claim's size)"),
             ("{}", ["APNS_GATEWAY_AT_MOST_ONCE_GROUPS": "65"], "--at-most-once-groups 65 must be between 1 and 64"),
+            (
+                #"{"memory-trim-seconds": 0.5}"#, [:],
+                "--memory-trim-seconds 0.5 must be 0 (off) or between 1 and 86400"
+            ),
         ]
         for (json, environment, message) in cases {
             let file = try Self.write(json, in: folder)

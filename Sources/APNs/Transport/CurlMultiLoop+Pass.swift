@@ -62,6 +62,7 @@ extension CurlMultiLoop {
             let afterPerform = ContinuousClock.now
             sweepExpiredActive(on: multi, now: afterPerform)
             trimIdleHandles(now: afterPerform)
+            if memoryTrim?.isDue(at: afterPerform) == true { trimFreedMemory() }
             startWaiting(on: multi)
             if warmURL != nil, case .running = phase { warmUpIfNeeded(on: multi) }
             if waitingHead < waiting.count { pollLimit = min(pollLimit, CurlMultiLoop.deadlineSweepInterval) }
@@ -206,12 +207,52 @@ extension CurlMultiLoop {
         peakActive = active.count
     }
 
+    /// Hands freed heap memory back to the system (``TransportConfiguration/memoryTrimInterval``),
+    /// at most once per interval in the process, whichever connector's loop asks.
+    ///
+    /// Thread safety: called from any transport's loop thread; the last trim's time is behind a
+    /// lock, and `malloc_trim` locks glibc's arenas itself.
+    enum FreedMemory {
+        private static let last = Locked<ContinuousClock.Instant?>(nil)
+        private static let count = Locked(0)
+
+        /// Trims unless another loop did within `interval`; how long it took, if it did.
+        static func trim(every interval: Duration) -> Duration? {
+            let now = ContinuousClock.now
+            let due = last.withLock { last -> Bool in
+                if let previous = last, now - previous < interval { return false }
+                last = now
+                return true
+            }
+            guard due, ccurl_trim_heap() >= 0 else { return nil }
+            count.withLock { $0 += 1 }
+            return .now - now
+        }
+
+        /// How many trims this process has made (for tests).
+        static var trims: Int { count.withLock { $0 } }
+    }
+
+    /// ``FreedMemory/trim(every:)`` with this loop's interval, logged at `debug` with its duration.
+    func trimFreedMemory() {
+        assertOnLoopThread()
+        guard let interval = settings.memoryTrimInterval, let took = FreedMemory.trim(every: interval),
+            observability.isEnabled
+        else { return }
+        observability.logger.debug(
+            "handed freed heap memory back to the system",
+            metadata: ["apns.memory_trim.duration_us": "\(took / .microseconds(1))"])
+    }
+
     /// A check the loop makes at most once per interval, given the pass's clock reading.
     struct Periodic {
         let interval: Duration
         private var next = ContinuousClock.now
 
-        init(every interval: Duration) { self.interval = interval }
+        init(every interval: Duration, startingAfterOne: Bool = false) {
+            self.interval = interval
+            if startingAfterOne { next = .now + interval }
+        }
 
         /// True when the interval has passed since it was last due (and from now on counts again).
         mutating func isDue(at now: ContinuousClock.Instant) -> Bool {

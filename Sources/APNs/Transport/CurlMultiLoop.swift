@@ -51,6 +51,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         var observability: Observability
         /// Watch for GOAWAY frames on libcurl's verbose channel (``TransportConfiguration/reportsGoAway``).
         var reportsGoAway: Bool
+        /// Hand freed heap memory back to the system this often (``TransportConfiguration/memoryTrimInterval``).
+        var memoryTrimInterval: Duration?
     }
 
     enum Operation {
@@ -142,6 +144,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     var waitingSweep = Periodic(every: CurlMultiLoop.deadlineSweepInterval)
     var activeSweep = Periodic(every: CurlMultiLoop.activeSweepInterval)
     var idleTrim = Periodic(every: CurlMultiLoop.idleTrimInterval)
+    var memoryTrim: Periodic?
     /// The most transfers in libcurl at once since the idle handles were last trimmed.
     @exclusivity(unchecked) var peakActive = 0
     /// When each connection (by local port) last delivered a response, to tell a stalled
@@ -193,6 +196,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         breaker = settings.circuitBreaker.map(CircuitBreaker.init(policy:))
         watchesGoAway = settings.reportsGoAway && settings.observability.isListening(at: .notice)
         maximumInFlight = max(1, maximumConnectionsPerHost) * max(1, maximumConcurrentStreams)
+        memoryTrim = settings.memoryTrimInterval.map { Periodic(every: $0, startingAfterOne: true) }
         multi = curl_multi_init()
         share = curl_share_init()
         if let multi {

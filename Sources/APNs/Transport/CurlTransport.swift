@@ -69,7 +69,8 @@ final class CurlTransport: Sendable {
                     circuitBreaker: configuration.circuitBreaker,
                     trustedCA: trustedCA, identity: identity, proxy: configuration.proxy, proxyCA: proxyCA,
                     observability: observability,
-                    reportsGoAway: configuration.reportsGoAway && libcurl.reportsGoAway),
+                    reportsGoAway: configuration.reportsGoAway && libcurl.reportsGoAway,
+                    memoryTrimInterval: configuration.memoryTrimInterval),
                 maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
                 maximumConcurrentStreams: configuration.maximumConcurrentStreams)
         } catch {
