@@ -79,9 +79,11 @@ extension APNsConnectorID<RunTimeAuthentication> {
     @Test func stoppingTheAppDrainsSendsInFlight() async throws {
         let apns = try await MockAPNs.start()
         apns.server.inject(.delay(.milliseconds(800)))
-        let app = try await Application.make(.testing)
-        try app.apns.use(apns.tokenConnector())
+        // What can throw comes before the app: an app released without its shutdown traps in Vapor.
+        let connector = try apns.tokenConnector()
         let device = try Device(token: MockAPNs.token)
+        let app = try await Application.make(.testing)
+        try app.apns.use(connector)
         let sends = Task {
             try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<20 { group.addTask { try await app.apns.send(Self.alert, to: device).status } }
