@@ -72,11 +72,14 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// glibc keeps what a program frees in its arenas for reuse, and with libcurl before 8.7
     /// (Debian 12's 7.88 among them) a long-running sender's resident size creeps by some
     /// megabytes over an hour of faults and reconnections while the memory in use stays flat (the
-    /// Reliability article has the curves). Setting this keeps the resident size near what is in
-    /// use. It trims the whole process's heap, not only the transport's, locking each arena while
-    /// it walks it, on the transport's thread (a few milliseconds: 7.7 ms for 33 MB free in 4,000
-    /// pieces), so sends wait that long once per interval; one second cost no measurable
-    /// throughput in the soak. It does nothing on macOS or with a C library other than glibc.
+    /// Reliability article has the curves). Set to a second in a process started with
+    /// `MALLOC_ARENA_MAX=1`, it keeps the resident size near what is in use (an hour of faults on
+    /// 7.88: within 3 MB); with glibc's default arenas, whose free memory is touched again between
+    /// two trims, it helps less. It trims the whole process's heap, not only the transport's,
+    /// locking each arena while it walks it, on the transport's thread (a few milliseconds: 7.7 ms
+    /// for 33 MB free in 4,000 pieces), so sends wait that long once per interval; one second cost
+    /// no measurable throughput in the soak. It does nothing on macOS or with a C library other
+    /// than glibc.
     ///
     /// ```swift
     /// var transport = TransportConfiguration()
