@@ -37,6 +37,9 @@ struct Options {
     var claimHistory = 0
     /// Instances for the second end-to-end figure (1: none).
     var instances = 1
+    /// The dispatcher's claim size and batches in flight (its defaults unless given).
+    var claimBatch: Int?
+    var concurrentBatches: Int?
 
     init(_ arguments: [String]) throws {
         var iterator = arguments.dropFirst().makeIterator()
@@ -57,12 +60,14 @@ struct Options {
             case "--accept-requests": acceptRequests = try positive(argument)
             case "--postgres": postgres = try value(argument)
             case "--claim-history": claimHistory = try positive(argument)
+            case "--claim-batch": claimBatch = try positive(argument)
+            case "--concurrent-batches": concurrentBatches = try positive(argument)
             case "--instances":
                 instances = try positive(argument)
                 guard instances <= 8 else { throw SetupError("--instances takes 1 to 8") }
             default:
                 throw SetupError(
-                    "unknown option \(argument); use --devices N --per-request N --accept-requests N [--postgres URL] [--claim-history N] [--instances N]"
+                    "unknown option \(argument); use --devices N --per-request N --accept-requests N [--postgres URL] [--claim-history N] [--instances N] [--claim-batch N] [--concurrent-batches N]"
                 )
             }
         }
@@ -210,6 +215,8 @@ func benchmark(_ options: Options) async throws {
     let gatewayConnector = try connector()
     var sending = Dispatcher.Configuration()
     sending.instance = "benchmark-\(UUID().uuidString.prefix(8))"
+    if let claimBatch = options.claimBatch { sending.claimBatch = claimBatch }
+    if let concurrentBatches = options.concurrentBatches { sending.concurrentBatches = concurrentBatches }
     let dispatcher = Dispatcher(
         store: store, connector: AnyConnector(gatewayConnector), configuration: sending,
         logger: Logger(label: "benchmark"))
