@@ -100,7 +100,8 @@ import Testing
     /// The way a server runs it: in a ServiceGroup that turns SIGTERM into a graceful shutdown.
     @Test func serviceGroupStopsTheConnectorOnSIGTERM() async throws {
         try await Fixture.with { fixture in
-            fixture.server.inject(.delay(.milliseconds(300)))
+            // Longer than a loaded machine takes from the request's arrival to the signal.
+            fixture.server.inject(.delay(.seconds(3)))
             let connector = try fixture.tokenConnector()
             let group = ServiceGroup(
                 configuration: .init(
@@ -110,7 +111,7 @@ import Testing
             let inFlight = Task {
                 try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
             }
-            // received; its answer waits 300 ms
+            // received; its answer waits 3 s
             while fixture.server.faultsApplied == 0 { try await Task.sleep(for: .milliseconds(5)) }
             // Signal only once the group has taken SIGTERM over (its default action ends the process).
             while Self.sigtermIsDefault() { try await Task.sleep(for: .milliseconds(5)) }
