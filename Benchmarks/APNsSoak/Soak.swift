@@ -111,11 +111,14 @@ struct Soak: AsyncParsableCommand {
         guard (1...65_536).contains(wave) else {
             throw ValidationError("--wave is 1 to 65,536 (a send's index in its wave is two bytes of its apns-id)")
         }
+        if let memoryTrim, !(memoryTrim.isFinite && (1...86_400).contains(memoryTrim)) {
+            throw ValidationError("--memory-trim \(memoryTrim) is 1 to 86,400 seconds (the transport's range)")
+        }
         let server = try await self.server == "process" ? SoakServer.startProcess() : SoakServer.startInProcess()
         let key = server.key
         var transport = TransportConfiguration(
             trustedCertificateAuthority: .pem(server.certificateAuthorityPEM), maximumConcurrentStreams: inFlight)
-        transport.memoryTrimInterval = memoryTrim.map { .milliseconds(Int64($0 * 1000)) }
+        transport.memoryTrimInterval = memoryTrim.map { Duration.seconds($0) }
         let connector = try TokenConnector(
             teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
             environment: .custom(host: server.host, port: server.port), transport: transport)
@@ -388,7 +391,8 @@ struct Soak: AsyncParsableCommand {
     }
 
     /// A C function of the process's loaded libraries, looked up at run time (`dlsym` with
-    /// `RTLD_DEFAULT`): for functions Swift's C modules do not import (glibc's `malloc_info`), and for the libcurl `LD_LIBRARY_PATH` put in place of the one the build linked.
+    /// `RTLD_DEFAULT`): for functions Swift's C modules do not import (glibc's `malloc_info`), and
+    /// for the libcurl `LD_LIBRARY_PATH` put in place of the one the build linked.
     static func cFunction<Function>(named name: String, as type: Function.Type) -> Function? {
         #if canImport(Darwin)
             let everywhere = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT

@@ -359,7 +359,7 @@ struct Serve: AsyncParsableCommand {
         guard memoryTrimSeconds == 0 || (memoryTrimSeconds >= 1 && memoryTrimSeconds <= 86_400) else {
             throw ValidationError("--memory-trim-seconds \(memoryTrimSeconds) must be 0 (off) or between 1 and 86400")
         }
-        if memoryTrimSeconds > 0 { transport.memoryTrimInterval = .milliseconds(Int64(memoryTrimSeconds * 1000)) }
+        if memoryTrimSeconds > 0 { transport.memoryTrimInterval = .seconds(memoryTrimSeconds) }
         transport.proxy = try Proxy(setting: proxy)
         if let proxyPasswordEnvironment {
             guard let username = transport.proxy.username else {

@@ -7,9 +7,10 @@
 /// ```
 ///
 /// Values are checked when a connector is made: a timeout that is not positive, a limit below one,
-/// an idle time, keepalive or memory trim interval under a second, any duration over ``maximumDuration`` (24 hours), more
-/// than ``maximumConnectionsLimit`` connections or ``maximumStreamsLimit`` streams is an
-/// ``APNsValidationError/invalidTransportSetting(name:value:)`` that names the allowed range.
+/// an idle time, keepalive or memory trim interval under a second, any duration over
+/// ``maximumDuration`` (24 hours), more than ``maximumConnectionsLimit`` connections or
+/// ``maximumStreamsLimit`` streams is an ``APNsValidationError/invalidTransportSetting(name:value:)``
+/// that names the allowed range.
 public struct TransportConfiguration: Sendable, Hashable {
     /// The default deadline of one send, counted from the moment it is made, whether it waits in a
     /// queue, for a connection or for APNs' answer. `send(…, timeout:)` overrides it per send.

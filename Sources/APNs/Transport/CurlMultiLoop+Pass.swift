@@ -213,24 +213,24 @@ extension CurlMultiLoop {
     /// Thread safety: called from any transport's loop thread; the last trim's time is behind a
     /// lock, and `malloc_trim` locks glibc's arenas itself.
     enum FreedMemory {
-        private static let last = Locked<ContinuousClock.Instant?>(nil)
-        private static let count = Locked(0)
+        /// When the last trim began, and how many this process has made.
+        private static let state = Locked<(last: ContinuousClock.Instant?, count: Int)>((nil, 0))
 
         /// Trims unless another loop did within `interval`; how long it took, if it did.
         static func trim(every interval: Duration) -> Duration? {
             let now = ContinuousClock.now
-            let due = last.withLock { last -> Bool in
-                if let previous = last, now - previous < interval { return false }
-                last = now
+            let due = state.withLock { state -> Bool in
+                if let previous = state.last, now - previous < interval { return false }
+                state.last = now
                 return true
             }
             guard due, ccurl_trim_heap() >= 0 else { return nil }
-            count.withLock { $0 += 1 }
+            state.withLock { $0.count += 1 }
             return .now - now
         }
 
         /// How many trims this process has made (for tests).
-        static var trims: Int { count.withLock { $0 } }
+        static var trims: Int { state.withLock { $0.count } }
     }
 
     /// ``FreedMemory/trim(every:)`` with this loop's interval, logged at `debug` with its duration.
