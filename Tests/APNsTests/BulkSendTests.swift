@@ -318,6 +318,28 @@ import Testing
         }
     }
 
+    /// libcurl puts a request on the first connection with room: without the transport's share, a
+    /// pool of four carrying 400 requests put 397 on one connection and one on each of the others.
+    /// Every request is held by the server until all are in flight, so the share is each
+    /// connection's 100.
+    @Test func aPoolSpreadsItsRequestsEvenly() async throws {
+        try await Fixture.with(adjust: { $0.recordsRequests = true }) { fixture in
+            fixture.server.inject(.delay(.seconds(3).scaledForSanitizers))
+            let pooled = try fixture.tokenConnector(adjust: { $0.maximumConnectionsPerHost = 4 })
+            let summary = try await send(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: pooled, to: Self.devices(400))
+            #expect(summary.accepted == 400)
+            // The last answers may be recorded a moment after the client read them.
+            let until = ContinuousClock.now + .seconds(5)
+            while fixture.server.requests.count < 400, ContinuousClock.now < until {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let perConnection = Dictionary(grouping: fixture.server.requests, by: { $0.remoteAddress ?? "" })
+            #expect(perConnection.count == 4)
+            #expect(perConnection.values.map(\.count).sorted() == [100, 100, 100, 100])
+        }
+    }
+
     @Test func bulkSendsGiveEachDeviceItsOwnAPNsID() async throws {
         let connector = TokenRecordingConnector()
         let shared = AlertNotification(bundleID: "com.example.app", apnsID: APNsID()) { Alert("x") }

@@ -30,6 +30,35 @@ import Testing
         }
     }
 
+    /// The same through a pool of four, whose share of the streams follows the demand: every send
+    /// goes through once, on the four connections and no other, although each connection first
+    /// allows one stream (libcurl parks what finds no room and takes it up again later).
+    @Test func oneStreamUntilFirstSuccessOnEachConnectionOfAPool() async throws {
+        try await Fixture.with(adjust: {
+            $0.oneStreamUntilFirstSuccess = true
+            $0.recordsRequests = true
+        }) { fixture in
+            fixture.server.inject(.delay(.milliseconds(500)))
+            let connector = try fixture.tokenConnector(adjust: { $0.maximumConnectionsPerHost = 4 })
+            let ids = (0..<400).map { _ in APNsID() }
+            let accepted = await withTaskGroup(of: Bool.self) { group in
+                for id in ids {
+                    group.addTask {
+                        (try? await send(
+                            AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector,
+                            to: .test)) != nil
+                    }
+                }
+                var count = 0
+                for await ok in group where ok { count += 1 }
+                return count
+            }
+            #expect(accepted == 400)
+            #expect(ids.allSatisfy { fixture.server.processedCount(apnsID: $0.description) == 1 })
+            #expect(fixture.server.connectionCount == 4)
+        }
+    }
+
     /// A server that offers only HTTP/1.1 is not APNs: nothing is written to it.
     @Test func http11OnlyServerGetsNoRequest() async throws {
         try await Fixture.with(adjust: { $0.applicationProtocols = ["http/1.1"] }) { fixture in

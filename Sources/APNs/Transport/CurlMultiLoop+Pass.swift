@@ -265,6 +265,7 @@ extension CurlMultiLoop {
     /// Moves waiting transfers into libcurl while there is room.
     func startWaiting(on multi: UnsafeMutableRawPointer) {
         assertOnLoopThread()
+        if connectionsPerHost > 1 { spreadOverConnections(on: multi) }
         while active.count < maximumInFlight, waitingHead < waiting.count {
             let transfer = waiting[waitingHead]
             waitingHead += 1
@@ -277,6 +278,30 @@ extension CurlMultiLoop {
             waiting.removeFirst(waitingHead)
             waitingHead = 0
         }
+    }
+
+    /// Spreads a pool's requests evenly over its connections. libcurl gives a request to the first
+    /// connection with room under its stream limit, so with the configured limit a pool of four
+    /// carrying 500 requests put 497 on one connection and one on each of the others (measured): a
+    /// reset of that connection would have made 497 outcomes `unknown` instead of 125, and one
+    /// connection did the work of four. So the limit libcurl applies when it picks a connection
+    /// follows the demand: each connection's share of what is in libcurl and waiting for it, at
+    /// least one and at most the configured streams. A request finds no room on a connection that
+    /// holds its share and goes to (or opens) the next, and the pool's room is never below the
+    /// demand.
+    ///
+    /// The share is lowered only while libcurl holds no request. libcurl parks a request that finds
+    /// no room (as it must while a new token connection allows one stream) and looks at it again
+    /// only when a transfer ends or a connection changes; a limit lowered under it would hold it
+    /// back longer. So after a burst the share stays at its peak until libcurl is idle: a later,
+    /// smaller load on a busy pool may sit on fewer connections. One connection (the default) is
+    /// never limited below its streams.
+    func spreadOverConnections(on multi: UnsafeMutableRawPointer) {
+        let demand = min(maximumInFlight, active.count + waiting.count - waitingHead)
+        let share = min(streamsPerConnection, max(1, (demand + connectionsPerHost - 1) / connectionsPerHost))
+        guard share > streamLimit || (share < streamLimit && active.isEmpty) else { return }
+        streamLimit = share
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, share)
     }
 
     /// Completes `transfer` as cancelled at once. A request already written is withdrawn from its

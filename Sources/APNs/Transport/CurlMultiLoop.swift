@@ -165,6 +165,12 @@ final class CurlMultiLoop: @unchecked Sendable {
     let watchesGoAway: Bool
     @exclusivity(unchecked) var breaker: CircuitBreaker?
     let maximumInFlight: Int
+    /// The pool's size and each connection's stream limit, as configured.
+    let connectionsPerHost: Int
+    let streamsPerConnection: Int
+    /// The stream limit libcurl applies now when it picks a connection for a request (see
+    /// ``spreadOverConnections(on:)``).
+    @exclusivity(unchecked) var streamLimit: Int
     /// Keep-warm (``keepWarm(url:)``): the URL a warm-up transfer asks for (its host is what
     /// counts: nothing is ever written), the one in flight, and when the next may start.
     var warmURL: String?
@@ -195,7 +201,10 @@ final class CurlMultiLoop: @unchecked Sendable {
         self.settings = settings
         breaker = settings.circuitBreaker.map(CircuitBreaker.init(policy:))
         watchesGoAway = settings.reportsGoAway && settings.observability.isListening(at: .notice)
-        maximumInFlight = max(1, maximumConnectionsPerHost) * max(1, maximumConcurrentStreams)
+        connectionsPerHost = max(1, maximumConnectionsPerHost)
+        streamsPerConnection = max(1, maximumConcurrentStreams)
+        streamLimit = streamsPerConnection
+        maximumInFlight = connectionsPerHost * streamsPerConnection
         memoryTrim = settings.memoryTrimInterval.map { Periodic(every: $0, startingAfterOne: true) }
         multi = curl_multi_init()
         share = curl_share_init()
@@ -210,10 +219,10 @@ final class CurlMultiLoop: @unchecked Sendable {
                 try require(
                     ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)), "CURLMOPT_PIPELINING")
                 try require(
-                    ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, maximumConnectionsPerHost)),
+                    ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, connectionsPerHost),
                     "CURLMOPT_MAX_HOST_CONNECTIONS")
                 try require(
-                    ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, maximumConcurrentStreams)),
+                    ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, streamsPerConnection),
                     "CURLMOPT_MAX_CONCURRENT_STREAMS")
             } catch {
                 curl_multi_cleanup(multi)
