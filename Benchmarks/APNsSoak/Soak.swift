@@ -285,7 +285,7 @@ struct Soak: AsyncParsableCommand {
 
     /// What the server processed since the last count: how often each send of wave `wave`, by index
     /// (capped at 9), and any send of an earlier wave it processed after that wave was counted.
-    struct Processed: Equatable {
+    struct Processed {
         var times: [UInt8]
         /// Sends of earlier waves processed since their wave's count: (wave, index, times).
         var late: [Late] = []
