@@ -271,6 +271,19 @@ final class StreamHandler: ChannelInboundHandler {
             responseHeaders.add(name: "content-type", value: "application/json")
             responseBody = context.channel.allocator.buffer(string: body)
         }
+        // Counted and recorded before it is answered: a client that has read the answer finds the
+        // request in ``MockAPNsServer/processedCount(apnsID:)`` and ``MockAPNsServer/requests``
+        // (done after the flush, a test reading them right after its last answer could miss it).
+        if verdict.status == 200 {
+            state.markProcessed(apnsID: verdict.headers.first(where: { $0.0 == "apns-id" })?.1)
+        }
+        state.record(
+            RecordedRequest(
+                method: incoming.method, path: incoming.path, authority: head.first(name: ":authority") ?? "",
+                headers: headers, body: body, authentication: verdict.authentication, status: verdict.status,
+                reason: verdict.reason?.rawValue,
+                responseHeaders: verdict.headers.map { APNsRequest.Header(name: $0.0, value: $0.1) },
+                remoteAddress: connection.value.remoteAddress))
         context.write(
             wrapOutboundOut(.headers(.init(headers: responseHeaders, endStream: responseBody == nil))), promise: nil)
         if let responseBody {
@@ -279,7 +292,6 @@ final class StreamHandler: ChannelInboundHandler {
         context.flush()
 
         if verdict.status == 200 {
-            state.markProcessed(apnsID: verdict.headers.first(where: { $0.0 == "apns-id" })?.1)
             let connection = connection.value
             if state.configuration.oneStreamUntilFirstSuccess, !connection.streamLimitRaised {
                 connection.streamLimitRaised = true
@@ -293,13 +305,6 @@ final class StreamHandler: ChannelInboundHandler {
                 connection.channel.writeAndFlush(settings, promise: nil)
             }
         }
-        state.record(
-            RecordedRequest(
-                method: incoming.method, path: incoming.path, authority: head.first(name: ":authority") ?? "",
-                headers: headers, body: body, authentication: verdict.authentication, status: verdict.status,
-                reason: verdict.reason?.rawValue,
-                responseHeaders: verdict.headers.map { APNsRequest.Header(name: $0.0, value: $0.1) },
-                remoteAddress: connection.value.remoteAddress))
         if counted { connection.value.streamFinished() }
     }
 }

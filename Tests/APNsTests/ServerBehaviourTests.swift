@@ -6,40 +6,15 @@ import Testing
 /// What APNs front ends do besides answering: one stream until the first success, ALPN, slow TLS.
 @Suite struct ServerBehaviourTests {
     /// APNs allows one stream on a token connection until a request succeeds; hundreds of sends made
-    /// at once wait their turn and then share the raised limit.
-    @Test func oneStreamUntilFirstSuccess() async throws {
+    /// at once wait their turn and then share the raised limit. Through a pool of four too, whose
+    /// share of the streams follows the demand: every send goes through once, on the four
+    /// connections and no other, although each first allows one stream (libcurl parks what finds
+    /// no room and takes it up again later). The answers come half a second late, so the sends
+    /// are all in flight together.
+    @Test(arguments: [1, 4]) func oneStreamUntilFirstSuccess(connections: Int) async throws {
         try await Fixture.with(adjust: { $0.oneStreamUntilFirstSuccess = true }) { fixture in
-            let connector = try fixture.tokenConnector()
-            let ids = (0..<300).map { _ in APNsID() }
-            let accepted = await withTaskGroup(of: Bool.self) { group in
-                for id in ids {
-                    group.addTask {
-                        (try? await send(
-                            AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector,
-                            to: .test)) != nil
-                    }
-                }
-                var count = 0
-                for await ok in group where ok { count += 1 }
-                return count
-            }
-            #expect(accepted == 300)
-            #expect(ids.allSatisfy { fixture.server.processedCount(apnsID: $0.description) == 1 })
-            #expect(fixture.server.connectionCount == 1)
-            await connector.shutdown()
-        }
-    }
-
-    /// The same through a pool of four, whose share of the streams follows the demand: every send
-    /// goes through once, on the four connections and no other, although each connection first
-    /// allows one stream (libcurl parks what finds no room and takes it up again later).
-    @Test func oneStreamUntilFirstSuccessOnEachConnectionOfAPool() async throws {
-        try await Fixture.with(adjust: {
-            $0.oneStreamUntilFirstSuccess = true
-            $0.recordsRequests = true
-        }) { fixture in
             fixture.server.inject(.delay(.milliseconds(500)))
-            let connector = try fixture.tokenConnector(adjust: { $0.maximumConnectionsPerHost = 4 })
+            let connector = try fixture.tokenConnector(adjust: { $0.maximumConnectionsPerHost = connections })
             let ids = (0..<400).map { _ in APNsID() }
             let accepted = await withTaskGroup(of: Bool.self) { group in
                 for id in ids {
@@ -55,7 +30,7 @@ import Testing
             }
             #expect(accepted == 400)
             #expect(ids.allSatisfy { fixture.server.processedCount(apnsID: $0.description) == 1 })
-            #expect(fixture.server.connectionCount == 4)
+            #expect(fixture.server.connectionCount == connections)
         }
     }
 
