@@ -13,7 +13,7 @@ import Testing
     /// are all in flight together.
     @Test(arguments: [1, 4]) func oneStreamUntilFirstSuccess(connections: Int) async throws {
         try await Fixture.with(adjust: { $0.oneStreamUntilFirstSuccess = true }) { fixture in
-            fixture.server.inject(.delay(.milliseconds(500)))
+            fixture.server.inject(.delay(.milliseconds(500).scaledForSanitizers))
             let connector = try fixture.tokenConnector(adjust: { $0.maximumConnectionsPerHost = connections })
             let ids = (0..<400).map { _ in APNsID() }
             let accepted = await withTaskGroup(of: Bool.self) { group in
