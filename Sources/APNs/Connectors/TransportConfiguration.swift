@@ -21,7 +21,8 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// default) trusts the system's roots. Verification itself cannot be turned off.
     public var trustedCertificateAuthority: CredentialSource?
     /// Connections per host. One is what Apple recommends; more only when one connection's stream
-    /// limit caps throughput. Requests are spread evenly over them (<doc:Connectors#Sizing-a-pool-for-the-round-trip>).
+    /// limit caps throughput. Requests are spread evenly over them
+    /// (<doc:Connectors#Sizing-a-pool-for-the-round-trip>).
     public var maximumConnectionsPerHost: Int
     /// The most streams libcurl opens on one connection; the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS lowers it further.

@@ -294,8 +294,11 @@ extension CurlMultiLoop {
     /// no room (as it must while a new token connection allows one stream) and looks at it again
     /// only when a transfer ends or a connection changes; a limit lowered under it would hold it
     /// back longer. So after a burst the share stays at its peak until libcurl is idle: a later,
-    /// smaller load on a busy pool may sit on fewer connections. One connection (the default) is
-    /// never limited below its streams.
+    /// smaller load on a busy pool may sit on fewer connections. A connection closing after GOAWAY
+    /// still counts among the pool's until it has closed (libcurl opens no other meanwhile), so
+    /// until then the others' room falls short of the demand by up to one share, and what does not
+    /// fit waits in libcurl (reasoned from libcurl's connection accounting, not measured). One
+    /// connection (the default) is never limited below its streams.
     func spreadOverConnections(on multi: UnsafeMutableRawPointer) {
         let demand = min(maximumInFlight, active.count + waiting.count - waitingHead)
         let share = min(streamsPerConnection, max(1, (demand + connectionsPerHost - 1) / connectionsPerHost))
