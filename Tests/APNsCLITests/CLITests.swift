@@ -59,6 +59,7 @@ import Testing
 
     @Test func dryRunWithAPayloadFileKeepsItsBytes() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("payload-\(UUID()).json")
+        defer { try? FileManager.default.removeItem(at: file) }
         try Data(#"{"aps":{"content-available":1},"b":1,"a":2}"#.utf8).write(to: file)
         let run = try Self.apns([
             "send", "--dry-run", "--push-type", "background", "--topic", "com.example.app", "--token", "ab",
@@ -76,7 +77,8 @@ import Testing
         #expect(badToken.status == 2)
         #expect(
             badToken.stderr
-                == "apns: Invalid device token: the token has 3 hex digits; a device token has an even number.\n")
+                == "apns: Invalid device token: character 1 is not a hex digit: a device token is hex (0-9, a-f), as the app reported it, not a bundle id, user id or a base64 string.\n"
+        )
         let badPriority = try Self.apns([
             "send", "--dry-run", "--push-type", "background", "--priority", "10", "--topic", "a.b", "--token", "ab",
         ])
@@ -125,6 +127,7 @@ import Testing
         let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
         let server = try await MockAPNsServer.start(.init(signingKeys: [key]))
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("apns-cli-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try Data(key.privateKeyPEM.utf8).write(to: folder.appendingPathComponent("AuthKey.p8"))
         try Data(server.certificateAuthorityPEM.utf8).write(to: folder.appendingPathComponent("ca.pem"))
@@ -156,6 +159,7 @@ import Testing
         let server = try await MockAPNsServer.start(.init(signingKeys: [key]))
         server.inject(.neverAnswer)
         let folder = try Self.credentials(key: key, server: server)
+        defer { try? FileManager.default.removeItem(at: folder) }
         let start = ContinuousClock.now
         let run = try Self.apns(
             Self.tokenArguments(key: key, server: server, folder: folder) + [
@@ -192,6 +196,7 @@ import Testing
         let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
         let server = try await MockAPNsServer.start(.init(signingKeys: [key]))
         let folder = try Self.credentials(key: key, server: server)
+        defer { try? FileManager.default.removeItem(at: folder) }
         let arguments =
             Self.tokenArguments(key: key, server: server, folder: folder) + [
                 "--topic", "com.example.app", "--token", "aaaa", "--body", "Hello",
@@ -232,6 +237,7 @@ import Testing
         server.reject(deviceToken: "bbbb", with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000))
         server.inject(.respond(status: 503, retryAfter: nil, body: ""), requests: 1)
         let folder = try Self.credentials(key: key, server: server)
+        defer { try? FileManager.default.removeItem(at: folder) }
         let run = try Self.apns(
             Self.tokenArguments(key: key, server: server, folder: folder) + [
                 "--topic", "com.example.app", "--token", "aaaa", "--token", "bbbb", "--body", "Hello",
@@ -384,6 +390,7 @@ import Testing
         configuration.minimumTokenUpdateInterval = nil  // every process mints its own token
         let server = try await MockAPNsServer.start(configuration)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("apns-cli-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try Data(key.privateKeyPEM.utf8).write(to: folder.appendingPathComponent("AuthKey.p8"))
         try Data(server.certificateAuthorityPEM.utf8).write(to: folder.appendingPathComponent("ca.pem"))
@@ -431,6 +438,7 @@ import Testing
 
     @Test func mockServerCommandServesWhatItPrints() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-cmd-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
         let process = Process()
         process.executableURL = Self.binary
         process.arguments = ["mock-server", "--port", "0", "--dir", folder.path, "--allow-frequent-token-updates"]

@@ -45,28 +45,46 @@ import Testing
         // Contiguous bytes are read through one buffer; any other collection through a copy.
         #expect(try Device(tokenBytes: [UInt8](repeating: 0xAB, count: 32)[4..<8]).token == "abababab")
         #expect(try Device(tokenBytes: (0..<4).lazy.map { UInt8($0 * 17) }).token == "00112233")
-        #expect(throws: APNsValidationError.self) { try Device(token: "") }
-        #expect(throws: APNsValidationError.self) { try Device(token: "abc") }
-        #expect(throws: APNsValidationError.self) { try Device(token: "zz") }
-        do {
-            _ = try Device(token: "abcg")
-            Issue.record("expected an error")
-        } catch {
-            #expect(
-                error.description
-                    == "Invalid device token: character 4 is not a hex digit; pass the token as hex, as the app reported it."
-            )
+        // The same type as send throws, so one do/catch matches both by case.
+        func problem(_ token: String) -> String? {
+            do {
+                _ = try Device(token: token)
+                return nil
+            } catch .validation(.invalidDeviceToken(let reason)) {
+                return reason
+            } catch {
+                return "unexpected \(error)"
+            }
         }
+        #expect(problem("") == "the token is empty")
+        #expect(
+            problem("abc")
+                == "the token has 3 hex digits, and a token's bytes make an even number: part of it is missing; pass the whole token the app reported"
+        )
+        // Not hex is said before an odd length: "xyz" has three digits of nothing.
+        let notHex =
+            "is not a hex digit: a device token is hex (0-9, a-f), as the app reported it, not a bundle id, user id or a base64 string"
+        #expect(problem("xyz") == "character 1 " + notHex)
+        #expect(problem("zz") == "character 1 " + notHex)
+        #expect(problem("ab\u{E9}00") == "character 3 " + notHex)
+        #expect(
+            try APNsError.validation(.invalidDeviceToken(#require(problem("abcg")))).description
+                == "Invalid device token: character 4 \(notHex)."
+        )
+        // NSData's old description, a 0x prefix and a trailing newline each say what to do.
+        #expect(
+            problem("<00fc13ad ff785122 b4ad2880 9a342098 23412414 21348097 878e577c 991de8f0>")?.hasPrefix(
+                "this is the description of the token's Data") == true)
+        #expect(problem("0x00fc13ad") == "the token starts with \"0x\": pass the hex digits alone")
+        #expect(
+            problem("00fc13ad\n")
+                == "the token has white space around it: trim it (a line read from a file keeps its newline)")
         // The length is judged before the digits: a long value that is no token says so.
         #expect(
-            throws: APNsValidationError.invalidDeviceToken(
-                "the token has 514 hex digits; at most 512 are accepted (256 bytes): pass the token the app registered, not another value"
-            )
-        ) { try Device(token: String(repeating: "z", count: 514)) }
-        #expect(
-            throws: APNsValidationError.invalidDeviceToken(
-                "character 3 is not a hex digit; pass the token as hex, as the app reported it")
-        ) { try Device(token: "ab\u{E9}00") }
+            problem(String(repeating: "z", count: 514))
+                == "the token has 514 hex digits; at most 512 are accepted (256 bytes): pass the token the app registered, not another value"
+        )
+        #expect(throws: APNsError.validation(.invalidDeviceToken("the token is empty"))) { try Device(tokenBytes: []) }
     }
 
     @Test func rulesTypesCannotExpress() {

@@ -128,7 +128,7 @@ import Testing
                 bundleID: "a", update: Score(home: 0, away: 0), timestamp: timestamp, collapseID: "c"
             ).request(to: unstored)
         }
-        #expect(throws: APNsValidationError.invalidChannelID("not base64!")) {
+        #expect(throws: APNsError.validation(.invalidChannelID("not base64!"))) {
             try BroadcastChannel(id: "not base64!", bundleID: "a.b")
         }
         struct Big: Codable, Sendable { var text: String }

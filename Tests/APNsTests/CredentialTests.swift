@@ -7,7 +7,7 @@ import Testing
 @Suite struct CredentialTests {
     let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
 
-    @Test func badIdsAndKeysAreTypedErrors() throws {
+    @Test func badIdsAndKeysAreTypedErrors() async throws {
         #expect(throws: APNsError.credential(.invalidTeamID("TEAM"))) {
             try TokenConnector(teamID: "TEAM", keyID: "KEY0000001", key: .pem(key.privateKeyPEM), environment: .sandbox)
         }
@@ -24,6 +24,20 @@ import Testing
                 teamID: "TEAM000001", keyID: "KEY0000001", key: .file(path: "/nonexistent/AuthKey.p8"),
                 environment: .sandbox)
         }
+        // A key file named for another key id: APNs would refuse every token (InvalidProviderToken).
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("credential-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("AuthKey_KEY0000002.p8").path
+        try key.privateKeyPEM.write(toFile: file, atomically: true, encoding: .utf8)
+        let mismatch = CredentialError.keyIDDoesNotMatchKeyFile(keyID: "KEY0000001", fileKeyID: "KEY0000002")
+        #expect(throws: APNsError.credential(mismatch)) {
+            try TokenConnector(teamID: "TEAM000001", keyID: "KEY0000001", key: .file(path: file), environment: .sandbox)
+        }
+        #expect(mismatch.description.contains(#"Pass keyID: "KEY0000002""#))
+        let connector = try TokenConnector(
+            teamID: "TEAM000001", keyID: "KEY0000002", key: .file(path: file), environment: .sandbox)
+        await connector.shutdown()
         #expect(throws: APNsError.credential(.refreshIntervalOutOfRange(seconds: 600))) {
             try TokenConnector(
                 teamID: "TEAM000001", keyID: "KEY0000001", key: .pem(key.privateKeyPEM), environment: .sandbox,

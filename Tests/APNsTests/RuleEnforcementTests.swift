@@ -164,9 +164,20 @@ struct RogueWidget: CertificateDeliverable, TokenDeliverable, BroadcastDeliverab
         ) {
             try update.request(to: channel)
         }
-        // A bundle id that merely ends like a PushKit suffix is a legal bundle id.
+        // A bundle id that merely ends like a PushKit suffix is a legal bundle id for other types.
         #expect(
             try AlertNotification(bundleID: "com.example.voip") { Alert("x") }.request(to: .test)[header: "apns-topic"]
                 == "com.example.voip")
+        // For its own push type it is the topic passed as the bundle id: refused, and the message
+        // names the bundle id to pass.
+        let voip = VoIPNotification(bundleID: "com.example.app.voip", appData: NoAppData())
+        let doubled = APNsValidationError.topicNotForPushType(pushType: .voip, topic: "com.example.app.voip.voip")
+        #expect(throws: doubled) { try voip.request(to: .test) }
+        #expect(
+            doubled.description
+                == #""com.example.app.voip.voip" repeats the voip suffix ".voip": the bundle id given already ended with it. Pass the app's bundle id ("com.example.app"); swift-apns appends ".voip"."#
+        )
+        #expect(PushType.complication.bundleID(fromTopic: "com.example.app.complication.complication") == nil)
+        #expect(PushType.voip.bundleID(fromTopic: "com.example.app.voip") == "com.example.app")
     }
 }

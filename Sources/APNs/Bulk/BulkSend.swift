@@ -290,7 +290,7 @@ public struct BulkSendResults: AsyncSequence, Sendable {
         let template: APNsRequest
         do throws(APNsValidationError) {
             guard notification.apnsID == nil else { throw .apnsIDInBulkSend }
-            template = try notification.request(to: Device(tokenBytes: [0]))
+            template = try notification.request(to: Device(validatingTokenBytes: [0]))
         } catch {
             engine(of: connector)?.observability.recordRefusal(
                 pushType: Notification.pushType.rawValue, error: .validation(error))

@@ -96,6 +96,9 @@ public final class TokenConnector: TransportConnector, CustomStringConvertible, 
     ) throws(APNsError) {
         guard ProviderTokenRules.isAppleID(teamID) else { throw .credential(.invalidTeamID(teamID)) }
         guard ProviderTokenRules.isAppleID(keyID) else { throw .credential(.invalidKeyID(keyID)) }
+        if case .file(let path) = key, let fileKeyID = SigningKeyDetails.keyID(fromFileName: path), fileKeyID != keyID {
+            throw .credential(.keyIDDoesNotMatchKeyFile(keyID: keyID, fileKeyID: fileKeyID))
+        }
         let seconds = Int(refreshInterval.components.seconds)
         guard TokenConnector.refreshWindow.contains(seconds), seconds < 60 * 60 else {
             throw .credential(.refreshIntervalOutOfRange(seconds: seconds))

@@ -27,8 +27,20 @@ public struct BroadcastChannel: Hashable, Sendable, CustomStringConvertible {
 
     /// A channel from its id, as APNs returned it when the channel was created.
     ///
-    /// - Throws: ``APNsValidationError/invalidChannelID(_:)`` unless `id` is base64.
-    public init(id: String, bundleID: String, storagePolicy: MessageStoragePolicy? = nil) throws(APNsValidationError) {
+    /// - Throws: ``APNsError/validation(_:)`` with ``APNsValidationError/invalidChannelID(_:)``
+    ///   unless `id` is base64: ``APNsError``, as `send` throws, so one `do`/`catch` holds both.
+    public init(id: String, bundleID: String, storagePolicy: MessageStoragePolicy? = nil) throws(APNsError) {
+        do { self = try BroadcastChannel(validatingID: id, bundleID: bundleID, storagePolicy: storagePolicy) } catch {
+            throw .validation(error)
+        }
+    }
+
+    /// ``init(id:bundleID:storagePolicy:)`` for code that throws validation errors only.
+    package init(
+        validatingID id: String, bundleID: String, storagePolicy: MessageStoragePolicy? = nil
+    )
+        throws(APNsValidationError)
+    {
         guard BroadcastChannel.isBase64(id) else { throw .invalidChannelID(id) }
         self.id = id
         self.bundleID = bundleID

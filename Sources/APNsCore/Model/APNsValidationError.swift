@@ -170,6 +170,10 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
                 "\(pushType) pushes cannot be sent to a broadcast channel; only Live Activity updates and ends can (protocol reference, Broadcast channels). Send to devices instead."
         case let .topicNotForPushType(pushType, topic):
             let suffix = pushType.topicSuffix ?? ""
+            if !suffix.isEmpty, topic.hasSuffix(suffix + suffix) {
+                return
+                    "\"\(topic)\" repeats the \(pushType) suffix \"\(suffix)\": the bundle id given already ended with it. Pass the app's bundle id (\"\(topic.dropLast(2 * suffix.count))\"); swift-apns appends \"\(suffix)\"."
+            }
             return
                 "\"\(topic)\" is not a \(pushType) topic: it must be the bare bundle id\(suffix.isEmpty ? "" : " followed by \"\(suffix)\"") — pass the bundle id without any push-type suffix; swift-apns appends it."
         case .apnsIDInBulkSend:

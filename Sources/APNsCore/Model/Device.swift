@@ -1,7 +1,10 @@
+import Foundation
+
 /// A device to push to, identified by the hex device token the app received from APNs.
 ///
 /// The token is validated when the value is made: an even number of hex digits, in either case,
-/// stored in lowercase. Its length is not assumed (<doc:ProtocolReference#Device-requests>).
+/// stored in lowercase; a mistake throws ``APNsError``, as `send` does. Its length is not assumed
+/// (<doc:ProtocolReference#Device-requests>).
 ///
 /// ```swift
 /// let device = try Device(token: "0F2A…")
@@ -12,9 +15,22 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
 
     /// A device from the hex token the app registered.
     ///
-    /// - Throws: ``APNsValidationError/invalidDeviceToken(_:)`` when `token` is empty, has an odd
-    ///   length, or contains anything but hex digits.
-    public init(token: String) throws(APNsValidationError) {
+    /// ```swift
+    /// let device = try Device(token: tokenFromTheApp)
+    /// ```
+    ///
+    /// - Parameter token: The token as hex digits, in either case, as the app reported it.
+    /// - Throws: ``APNsError/validation(_:)`` with ``APNsValidationError/invalidDeviceToken(_:)``
+    ///   when `token` is empty, too long, has an odd number of digits, or contains anything but hex
+    ///   digits; the message says which, and how to get the hex form. It is ``APNsError``, as `send`
+    ///   throws, so one `do`/`catch` around both matches by case.
+    public init(token: String) throws(APNsError) {
+        do { self = try Device(validatingToken: token) } catch { throw .validation(error) }
+    }
+
+    /// ``init(token:)`` for code that throws validation errors only (the library's own request
+    /// building, the CLI, the gateway).
+    package init(validatingToken token: String) throws(APNsValidationError) {
         // Read through one buffer: iterating `String.UTF8View` cost 0.58 µs for a 64-digit token,
         // the buffer 0.08 (a server makes one `Device` for each stored token it sends to).
         // `withUTF8` also makes a bridged or foreign string native, once.
@@ -36,12 +52,11 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
                 "the token has \(count) hex digits; at most \(2 * Device.maximumTokenBytes) are accepted (\(Device.maximumTokenBytes) bytes): pass the token the app registered, not another value"
             )
         }
+        if let firstNonHex { throw .invalidDeviceToken(Device.notHex(token, at: firstNonHex)) }
         guard count % 2 == 0 else {
-            throw .invalidDeviceToken("the token has \(count) hex digits; a device token has an even number")
-        }
-        if let firstNonHex {
             throw .invalidDeviceToken(
-                "character \(firstNonHex + 1) is not a hex digit; pass the token as hex, as the app reported it")
+                "the token has \(count) hex digits, and a token's bytes make an even number: part of it is missing; pass the whole token the app reported"
+            )
         }
         guard hasUppercase else {
             self.token = token  // already lowercase: kept, not copied
@@ -58,11 +73,38 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Why `token`, whose character at `offset` (in UTF-8) is not a hex digit, is no token, and what
+    /// to pass instead. Names the character's position, never the token.
+    private static func notHex(_ token: String, at offset: Int) -> String {
+        let trimmed = token.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed.hasPrefix("<") && trimmed.hasSuffix(">") {
+            return
+                "this is the description of the token's Data (\"<00fc13ad ff785122 …>\", as NSData printed it before iOS 13), not the token: send the bytes as hex from the app (deviceToken.map { String(format: \"%02x\", $0) }.joined()), or remove \"<\", \">\" and the spaces"
+        }
+        if trimmed.hasPrefix("0x") || trimmed.hasPrefix("0X") {
+            return "the token starts with \"0x\": pass the hex digits alone"
+        }
+        if trimmed != token, trimmed.utf8.allSatisfy({ Hex.value($0) != nil }) {
+            return "the token has white space around it: trim it (a line read from a file keeps its newline)"
+        }
+        return
+            "character \(offset + 1) is not a hex digit: a device token is hex (0-9, a-f), as the app reported it, not a bundle id, user id or a base64 string"
+    }
+
     private static let uppercase = UInt8(ascii: "A")...UInt8(ascii: "F")
 
     /// A device from the raw token bytes the app received in
     /// `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)`.
-    public init<Bytes: Collection>(tokenBytes: Bytes) throws(APNsValidationError) where Bytes.Element == UInt8 {
+    ///
+    /// - Throws: ``APNsError/validation(_:)`` with ``APNsValidationError/invalidDeviceToken(_:)``
+    ///   when there are no bytes, or more than ``maximumTokenBytes``.
+    public init<Bytes: Collection>(tokenBytes: Bytes) throws(APNsError) where Bytes.Element == UInt8 {
+        do { self = try Device(validatingTokenBytes: tokenBytes) } catch { throw .validation(error) }
+    }
+
+    /// ``init(tokenBytes:)`` for code that throws validation errors only.
+    package init<Bytes: Collection>(validatingTokenBytes tokenBytes: Bytes) throws(APNsValidationError)
+    where Bytes.Element == UInt8 {
         guard !tokenBytes.isEmpty else { throw .invalidDeviceToken("the token is empty") }
         guard tokenBytes.count <= Device.maximumTokenBytes else {
             throw .invalidDeviceToken(

@@ -82,9 +82,11 @@ public struct PushType: Hashable, Sendable, CustomStringConvertible {
 
     /// The bundle id inside `topic`, or `nil` when `topic` is not a topic of this push type: it
     /// must end with this type's suffix (start with its prefix, for MDM), and what is left must not
-    /// itself end with another push type's suffix (`com.example.push-type.widgets` as a bundle id
-    /// would become `….push-type.widgets.push-type.widgets`). The client's checks and the mock
-    /// server read this one rule.
+    /// itself end with this type's suffix or a `.push-type.` suffix (`com.example.app.voip` as a
+    /// VoIP bundle id would become `….voip.voip`; `com.example.push-type.widgets` would become
+    /// `….push-type.widgets.push-type.widgets`): a topic passed where the bundle id belongs
+    /// (<doc:ProtocolReference#Push-types>). The client's checks and the mock server read this one
+    /// rule.
     public func bundleID(fromTopic topic: String) -> String? {
         if let topicPrefix {
             guard topic.hasPrefix(topicPrefix), topic.utf8.count > topicPrefix.utf8.count else { return nil }
@@ -92,6 +94,7 @@ public struct PushType: Hashable, Sendable, CustomStringConvertible {
         guard let suffix = topicSuffix else { return topic }
         guard topic.hasSuffix(suffix), topic.utf8.count > suffix.utf8.count else { return nil }
         let bundleID = String(topic.dropLast(suffix.count))
+        if !suffix.isEmpty && bundleID.hasSuffix(suffix) { return nil }
         if PushType.allCases.contains(where: { other in
             guard let otherSuffix = other.topicSuffix, !otherSuffix.isEmpty else { return false }
             return bundleID.hasSuffix(otherSuffix) && otherSuffix.hasPrefix(".push-type.")

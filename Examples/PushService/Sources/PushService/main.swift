@@ -109,8 +109,7 @@ func notification(_ request: Notify, topic: String) -> AlertNotification<NoAppDa
 
 /// Sends the push `request` asks for.
 func deliver(_ request: Notify, topic: String, via connector: AnyConnector) async throws(APNsError) -> APNsResponse {
-    let device: Device
-    do { device = try Device(token: request.token) } catch { throw .validation(error) }
+    let device = try Device(token: request.token)
     switch request.type {
     case .alert:
         return try await send(notification(request, topic: topic), via: connector, to: device)

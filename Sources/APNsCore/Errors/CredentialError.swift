@@ -15,6 +15,9 @@ public enum CredentialError: Error, Hashable, Sendable, CustomStringConvertible 
     case invalidTeamID(String)
     /// The key id is not 10 letters and digits.
     case invalidKeyID(String)
+    /// The key file has Apple's name for another key, `AuthKey_<KEYID>.p8`: APNs would refuse
+    /// every token signed with it as `InvalidProviderToken`.
+    case keyIDDoesNotMatchKeyFile(keyID: String, fileKeyID: String)
     /// The data is not a PEM private key.
     case invalidPrivateKey(String)
     /// The key is not an EC P-256 key, which ES256 needs.
@@ -57,6 +60,9 @@ public enum CredentialError: Error, Hashable, Sendable, CustomStringConvertible 
         case let .invalidKeyID(id):
             return
                 "The key id \"\(id)\" is not 10 letters and digits; it is part of the .p8 file name (AuthKey_<KEYID>.p8)."
+        case let .keyIDDoesNotMatchKeyFile(keyID, fileKeyID):
+            return
+                "The key id \"\(keyID)\" does not match the key file AuthKey_\(fileKeyID).p8: Apple names a key's file after its id, and APNs refuses tokens whose key id is not the key's (InvalidProviderToken). Pass keyID: \"\(fileKeyID)\", or the file of key \(keyID)."
         case let .invalidPrivateKey(detail):
             return "The private key is not a PEM private key (\(detail)). Pass the .p8 file Apple issued, unchanged."
         case let .notAnES256Key(detail):
