@@ -1,4 +1,4 @@
-// expect: requires that 'CertificateOnly' conform to 'TokenDeliverable'
+// expect: is unavailable: this push type takes certificate authentication only
 import APNs
 import APNsTesting
 struct CertificateOnly: CertificateDeliverable {

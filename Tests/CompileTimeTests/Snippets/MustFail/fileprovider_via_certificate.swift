@@ -1,4 +1,4 @@
-// expect: requires that 'FileProviderNotification' conform to 'CertificateDeliverable'
+// expect: is unavailable: this push type takes token authentication only
 import Foundation
 import APNs
 import APNsTesting

@@ -1,4 +1,4 @@
-// expect: requires that 'LiveActivityEvent.Start' conform to 'BroadcastableLiveActivityEvent'
+// expect: is unavailable: only Live Activity updates and ends go to a broadcast channel
 import APNs
 import APNsTesting
 import Foundation

@@ -1,4 +1,4 @@
-// expect: requires that 'MDMNotification' conform to 'TokenDeliverable'
+// expect: is unavailable: this push type takes certificate authentication only
 import Foundation
 import APNs
 import APNsTesting

@@ -1,4 +1,4 @@
-// expect: requires that 'WidgetNotification' conform to 'BroadcastDeliverable'
+// expect: is unavailable: only Live Activity updates and ends go to a broadcast channel
 import APNs
 import APNsTesting
 import Foundation

@@ -1,0 +1,5 @@
+// expect: is unavailable: this push type takes token authentication only
+import APNs
+func go(_ connector: CertificateConnector, _ devices: [Device]) async throws {
+    try await send(WidgetNotification(bundleID: "com.example.app"), via: connector, to: devices)
+}
