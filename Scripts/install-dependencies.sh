@@ -1,28 +1,42 @@
 #!/usr/bin/env bash
-# Installs the system libraries swift-apns links against, when they are missing:
-# libcurl (OpenSSL flavour, for HTTP/2) and OpenSSL's libcrypto, plus pkg-config to find them;
-# for CI, the curl command (the example service's smoke run) and script from bsdutils (the CLI's
-# progress-bar test on a pseudo-terminal) and openssl (the inspection tests compare with it); and
-# SQLite's headers for the gateway's embedded queue (Gateway/, GRDB); and the proxies the proxy
-# tests start on 127.0.0.1 (tinyproxy for HTTP CONNECT, stunnel in front of it for an HTTPS proxy,
-# microsocks for SOCKS5). With --benchmarks, also nginx and its echo module: the benchmark's
-# delayed server that answers a thousand streams on time (APNsBenchmark --far-server nginx).
-# Safe to run again; does nothing when everything is present.
+# Installs, with apt, the Debian or Ubuntu packages that are missing, and says which before it does:
+#
+#   bash Scripts/install-dependencies.sh               # what the library links: libcurl (OpenSSL
+#                                                      # flavour, for HTTP/2), libcrypto, pkg-config
+#   bash Scripts/install-dependencies.sh --tests       # and what the test suites use (below)
+#   bash Scripts/install-dependencies.sh --benchmarks  # and the benchmark's nginx
+#
+# --tests adds: curl (the example service's smoke run), script from bsdutils (the CLI's progress
+# bar on a pseudo-terminal), openssl (the inspection tests compare with it), SQLite's headers (the
+# gateway's embedded queue, GRDB) and three proxies the proxy tests start on 127.0.0.1 and stop
+# again (tinyproxy-bin for HTTP CONNECT, stunnel4 in front of it for an HTTPS proxy, microsocks for
+# SOCKS5). None of them runs as a service once installed. The gateway's PostgreSQL tests install
+# Debian's postgresql themselves (Scripts/start-postgres.sh, which says so).
+# --benchmarks adds nginx-light and its echo module: the benchmark's delayed server
+# (APNsBenchmark --far-server nginx). Debian starts nginx on port 80 when it installs it; this
+# script stops that service again (the benchmark starts its own).
+#
+# Safe to run again: it installs nothing when everything is present, and removes nothing.
 set -euo pipefail
-packages=(libcurl4-openssl-dev libssl-dev pkg-config curl bsdutils openssl libsqlite3-dev tinyproxy-bin stunnel4 microsocks)
-[ "${1:-}" = "--benchmarks" ] && packages+=(nginx-light libnginx-mod-http-echo)
+packages=(libcurl4-openssl-dev libssl-dev pkg-config)
+for option in "$@"; do
+  case "$option" in
+    --tests) packages+=(curl bsdutils openssl libsqlite3-dev tinyproxy-bin stunnel4 microsocks) ;;
+    --benchmarks) packages+=(nginx-light libnginx-mod-http-echo) ;;
+    *) echo "unknown option: $option (--tests, --benchmarks)" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
-echo "Installing ${missing[*]} …" >&2
+echo "Installing with apt: ${missing[*]}" >&2
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-# Debian starts the nginx service (port 80) when it installs it; the benchmark starts its own.
 if [[ " ${missing[*]} " == *" nginx-light "* ]]; then
   $sudo service nginx stop >/dev/null 2>&1 || true
 fi

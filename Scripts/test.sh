@@ -2,13 +2,25 @@
 # The whole test suite: the library's (one suite after another: the fault-matrix and deadline
 # tests assert per-send timing, which thousands of CPU-busy tasks from other suites on two cores
 # would distort), then the push gateway's (Gateway/, its own package: Hummingbird, GRDB/SQLite,
-# postgres-nio), every store test on both backends: a throwaway PostgreSQL cluster on 127.0.0.1 is
-# started first (Scripts/start-postgres.sh); then the Vapor integration's (VaporIntegration/, its own
-# package: its routes against the library's mock APNs, its compile-time snippets). CI runs this
-# through .ci/run.
+# postgres-nio), every store test on both backends, then the Vapor integration's
+# (VaporIntegration/, its own package: its routes against the library's mock APNs, its
+# compile-time snippets). CI runs this through .ci/run.
+#
+# What it does to the machine, and undoes:
+# - installs, with apt, the packages the tests use when they are missing, and names them
+#   (Scripts/install-dependencies.sh --tests; Scripts/start-postgres.sh adds postgresql);
+# - runs a throwaway PostgreSQL cluster on 127.0.0.1:55432 for the gateway's tests, and on exit,
+#   pass or fail, removes it if it created it, stops it if it started it, and leaves it running if
+#   it was already (Scripts/start-postgres.sh);
+# - every server a test starts (the mock APNs, proxies, the gateway) is on 127.0.0.1 and ends with
+#   its test.
+# It uninstalls no package and removes nothing it did not make.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash Scripts/install-dependencies.sh
+bash Scripts/install-dependencies.sh --tests
 swift test --no-parallel
-APNS_GATEWAY_POSTGRES_URL=$(bash Scripts/start-postgres.sh) swift test --package-path Gateway
+state=$(mktemp)
+trap 'bash Scripts/start-postgres.sh --stop-as "$state"; rm -f "$state"' EXIT
+url=$(APNS_GATEWAY_PG_STATE=$state bash Scripts/start-postgres.sh)
+APNS_GATEWAY_POSTGRES_URL=$url swift test --package-path Gateway
 swift test --package-path VaporIntegration

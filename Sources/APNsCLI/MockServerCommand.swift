@@ -1,3 +1,4 @@
+import APNs
 import APNsMockServer
 import ArgumentParser
 import Foundation
@@ -98,7 +99,36 @@ struct MockServerCommand: AsyncParsableCommand {
                 "client-cert \(folder)/client.pem client-key \(folder)/client-key.pem bundle-id \(bundleID)",
             ]
             FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
-            while true { try await Task.sleep(for: .seconds(3600)) }
+            // Until SIGINT or SIGTERM; then the folder is removed if this process made it (a --dir
+            // the caller named is the caller's), and the server stops.
+            await Self.untilInterrupted()
+            try? await server.stop()
+            if dir == nil { try? FileManager.default.removeItem(atPath: folder) }
         }
     }
+
+    /// Returns on the first SIGINT or SIGTERM, which no longer end the process on their own.
+    static func untilInterrupted() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let once = Locked(false)
+            var sources: [any DispatchSourceSignal] = []
+            for number in [SIGINT, SIGTERM] {
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler {
+                    let first = once.withLock { fired in
+                        defer { fired = true }
+                        return !fired
+                    }
+                    if first { continuation.resume() }
+                }
+                source.resume()
+                sources.append(source)
+            }
+            // The sources live as long as the process: it ends soon after the first signal.
+            Self.signalSources.withLock { $0 = sources }
+        }
+    }
+
+    private static let signalSources = Locked<[any DispatchSourceSignal]>([])
 }

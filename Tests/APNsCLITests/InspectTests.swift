@@ -90,6 +90,7 @@ struct InspectTests {
 
     @Test func universalCertificateWithItsKeyInTheFile() throws {
         let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
         let issued = try Self.authority.get().issueClientCertificate(
             bundleID: "com.example.app", environments: [.sandbox, .production], topics: Self.universalTopics,
             notValidBefore: Self.validFrom, notValidAfter: Self.validUntil)
@@ -111,6 +112,7 @@ struct InspectTests {
 
     @Test func sandboxOnlyCertificateWithoutATopicList() throws {
         let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
         let issued = try Self.authority.get().issueClientCertificate(
             bundleID: "com.example.app", environments: [.sandbox], notValidBefore: Self.validFrom,
             notValidAfter: Self.validUntil)
@@ -153,6 +155,7 @@ struct InspectTests {
 
     @Test func expiredCertificateIsShownAndFails() throws {
         let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
         let issued = try Self.authority.get().issueClientCertificate(
             bundleID: "com.example.app", environments: [.production],
             topics: [.init("com.example.app", kinds: ["app"])],
@@ -187,6 +190,7 @@ struct InspectTests {
 
     @Test func encryptedPEMNeedsItsPassphraseToCheckTheKey() throws {
         let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
         let issued = try Self.authority.get().issueClientCertificate(
             bundleID: "com.example.app", environments: [.sandbox, .production], topics: Self.universalTopics,
             notValidBefore: Self.validFrom, notValidAfter: Self.validUntil)
@@ -209,6 +213,7 @@ struct InspectTests {
 
     @Test func legacyRC2PKCS12() throws {
         let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
         let issued = try Self.authority.get().issueClientCertificate(
             bundleID: "com.example.app", environments: [.sandbox, .production], topics: Self.universalTopics,
             notValidBefore: Self.validFrom, notValidAfter: Self.validUntil)
@@ -237,6 +242,7 @@ struct InspectTests {
 
     @Test func voipOnlyCertificateDoesNotCoverAlerts() throws {
         let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
         let issued = try Self.authority.get().issueClientCertificate(
             bundleID: "com.example.app", environments: [.production],
             topics: [.init("com.example.app.voip", kinds: ["voip"])],
@@ -266,6 +272,7 @@ struct InspectTests {
 
     @Test func signingKey() throws {
         let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
         let key = MockCertificateAuthority.makeSigningKey(teamID: "DEF123GHIJ", keyID: "ABC123DEFG")
         let file = try Self.write(key.privateKeyPEM, "AuthKey_ABC123DEFG.p8", in: folder)
         let run = try CLITests.apns(["inspect", file, "--team-id", "DEF123GHIJ", "--issued-at", "1767225600"])

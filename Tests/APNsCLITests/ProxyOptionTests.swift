@@ -19,6 +19,7 @@ import Testing
         configuration.minimumTokenUpdateInterval = nil
         let server = try await MockAPNsServer.start(configuration)
         let folder = try CLITests.credentials(key: key, server: server)
+        defer { try? FileManager.default.removeItem(at: folder) }
         let send =
             CLITests.tokenArguments(key: key, server: server, folder: folder)
             + ["--topic", "com.example.app", "--token", "aaaa", "--body", "Hello", "--timeout", "20"]

@@ -32,6 +32,7 @@ import Testing
         configuration.threads = 2
         let server = try await MockAPNsServer.start(configuration)
         let folder = try CLITests.credentials(key: key, server: server)
+        defer { try? FileManager.default.removeItem(at: folder) }
         let count = 5_000
         let (file, tokens) = try Self.tokensFile(count: count, server: server, folder: folder)
         let run = try CLITests.apns(
@@ -68,6 +69,7 @@ import Testing
         configuration.recordsRequests = false
         let server = try await MockAPNsServer.start(configuration)
         let folder = try CLITests.credentials(key: key, server: server)
+        defer { try? FileManager.default.removeItem(at: folder) }
         let (file, tokens) = try Self.tokensFile(count: 5_000, server: server, folder: folder)
         let run = try CLITests.apns(
             CLITests.tokenArguments(key: key, server: server, folder: folder) + [
@@ -95,6 +97,7 @@ import Testing
         configuration.minimumTokenUpdateInterval = nil  // two processes, each with its own token
         let server = try await MockAPNsServer.start(configuration)
         let folder = try CLITests.credentials(key: key, server: server)
+        defer { try? FileManager.default.removeItem(at: folder) }
         let (file, tokens) = try Self.tokensFile(count: 2_000, server: server, folder: folder)
         var expected: [String: Int64] = [:]
         for index in stride(from: 0, to: 2_000, by: 10) where index != 0 {
@@ -149,6 +152,7 @@ import Testing
         configuration.recordsRequests = false
         let server = try await MockAPNsServer.start(configuration)
         let folder = try CLITests.credentials(key: key, server: server)
+        defer { try? FileManager.default.removeItem(at: folder) }
         let (file, _) = try Self.tokensFile(count: 20_000, server: server, folder: folder)
         let command =
             ([CLITests.binary.path] + CLITests.tokenArguments(key: key, server: server, folder: folder) + [
