@@ -98,7 +98,8 @@ import Testing
     }
 }
 
-/// Every Swift sample in the DocC catalog (`Sources/APNs.docc/*.md`) is complete and compiles.
+/// Every Swift sample in the DocC catalog (`Sources/APNs.docc/*.md`) and in `README.md` is complete
+/// and compiles.
 ///
 /// - A sample is typechecked inside an `async throws` function after a prelude that declares the
 ///   names samples take as given (``DocumentationSampleTests/givenNames``: `connector`, `device`,
@@ -109,7 +110,9 @@ import Testing
 /// - A sample that shows a compile error on purpose (`// error: <diagnostic>`) must fail to
 ///   typecheck with that diagnostic.
 /// - Skipped, each by its reason (``DocumentationSampleTests/skipReason(_:)``): a package manifest
-///   excerpt, which SwiftPM compiles against `PackageDescription`, not swiftc against the library.
+///   excerpt, which SwiftPM compiles against `PackageDescription`, not swiftc against the library
+///   (Scripts/check-adoption.sh builds the manifests of Getting Started and Testing); the
+///   Hummingbird article's excerpts of Examples/PushService, which are checked against its source.
 @Suite struct DocumentationSampleTests {
     struct Sample: Sendable, CustomTestStringConvertible {
         var article: String
@@ -128,11 +131,14 @@ import Testing
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: catalog.path)) ?? []).filter {
             $0.hasSuffix(".md")
         }.sorted()
+        // The README's samples are the first a reader pastes: checked the same way.
+        let files =
+            names.map { (name: $0, url: catalog.appendingPathComponent($0)) } + [
+                (name: "README.md", url: CompileTimeTests.packageRoot.appendingPathComponent("README.md"))
+            ]
         var samples: [Sample] = []
-        for name in names {
-            guard let text = try? String(contentsOf: catalog.appendingPathComponent(name), encoding: .utf8) else {
-                continue
-            }
+        for (name, url) in files {
+            guard let text = try? String(contentsOf: url, encoding: .utf8) else { continue }
             var blocks: [String] = []
             var prose: [Substring] = []
             var current: [Substring]?
@@ -165,10 +171,31 @@ import Testing
     }
 
     /// Why a sample is not typechecked, or nil.
-    static func skipReason(_ code: String) -> String? {
-        code.contains(".package(")
-            ? "a package manifest excerpt: SwiftPM compiles it against PackageDescription, not swiftc against the library"
-            : nil
+    static func skipReason(_ sample: Sample) -> String? {
+        if sample.code.contains(".package(") {
+            return
+                "a package manifest excerpt: SwiftPM compiles it against PackageDescription, not swiftc against the library"
+        }
+        if sample.article == hummingbirdArticle {
+            return "an excerpt of Examples/PushService, which CI builds: checked against its source instead"
+        }
+        return nil
+    }
+
+    /// The article whose samples are excerpts of `Examples/PushService` (they need Hummingbird,
+    /// which this package does not depend on).
+    static let hummingbirdArticle = "Hummingbird.md"
+    static let pushService = CompileTimeTests.packageRoot.appendingPathComponent(
+        "Examples/PushService/Sources/PushService/main.swift")
+
+    /// A sample's lines, trimmed, stand in `source` one after another, blank lines aside.
+    static func isExcerpt(_ code: String, of source: String) -> Bool {
+        func lines(_ text: String) -> [String] {
+            text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        let excerpt = lines(code), whole = lines(source)
+        guard !excerpt.isEmpty, excerpt.count <= whole.count else { return false }
+        return (0...(whole.count - excerpt.count)).contains { Array(whole[$0..<($0 + excerpt.count)]) == excerpt }
     }
 
     /// The diagnostic a sample that must not compile names (`// error: …`), or nil.
@@ -291,12 +318,26 @@ import Testing
     @Test func catalogHasSamples() {
         let samples = Self.samples()
         #expect(samples.count >= 30)
-        // Every skip is named by its reason; today only the manifest excerpt in Getting Started.
-        #expect(samples.filter { Self.skipReason($0.code) != nil }.map(\.testDescription) == ["GettingStarted.md #0"])
+        // Every skip is named by its reason: the manifest excerpts in Getting Started, the README and Testing.
+        #expect(
+            samples.filter { Self.skipReason($0) != nil && $0.article != Self.hummingbirdArticle }.map(
+                \.testDescription)
+                == ["GettingStarted.md #0", "Testing.md #0", "README.md #1"])
         #expect(samples.filter { Self.expectedError($0.code) != nil }.count >= 1)
     }
 
-    @Test(arguments: samples().filter { skipReason($0.code) == nil && expectedError($0.code) == nil })
+    @Test func hummingbirdSamplesAreTheExampleService() throws {
+        let source = try String(contentsOf: Self.pushService, encoding: .utf8)
+        let excerpts = Self.samples().filter { $0.article == Self.hummingbirdArticle }
+        #expect(excerpts.count >= 3)
+        for sample in excerpts {
+            #expect(
+                Self.isExcerpt(sample.code, of: source), "\(sample.testDescription) is not in \(Self.pushService.path)")
+        }
+        #expect(!Self.isExcerpt("let group = ServiceGroup(\nnot in the source", of: source))
+    }
+
+    @Test(arguments: samples().filter { skipReason($0) == nil && expectedError($0.code) == nil })
     func sampleCompiles(_ sample: Sample) throws {
         let result = try Self.typecheck(sample)
         let errors = result.output.split(separator: "\n").filter { $0.contains("error:") }
@@ -305,7 +346,7 @@ import Testing
         )
     }
 
-    @Test(arguments: samples().filter { skipReason($0.code) == nil && expectedError($0.code) != nil })
+    @Test(arguments: samples().filter { skipReason($0) == nil && expectedError($0.code) != nil })
     func sampleFailsAsItSays(_ sample: Sample) throws {
         let expected = try #require(Self.expectedError(sample.code))
         let result = try Self.typecheck(sample)
@@ -316,7 +357,7 @@ import Testing
         )
     }
 
-    @Test(arguments: samples().filter { skipReason($0.code) == nil })
+    @Test(arguments: samples().filter { skipReason($0) == nil })
     func sampleIsComplete(_ sample: Sample) {
         let declared = Self.declarations(in: sample.code).union(sample.declaredBefore)
         let unexplained = Self.givenNames.filter {
