@@ -74,3 +74,29 @@ public func send<Notification: PushNotification, Via: Connector>(
 ) async throws(APNsError) -> APNsResponse {
     throw .validation(.notBroadcastable(Notification.pushType))
 }
+
+/// Unavailable: the push type takes token authentication only.
+@available(
+    *, unavailable,
+    message: "this push type takes token authentication only: send it through a TokenConnector or AnyConnector"
+)
+public func bulkSendOutcomes<Notification: TokenDeliverable, Via: Connector, Devices: Sequence & Sendable>(
+    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil,
+    timeout: Duration? = nil, retry: RetryPolicy = .none, apnsID: (@Sendable (Device) -> APNsID)? = nil
+) throws(APNsError) -> BulkSendResults
+where Via.Authentication == CertificateAuthentication, Devices.Element == Device {
+    throw .validation(.authenticationNotAllowed(pushType: Notification.pushType, method: .certificate))
+}
+
+/// Unavailable: the push type takes certificate authentication only.
+@available(
+    *, unavailable,
+    message: "this push type takes certificate authentication only: send it through a CertificateConnector"
+)
+public func bulkSendOutcomes<Notification: CertificateDeliverable, Via: Connector, Devices: Sequence & Sendable>(
+    _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil,
+    timeout: Duration? = nil, retry: RetryPolicy = .none, apnsID: (@Sendable (Device) -> APNsID)? = nil
+) throws(APNsError) -> BulkSendResults
+where Via.Authentication == TokenAuthentication, Devices.Element == Device {
+    throw .validation(.authenticationNotAllowed(pushType: Notification.pushType, method: .token))
+}
