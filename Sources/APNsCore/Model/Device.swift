@@ -28,8 +28,7 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
         do { self = try Device(validatingToken: token) } catch { throw .validation(error) }
     }
 
-    /// ``init(token:)`` for code that throws validation errors only (the library's own request
-    /// building, the CLI, the gateway).
+    /// ``init(token:)`` for the library's own code that throws validation errors only.
     package init(validatingToken token: String) throws(APNsValidationError) {
         // Read through one buffer: iterating `String.UTF8View` cost 0.58 µs for a 64-digit token,
         // the buffer 0.08 (a server makes one `Device` for each stored token it sends to).
