@@ -220,7 +220,7 @@ import Testing
                 body: Self.alert(to: tenThousand))
             try await expectProblem(
                 .badRequest,
-                "devices[0]: Invalid device token: the token has 5 hex digits; a device token has an even number.",
+                "devices[0]: Invalid device token: the token has 5 hex digits, and a token's bytes make an even number: part of it is missing; pass the whole token the app reported.",
                 field: "devices[0]", headers: Self.bearer(key),
                 body: Self.alert(to: ["12345"]))
             try await client.execute(uri: "/v1/notifications", method: .put, headers: Self.bearer(key)) { response in

@@ -191,7 +191,8 @@ import Testing
                 #"{"push-type":"alert","bundle-id":"a.b","devices":["xyz"]}"#,
                 RequestProblem(
                     field: "devices[0]",
-                    "Invalid device token: the token has 3 hex digits; a device token has an even number.")
+                    "Invalid device token: character 1 is not a hex digit: a device token is hex (0-9, a-f), as the app reported it, not a bundle id, user id or a base64 string."
+                )
             ),
             (
                 "{\"push-type\":\"shout\",\"bundle-id\":\"a.b\",\(device)}",
