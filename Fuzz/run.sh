@@ -29,8 +29,8 @@ apns=$(find Sources/APNs/Credentials -name '*.swift' | sort)
 # The mock harness needs only the validator and what it reads (the rest of the mock imports SwiftNIO
 # and swift-crypto): it is compiled into a module named like the mock's, with its own context.
 mock=(Sources/APNsMockServer/{ValidationContext,RequestValidator,PayloadShape,RecordedRequest}.swift)
-options=(Sources/APNs/{APNsError,RetryPolicy}.swift Sources/APNs/Connectors/{TransportConfiguration,Proxy}.swift
-  Sources/APNs/Transport/{TransportError,CircuitBreaker,Duration+Transport}.swift)
+options=(Sources/APNs/RetryPolicy.swift Sources/APNs/Connectors/{TransportConfiguration,Proxy}.swift
+  Sources/APNs/Transport/{CircuitBreaker,Duration+Transport}.swift)
 maps=(-Xcc -fmodule-map-file=Sources/CCurl/module.modulemap -Xcc -fmodule-map-file=Sources/CCrypto/module.modulemap)
 quiet() { grep -v -E "Cannot export local symbol|^$" || true; }
 

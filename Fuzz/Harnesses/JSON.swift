@@ -49,8 +49,9 @@ public func fuzzJSON(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         list: (0..<Int(input.byte() % 3)).map { _ in input.string(limit: 12) },
         nested: [input.string(limit: 8): input.string(limit: 8)])
     let notification = AlertNotification(bundleID: "com.example.app", appData: data) { Alert(input.string(limit: 40)) }
+    guard let device = try? Device(tokenBytes: [0xab]) else { violated("a one-byte token was refused") }
     do {
-        let request = try notification.request(to: Device(tokenBytes: [0xab]))
+        let request = try notification.request(to: device)
         guard let object = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any] else {
             violated("payload is not JSON: \(request.bodyText)")
         }
