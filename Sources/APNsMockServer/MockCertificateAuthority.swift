@@ -1,8 +1,5 @@
 import APNs
-import Crypto
 import Foundation
-import SwiftASN1
-import X509
 
 /// A throwaway certificate authority for tests: it signs the mock server's TLS certificate and the
 /// client certificates of certificate-connector tests, and makes `.p8` signing keys. Everything it
@@ -13,11 +10,13 @@ import X509
 /// let client = try authority.issueClientCertificate(bundleID: "com.example.app")
 /// let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
 /// ```
+///
+/// Thread safety: a value of strings; each call makes and frees its own OpenSSL objects.
 public struct MockCertificateAuthority: Sendable {
     /// The CA certificate, PEM: give it to `TransportConfiguration.trustedCertificateAuthority`.
     public let certificatePEM: String
-    private let certificate: Certificate
-    private let privateKey: P256.Signing.PrivateKey
+    /// The CA's private key, PKCS#8 PEM: it signs every certificate this authority issues.
+    private let privateKeyPEM: String
 
     /// A certificate and its private key, both PEM.
     public struct IssuedCertificate: Sendable {
@@ -46,43 +45,31 @@ public struct MockCertificateAuthority: Sendable {
 
     /// Creates a new CA with a fresh P-256 key, valid from an hour ago for a year.
     public init(name: String = "swift-apns test CA") throws {
-        privateKey = P256.Signing.PrivateKey()
-        let subject = try DistinguishedName {
-            OrganizationName("swift-apns tests")
-            CommonName(name)
-        }
+        let key = try LibCrypto.Key.generateP256()
         let now = Date()
-        certificate = try Certificate(
-            version: .v3,
-            serialNumber: Certificate.SerialNumber(),
-            publicKey: Certificate.PublicKey(privateKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600),
+        certificatePEM = try LibCrypto.certificate(
+            subject: [
+                .init(oid: LibCrypto.NameAttribute.organizationNameOID, value: "swift-apns tests"),
+                .init(oid: LibCrypto.NameAttribute.commonNameOID, value: name),
+            ],
+            publicKey: key, issuerPEM: nil, issuerKey: key, notValidBefore: now.addingTimeInterval(-3600),
             notValidAfter: now.addingTimeInterval(365 * 86400),
-            issuer: subject,
-            subject: subject,
-            signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
-                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
-            },
-            issuerPrivateKey: Certificate.PrivateKey(privateKey))
-        certificatePEM = try certificate.serializeAsPEM().pemString
+            extensions: [.basicConstraints("critical,CA:TRUE"), .keyUsage("critical,keyCertSign,cRLSign")])
+        privateKeyPEM = try key.privatePEM()
     }
 
     /// A TLS server certificate for `127.0.0.1`, `::1` and `localhost`.
     public func issueServerCertificate() throws -> IssuedCertificate {
         try issue(
-            commonName: "swift-apns test server",
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames([
-                    .dnsName("localhost"),
-                    .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
-                    .ipAddress(ASN1OctetString(contentBytes: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1])),
-                ])
-            })
+            subject: [
+                .init(oid: LibCrypto.NameAttribute.organizationNameOID, value: "swift-apns tests"),
+                .init(oid: LibCrypto.NameAttribute.commonNameOID, value: "swift-apns test server"),
+            ],
+            extensions: [
+                .basicConstraints("critical,CA:FALSE"), .keyUsage("critical,digitalSignature"),
+                .extendedKeyUsage("serverAuth"), .subjectAltName("DNS:localhost,IP:127.0.0.1,IP:::1"),
+            ],
+            notValidBefore: nil, notValidAfter: nil)
     }
 
     /// A client certificate shaped like Apple's push certificates: subject
@@ -108,72 +95,50 @@ public struct MockCertificateAuthority: Sendable {
         bundleID: String, environments: Set<PushCertificate.Environment> = [], topics: [PushCertificate.Topic]? = nil,
         notValidBefore: Date? = nil, notValidAfter: Date? = nil
     ) throws -> IssuedCertificate {
-        let nullValue: ArraySlice<UInt8> = [0x05, 0x00]
-        var apple: [Certificate.Extension] = []
+        var extensions: [LibCrypto.Extension] = [
+            .basicConstraints("critical,CA:FALSE"), .keyUsage("critical,digitalSignature"),
+            .extendedKeyUsage("clientAuth"),
+        ]
         for environment in environments.sorted() {
             let oid = environment == .sandbox ? PushCertificate.sandboxOID : PushCertificate.productionOID
-            apple.append(
-                Certificate.Extension(
-                    oid: try ASN1ObjectIdentifier(dotRepresentation: oid), critical: false, value: nullValue))
+            extensions.append(.raw(oid: oid, value: [0x05, 0x00]))  // DER NULL, as Apple's
         }
         if let topics {
-            apple.append(
-                Certificate.Extension(
-                    oid: try ASN1ObjectIdentifier(dotRepresentation: PushCertificate.topicsOID), critical: false,
-                    value: ArraySlice(PushCertificate.extensionValue(for: topics))))
+            extensions.append(.raw(oid: PushCertificate.topicsOID, value: PushCertificate.extensionValue(for: topics)))
         }
-        var extensions = try Certificate.Extensions {
-            Critical(BasicConstraints.notCertificateAuthority)
-            Critical(KeyUsage(digitalSignature: true))
-            try ExtendedKeyUsage([.clientAuth])
-        }
-        for item in apple { try extensions.append(item) }
-        let subject = DistinguishedName([
-            RelativeDistinguishedName(
-                .init(
-                    type: try ASN1ObjectIdentifier(dotRepresentation: PushCertificate.userIDOID), utf8String: bundleID)),
-            RelativeDistinguishedName(
-                .init(type: .RDNAttributeType.commonName, utf8String: "Apple Push Services: \(bundleID)")),
-            RelativeDistinguishedName(.init(type: .RDNAttributeType.organizationName, utf8String: "swift-apns tests")),
-        ])
         return try issue(
-            subject: subject, extensions: extensions, notValidBefore: notValidBefore, notValidAfter: notValidAfter)
-    }
-
-    private func issue(commonName: String, extensions: Certificate.Extensions) throws -> IssuedCertificate {
-        try issue(
-            subject: try DistinguishedName {
-                OrganizationName("swift-apns tests")
-                CommonName(commonName)
-            },
-            extensions: extensions, notValidBefore: nil, notValidAfter: nil)
+            subject: [
+                .init(oid: PushCertificate.userIDOID, value: bundleID),
+                .init(oid: LibCrypto.NameAttribute.commonNameOID, value: "Apple Push Services: \(bundleID)"),
+                .init(oid: LibCrypto.NameAttribute.organizationNameOID, value: "swift-apns tests"),
+            ],
+            extensions: extensions, notValidBefore: notValidBefore, notValidAfter: notValidAfter)
     }
 
     private func issue(
-        subject: DistinguishedName, extensions: Certificate.Extensions, notValidBefore: Date?, notValidAfter: Date?
+        subject: [LibCrypto.NameAttribute], extensions: [LibCrypto.Extension], notValidBefore: Date?,
+        notValidAfter: Date?
     ) throws -> IssuedCertificate {
-        let key = P256.Signing.PrivateKey()
+        let key = try LibCrypto.Key.generateP256()
         let now = Date()
-        let issued = try Certificate(
-            version: .v3,
-            serialNumber: Certificate.SerialNumber(),
-            publicKey: Certificate.PublicKey(key.publicKey),
+        let pem = try LibCrypto.certificate(
+            subject: subject, publicKey: key, issuerPEM: certificatePEM,
+            issuerKey: try LibCrypto.Key.readPrivate(pem: privateKeyPEM),
             notValidBefore: notValidBefore ?? now.addingTimeInterval(-3600),
-            notValidAfter: notValidAfter ?? now.addingTimeInterval(180 * 86400),
-            issuer: certificate.subject,
-            subject: subject,
-            signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: extensions,
-            issuerPrivateKey: Certificate.PrivateKey(privateKey))
-        return IssuedCertificate(
-            certificatePEM: try issued.serializeAsPEM().pemString, privateKeyPEM: key.pemRepresentation)
+            notValidAfter: notValidAfter ?? now.addingTimeInterval(180 * 86400), extensions: extensions)
+        return IssuedCertificate(certificatePEM: pem, privateKeyPEM: try key.privatePEM())
     }
 
     /// A new P-256 signing key, as Apple's `.p8` files hold, with the ids to register it under.
     public static func makeSigningKey(teamID: String, keyID: String) -> SigningKey {
-        let key = P256.Signing.PrivateKey()
-        return SigningKey(
-            teamID: teamID, keyID: keyID, privateKeyPEM: key.pemRepresentation,
-            publicKeyPEM: key.publicKey.pemRepresentation)
+        // Generating and writing a P-256 key fails only when OpenSSL itself is broken (out of
+        // memory, no EC support): nothing a caller passes can cause it.
+        do {
+            let key = try LibCrypto.Key.generateP256()
+            return SigningKey(
+                teamID: teamID, keyID: keyID, privateKeyPEM: try key.privatePEM(), publicKeyPEM: try key.publicPEM())
+        } catch {
+            preconditionFailure("OpenSSL could not make a P-256 key: \(error)")
+        }
     }
 }

@@ -4,8 +4,6 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 import NIOSSL
-import SwiftASN1
-import X509
 
 /// Per-connection state, used only on the connection's event loop.
 final class ConnectionContext {
@@ -74,19 +72,10 @@ final class ConnectionContext {
         if let handler = try? channel.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self),
             let peer = handler.peerCertificate,
             let der = try? peer.toDERBytes(),
-            let certificate = try? Certificate(derEncoded: der)
+            let certificate = LibCrypto.clientCertificate(der: der, topicsOID: PushCertificate.topicsOID),
+            let name = certificate.commonName
         {
-            var name: String?
-            for relative in certificate.subject {
-                for attribute in relative where attribute.type == .RDNAttributeType.commonName {
-                    name = String(describing: attribute.value)
-                }
-            }
-            let topicsOID = try? ASN1ObjectIdentifier(dotRepresentation: PushCertificate.topicsOID)
-            let list = certificate.extensions.first { $0.oid == topicsOID }
-            if let name {
-                found = (name, list.flatMap { try? PushCertificate.topics(fromExtensionValue: Array($0.value)) })
-            }
+            found = (name, certificate.topicsExtension.flatMap { try? PushCertificate.topics(fromExtensionValue: $0) })
         }
         clientCertificateCache = .some(found)
         return found

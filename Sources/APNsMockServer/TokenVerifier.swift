@@ -1,13 +1,13 @@
 import APNs
-import Crypto
 import Foundation
 
-/// Verifies provider tokens the way APNs does (protocol reference, Token authentication), with swift-crypto, a signature
-/// implementation independent of the client's OpenSSL path.
+/// Verifies provider tokens the way APNs does (protocol reference, Token authentication): libcrypto's
+/// ECDSA verification behind this type's own reading of the JWS (its base64url, header, claims and
+/// r‖s signature), written apart from the client's signer.
 struct TokenVerifier: Sendable {
     struct Registered: Sendable {
         let teamID: String
-        let key: P256.Signing.PublicKey
+        let key: LibCrypto.PublicKey
     }
 
     typealias Outcome = TokenCheck
@@ -18,7 +18,7 @@ struct TokenVerifier: Sendable {
         var registered: [String: Registered] = [:]
         for key in keys {
             registered[key.keyID] = Registered(
-                teamID: key.teamID, key: try P256.Signing.PublicKey(pemRepresentation: key.publicKeyPEM))
+                teamID: key.teamID, key: try LibCrypto.PublicKey(pem: key.publicKeyPEM))
         }
         self.keys = registered
     }
@@ -44,9 +44,8 @@ struct TokenVerifier: Sendable {
             return .rejected(.invalidProviderToken)
         }
         guard let issuedAt = (claims["iat"] as? NSNumber)?.intValue else { return .rejected(.invalidProviderToken) }
-        guard signatureBytes.count == 64,
-            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
-            registered.key.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8))
+        guard
+            registered.key.isValidES256Signature(Array(signatureBytes), for: Array((parts[0] + "." + parts[1]).utf8))
         else { return .rejected(.invalidProviderToken) }
         if now - issuedAt > Int(ProviderTokenRules.lifetime.components.seconds) {
             return .rejected(.expiredProviderToken)
