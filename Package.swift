@@ -11,8 +11,10 @@ import PackageDescription
 //   APNsTesting     recording connector and credential helpers for users' unit tests.
 //   APNsMockServer  a real HTTP/2 + TLS server that behaves like APNs (the only SwiftNIO user).
 //   APNsCLI         the `apns` command.
-// The benchmarks (Benchmarks/, with the C reference loop and the soak run) are a package of their
-// own, so `swift build` here builds only what users get.
+//   APNsBenchmark, APNsSoak, CLibcurlReference
+//                   the benchmarks (Benchmarks/, see its README): executables and targets, not
+//                   products, so a package that depends on this one never builds them; here they
+//                   share the library's build folder, so running them builds no second SwiftNIO.
 let package = Package(
     name: "swift-apns",
     platforms: [.macOS(.v15)],
@@ -99,6 +101,29 @@ let package = Package(
         // A running mock server with keys, a client certificate and connectors wired to it, for the
         // library's and the mock server's tests (a target, not a product).
         .target(name: "TestFixtures", dependencies: ["APNs", "APNsMockServer"], path: "Tests/TestFixtures"),
+        .executableTarget(
+            name: "APNsBenchmark",
+            dependencies: [
+                "APNs", "APNsMockServer", "CLibcurlReference",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/APNsBenchmark"
+        ),
+        .executableTarget(
+            name: "APNsSoak",
+            dependencies: [
+                "APNs", "APNsMockServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/APNsSoak"
+        ),
+        // The same requests through a minimal libcurl loop in C: the floor of any libcurl client.
+        .target(
+            name: "CLibcurlReference",
+            path: "Benchmarks/CLibcurlReference",
+            linkerSettings: [.linkedLibrary("curl")]
+        ),
         .testTarget(
             name: "CompileTimeTests",
             dependencies: ["APNs", "APNsTesting"],

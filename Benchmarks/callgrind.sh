@@ -24,10 +24,10 @@ shift $(( $# < 2 ? $# : 2 ))
 contenders=("$@")
 [ ${#contenders[@]} -eq 0 ] && contenders=(observed unobserved singles libcurl coalesced executor)
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
-swift build -c release --package-path Benchmarks --product APNsBenchmark >/dev/null
+swift build -c release --product APNsBenchmark >/dev/null
 out=.build-callgrind
 mkdir -p "$out"
-objcopy --strip-debug "$(swift build -c release --package-path Benchmarks --show-bin-path)/APNsBenchmark" "$out/APNsBenchmark"
+objcopy --strip-debug "$(swift build -c release --show-bin-path)/APNsBenchmark" "$out/APNsBenchmark"
 
 # The server: started here (a process under valgrind cannot spawn one), natively, on a fresh key.
 "$out/APNsBenchmark" --write-key "$out/key.json"

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 paths=(Package.swift Sources Tests/APNsTests Tests/APNsCoreTests Tests/APNsCLITests Tests/APNsMockServerTests Tests/TestFixtures Tests/CompileTimeTests/CompileTimeTests.swift
-    Benchmarks/Package.swift Benchmarks/APNsBenchmark Benchmarks/APNsSoak Benchmarks/BenchmarkSupport Examples/PushService/Package.swift Examples/PushService/Sources
+    Benchmarks/APNsBenchmark Benchmarks/APNsSoak Examples/PushService/Package.swift Examples/PushService/Sources
     Gateway/Package.swift Gateway/Sources Gateway/Tests Fuzz/Harnesses
     VaporIntegration/Package.swift VaporIntegration/Sources VaporIntegration/Tests/APNsVaporTests/*Tests.swift
     VaporIntegration/Tests/APNsVaporTests/Fixture.swift)

@@ -1,7 +1,6 @@
 @_spi(Benchmarks) import APNs
 import APNsMockServer
 import ArgumentParser
-import BenchmarkSupport
 import Foundation
 import Logging
 
@@ -9,7 +8,7 @@ import Logging
 /// h2load (when installed) on the same server, and its serialiser against JSONEncoder, then prints
 /// one table. Ratios are taken within one run, because machines here are noisy.
 ///
-///     swift run -c release --package-path Benchmarks APNsBenchmark
+///     swift run -c release APNsBenchmark
 struct Benchmark: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "APNsBenchmark", abstract: "swift-apns throughput, CPU, memory and serialisation.")

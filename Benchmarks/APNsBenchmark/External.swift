@@ -1,7 +1,6 @@
 import APNs
 import APNsMockServer
 import CLibcurlReference
-import BenchmarkSupport
 import Foundation
 
 /// The mock server in its own process: this executable re-run with `--serve`, or one already

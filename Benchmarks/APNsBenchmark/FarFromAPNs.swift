@@ -1,6 +1,5 @@
 import APNs
 import APNsMockServer
-import BenchmarkSupport
 import Foundation
 
 /// Throughput where the round trip is the limit, as it is 20–150 ms from APNs: a server in its own

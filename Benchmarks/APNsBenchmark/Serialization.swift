@@ -1,5 +1,4 @@
 import APNs
-import BenchmarkSupport
 import Foundation
 
 /// Serialising the benchmark alert: swift-apns' writer against JSONEncoder with `.sortedKeys` (the

@@ -1,6 +1,5 @@
 import APNs
 import APNsMockServer
-import BenchmarkSupport
 import Foundation
 
 /// The notification, devices and measurements of the swift-apns runs.

@@ -1,16 +1,15 @@
 @_spi(Benchmarks) import APNs
 import APNsMockServer
 import ArgumentParser
-import BenchmarkSupport
 import Foundation
 
 /// Sends many notifications through faults and checks every outcome against what the server
 /// processed. Not a test: a run takes minutes and prints its figures.
 ///
-///     swift run -c release --package-path Benchmarks APNsSoak                 # 1,000,000 sends, a fault every 10,000
-///     swift run --package-path Benchmarks APNsSoak --count 20000             # a short run
-///     swift run -c release --package-path Benchmarks APNsSoak --duration 3600   # an hour, RSS every minute
-///     swift run -c release --package-path Benchmarks APNsSoak --duration 3600 --memory-trim 10   # the transport hands freed memory back every 10 s
+///     swift run -c release APNsSoak                 # 1,000,000 sends, a fault every 10,000
+///     swift run APNsSoak --count 20000             # a short run
+///     swift run -c release APNsSoak --duration 3600   # an hour, RSS every minute
+///     swift run -c release APNsSoak --duration 3600 --memory-trim 10   # the transport hands freed memory back every 10 s
 ///
 /// Each wave of `--wave` sends (500 in flight, each with its own apns-id) starts with one fault
 /// injected into the mock server and a graceful GOAWAY on its open connections (so the client's
