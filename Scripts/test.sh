@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: the library's (one suite after another: the fault-matrix and deadline
-# tests assert per-send timing, which thousands of CPU-busy tasks from other suites on two cores
-# would distort), then the push gateway's (Gateway/, its own package: Hummingbird, GRDB/SQLite,
+# The whole test suite: the library's (Scripts/library-tests.sh: the suites that need no wall
+# clock side by side, then the few that measure real time one at a time), then the push gateway's (Gateway/, its own package: Hummingbird, GRDB/SQLite,
 # postgres-nio), every store test on both backends, then the Vapor integration's
 # (VaporIntegration/, its own package: its routes against the library's mock APNs, its
 # compile-time snippets). CI runs this through .ci/run.
@@ -18,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash Scripts/install-dependencies.sh --tests
-swift test --no-parallel
+bash Scripts/library-tests.sh
 state=$(mktemp)
 trap 'bash Scripts/start-postgres.sh --stop-as "$state"; rm -f "$state"' EXIT
 url=$(APNS_GATEWAY_PG_STATE=$state bash Scripts/start-postgres.sh)

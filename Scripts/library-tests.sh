@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The library's suites in two tiers, from one build:
+#   parallel  every suite that needs no wall clock, side by side (Swift Testing's default): values,
+#             rules, exact bytes, compile-time snippets, the mock server's answers, outcomes that do
+#             not depend on how long anything takes;
+#   serial    the suites that measure real time through libcurl and the mock server, or whose
+#             sends race a server-side timer, one test at a time, so that nothing of this
+#             package's own competes with them for the two cores. Each holds beside six CPU-bound
+#             processes (CONTRIBUTING.md). The tier, by suite, and the promise each checks:
+#               FaultMatrixTests      every fault ends each send once, truthfully, within its deadline
+#               DeadlineTests         a send ends by its deadline, wherever it waits
+#               LifecycleTests        deadlines count from the send; shutdown ends what is in flight
+#               ServiceLifecycleTests SIGTERM drains in-flight sends within the grace period
+#               TaskExecutorTests     the same deadlines on the connector's task executor
+#               TransportTests        a lone request is not held back by write coalescing
+#               KeepWarmTests         a warm connection is opened before the first send, and kept
+#               KeepaliveTests        an idle connection is checked and replaced when it goes silent
+#               GoAwayTests           thousands of sends through repeated GOAWAY, each answered
+#               CircuitBreakerTests   the breaker opens, fails fast and closes after its cool-down
+#               RetryTests            retries and their back-off stay within the deadline
+#               MemoryTrimTests       the transport hands memory back on its interval
+#               ServerBehaviourTests  slow and stalled servers are judged at the right time
+#               BulkSendTests         a bulk send's streams, pauses and cancellation as they happen
+#               CLITests              the `apns` command against a running mock, with timeouts
+#   Their decisions (the breaker, retry and back-off, stall judgement) are tested as values too,
+#   given the time, in the parallel tier (CircuitBreakerStateTests, StallJudgementTests).
+#
+#   bash Scripts/library-tests.sh                      # both tiers (builds first)
+#   bash Scripts/library-tests.sh --skip-build --skip "CompileTimeTests|APNsCoreTests"
+#   bash Scripts/library-tests.sh --tier parallel      # one tier
+# Other arguments go to both `swift test` runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+serial="FaultMatrixTests|DeadlineTests|LifecycleTests|ServiceLifecycleTests|TaskExecutorTests|TransportTests"
+serial+="|KeepWarmTests|KeepaliveTests|GoAwayTests|CircuitBreakerTests|RetryTests|MemoryTrimTests"
+serial+="|ServerBehaviourTests|BulkSendTests|CLITests"
+# Test ids read "Module.Suite/test()": the tier names whole suites.
+pattern="\\.($serial)\\b"
+tiers="parallel serial"
+args=()
+skip=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tier) tiers=$2; shift 2 ;;
+    --skip) skip=$2; shift 2 ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+for tier in $tiers; do
+  start=$SECONDS
+  case "$tier" in
+    parallel)
+      swift test "${args[@]}" --skip "$pattern${skip:+|$skip}" ;;
+    serial)
+      swift test "${args[@]}" --no-parallel --filter "$pattern" ${skip:+--skip "$skip"} ;;
+    *) echo "unknown tier: $tier (parallel, serial)" >&2; exit 2 ;;
+  esac
+  echo "library suites, $tier tier: $((SECONDS - start)) s"
+done
