@@ -33,14 +33,8 @@ extension CurlMultiLoop {
         }
     }
 
-    /// The part of a timed-out request's wait the connection must have been silent for to be
-    /// shut down as stalled. Half was too little: beside six busy processes the in-process mock
-    /// answers in bursts more than half a timeout apart, and 900 of 1,000 working sends ended
-    /// `unknown` with their connection.
-    static let stallSilence = 0.9
-
     /// A written request timed out. If nothing arrived on its connection for nearly all of the
-    /// request's wait (``stallSilence``), the connection is stalled (a server or middlebox that
+    /// request's wait (``StallJudgement``), the connection is stalled (a server or middlebox that
     /// stopped answering): libcurl would keep using it for every later request, since a stream
     /// timeout does not close an HTTP/2 connection. Shutting its socket down makes libcurl fail
     /// what is on it (written, so `unknown`) and open a new connection for what comes next.
@@ -48,26 +42,18 @@ extension CurlMultiLoop {
         assertOnLoopThread()
         let port = transfer.localPort
         guard port != 0 else { return }
-        // Silence is how long nothing has arrived on the connection, judged against the request's
-        // whole wait since it was given to the transport (not since its last write: a request
-        // refused and written again with a second of its deadline left would make a second's
-        // pause of a busy server look like a stall, and its connection carries a thousand others).
-        // Anything received in nearly all of that wait means the connection still works, slow (a
-        // server answering in bursts seconds apart, as an overloaded one does). Whether something
-        // was answered after this request was written says nothing: a connection that answered ten
-        // requests and then went silent would be found one timeout late.
+        // StallJudgement decides; the socket is looked at only when the last answer read is not
+        // recent enough on its own.
         let now = ContinuousClock.now
-        let silence = (now - transfer.submittedAt) * CurlMultiLoop.stallSilence
-        if let last = lastAnswer[port], now - last < silence { return }
+        let judgement = StallJudgement(submittedAt: transfer.submittedAt, now: now)
+        if judgement.answeredRecently(now: now, lastAnswer: lastAnswer[port]) { return }
         guard !stalled.ports.contains(port), let socket = openSockets.first(where: { localPort(of: $0) == port }) else {
             return
         }
-        // Bytes waiting unread on the socket: the server is talking and this process has not read
-        // it yet (a machine so busy that the loop thread fell behind). Slow, not stalled.
-        if unreadBytes(on: socket) > 0 { return }
-        // Anything received on the connection (an answer, a refused stream, a SETTINGS or PING
-        // frame), as the kernel timed it, within the same window: alive.
-        if let quiet = timeSinceDataReceived(on: socket), quiet < silence { return }
+        let verdict = judgement.verdict(
+            now: now, lastAnswer: lastAnswer[port], unreadBytes: unreadBytes(on: socket),
+            sinceDataReceived: timeSinceDataReceived(on: socket))
+        guard verdict == .stalled else { return }
         stalled.ports.insert(port)
         awaitingConnection = true
         _ = Foundation.shutdown(socket, Int32(SHUT_RDWR))

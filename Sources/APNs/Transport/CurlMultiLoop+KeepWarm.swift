@@ -11,11 +11,11 @@ extension CurlMultiLoop {
         assertOnLoopThread()
         guard let warmURL, warmUp == nil, active.isEmpty, waitingHead == waiting.count else { return }
         let now = ContinuousClock.now
-        guard now >= nextWarmUp else { return }
-        // libcurl refuses a connection idle for more than `maximumIdleSeconds` (whole seconds);
-        // replace it a little after that, while nothing waits for it.
-        let tooOld = now - lastActivity > .seconds(settings.maximumIdleSeconds + 2)
-        guard awaitingConnection || idleConnectionStirred || tooOld else { return }
+        guard
+            keepWarmSchedule.isDue(
+                now: now, lastActivity: lastActivity, maximumIdle: .seconds(settings.maximumIdleSeconds),
+                awaitingConnection: awaitingConnection, stirred: idleConnectionStirred)
+        else { return }
         idleConnectionStirred = false
         let transfer = Transfer(
             urlPrefix: warmURL, method: .get, headerList: CurlMultiLoop.noHeaders, body: CurlMultiLoop.noBody,
@@ -31,24 +31,21 @@ extension CurlMultiLoop {
     func warmUpEnded(_ failure: TransportError?) {
         assertOnLoopThread()
         warmUp = nil
-        lastActivity = .now
+        let now = ContinuousClock.now
+        lastActivity = now
         guard let failure else {
-            warmUpFailures = 0
-            // Spaced, so a socket that stays readable cannot make the loop spin on warm-ups.
-            nextWarmUp = .now + CurlMultiLoop.warmUpSpacing
+            keepWarmSchedule.succeeded(at: now)
             return
         }
         if failure.kind == .cancelled || failure.kind == .shutDown { return }
-        warmUpFailures += 1
-        let backOff = min(Duration.seconds(60), .seconds(1) * (1 << min(warmUpFailures - 1, 6)))
-        let delay = backOff * Double.random(in: 0.8...1.2)
-        nextWarmUp = .now + delay
+        let delay = keepWarmSchedule.failed(at: now, jitter: Double.random(in: 0.8...1.2))
+        let failures = keepWarmSchedule.failures
         guard observability.isEnabled else { return }
         let metadata: Logger.Metadata = [
             "error.type": "\(failure.kind)", "error.message": "\(failure.message)",
-            "apns.keep_warm.failures": "\(warmUpFailures)", "apns.keep_warm.retry_ms": "\(delay / .milliseconds(1))",
+            "apns.keep_warm.failures": "\(failures)", "apns.keep_warm.retry_ms": "\(delay / .milliseconds(1))",
         ]
-        if warmUpFailures == 1 {
+        if failures == 1 {
             observability.logger.notice(
                 "APNs connection could not be opened ahead of sends; trying again", metadata: metadata)
         } else {
@@ -56,9 +53,6 @@ extension CurlMultiLoop {
                 "APNs connection could not be opened ahead of sends; trying again", metadata: metadata)
         }
     }
-
-    /// The least time between two warm-ups.
-    static let warmUpSpacing: Duration = .milliseconds(250)
 
     /// What a warm-up transfer carries: nothing it would ever write.
     static let noHeaders = HeaderList(authorization: nil, headers: [])

@@ -90,6 +90,7 @@ extension CurlMultiLoop {
         let keepingWarm: Bool
         if warmURL != nil, case .running = phase, warmUp == nil, active.isEmpty {
             let now = ContinuousClock.now
+            let nextWarmUp = keepWarmSchedule.notBefore
             if nextWarmUp > now { limit = min(limit, nextWarmUp - now) }  // the next attempt on time
             keepingWarm = nextWarmUp <= now
         } else {

@@ -175,8 +175,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// counts: nothing is ever written), the one in flight, and when the next may start.
     var warmURL: String?
     var warmUp: Transfer?
-    var nextWarmUp = ContinuousClock.now
-    var warmUpFailures = 0
+    var keepWarmSchedule = KeepWarmSchedule(startingAt: .now)
     /// An idle connection's socket became readable (a GOAWAY, a close, a keepalive failure):
     /// libcurl does not watch idle connections, so a warm-up makes it look.
     var idleConnectionStirred = false
