@@ -12,7 +12,7 @@ import Testing
             // a sanitizer (about 80 sends/s) the last ones would wait past the usual 60 s in the queue
             // and time out, which is right, but not what this test is about.
             let connector = try fixture.tokenConnector(adjust: { $0.requestTimeout = .seconds(60).scaledForSanitizers })
-            let count = 5_000
+            let count = 5_000.scaledDownForSanitizers
             let ids = (0..<count).map { _ in APNsID() }
             let results = await withTaskGroup(of: (Int, Result<APNsResponse, any Error>).self) { group in
                 for index in 0..<count {
@@ -57,7 +57,7 @@ import Testing
         try await Fixture.with(adjust: { $0.goAwayAfterStreams = 50 }) { fixture in
             // as above
             let connector = try fixture.tokenConnector(adjust: { $0.requestTimeout = .seconds(60).scaledForSanitizers })
-            let count = 2_000
+            let count = 2_000.scaledDownForSanitizers
             let failures = await withTaskGroup(of: String?.self) { group in
                 for index in 0..<count {
                     group.addTask {

@@ -111,3 +111,11 @@ extension Duration {
     /// This duration on a sanitizer-slowed process.
     package var scaledForSanitizers: Duration { self * sanitizerSlowdown }
 }
+
+extension Int {
+    /// How many sends a test that makes thousands of them makes on a sanitizer-slowed process: a
+    /// fifth. The sanitizer watches every path the test drives as closely with a fifth of the
+    /// sends; the full count's statistics (how rare a lost refusal is) are the normal run's to
+    /// check.
+    package var scaledDownForSanitizers: Int { sanitizerSlowdown > 1 ? Swift.max(1, self / 5) : self }
+}
