@@ -1,3 +1,4 @@
+import APNs
 internal import CCrypto
 import Foundation
 
@@ -8,31 +9,16 @@ import Foundation
 /// is written here again, not shared: the JWS signature's r‖s to DER conversion, the subject's
 /// common name, the topic extension's lookup.
 ///
+/// The plumbing (initialisation, memory BIOs, OpenSSL's error text) is the library's `OpenSSL`.
 /// Every object here is made, used and freed by one caller; nothing is shared between threads
 /// except ``LibCrypto/PublicKey``, whose `EVP_PKEY` is never modified after it is read.
 enum LibCrypto {
-    /// OpenSSL's initialisation as the library does it (no `atexit` clean-up: see `OpenSSL` in
-    /// APNs), in case the mock server's call is the process's first.
-    static let initialized: Bool = OPENSSL_init_crypto(UInt64(OPENSSL_INIT_NO_ATEXIT), nil) == 1
-
     struct Failure: Error, CustomStringConvertible {
         let description: String
 
         /// What failed, with OpenSSL's last error (its messages name algorithms and formats,
         /// never key material).
-        init(_ what: String) {
-            let code = ERR_peek_last_error()
-            ERR_clear_error()
-            guard code != 0 else {
-                description = what
-                return
-            }
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &buffer, buffer.count)
-            let detail = String(
-                decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            description = "\(what): \(detail)"
-        }
+        init(_ what: String) { description = "\(what): \(OpenSSL.lastError())" }
     }
 
     /// An `EVP_PKEY` that frees itself; used by one caller at a time.
@@ -44,7 +30,7 @@ enum LibCrypto {
 
         /// A new P-256 key.
         static func generateP256() throws(Failure) -> Key {
-            _ = LibCrypto.initialized
+            _ = OpenSSL.initialized
             guard let context = EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nil) else { throw Failure("EVP_PKEY_CTX_new_id") }
             defer { EVP_PKEY_CTX_free(context) }
             var key: OpaquePointer?
@@ -162,7 +148,7 @@ enum LibCrypto {
         subject: [NameAttribute], publicKey: Key, issuerPEM: String?, issuerKey: Key, notValidBefore: Date,
         notValidAfter: Date, extensions: [Extension]
     ) throws(Failure) -> String {
-        _ = initialized
+        _ = OpenSSL.initialized
         guard let certificate = X509_new() else { throw Failure("X509_new") }
         defer { X509_free(certificate) }
         let issuer: OpaquePointer? = try issuerPEM.map { (pem: String) throws(Failure) -> OpaquePointer in
@@ -218,7 +204,7 @@ enum LibCrypto {
 
     /// Reads a DER certificate; nil when it is not one.
     static func clientCertificate(der: [UInt8], topicsOID: String) -> ClientCertificate? {
-        _ = initialized
+        _ = OpenSSL.initialized
         defer { ERR_clear_error() }
         let read: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor = buffer.baseAddress
@@ -281,13 +267,7 @@ enum LibCrypto {
     }
 
     private static func bio(_ bytes: [UInt8]) throws(Failure) -> OpaquePointer {
-        _ = initialized
-        guard let bio = BIO_new(BIO_s_mem()) else { throw Failure("BIO_new") }
-        let written = bytes.withUnsafeBytes { BIO_write(bio, $0.baseAddress, Int32($0.count)) }
-        guard written == Int32(bytes.count) else {
-            BIO_free(bio)
-            throw Failure("BIO_write")
-        }
+        guard let bio = OpenSSL.bio(bytes) else { throw Failure("a memory BIO") }
         return bio
     }
 
@@ -296,10 +276,9 @@ enum LibCrypto {
         guard let bio = BIO_new(BIO_s_mem()) else { throw Failure("BIO_new") }
         defer { BIO_free(bio) }
         guard write(bio) == 1 else { throw Failure("writing PEM") }
-        var pointer: UnsafeMutablePointer<CChar>?
-        let length = ccrypto_bio_get_mem_data(bio, &pointer)
-        guard let pointer, length > 0 else { throw Failure("writing PEM") }
-        return String(decoding: UnsafeRawBufferPointer(start: pointer, count: length), as: UTF8.self)
+        let text = OpenSSL.contents(of: bio)
+        guard !text.isEmpty else { throw Failure("writing PEM") }
+        return String(decoding: text, as: UTF8.self)
     }
 
     private static func bytes(of string: UnsafePointer<ASN1_STRING>) -> [UInt8] {

@@ -7,17 +7,18 @@ internal import CCrypto
 #endif
 
 /// Small helpers over libcrypto. Every function here is thread-safe: it uses only its own objects.
-enum OpenSSL {
+/// The mock server's own libcrypto code (`APNsMockServer`) uses them too, hence `package`.
+package enum OpenSSL {
     /// OpenSSL's initialisation, done before the library's first other OpenSSL call (loading a
     /// credential, or libcurl's global initialisation). It asks OpenSSL not to free its global
     /// state in an `atexit` handler: a program that exits while a connector's thread is still
     /// inside a TLS call (it dropped the connector without awaiting `shutdown`) would otherwise
     /// crash in that thread as the handler frees what the call is using.
-    static let initialized: Bool = OPENSSL_init_crypto(UInt64(OPENSSL_INIT_NO_ATEXIT), nil) == 1
+    package static let initialized: Bool = OPENSSL_init_crypto(UInt64(OPENSSL_INIT_NO_ATEXIT), nil) == 1
 
     /// The last libcrypto error as text, clearing the queue. OpenSSL's messages name algorithms
     /// and formats, never key material.
-    static func lastError() -> String {
+    package static func lastError() -> String {
         let code = ERR_peek_last_error()
         defer { ERR_clear_error() }
         guard code != 0 else { return "no detail from OpenSSL" }
@@ -28,7 +29,7 @@ enum OpenSSL {
     }
 
     /// A read-only memory BIO over a copy of `bytes`; the caller frees it with `BIO_free`.
-    static func bio(_ bytes: [UInt8]) -> OpaquePointer? {
+    package static func bio(_ bytes: [UInt8]) -> OpaquePointer? {
         _ = initialized
         let bio = BIO_new(BIO_s_mem())
         guard let bio else { return nil }
@@ -41,7 +42,7 @@ enum OpenSSL {
     }
 
     /// Everything written into a memory BIO.
-    static func contents(of bio: OpaquePointer) -> [UInt8] {
+    package static func contents(of bio: OpaquePointer) -> [UInt8] {
         var pointer: UnsafeMutablePointer<CChar>?
         let length = ccrypto_bio_get_mem_data(bio, &pointer)
         guard let pointer, length > 0 else { return [] }
