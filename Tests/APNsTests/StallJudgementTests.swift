@@ -20,9 +20,15 @@ import Testing
     }
 
     @Test func anAnswerWithinTheSilenceMeansAlive() {
-        #expect(judgement.answeredRecently(now: at(10), lastAnswer: at(1.001)))
-        #expect(!judgement.answeredRecently(now: at(10), lastAnswer: at(1)))
-        #expect(!judgement.answeredRecently(now: at(10), lastAnswer: nil))
+        #expect(
+            judgement.verdict(now: at(10), lastAnswer: at(1.001), unreadBytes: 0, sinceDataReceived: nil)
+                == .answeredRecently)
+        #expect(
+            judgement.verdict(now: at(10), lastAnswer: at(1), unreadBytes: 0, sinceDataReceived: nil)
+                != .answeredRecently)
+        #expect(
+            judgement.verdict(now: at(10), lastAnswer: nil, unreadBytes: 0, sinceDataReceived: nil) != .answeredRecently
+        )
         #expect(
             judgement.verdict(now: at(10), lastAnswer: at(2), unreadBytes: 0, sinceDataReceived: nil)
                 == .answeredRecently)

@@ -42,15 +42,11 @@ extension CurlMultiLoop {
         assertOnLoopThread()
         let port = transfer.localPort
         guard port != 0 else { return }
-        // StallJudgement decides; the socket is looked at only when the last answer read is not
-        // recent enough on its own.
-        let now = ContinuousClock.now
-        let judgement = StallJudgement(submittedAt: transfer.submittedAt, now: now)
-        if judgement.answeredRecently(now: now, lastAnswer: lastAnswer[port]) { return }
         guard !stalled.ports.contains(port), let socket = openSockets.first(where: { localPort(of: $0) == port }) else {
             return
         }
-        let verdict = judgement.verdict(
+        let now = ContinuousClock.now
+        let verdict = StallJudgement(submittedAt: transfer.submittedAt, now: now).verdict(
             now: now, lastAnswer: lastAnswer[port], unreadBytes: unreadBytes(on: socket),
             sinceDataReceived: timeSinceDataReceived(on: socket))
         guard verdict == .stalled else { return }

@@ -1,7 +1,6 @@
 /// Whether the connection of a written request that timed out is stalled (a server or middlebox
 /// that stopped answering) or only slow, as a value given the time and the evidence: the loop
-/// gathers what it knows about the connection, cheapest first, and asks at each step; this
-/// decides. `StallJudgementTests` checks every rule with instants and no socket.
+/// gathers what it knows about the connection and this decides. `StallJudgementTests` checks every rule with instants and no socket.
 ///
 /// The connection is alive when anything arrived on it within ``silence``: nearly all of the
 /// request's whole wait since it was given to the transport (not since its last write: a request
@@ -53,12 +52,5 @@ struct StallJudgement: Equatable {
         if unreadBytes > 0 { return .unreadBytesWaiting }
         if let quiet = sinceDataReceived, quiet < silence { return .receivedRecently }
         return .stalled
-    }
-
-    /// The first, cheapest question on its own: whether the last answer the loop read is recent
-    /// enough to need no look at the socket.
-    func answeredRecently(now: ContinuousClock.Instant, lastAnswer: ContinuousClock.Instant?) -> Bool {
-        guard let lastAnswer else { return false }
-        return now - lastAnswer < silence
     }
 }
