@@ -22,8 +22,9 @@
 #               ServerBehaviourTests  slow and stalled servers are judged at the right time
 #               BulkSendTests         a bulk send's streams, pauses and cancellation as they happen
 #               CLITests              the `apns` command against a running mock, with timeouts
-#   Their decisions (the breaker, retry and back-off, stall judgement) are tested as values too,
-#   given the time, in the parallel tier (CircuitBreakerStateTests, StallJudgementTests).
+#   Their decisions (the breaker, keep-warm's schedule, stall judgement) are tested as values too,
+#   given the time, in the parallel tier (CircuitBreakerStateTests, KeepWarmScheduleTests,
+#   StallJudgementTests).
 #
 #   bash Scripts/library-tests.sh                      # both tiers (builds first)
 #   bash Scripts/library-tests.sh --skip-build --skip "CompileTimeTests|APNsCoreTests"
