@@ -132,3 +132,16 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Scripts/sanitizers.sh: APNS_SANITIZER=thread or address compiles this package's own modules with
+// that sanitizer (and links its runtime), in the ordinary build folder, and changes nothing else:
+// SwiftNIO, BoringSSL and the other dependencies are the ones the plain build already compiled, so
+// a sanitizer run rebuilds this repository's code, not the world. The sanitizers watch the code
+// this repository writes; what it links was never all instrumented (libcurl, libcrypto and the
+// Swift runtime are not).
+if let sanitizer = Context.environment["APNS_SANITIZER"], !sanitizer.isEmpty {
+    for target in package.targets where target.type != .system {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-sanitize=\(sanitizer)"])]
+        target.linkerSettings = (target.linkerSettings ?? []) + [.unsafeFlags(["-sanitize=\(sanitizer)"])]
+    }
+}
