@@ -82,16 +82,17 @@ build_job() {
   build "$1" >"$out/$1.build.log" 2>&1
   echo $? >"$out/$1.build.status"
 }
-busy=${core_pid:+1}
+busy=0
+[ -n "$core_pid" ] && busy=1
 for target in "${targets[@]}"; do
-  if [ "${busy:-0}" -ge 2 ]; then
+  if [ "$busy" -ge 2 ]; then
     wait -n
     busy=$((busy - 1))
   fi
   [ "$target" = mock ] && [ -n "$core_pid" ] && wait "$core_pid"
   rm -f "$out/$target.build.status"
   build_job "$target" &
-  busy=$((${busy:-0} + 1))
+  busy=$((busy + 1))
 done
 wait
 
