@@ -117,19 +117,8 @@ public final class Dispatcher: Service, Sendable {
     private let queueDepth = Gauge(label: "apns_gateway_queue_depth")
     /// This process's registration in the store.
     private let identity: GatewayInstance
-    /// Until when every claim this sender holds is surely its own (the last heartbeat that
-    /// renewed them, plus the lease), and whether a send may start.
-    private let lease = Mutex(LeaseState())
-
-    private struct LeaseState {
-        /// False until ``run()`` registers the sender: ``dispatchOnce(now:)`` called on its own
-        /// claims under the lease alone, with nothing to renew it.
-        var registered = false
-        var validUntil: ContinuousClock.Instant = .now
-        var lost = false
-        /// The last heartbeat found the lease in doubt (for logging its changes).
-        var paused = false
-    }
+    /// Whether a send may start: the lease as the last heartbeats left it.
+    private let lease: Mutex<SenderLease>
 
     public init(
         store: any GatewayStore, connector: AnyConnector, configuration: Configuration = .init(), logger: Logger
@@ -140,6 +129,8 @@ public final class Dispatcher: Service, Sendable {
         self.logger = logger
         owner = configuration.instance
         identity = GatewayInstance(name: configuration.instance)
+        lease = Mutex(
+            SenderLease(lease: configuration.lease, timeout: configuration.timeout, heartbeat: configuration.heartbeat))
         (wakeUps, wakeUpContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -188,10 +179,7 @@ public final class Dispatcher: Service, Sendable {
         let start = ContinuousClock.now
         switch try await store.register(identity, now: now, staleAfter: configuration.lease) {
         case .registered(let released):
-            lease.withLock {
-                $0.registered = true
-                $0.validUntil = start + configuration.lease
-            }
+            lease.withLock { $0.renewed(startedAt: start) }
             logger.info("registered", metadata: ["instance": "\(owner)"])
             if released > 0 {
                 logger.notice(
@@ -213,7 +201,6 @@ public final class Dispatcher: Service, Sendable {
     /// gone (another process judged it dead), it stops for good.
     private func keepLeases() async {
         let interval = configuration.heartbeat
-        let needed = configuration.timeout + interval
         while !Task.isCancelled {
             try? await Task.sleep(for: interval)
             let start = ContinuousClock.now
@@ -221,28 +208,24 @@ public final class Dispatcher: Service, Sendable {
                 let alive = try await store.heartbeat(
                     identity, now: Date(), leaseUntil: Date().addingTimeInterval(configuration.lease.seconds))
                 if alive {
-                    lease.withLock { $0.validUntil = start + configuration.lease }
+                    lease.withLock { $0.renewed(startedAt: start) }
                 } else {
                     logger.error(
                         "this instance's registration was taken over by another process: it stops sending",
                         metadata: ["instance": "\(owner)"])
-                    lease.withLock { $0.lost = true }
+                    lease.withLock { $0.takenOver() }
                 }
             } catch {
                 if Task.isCancelled { return }  // stopping
                 logger.warning("renewing the lease failed", metadata: ["error": "\(error)"])
             }
-            let (paused, changed) = lease.withLock { state -> (Bool, Bool) in
-                let paused = state.lost || ContinuousClock.now + needed > state.validUntil
-                defer { state.paused = paused }
-                return (paused, paused != state.paused)
-            }
-            if changed {
-                if paused {
-                    logger.error("the lease could run out before a send ends: no new sends until it is renewed")
-                } else {
-                    logger.notice("the lease is renewed: sending again")
-                }
+            switch lease.withLock({ $0.judge(at: .now) }) {
+            case .paused:
+                logger.error("the lease could run out before a send ends: no new sends until it is renewed")
+            case .resumed:
+                logger.notice("the lease is renewed: sending again")
+            case nil:
+                break
             }
         }
     }
@@ -275,10 +258,7 @@ public final class Dispatcher: Service, Sendable {
     /// Whether a send may start now: its lease outlasts it by a heartbeat (judged at each call,
     /// so a heartbeat stuck on the database stops sends as surely as a failed one). Always, when
     /// the sender was not registered by ``run()``.
-    private var mayStart: Bool {
-        let needed = configuration.timeout + configuration.heartbeat
-        return lease.withLock { !$0.registered || (!$0.lost && ContinuousClock.now + needed <= $0.validUntil) }
-    }
+    private var mayStart: Bool { lease.withLock { $0.mayStart(at: .now) } }
 
     /// ``dispatchOnce(now:)``, with a failure to claim logged (the next wake-up tries again)
     /// instead of ending the service.
