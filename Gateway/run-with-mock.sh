@@ -8,7 +8,7 @@
 #   bash Gateway/run-with-mock.sh --fuzz N  # schemathesis (from PyPI) against openapi.yaml, N examples
 #                                           # per operation: no 5xx, answers as the file describes
 #
-# Builds both first (the first build takes several minutes).
+# Builds both first, in the repository's .build (Scripts/package.sh; the first build takes minutes).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 smoke=false
@@ -17,10 +17,10 @@ fuzz=""
 [ "${1:-}" = "--fuzz" ] && { smoke=true; fuzz=${2:-200}; }
 
 source "$root/Scripts/mock-apns.sh"
-build_quietly gateway-build.log --package-path "$root" --product apns
-build_quietly gateway-build.log --package-path "$root/Gateway" --product apns-gateway
-apns="$(swift build --package-path "$root" --show-bin-path)/apns"
-gateway="$(swift build --package-path "$root/Gateway" --show-bin-path)/apns-gateway"
+build_quietly gateway-build.log . --product apns
+build_quietly gateway-build.log Gateway --product apns-gateway
+apns="$(bin_path)/apns"
+gateway="$(bin_path)/apns-gateway"
 start_mock_apns "$apns" --allow-frequent-token-updates
 
 database="$work/queue.sqlite"

@@ -1,6 +1,9 @@
 # Shared by the run-with-mock.sh scripts (Gateway/, Examples/PushService/): source it, then
 #
-#   build_quietly LOG swift-build-arguments…   # swift build; its output only if it fails
+#   build_quietly LOG PACKAGE swift-build-arguments…   # swift build of one of the repository's
+#                                              # packages (Scripts/package.sh: in the repository's
+#                                              # .build); its output only if it fails
+#   bin=$(bin_path)                            # where those builds put their programs
 #   start_mock_apns APNS [mock-server flags…]  # `apns mock-server` in $work; sets $listening,
 #                                              # $key_file, $key_id and $team_id ($work/ca.pem is its CA)
 #   address=$(wait_for_listening FILE)         # the address a process printed as "listening ADDR"
@@ -17,10 +20,12 @@ stop_and_clean_up() {
 trap stop_and_clean_up EXIT
 
 build_quietly() {
-  local log="${TMPDIR:-/tmp}/$1"
-  shift
-  swift build "$@" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+  local log="${TMPDIR:-/tmp}/$1" package=$2
+  shift 2
+  bash "$root/Scripts/package.sh" "$package" build "$@" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
 }
+
+bin_path() { bash "$root/Scripts/package.sh" . build --show-bin-path; }
 
 start_mock_apns() {
   local apns=$1

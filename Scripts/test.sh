@@ -7,7 +7,8 @@
 #                                 Hummingbird, GRDB/SQLite, postgres-nio), every store test on both
 #                                 backends, and the Vapor integration's (VaporIntegration/, its own
 #                                 package: its routes against the library's mock APNs, its
-#                                 compile-time snippets). CI runs this through .ci/run;
+#                                 compile-time snippets), both built in the repository's .build
+#                                 beside the library (Scripts/package.sh). CI runs this through .ci/run;
 #   bash Scripts/test.sh --packages   the gateway's and the Vapor integration's alone.
 #
 # What it does to the machine, and undoes:
@@ -36,6 +37,6 @@ url=$(APNS_GATEWAY_PG_STATE=$state bash Scripts/start-postgres.sh)
 # one at a time after the rest; side by side on two cores they made one another's sends time out.
 gateway_serial="\\.(DeliverySemanticsTests|LeaseTests|CrashSafetyTests|GatewayAPITests)\\b"
 export APNS_GATEWAY_POSTGRES_URL=$url
-swift test --package-path Gateway --skip "$gateway_serial"
-swift test --package-path Gateway --skip-build --no-parallel --filter "$gateway_serial"
-swift test --package-path VaporIntegration
+bash Scripts/package.sh Gateway test --skip "$gateway_serial"
+bash Scripts/package.sh Gateway test --skip-build --no-parallel --filter "$gateway_serial"
+bash Scripts/package.sh VaporIntegration test

@@ -5,18 +5,17 @@
 #   bash VaporIntegration/run-with-mock.sh --smoke   # an alert, a Live Activity update, a bad token,
 #                                                    # then SIGTERM with sends in flight (CI)
 #
-# Builds both first (Vapor's first build takes several minutes).
+# Builds both first, in the repository's .build (Scripts/package.sh; Vapor's first build takes minutes).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-integration="$root/VaporIntegration"
 smoke=false
 [ "${1:-}" = "--smoke" ] && smoke=true
 
 source "$root/Scripts/mock-apns.sh"
-build_quietly vapor-notify-build.log --package-path "$root" --product apns
-build_quietly vapor-notify-build.log --package-path "$integration" --product VaporNotify
-apns="$(swift build --package-path "$root" --show-bin-path)/apns"
-app="$(swift build --package-path "$integration" --show-bin-path)/VaporNotify"
+build_quietly vapor-notify-build.log . --product apns
+build_quietly vapor-notify-build.log VaporIntegration --product VaporNotify
+apns="$(bin_path)/apns"
+app="$(bin_path)/VaporNotify"
 # Every answer 1.5 s late in the smoke run, so that SIGTERM finds sends in flight.
 if $smoke; then start_mock_apns "$apns" --fault delay:1500; else start_mock_apns "$apns"; fi
 

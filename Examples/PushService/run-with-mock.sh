@@ -4,18 +4,17 @@
 #   bash Examples/PushService/run-with-mock.sh           # serve on 127.0.0.1:8080 until Ctrl-C
 #   bash Examples/PushService/run-with-mock.sh --smoke   # one POST /notify and GET /metrics, then stop (CI)
 #
-# Builds both first (the first build takes a few minutes).
+# Builds both first, in the repository's .build (Scripts/package.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-example="$root/Examples/PushService"
 smoke=false
 [ "${1:-}" = "--smoke" ] && smoke=true
 
 source "$root/Scripts/mock-apns.sh"
-build_quietly push-service-build.log --package-path "$root" --product apns
-build_quietly push-service-build.log --package-path "$example"
-apns="$(swift build --package-path "$root" --show-bin-path)/apns"
-service="$(swift build --package-path "$example" --show-bin-path)/PushService"
+build_quietly push-service-build.log . --product apns
+build_quietly push-service-build.log Examples/PushService
+apns="$(bin_path)/apns"
+service="$(bin_path)/PushService"
 start_mock_apns "$apns"
 
 port=8080
