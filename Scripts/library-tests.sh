@@ -24,7 +24,7 @@
 #               CLITests              the `apns` command against a running mock, with timeouts
 #   Their decisions (the breaker, keep-warm's schedule, stall judgement) are tested as values too,
 #   given the time, in the parallel tier (CircuitBreakerStateTests, KeepWarmScheduleTests,
-#   StallJudgementTests).
+#   StallJudgementTests), and a transfer's life step by step (TransferLifeTests).
 #
 #   bash Scripts/library-tests.sh                      # both tiers (builds first)
 #   bash Scripts/library-tests.sh --skip-build --skip "CompileTimeTests|APNsCoreTests"

@@ -212,7 +212,7 @@ extension CurlMultiLoop {
             // it. So the request that will make the next connection is configured quietly, and
             // every other request verbosely: those wait for that connection (CURLOPT_PIPEWAIT)
             // and report any GOAWAY it sends.
-            let quiet = awaitingConnection && quietTransfer.map { $0.finished } != false
+            let quiet = awaitingConnection && quietTransfer.map { $0.isFinished } != false
             if quiet { quietTransfer = transfer }
             _ = ccurl_easy_setopt_long(easy, CURLOPT_VERBOSE, quiet ? 0 : 1)
         }

@@ -19,11 +19,11 @@ extension CurlMultiLoop {
         idleConnectionStirred = false
         let transfer = Transfer(
             urlPrefix: warmURL, method: .get, headerList: CurlMultiLoop.noHeaders, body: CurlMultiLoop.noBody,
-            deadline: now + .milliseconds(settings.connectTimeoutMilliseconds) + .seconds(1), device: nil, owner: nil)
-        transfer.isWarmUp = true
+            deadline: now + .milliseconds(settings.connectTimeoutMilliseconds) + .seconds(1), device: nil, owner: nil,
+            isWarmUp: true)
         transfer.completion = .warmUp { [self] failure in warmUpEnded(failure) }
         warmUp = transfer
-        transfer.queued = true
+        transfer.taken()
         start(transfer, on: multi)
     }
 

@@ -57,7 +57,7 @@ extension CurlMultiLoop {
         }
         defer { if reusable { recycle(easy) } else { discard(easy) } }
         if warmURL != nil { lastActivity = .now }
-        guard !transfer.finished else {
+        guard !transfer.isFinished else {
             // Cancelled or timed out while libcurl had it.
             if transfer.isProbe { record(.neutral, probe: true) }
             return
@@ -136,8 +136,8 @@ extension CurlMultiLoop {
                     result = .failure(TransportError.timedOut(delivery: .notSent))
                     break
                 }
-                if code == CURLE_OPERATION_TIMEDOUT, transfer.written { closeIfStalled(transfer) }
-                if transfer.written, transfer.localPort != 0, !hasOpenSocket(localPort: transfer.localPort) {
+                if code == CURLE_OPERATION_TIMEDOUT, transfer.isWritten { closeIfStalled(transfer) }
+                if transfer.isWritten, transfer.localPort != 0, !hasOpenSocket(localPort: transfer.localPort) {
                     // The connection the request was written on is closed and never answered it.
                     // What libcurl reports last (a timeout or connect error while it waited for a
                     // new connection, the framing layer giving up) does not change that.

@@ -47,7 +47,7 @@ extension CurlMultiLoop {
             var pollLimit = Duration.seconds(1)
             if case .draining(let until) = phase {
                 let now = ContinuousClock.now
-                if let warmUp, !warmUp.finished { cancel(warmUp, on: multi) }  // a drain does not wait for it
+                if let warmUp, !warmUp.isFinished { cancel(warmUp, on: multi) }  // a drain does not wait for it
                 if isIdle || now >= until {
                     return stop(on: multi)
                 }
@@ -80,7 +80,7 @@ extension CurlMultiLoop {
     }
 
     /// Nothing waits in the queue and nothing in libcurl is unfinished: a drain can end.
-    var isIdle: Bool { waitingHead == waiting.count && active.values.allSatisfy(\.finished) }
+    var isIdle: Bool { waitingHead == waiting.count && active.values.allSatisfy(\.isFinished) }
 
     /// Sleeps in `curl_multi_poll` until libcurl's sockets, a wake-up or `limit`; while keeping
     /// warm with nothing in flight, also until an idle connection's socket is readable.
@@ -153,7 +153,7 @@ extension CurlMultiLoop {
         guard waitingHead < waiting.count else { return }
         let now = ContinuousClock.now
         guard waitingSweep.isDue(at: now) else { return }
-        for transfer in waiting[waitingHead...] where !transfer.finished && transfer.deadline <= now {
+        for transfer in waiting[waitingHead...] where !transfer.isFinished && transfer.deadline <= now {
             transfer.resume(.failure(TransportError.timedOut(delivery: transfer.delivery)))
         }
     }
@@ -173,7 +173,7 @@ extension CurlMultiLoop {
         var expired: [(UnsafeMutableRawPointer, Transfer)] = []
         // A transfer already ended (cancelled) but still pending in libcurl is taken out too.
         for (easy, transfer) in active {
-            let slack = transfer.written ? CurlMultiLoop.writtenDeadlineSlack : CurlMultiLoop.activeDeadlineSlack
+            let slack = transfer.isWritten ? CurlMultiLoop.writtenDeadlineSlack : CurlMultiLoop.activeDeadlineSlack
             if now >= transfer.deadline + slack { expired.append((easy, transfer)) }
         }
         for (easy, transfer) in expired {
@@ -181,11 +181,11 @@ extension CurlMultiLoop {
             curl_multi_remove_handle(multi, easy)
             transfer.easy = nil
             discard(easy)  // taken out mid-way: in a state not worth reusing
-            guard !transfer.finished else {
+            guard !transfer.isFinished else {
                 if transfer.isProbe { record(.neutral, probe: true) }
                 continue
             }
-            if transfer.written { closeIfStalled(transfer) }
+            if transfer.isWritten { closeIfStalled(transfer) }
             let result: Result<APNsHTTPResponse, any Error> = .failure(
                 TransportError.timedOut(delivery: transfer.delivery))
             if breaker != nil { record(CircuitBreaker.signal(for: result), probe: transfer.isProbe) }
@@ -270,7 +270,7 @@ extension CurlMultiLoop {
         while active.count < maximumInFlight, waitingHead < waiting.count {
             let transfer = waiting[waitingHead]
             waitingHead += 1
-            if !transfer.finished { start(transfer, on: multi) }
+            if !transfer.isFinished { start(transfer, on: multi) }
         }
         if waitingHead == waiting.count {
             waiting.removeAll(keepingCapacity: true)
@@ -316,14 +316,14 @@ extension CurlMultiLoop {
     /// and is aborted by the pre-request callback before any byte is written.
     func cancel(_ transfer: Transfer, on multi: UnsafeMutableRawPointer) {
         assertOnLoopThread()
-        guard !transfer.finished else { return }
+        guard !transfer.isFinished else { return }
         transfer.cancelled = true
-        if let easy = transfer.easy, transfer.written, active.removeValue(forKey: easy) != nil {
+        if let easy = transfer.easy, transfer.isWritten, active.removeValue(forKey: easy) != nil {
             curl_multi_remove_handle(multi, easy)
             recycle(easy)
             transfer.easy = nil
             transfer.resume(.failure(TransportError.cancelled(delivery: .unknown)))
-        } else if transfer.queued {
+        } else if transfer.life == .queued {
             transfer.resume(.failure(TransportError.cancelled(delivery: .notSent)))
         }
         // Otherwise its `add` has not been processed yet; `enqueue` sees `cancelled`.
@@ -342,7 +342,7 @@ extension CurlMultiLoop {
             transfer.resume(.failure(TransportError.cancelled(delivery: .notSent)))
             return
         }
-        transfer.queued = true
+        transfer.taken()
         waiting.append(transfer)
     }
 }

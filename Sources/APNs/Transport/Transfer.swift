@@ -27,9 +27,10 @@ final class Transfer: @unchecked Sendable {
     /// Who hears the result: a suspended task, or a function called on the loop thread.
     ///
     /// The task's continuation is an `UnsafeContinuation`: ``resume(_:)`` runs it at most once
-    /// (`finished`), and every transfer is finished exactly once (the loop's invariant, which the
-    /// fault-matrix tests count). With a `CheckedContinuation` (resilient, so of unknown layout)
-    /// in this enum, each copy of a transfer's completion went through runtime witnesses.
+    /// (``life`` becomes `finished`), and every transfer is finished exactly once (the loop's
+    /// invariant, which the fault-matrix tests count). With a `CheckedContinuation` (resilient, so
+    /// of unknown layout) in this enum, each copy of a transfer's completion went through runtime
+    /// witnesses.
     enum Completion {
         case task(UnsafeContinuation<APNsHTTPResponse, any Error>)
         case callback(@Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void)
@@ -85,24 +86,37 @@ final class Transfer: @unchecked Sendable {
     @exclusivity(unchecked) var responseHeaders: [APNsRequest.Header] = []
     /// The answer's body, up to ``maximumResponseBody`` bytes; the rest is read and dropped.
     @exclusivity(unchecked) var responseBody: [UInt8] = []
-    /// Loop-thread state: cancellation was asked for; the `add` was processed; the result was
-    /// delivered.
+    /// Where the transfer is in its life (loop thread only).
+    ///
+    /// It moves forward one step at a time — ``taken()``, ``willSend(localPort:)``, ``resume(_:)``
+    /// — except that a request the server refused before processing it goes back from `written`
+    /// to `queued` to be sent again (``prepareForResubmission()``); a transfer can finish from any
+    /// step, and only once.
+    enum Life: Equatable {
+        /// Handed to the loop, which has not taken it in yet: a cancellation is answered when it does.
+        case submitted
+        /// Taken in by the loop, waiting for its turn or inside libcurl; nothing of it written.
+        case queued
+        /// libcurl was about to write it on a ready connection: it may have reached a server.
+        case written
+        /// Its result was delivered.
+        case finished
+    }
+
+    @exclusivity(unchecked) private(set) var life = Life.submitted
+    /// Cancellation was asked for (loop thread). Not a step of its life: it is asked at any step,
+    /// and each step answers it differently (``CurlMultiLoop/cancel(_:on:)``).
     @exclusivity(unchecked) var cancelled = false
-    @exclusivity(unchecked) var queued = false
-    @exclusivity(unchecked) var finished = false
-    /// The request may have reached a server: libcurl was about to write it, and no refusal since
-    /// proved otherwise.
-    @exclusivity(unchecked) var written = false
     /// Pre-request calls in the current libcurl run.
     @exclusivity(unchecked) var attempts = 0
     /// The socket errno libcurl had recorded when the request was first written.
     @exclusivity(unchecked) var baselineErrno = 0
     @exclusivity(unchecked) var retry: Retry?
     var resubmissions = 0
-    /// The circuit breaker's probe: its outcome opens or closes the circuit.
+    /// The circuit breaker's probe in this libcurl run: its outcome opens or closes the circuit.
     @exclusivity(unchecked) var isProbe = false
     /// Opens (or checks) a connection and writes nothing: the pre-request callback always stops it.
-    var isWarmUp = false
+    let isWarmUp: Bool
     /// TLS negotiated HTTP/2 (ALPN h2) for the connection the request was written on: its answer
     /// is HTTP/2 without asking libcurl again.
     @exclusivity(unchecked) var negotiatedH2 = false
@@ -127,8 +141,9 @@ final class Transfer: @unchecked Sendable {
     init(
         urlPrefix: String, urlSuffix: String = "", method: APNsRequest.Method, headerList: HeaderList,
         body: RequestBody,
-        deadline: ContinuousClock.Instant, device: Device?, owner: BulkOwner?
+        deadline: ContinuousClock.Instant, device: Device?, owner: BulkOwner?, isWarmUp: Bool = false
     ) {
+        self.isWarmUp = isWarmUp
         self.urlPrefix = urlPrefix
         self.urlSuffix = urlSuffix
         self.method = method
@@ -142,8 +157,19 @@ final class Transfer: @unchecked Sendable {
     /// Whether the request has been given up on (cancelled directly or with its bulk send).
     var isCancelled: Bool { cancelled || owner?.isCancelled == true }
 
+    /// The result was delivered.
+    var isFinished: Bool { life == .finished }
+    /// The request may have reached a server: libcurl was about to write it, and no refusal since
+    /// proved otherwise.
+    var isWritten: Bool { life == .written }
+
     /// What a failure now would mean for delivery.
-    var delivery: Delivery { written ? .unknown : .notSent }
+    var delivery: Delivery { life == .written ? .unknown : .notSent }
+
+    /// The loop took the transfer in (it waits for its turn, or goes to libcurl now).
+    func taken() {
+        if life == .submitted { life = .queued }
+    }
 
     /// `CURLOPT_PREREQFUNCTION`: libcurl is about to write the request on a ready connection.
     /// Returns `CURL_PREREQFUNC_OK` or `CURL_PREREQFUNC_ABORT`.
@@ -172,7 +198,7 @@ final class Transfer: @unchecked Sendable {
             }
             negotiatedH2 = alpn == 1
             baselineErrno = osErrno
-            written = true
+            if life != .finished { life = .written }
             self.localPort = localPort
             return Int32(CURL_PREREQFUNC_OK)
         }
@@ -198,7 +224,9 @@ final class Transfer: @unchecked Sendable {
     /// errno and is re-sent is the refusal path (every connection failure calls `failf`): the
     /// server never processed the request, so it was not sent. Anything else stays unknown.
     func wasRefusedBeforeTimingOut(_ easy: UnsafeMutableRawPointer, errorBuffer: UnsafePointer<CChar>?) -> Bool {
-        guard written, attempts == 1, !isWarmUp, let errorBuffer, errorBuffer.pointee != 0 else { return false }
+        guard life == .written, attempts == 1, !isWarmUp, let errorBuffer, errorBuffer.pointee != 0 else {
+            return false
+        }
         var retriedAfter: curl_off_t = 0
         guard ccurl_easy_getinfo_off_t(easy, CURLINFO_REDIRECT_TIME_T, &retriedAfter) == CURLE_OK, retriedAfter > 0
         else {
@@ -224,15 +252,15 @@ final class Transfer: @unchecked Sendable {
         responseBody.removeAll()
         attempts = 0
         retry = nil
-        written = false
+        if life == .written { life = .queued }
         negotiatedH2 = false
         isProbe = false
     }
 
     /// Delivers the result, once.
     func resume(_ result: Result<APNsHTTPResponse, any Error>) {
-        guard !finished else { return }
-        finished = true
+        guard life != .finished else { return }
+        life = .finished
         switch completion {
         case .task(let continuation)?: continuation.resume(with: result)
         case .callback(let deliver)?: deliver(device, result)
@@ -249,8 +277,8 @@ final class Transfer: @unchecked Sendable {
 
     /// Ends a keep-warm transfer that reached a ready connection (it never gets a response).
     func resumeWarmedUp() {
-        guard !finished else { return }
-        finished = true
+        guard life != .finished else { return }
+        life = .finished
         if case .warmUp(let done)? = completion { done(nil) }
         completion = nil
     }

@@ -1,0 +1,125 @@
+@testable import APNs
+import Synchronization
+import Testing
+
+/// A transfer's life as the loop drives it — submitted, queued, written, finished — step by step,
+/// without libcurl or a socket: the loop's calls are made directly (a pre-request callback with no
+/// easy handle reads no connection), and what each step means for delivery is checked. The fault
+/// matrix drives the same steps through libcurl against a misbehaving server.
+@Suite struct TransferLifeTests {
+    /// The results a transfer delivered, in order.
+    final class Results: Sendable {
+        let delivered = Mutex<[String]>([])
+        var all: [String] { delivered.withLock { $0 } }
+    }
+
+    func transfer(_ results: Results, warmUp: Bool = false, owner: BulkOwner? = nil) -> Transfer {
+        let transfer = Transfer(
+            urlPrefix: "https://127.0.0.1:1/3/device/", urlSuffix: "ab", method: .post,
+            headerList: CurlMultiLoop.noHeaders, body: CurlMultiLoop.noBody, deadline: ContinuousClock.now,
+            device: nil, owner: owner, isWarmUp: warmUp)
+        if warmUp {
+            transfer.completion = .warmUp { error in
+                results.delivered.withLock { $0.append(error == nil ? "warm" : "cold") }
+            }
+        } else {
+            transfer.completion = .callback { _, result in
+                results.delivered.withLock {
+                    switch result {
+                    case .success(let response): $0.append("\(response.status)")
+                    case .failure(let error as TransportError): $0.append("\(error.kind.rawValue) \(error.delivery)")
+                    case .failure: $0.append("other")
+                    }
+                }
+            }
+        }
+        return transfer
+    }
+
+    @Test func aSendIsNotSentUntilLibcurlIsAboutToWriteIt() {
+        let results = Results()
+        let transfer = transfer(results)
+        #expect(transfer.life == .submitted)
+        #expect(transfer.delivery == .notSent)
+        transfer.taken()
+        #expect(transfer.life == .queued)
+        #expect(transfer.delivery == .notSent)
+        transfer.taken()
+        #expect(transfer.life == .queued, "taking it in twice changes nothing")
+        _ = transfer.willSend(localPort: 4242)
+        #expect(transfer.life == .written)
+        #expect(transfer.delivery == .unknown)
+        #expect(transfer.localPort == 4242)
+        #expect(transfer.retry == nil)
+    }
+
+    @Test func libcurlsOwnReSendIsStoppedAndARefusalGoesBackToTheQueueNotSent() {
+        let results = Results()
+        let transfer = transfer(results)
+        transfer.taken()
+        _ = transfer.willSend(localPort: 4242)
+        // libcurl wants to send it again; no error was reported and the errno is unchanged: the
+        // server refused the stream before processing it.
+        _ = transfer.willSend(localPort: 4243)
+        #expect(transfer.retry == .refused)
+        #expect(transfer.life == .written, "until the loop queues it again")
+        transfer.prepareForResubmission()
+        #expect(transfer.life == .queued)
+        #expect(transfer.delivery == .notSent)
+        #expect(transfer.retry == nil && transfer.attempts == 0)
+        _ = transfer.willSend(localPort: 4244)
+        #expect(transfer.life == .written)
+        #expect(transfer.localPort == 4244)
+    }
+
+    @Test func aTransferFinishesOnceWhateverStepItIsAt() {
+        let results = Results()
+        let queued = transfer(results)
+        queued.taken()
+        queued.resume(.failure(TransportError(kind: .timeout, delivery: queued.delivery, message: "deadline")))
+        #expect(queued.life == .finished)
+        queued.resume(.success(APNsHTTPResponse(status: 200, headers: [], body: [])))
+        _ = queued.willSend(localPort: 1)
+        #expect(queued.life == .finished, "a finished transfer is never written")
+        let written = transfer(results)
+        written.taken()
+        _ = written.willSend(localPort: 2)
+        written.resume(.success(APNsHTTPResponse(status: 200, headers: [], body: [])))
+        written.prepareForResubmission()
+        #expect(written.life == .finished)
+        #expect(results.all == ["timeout not-sent", "200"])
+    }
+
+    @Test func aCancelledTransferIsStoppedBeforeAnythingIsWritten() {
+        let results = Results()
+        let direct = transfer(results)
+        direct.taken()
+        direct.cancelled = true
+        _ = direct.willSend(localPort: 1)
+        #expect(direct.retry == .cancelled)
+        #expect(direct.life == .queued)
+        #expect(direct.delivery == .notSent)
+        let owner = BulkOwner()
+        let owned = transfer(results, owner: owner)
+        owned.taken()
+        owner.cancel()
+        _ = owned.willSend(localPort: 1)
+        #expect(owned.retry == .cancelled)
+        #expect(owned.delivery == .notSent)
+        #expect(results.all.isEmpty, "the loop delivers the result, not the callback")
+    }
+
+    @Test func aWarmUpNeverWritesARequest() {
+        let results = Results()
+        let warmUp = transfer(results, warmUp: true)
+        warmUp.taken()
+        _ = warmUp.willSend(localPort: 1)
+        #expect(warmUp.retry == .notHTTP2, "no easy handle: no HTTP/2 to warm")
+        #expect(warmUp.life == .queued)
+        #expect(warmUp.delivery == .notSent)
+        warmUp.resumeWarmedUp()
+        warmUp.resumeWarmedUp()
+        #expect(warmUp.life == .finished)
+        #expect(results.all == ["warm"])
+    }
+}
