@@ -6,6 +6,12 @@
 # per folder and rebuilds a module only when its compile command changes, so the packages can take
 # turns in it. Every script that builds them goes through here.
 #
+# What SwiftPM does not expect is a different package in the same folder: it keeps the last build
+# plan there and reuses it while the files that plan was made from are unchanged, whichever package
+# asks (once, the example service's build built the gateway's plan and no PushService). So the plan
+# is removed before each command here and again after it, for whatever builds in the folder next:
+# planning anew takes seconds and recompiles nothing.
+#
 #   bash Scripts/package.sh Gateway build --product apns-gateway
 #   bash Scripts/package.sh VaporIntegration test
 #   bash Scripts/package.sh Examples/PushService build --show-bin-path
@@ -16,4 +22,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 package=$1
 command=$2
 shift 2
-exec swift "$command" --package-path "$root/$package" --scratch-path "$root/.build" "$@"
+forget_plan() {
+  local build="$root/.build"
+  rm -f "$build/debug.yaml" "$build/release.yaml" "$build/plugin-tools.yaml" \
+    "$build"/*/{debug,release}/description.json "$build"/*/{debug,release}/plugin-tools-description.json
+}
+forget_plan
+trap forget_plan EXIT
+swift "$command" --package-path "$root/$package" --scratch-path "$root/.build" "$@"
