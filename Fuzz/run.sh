@@ -14,6 +14,7 @@
 # Any crash, leak (LeakSanitizer,
 # on by default with ASan on Linux) or violated invariant fails the run; its input is kept in
 # .build-fuzz/artifacts. Prints one line per harness and exits non-zero if any failed.
+# Everything runs two at a time, for the two cores of the machines this project runs on.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-1000000}
@@ -21,91 +22,90 @@ harnesses=${2:-responses json tokens credentials mock options}
 out=.build-fuzz
 mkdir -p "$out/artifacts"
 flags=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 -package-name swift_apns)
-core=$(find Sources/APNsCore -name '*.swift' | sort)
-# The credentials harness needs only the credential loaders and the DSL (Sources/APNsCore), which
-# import nothing but Foundation and CCrypto (the rest of APNs imports swift-log, swift-metrics,
-# tracing and service-lifecycle, which a swiftc-only build does not have).
-apns=$(find Sources/APNs/Credentials -name '*.swift' | sort)
+# What the harnesses fuzz is compiled once, as the module APNs it is part of, with -enable-testing
+# so that each harness (a module of its own, `@testable import APNs`) reaches its internals:
+# - Sources/APNsCore: the DSL, JSON, tokens and responses;
+# - the credential loaders, which import nothing more than Foundation and CCrypto (the rest of APNs
+#   imports swift-log, swift-metrics, tracing and service-lifecycle, which a swiftc-only build does
+#   not have);
+# - the transport settings, retry policies and what checks them, without the transport itself.
+# Each harness then compiles only itself: the whole-module compile of the library, instrumented
+# for the fuzzer and AddressSanitizer, is the stage's cost, and it is paid once, not per harness.
+library=$(find Sources/APNsCore Sources/APNs/Credentials -name '*.swift' | sort)
+library+=" Sources/APNs/RetryPolicy.swift Sources/APNs/Connectors/TransportConfiguration.swift"
+library+=" Sources/APNs/Connectors/Proxy.swift Sources/APNs/Transport/CircuitBreaker.swift"
+library+=" Sources/APNs/Transport/Duration+Transport.swift"
 # The mock harness needs only the validator and what it reads (the rest of the mock imports SwiftNIO
 # and swift-crypto): it is compiled into a module named like the mock's, with its own context.
 mock=(Sources/APNsMockServer/{ValidationContext,RequestValidator,PayloadShape,RecordedRequest}.swift)
-options=(Sources/APNs/RetryPolicy.swift Sources/APNs/Connectors/{TransportConfiguration,Proxy}.swift
-  Sources/APNs/Transport/{CircuitBreaker,Duration+Transport}.swift)
 maps=(-Xcc -fmodule-map-file=Sources/CCurl/module.modulemap -Xcc -fmodule-map-file=Sources/CCrypto/module.modulemap)
+links=(-I "$out" -L "$out" -lAPNs -lcurl -lssl -lcrypto)
 quiet() { grep -v -E "Cannot export local symbol|^$" || true; }
 
-# Sources/APNsCore alone, as the module APNs it is part of: what the mock's validator imports.
-core_module() {
-  [ -f "$out/libAPNs.a" ] && [ "$out/libAPNs.a" -nt "$0" ] && [ -z "$(find Sources/APNsCore -newer "$out/libAPNs.a" -name '*.swift')" ] && return
-  swiftc "${flags[@]}" -module-name APNs -emit-module -emit-module-path "$out/APNs.swiftmodule" \
-    -emit-library -static -o "$out/libAPNs.a" $core 2>&1 | quiet
+build_library() {
+  # shellcheck disable=SC2086 # the file list is split on purpose (no path has a space)
+  if [ -f "$out/libAPNs.a" ] && [ "$out/libAPNs.a" -nt "$0" ] \
+    && [ -z "$(find $library -newer "$out/libAPNs.a")" ]; then
+    return 0
+  fi
+  # shellcheck disable=SC2086
+  swiftc "${flags[@]}" -enable-testing -num-threads 2 -module-name APNs "${maps[@]}" -emit-module \
+    -emit-module-path "$out/APNs.swiftmodule" -emit-library -static -o "$out/libAPNs.a" $library 2>&1 | quiet
+  [ -f "$out/libAPNs.a" ]
 }
 
 build() {
-  local name=$1
+  local name=$1 file
   case $name in
     mock)
-      core_module
-      swiftc "${flags[@]}" -module-name APNsMockServer -I "$out" "${mock[@]}" Fuzz/Harnesses/FuzzInput.swift \
-        Fuzz/Harnesses/MockRequests.swift -L "$out" -lAPNs -o "$out/$name" 2>&1 | quiet ;;
-    credentials)
-      # The harness is compiled into APNs to reach its internals.
-      swiftc "${flags[@]}" -module-name APNs "${maps[@]}" $core $apns Fuzz/Harnesses/FuzzInput.swift \
-        Fuzz/Harnesses/Credentials.swift -lcurl -lssl -lcrypto -o "$out/$name" 2>&1 | quiet ;;
-    options)
-      # The settings and what checks them, compiled into APNs to reach its internals; the rest of
-      # the transport (libcurl, swift-log) is not needed.
-      swiftc "${flags[@]}" -module-name APNs "${maps[@]}" $core $apns "${options[@]}" Fuzz/Harnesses/FuzzInput.swift \
-        Fuzz/Harnesses/Options.swift -lcrypto -o "$out/$name" 2>&1 | quiet ;;
+      swiftc "${flags[@]}" -module-name APNsMockServer "${maps[@]}" "${mock[@]}" Fuzz/Harnesses/FuzzInput.swift \
+        Fuzz/Harnesses/MockRequests.swift "${links[@]}" -o "$out/$name" 2>&1 | quiet ;;
     *)
-      swiftc "${flags[@]}" -module-name "Fuzz_$name" $core Fuzz/Harnesses/FuzzInput.swift "Fuzz/Harnesses/$(tr a-z A-Z <<< "${name:0:1}")${name:1}.swift" \
-        -o "$out/$name" 2>&1 | quiet ;;
+      file="Fuzz/Harnesses/$(tr a-z A-Z <<< "${name:0:1}")${name:1}.swift"
+      swiftc "${flags[@]}" -module-name "Fuzz_$name" "${maps[@]}" Fuzz/Harnesses/FuzzInput.swift "$file" \
+        "${links[@]}" -o "$out/$name" 2>&1 | quiet ;;
   esac
 }
 
-# Every harness is one optimised whole-module compile, which keeps about one core busy: they are
-# built two at a time first (the mock's after the APNsCore module it links), then run one by one.
+# The library first (its LLVM half on both cores), then the harnesses two at a time.
 targets=()
-core_pid=""
 for name in $harnesses; do
   case $name in
     json) targets+=(JSON) ;;
-    mock)
-      core_module &
-      core_pid=$!
-      ;;
     *) targets+=("$name") ;;
   esac
 done
-[ -n "$core_pid" ] && targets+=(mock)
+library_log="$out/APNs.build.log"
+if ! build_library >"$library_log" 2>&1; then
+  echo "the fuzzed library (module APNs) did not build:" >&2
+  cat "$library_log" >&2
+  exit 1
+fi
 build_job() {
   build "$1" >"$out/$1.build.log" 2>&1
   echo $? >"$out/$1.build.status"
 }
 busy=0
-[ -n "$core_pid" ] && busy=1
 for target in "${targets[@]}"; do
   if [ "$busy" -ge 2 ]; then
     wait -n
     busy=$((busy - 1))
   fi
-  [ "$target" = mock ] && [ -n "$core_pid" ] && wait "$core_pid"
   rm -f "$out/$target.build.status"
   build_job "$target" &
   busy=$((busy + 1))
 done
 wait
 
-failed=0
-printf '%-12s %10s %8s %s\n' harness inputs seconds result
-for name in $harnesses; do
-  target=$name
+# libFuzzer runs one input at a time on one core: the harnesses run two at a time too, each
+# printing its line once all have ended, in the order they were named.
+run_job() {
+  local name=$1 target=$1 start status seconds done_runs result log
   [ "$name" = json ] && target=JSON
   if [ "$(cat "$out/$target.build.status" 2>/dev/null)" != 0 ] || [ ! -x "$out/$target" ]; then
-    printf '%-12s %10s %8s %s\n' "$name" - - "BUILD FAILED"
-    cat "$out/$target.build.log"
-    failed=1
-    continue
+    printf '%-12s %10s %8s %s\n' "$name" - - "BUILD FAILED" >"$out/$name.result"
+    cat "$out/$target.build.log" >>"$out/$name.result"
+    return 1
   fi
   start=$(date +%s)
   log="$out/$name.log"
@@ -114,7 +114,26 @@ for name in $harnesses; do
   status=$?
   seconds=$(( $(date +%s) - start ))
   done_runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
-  if [ $status -eq 0 ]; then result="0 crashes, 0 leaks"; else result="FAILED (see $log)"; failed=1; fi
-  printf '%-12s %10s %8s %s\n' "$name" "${done_runs:-0}" "$seconds" "$result"
+  if [ $status -eq 0 ]; then result="0 crashes, 0 leaks"; else result="FAILED (see $log)"; fi
+  printf '%-12s %10s %8s %s\n' "$name" "${done_runs:-0}" "$seconds" "$result" >"$out/$name.result"
+  return $status
+}
+busy=0
+for name in $harnesses; do
+  if [ "$busy" -ge 2 ]; then
+    wait -n || true
+    busy=$((busy - 1))
+  fi
+  rm -f "$out/$name.result"
+  run_job "$name" &
+  busy=$((busy + 1))
+done
+wait
+
+failed=0
+printf '%-12s %10s %8s %s\n' harness inputs seconds result
+for name in $harnesses; do
+  cat "$out/$name.result"
+  grep -q "0 crashes, 0 leaks" "$out/$name.result" || failed=1
 done
 exit $failed

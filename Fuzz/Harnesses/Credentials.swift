@@ -1,5 +1,6 @@
 // Keys and certificates come from files a person copied around: any bytes must give a usable
 // credential or a CredentialError, never a crash or a leak.
+@testable import APNs
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,5 +1,6 @@
 // What swift-apns writes must always be JSON that parses back to the same values: the streaming
 // writer with arbitrary strings and numbers, and app data through the encoder inside a real push.
+@testable import APNs
 import Foundation
 
 struct FuzzedAppData: Encodable {

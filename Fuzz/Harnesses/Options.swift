@@ -2,6 +2,7 @@
 // checking it never traps, what is accepted is exactly what the documented ranges say, and the
 // arithmetic the transport does with an accepted value (milliseconds for libcurl, deadlines,
 // back-offs, cool-downs) cannot overflow.
+@testable import APNs
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOptions(_ start: UnsafeRawPointer, _ count: Int) -> CInt {

@@ -1,5 +1,6 @@
 // APNs answers are input too: any status, headers and body must give an APNsResponse or an
 // APNsRejection without crashing, with the body kept (at most 4096 bytes) and no invented reason.
+@testable import APNs
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,5 +1,6 @@
 // Device tokens and apns-ids come from apps and databases: parsing never crashes, and what parses
 // round-trips to the canonical form.
+@testable import APNs
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")
