@@ -138,8 +138,15 @@ let package = Package(
 // SwiftNIO, BoringSSL and the other dependencies are the ones the plain build already compiled, so
 // a sanitizer run rebuilds this repository's code, not the world. The sanitizers watch the code
 // this repository writes; what it links was never all instrumented (libcurl, libcrypto and the
-// Swift runtime are not).
+// Swift runtime are not). The suites they run are the transport's and the bulk send's, all in
+// APNsTests, so only what that target reaches is built: not the command, the benchmarks or the
+// other test targets.
 if let sanitizer = Context.environment["APNS_SANITIZER"], !sanitizer.isEmpty {
+    let sanitized: Set<String> = [
+        "CCurl", "CCrypto", "APNs", "APNsTesting", "APNsMockServer", "TestFixtures", "APNsTests",
+    ]
+    package.targets.removeAll { !sanitized.contains($0.name) }
+    package.products.removeAll { $0.name == "apns" }  // APNsCLI's
     for target in package.targets where target.type != .system {
         target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-sanitize=\(sanitizer)"])]
         target.linkerSettings = (target.linkerSettings ?? []) + [.unsafeFlags(["-sanitize=\(sanitizer)"])]
