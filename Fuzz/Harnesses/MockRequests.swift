@@ -3,9 +3,11 @@
 // answer without crashing, and the answer must be one APNs could give:
 // - a status APNs uses, with a reason exactly when it is not a success, and that reason's body
 //   parses as JSON naming it;
-// - a success only for a request that authenticated, with the apns-id the request carried (or a
-//   canonical one of the server's) on a device push;
-// - a success body (channel reads and lists) that parses as JSON.
+// - a success only for a request that authenticated;
+// - on every answer to a device request, a failure's too, the apns-id the request carried when it
+//   is a UUID, else a canonical one of the server's;
+// - a success body (channel reads and lists) that parses as JSON;
+// - apns-unique-id only on a success, and only from a server answering as the sandbox.
 // Compiled into the mock server's module (see Fuzz/run.sh) with a context of its own instead of
 // ServerState, which needs SwiftNIO and swift-crypto.
 import APNs
@@ -20,10 +22,12 @@ final class FuzzContext: ValidationContext {
     static let knownChannel = "dHlwZS1vbmUtY2hhbm5lbA=="
     let strict: Bool
     let allowedBundleIDs: Set<String>?
+    let answersWithUniqueID: Bool
 
-    init(strict: Bool, allowedBundleIDs: Set<String>?) {
+    init(strict: Bool, allowedBundleIDs: Set<String>?, answersWithUniqueID: Bool) {
         self.strict = strict
         self.allowedBundleIDs = allowedBundleIDs
+        self.answersWithUniqueID = answersWithUniqueID
     }
 
     func verifyToken(_ authorization: String) -> TokenCheck {
@@ -78,7 +82,9 @@ func baselineBody(for pushType: PushType) -> String {
 public func fuzzMockRequests(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     var input = FuzzInput(start, count)
     let flags = input.byte()
-    let context = FuzzContext(strict: flags & 1 != 0, allowedBundleIDs: flags & 2 != 0 ? ["com.example.app"] : nil)
+    let context = FuzzContext(
+        strict: flags & 1 != 0, allowedBundleIDs: flags & 2 != 0 ? ["com.example.app"] : nil,
+        answersWithUniqueID: flags & 32 == 0)
     let hex = Array("0123456789abcdef".utf8)
     let deviceToken = String(
         decoding: (0..<64).map { index in
@@ -175,13 +181,6 @@ public func fuzzMockRequests(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         if verdict.authentication == .none {
             violated("\(verdict.status) without authentication for \(method) \(path)")
         }
-        if method == "POST", path.hasPrefix("/3/device/") {
-            guard let id = verdict.headers.first(where: { $0.0 == "apns-id" })?.1 else {
-                violated("a device success without apns-id")
-            }
-            if let sent = request.header("apns-id"), sent != id { violated("apns-id \(sent) answered as \(id)") }
-            if !RequestValidator.isCanonicalUUID(id) { violated("apns-id \(id)") }
-        }
         if let body = verdict.body, (try? JSONSerialization.jsonObject(with: Data(body.utf8))) == nil {
             violated("success body \(body)")
         }
@@ -192,6 +191,21 @@ public func fuzzMockRequests(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
             object["reason"] as? String == reason.rawValue
         else { violated("rejection body \(json)") }
+    }
+    // Every answer to a device request, a failure too, carries a UUID apns-id: the request's when
+    // that is one.
+    if !path.hasPrefix("/4/broadcasts/apps/"), !path.hasPrefix("/1/apps/") {
+        guard let id = verdict.headers.first(where: { $0.0 == "apns-id" })?.1, RequestValidator.isCanonicalUUID(id)
+        else { violated("a device answer (\(verdict.status)) without a UUID apns-id") }
+        if let sent = request.header("apns-id"), RequestValidator.isCanonicalUUID(sent), sent != id {
+            violated("apns-id \(sent) answered as \(id)")
+        }
+    }
+    // apns-unique-id only on a success of the sandbox.
+    if verdict.headers.contains(where: { $0.0 == "apns-unique-id" }),
+        !context.answersWithUniqueID || !successes.contains(verdict.status)
+    {
+        violated("apns-unique-id on a \(verdict.status) answer")
     }
     for (name, _) in verdict.headers where name.isEmpty || name != name.lowercased() {
         violated("response header name \(name)")

@@ -20,6 +20,11 @@ struct MockServerCommand: AsyncParsableCommand {
             --fault makes it misbehave on purpose: reset-after:N, close-after:N, never-answer, never-answer-after:N, \
             stall-handshake, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE, \
             goaway:AFTER:CODE:LOWER-BY[:DEBUG], status:CODE[:RETRY-AFTER].
+
+            --reject TOKEN:REASON[:TIMESTAMP-MS] answers every push to one device token with APNs' \
+            rejection for REASON (its status as Apple documents it), e.g. \
+            --reject 00fc13ad:Unregistered:1700000000000 for a 410 with the time the token stopped \
+            being valid, in milliseconds since 1970 as APNs writes it.
             """)
 
     @Option(parsing: .unconditional, help: "Port to listen on; 0 picks a free one.") var port = 0
@@ -38,6 +43,19 @@ struct MockServerCommand: AsyncParsableCommand {
     )
     var strict = false
     @Option(help: "Misbehave on purpose (see the discussion).") var fault: String?
+    @Option(
+        name: .customLong("reject"),
+        help: "Refuse pushes to a device token: TOKEN:REASON[:TIMESTAMP-MS] (see the discussion); repeatable.")
+    var rejections: [String] = []
+    @Flag(
+        name: .customLong("one-stream-until-first-success"),
+        help:
+            "Start each connection at one concurrent stream, raised after the first accepted push (APNs on token connections)."
+    )
+    var oneStreamUntilFirstSuccess = false
+    @Flag(
+        help: "Answer as APNs' production environment: no apns-unique-id on a success (the sandbox's is the default).")
+    var production = false
     @Option(
         name: .customLong("fault-connections"), parsing: .unconditional,
         help: "Only the first N connections get the fault.")
@@ -62,6 +80,14 @@ struct MockServerCommand: AsyncParsableCommand {
                 }
                 return parsed
             }
+            let scripted = try rejections.map { text throws -> ScriptedRejection in
+                guard let parsed = ScriptedRejection(parsing: text) else {
+                    throw UsageError(
+                        "--reject \(text) is not TOKEN:REASON[:TIMESTAMP-MS]; use a device token in hex, APNs' reason as it writes it and, for a 410, the milliseconds since 1970, e.g. 00fc13ad:Unregistered:1700000000000"
+                    )
+                }
+                return parsed
+            }
             let folder =
                 dir
                 ?? FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -75,6 +101,8 @@ struct MockServerCommand: AsyncParsableCommand {
             configuration.port = port
             if allowFrequentTokenUpdates { configuration.minimumTokenUpdateInterval = nil }
             configuration.strict = strict
+            configuration.oneStreamUntilFirstSuccess = oneStreamUntilFirstSuccess
+            configuration.environment = production ? .production : .sandbox
             if let clientCA {
                 guard let pem = FileManager.default.contents(atPath: clientCA) else {
                     throw UsageError("cannot read --client-ca \(clientCA)")
@@ -91,6 +119,9 @@ struct MockServerCommand: AsyncParsableCommand {
             }
             let server = try await MockAPNsServer.start(configuration)
             if let injected { server.inject(injected, connections: faultConnections, requests: faultRequests) }
+            for rejection in scripted {
+                server.reject(deviceToken: rejection.token, with: rejection.reason, timestamp: rejection.timestamp)
+            }
             // Written unbuffered, so a test harness reading a pipe sees the lines at once.
             let lines = [
                 "listening \(server.host):\(server.port)",
@@ -104,6 +135,31 @@ struct MockServerCommand: AsyncParsableCommand {
             await Self.untilInterrupted()
             try? await server.stop()
             if dir == nil { try? FileManager.default.removeItem(atPath: folder) }
+        }
+    }
+
+    /// `--reject TOKEN:REASON[:TIMESTAMP-MS]`.
+    struct ScriptedRejection: Equatable {
+        var token: String
+        var reason: APNsRejection.Reason
+        var timestamp: Date?
+
+        /// Nil unless the token is hex, the reason is a word of letters and the timestamp (when
+        /// given) is a count of milliseconds that a `Date` holds to the millisecond.
+        init?(parsing text: String) {
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 2 || parts.count == 3, !parts[0].isEmpty,
+                parts[0].allSatisfy({ $0.isASCII && $0.isHexDigit }),
+                !parts[1].isEmpty, parts[1].allSatisfy({ $0.isASCII && $0.isLetter })
+            else { return nil }
+            token = parts[0].lowercased()
+            reason = APNsRejection.Reason(rawValue: String(parts[1]))
+            if parts.count == 3 {
+                guard let milliseconds = Int64(parts[2]), (0...253_402_300_799_999).contains(milliseconds) else {
+                    return nil  // at most the last millisecond of the year 9999
+                }
+                timestamp = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+            }
         }
     }
 

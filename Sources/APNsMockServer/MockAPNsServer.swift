@@ -30,10 +30,14 @@ public final class MockAPNsServer: Sendable {
     public struct Configuration: Sendable {
         /// The address to listen on; loopback by default.
         public var host = "127.0.0.1"
+        /// The APNs environment the server answers as: the sandbox (the default) adds
+        /// `apns-unique-id` to a success, production does not (protocol reference, Responses).
+        public var environment = Environment.sandbox
         /// Refuse what APNs lets through but no correct client sends: a device request without
-        /// `apns-push-type` (`MissingPushType`; APNs takes it as an alert) and unknown keys inside
-        /// `aps` (`BadRequestPayload`; APNs ignores them). Off by default, so the mock accepts what
-        /// APNs accepts; swift-apns' own tests turn it on.
+        /// `apns-push-type` (`MissingPushType`; APNs takes it as an alert), unknown keys inside
+        /// `aps`, and a device payload that is not its push type's shape (a negative badge, an
+        /// alert without `aps`: `BadRequestPayload`; APNs does not check). Off by default, so the
+        /// mock accepts what APNs accepts; swift-apns' own tests turn it on.
         public var strict = false
         /// 0 picks a free port.
         public var port = 0
@@ -253,6 +257,16 @@ public final class MockAPNsServer: Sendable {
                 status: status ?? reason.defaultStatus, reason: reason,
                 timestamp: timestamp.map(APNsRejection.millisecondsSince1970)),
             for: deviceToken)
+    }
+}
+
+extension MockAPNsServer {
+    /// The APNs environment a mock server answers as.
+    public enum Environment: Sendable, Hashable {
+        /// `api.sandbox.push.apple.com`, for development builds: a success carries `apns-unique-id`.
+        case sandbox
+        /// `api.push.apple.com`: a success carries `apns-id` only.
+        case production
     }
 }
 

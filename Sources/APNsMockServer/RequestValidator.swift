@@ -55,18 +55,28 @@ struct RequestValidator {
     let state: any ValidationContext
 
     func evaluate(_ request: Incoming) -> Verdict {
-        var seen = Set<String>()
-        for header in request.headers where RequestValidator.singleHeaders.contains(header.name) {
-            guard seen.insert(header.name).inserted else { return .reject(.duplicateHeaders) }
+        if request.path.hasPrefix("/4/broadcasts/apps/") || request.path.hasPrefix("/1/apps/") {
+            return Self.duplicateHeader(in: request)
+                ?? (request.path.hasPrefix("/1/apps/")
+                    ? evaluateManagement(request) : evaluateBroadcast(request))
         }
-        if request.path.hasPrefix("/4/broadcasts/apps/") { return evaluateBroadcast(request) }
-        if request.path.hasPrefix("/1/apps/") { return evaluateManagement(request) }
-        var verdict = evaluateDevice(request)
-        // APNs echoes the apns-id (or assigns one) on every device answer.
-        if !verdict.headers.contains(where: { $0.0 == "apns-id" }), let id = request.header("apns-id") {
-            verdict.headers.insert(("apns-id", id), at: 0)
+        var verdict = Self.duplicateHeader(in: request) ?? evaluateDevice(request)
+        // Every device answer carries an apns-id, a failure's too: the request's, or one APNs
+        // makes (protocol reference, Responses), also in place of one that is not a UUID.
+        if !verdict.headers.contains(where: { $0.0 == "apns-id" }) {
+            let sent = request.header("apns-id").flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil }
+            verdict.headers.insert(("apns-id", sent ?? APNsID().description), at: 0)
         }
         return verdict
+    }
+
+    /// DuplicateHeaders when a header APNs reads appears twice.
+    private static func duplicateHeader(in request: Incoming) -> Verdict? {
+        var seen = Set<String>()
+        for header in request.headers where singleHeaders.contains(header.name) {
+            guard seen.insert(header.name).inserted else { return .reject(.duplicateHeaders) }
+        }
+        return nil
     }
 
     // MARK: Authentication
@@ -110,10 +120,18 @@ struct RequestValidator {
     // MARK: Device pushes (protocol reference, Device requests to Live Activities)
 
     private func evaluateDevice(_ request: Incoming) -> Verdict {
+        // The path is `/3/device/<token>` and nothing else: `/3/device` or `/3/device/` lacks the
+        // token, any other path (`/3/devices/…`, `/3/device/<token>/more`) is not one APNs serves.
         let devicePrefix = "/3/device/"
-        guard request.path.hasPrefix("/3/device") else { return .reject(.badPath) }
+        let token: String
+        if request.path == "/3/device" || request.path == devicePrefix {
+            token = ""
+        } else if request.path.hasPrefix(devicePrefix), !request.path.dropFirst(devicePrefix.count).contains("/") {
+            token = String(request.path.dropFirst(devicePrefix.count))
+        } else {
+            return .reject(.badPath)
+        }
         guard request.method == "POST" else { return .reject(.methodNotAllowed) }
-        let token = request.path.hasPrefix(devicePrefix) ? String(request.path.dropFirst(devicePrefix.count)) : ""
         guard !token.isEmpty else { return .reject(.missingDeviceToken) }
         guard token.utf8.count % 2 == 0, token.utf8.allSatisfy({ $0.isHexDigit }) else {
             return .reject(.badDeviceToken)
@@ -140,7 +158,12 @@ struct RequestValidator {
         default: break
         }
 
-        guard let topic = request.header("apns-topic"), !topic.isEmpty else {
+        let topic: String
+        if let sent = request.header("apns-topic"), !sent.isEmpty {
+            topic = sent
+        } else if let certificate = request.clientCertificate, let subject = Self.defaultTopic(of: certificate) {
+            topic = subject  // a certificate with one topic names it (protocol reference, Certificate authentication)
+        } else {
             return .reject(.missingTopic, authentication)
         }
         // The same topic rule the client checks (PushType.bundleID(fromTopic:)).
@@ -196,7 +219,8 @@ struct RequestValidator {
         }
         return Verdict(
             status: 200, authentication: authentication,
-            headers: [("apns-id", apnsID), ("apns-unique-id", APNsID().description)])
+            headers: state.answersWithUniqueID
+                ? [("apns-id", apnsID), ("apns-unique-id", APNsID().description)] : [("apns-id", apnsID)])
     }
 
     private func checkPriority(_ value: String?, for pushType: PushType) -> APNsRejection.Reason? {
@@ -215,9 +239,14 @@ struct RequestValidator {
     ) -> APNsRejection.Reason? {
         guard !body.isEmpty else { return .payloadEmpty }
         guard body.count <= limit else { return .payloadTooLarge }
+        // A body that is not a JSON object: Apple names no reason for a device request (protocol
+        // reference, Responses), and this one is its reason for a broadcast's.
         guard let json = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
             return .badRequestPayload
         }
+        // APNs checks a broadcast's payload; a device payload's shape it does not (keys it does
+        // not use are ignored), so only `strict` checks that.
+        guard broadcast || state.strict else { return nil }
         guard PayloadShape.isValid(json, for: pushType, broadcast: broadcast, strict: state.strict) else {
             return .badRequestPayload
         }
@@ -353,6 +382,14 @@ struct RequestValidator {
     // MARK: Helpers
 
     /// `Apple Push Services: com.example.app` → `com.example.app`.
+    /// The topic APNs takes for a certificate connection's request without `apns-topic`: the
+    /// subject's, when the certificate has no topic list; the one topic of a list of one. A
+    /// certificate with several topics has none: the request must name one.
+    static func defaultTopic(of certificate: (commonName: String, topics: [PushCertificate.Topic]?)) -> String? {
+        guard let topics = certificate.topics else { return bundleID(fromCommonName: certificate.commonName) }
+        return topics.count == 1 ? topics[0].name : nil
+    }
+
     static func bundleID(fromCommonName name: String) -> String? {
         let prefix = "Apple Push Services: "
         return name.hasPrefix(prefix) ? String(name.dropFirst(prefix.count)) : nil

@@ -41,6 +41,7 @@ final class ServerState: ValidationContext {
 
     var strict: Bool { configuration.strict }
     var allowedBundleIDs: Set<String>? { configuration.allowedBundleIDs }
+    var answersWithUniqueID: Bool { configuration.environment == .sandbox }
 
     func verifyToken(_ authorization: String) -> TokenVerifier.Outcome {
         let now = Int(configuration.clock().timeIntervalSince1970)

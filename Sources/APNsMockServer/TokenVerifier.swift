@@ -43,7 +43,7 @@ struct TokenVerifier: Sendable {
         guard let issuer = claims["iss"] as? String, issuer == registered.teamID else {
             return .rejected(.invalidProviderToken)
         }
-        guard let issuedAt = (claims["iat"] as? NSNumber)?.intValue else { return .rejected(.invalidProviderToken) }
+        guard let issuedAt = TokenVerifier.issuedAt(claims["iat"]) else { return .rejected(.invalidProviderToken) }
         guard
             registered.key.isValidES256Signature(Array(signatureBytes), for: Array((parts[0] + "." + parts[1]).utf8))
         else { return .rejected(.invalidProviderToken) }
@@ -54,6 +54,19 @@ struct TokenVerifier: Sendable {
             return .rejected(.invalidProviderToken)
         }  // from the future
         return .valid(teamID: registered.teamID, keyID: keyID, issuedAt: issuedAt)
+    }
+
+    /// `iat` as Apple writes it, a JSON integer, or that integer's decimal digits as a JSON string,
+    /// which a published client sends (protocol reference, Token authentication: why the mock
+    /// takes it).
+    static func issuedAt(_ claim: Any?) -> Int? {
+        if let text = claim as? String {
+            guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ (48...57).contains($0) }) else {
+                return nil
+            }
+            return Int(text)
+        }
+        return (claim as? NSNumber)?.intValue
     }
 
     static func base64URLDecode(_ text: Substring) -> Data? {

@@ -1,7 +1,7 @@
 import APNs
 
 /// What ``RequestValidator`` asks of the server besides the request itself: whether a provider
-/// token verifies, scripted rejections, broadcast channels, and the two settings that change an
+/// token verifies, scripted rejections, broadcast channels, and the three settings that change an
 /// answer.
 ///
 /// It keeps the validator free of SwiftNIO and swift-crypto (``ServerState`` and its
@@ -12,6 +12,8 @@ protocol ValidationContext: Sendable {
     var strict: Bool { get }
     /// The bundle ids token connections may push to; nil for any (``MockAPNsServer/Configuration/allowedBundleIDs``).
     var allowedBundleIDs: Set<String>? { get }
+    /// Whether a success carries `apns-unique-id`, as the sandbox's do (``MockAPNsServer/Configuration/environment``).
+    var answersWithUniqueID: Bool { get }
     /// Verifies an `authorization` header's provider token (protocol reference, Token authentication).
     func verifyToken(_ authorization: String) -> TokenCheck
     /// The answer a test scripted for a device token, if any.

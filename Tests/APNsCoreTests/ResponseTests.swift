@@ -39,7 +39,7 @@ import Testing
             #expect(rejection.reason == reason)
             #expect(rejection.reason?.isKnown == true)
         }
-        #expect(APNsRejection.Reason.allKnown.count == 41)
+        #expect(APNsRejection.Reason.allKnown.count == 42)
         let novel = APNsRejection(status: 400, body: Array(#"{"reason":"BrandNewReason"}"#.utf8))
         #expect(novel.reason?.rawValue == "BrandNewReason")
         #expect(novel.reason?.isKnown == false)

@@ -69,6 +69,9 @@ import Testing
             (base, alert, "/3/device/zz", 400, "BadDeviceToken"),
             (base, alert, "/3/device/", 400, "MissingDeviceToken"),
             (base, alert, "/2/device/00aa", 404, "BadPath"),
+            (base, alert, "/3/devices/00aa", 404, "BadPath"),
+            (base, alert, "/3/device/00aa/more", 404, "BadPath"),
+            (base, alert, "/3/device", 400, "MissingDeviceToken"),
         ].map(Case.init))
     func rejectsLikeAPNs(_ example: Case) async throws {
         try await Fixture.with { fixture in
@@ -77,6 +80,58 @@ import Testing
                 raw(example.headers, body: example.body, path: example.path))
             #expect(response.status == example.status)
             #expect(APNsRejection(status: response.status, body: response.body).reason?.rawValue == example.reason)
+            // A failure carries an apns-id too; none of these requests sent one that is a UUID.
+            let id = try #require(response[header: "apns-id"])
+            #expect(APNsID(id)?.description == id)
+        }
+    }
+
+    /// On a certificate connection APNs takes a certificate's one topic when the request names
+    /// none; a certificate with several topics needs the header (MissingTopic). A token connection
+    /// always does (MissingTopic, in the cases above).
+    @Test func aCertificateWithOneTopicNamesTheTopic() async throws {
+        try await Fixture.with { fixture in
+            let single = try fixture.certificateConnector()
+            let answered = try await single.performWithoutRuleCheck(
+                raw([("apns-push-type", "alert")], body: Self.alert))
+            #expect(answered.status == 200)
+            #expect(fixture.server.requests.last?.status == 200)
+
+            let several = try fixture.authority.issueClientCertificate(
+                bundleID: Fixture.bundleID,
+                topics: [.init(Fixture.bundleID, kinds: ["app"]), .init("\(Fixture.bundleID).voip", kinds: ["voip"])])
+            let multiple = try CertificateConnector(
+                certificate: .pem(several.certificatePEM), privateKey: .pem(several.privateKeyPEM),
+                environment: fixture.environment, transport: fixture.transport)
+            let refused = try await multiple.performWithoutRuleCheck(
+                raw([("apns-push-type", "alert")], body: Self.alert))
+            #expect(refused.status == 400)
+            #expect(APNsRejection(status: refused.status, body: refused.body).reason == .missingTopic)
+            await multiple.shutdown()
+        }
+    }
+
+    /// Only the sandbox adds apns-unique-id to a success; production sends apns-id alone.
+    @Test(arguments: [MockAPNsServer.Environment.sandbox, .production])
+    func aSuccessCarriesAUniqueIDOnlyInTheSandbox(environment: MockAPNsServer.Environment) async throws {
+        try await Fixture.with(adjust: { $0.environment = environment }) { fixture in
+            let connector = try fixture.tokenConnector()
+            let response = try await connector.performWithoutRuleCheck(raw(Self.base, body: Self.alert))
+            #expect(response.status == 200)
+            #expect(response[header: "apns-id"] != nil)
+            #expect((response[header: "apns-unique-id"] != nil) == (environment == .sandbox))
+        }
+    }
+
+    /// APNs answers a failure with the request's apns-id, as it does a success.
+    @Test func aFailureCarriesTheRequestsAPNsID() async throws {
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let id = APNsID()
+            let response = try await connector.performWithoutRuleCheck(
+                raw(Self.base + [("apns-priority", "7"), ("apns-id", id.description)], body: Self.alert))
+            #expect(response.status == 400)
+            #expect(response[header: "apns-id"] == id.description)
         }
     }
 
@@ -138,6 +193,23 @@ import Testing
             } else {
                 #expect(noPushType.status == 200)
                 #expect(unknownKey.status == 200)
+            }
+            // APNs does not check a device payload's shape: keys it does not use are ignored, so
+            // only `strict` refuses a payload that is not its push type's.
+            for (pushType, priority, body) in [
+                ("alert", "10", #"{"acme":1}"#), ("alert", "10", #"{"aps":{"alert":"x","badge":-1}}"#),
+                ("alert", "10", #"{"aps":{"alert":"x","timestamp":1}}"#),
+                ("background", "5", #"{"aps":{"content-available":1,"badge":1}}"#),
+            ] {
+                let topic = [
+                    ("apns-push-type", pushType), ("apns-topic", Fixture.bundleID), ("apns-priority", priority),
+                ]
+                let answer = try await connector.performWithoutRuleCheck(raw(topic, body: body))
+                if strict {
+                    #expect(APNsRejection(answer).reason == .badRequestPayload && answer.status == 400, "\(body)")
+                } else {
+                    #expect(answer.status == 200, "\(body)")
+                }
             }
             // A request without apns-push-type passes the client's own rule check too (as an alert).
             #expect(throws: Never.self) {

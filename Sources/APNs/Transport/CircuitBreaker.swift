@@ -132,7 +132,8 @@ struct CircuitBreaker {
     /// (ExpiredProviderToken is not one: the token connector mints a new token and retries.)
     static let credentialReasons: Set<APNsRejection.Reason> = [
         .invalidProviderToken, .missingProviderToken, .unrelatedKeyIdInToken,
-        .badEnvironmentKeyIdInToken, .badCertificate, .badCertificateEnvironment, .forbidden,
+        .badEnvironmentKeyIdInToken, .badEnvironmentKeyInToken, .badCertificate, .badCertificateEnvironment,
+        .forbidden,
     ]
 
     /// What a finished send says: connection set-up failures and refused credentials count against

@@ -46,7 +46,7 @@ extension APNsRejection {
             case .deviceTokenNotForTopic:
                 return
                     "Check the bundle id: the token belongs to another app (or the topic suffix is wrong). A whole batch of these means a configuration mistake, not dead tokens."
-            case .badCertificateEnvironment, .badEnvironmentKeyIdInToken:
+            case .badCertificateEnvironment, .badEnvironmentKeyIdInToken, .badEnvironmentKeyInToken:
                 return
                     "The credential is for the other environment: use .sandbox for development builds and .production for App Store and TestFlight builds."
             case .expiredProviderToken:
@@ -127,6 +127,8 @@ extension APNsRejection {
         public static let unrelatedKeyIdInToken = Reason(rawValue: "UnrelatedKeyIdInToken")
         /// `BadEnvironmentKeyIdInToken`: the key is for the other environment.
         public static let badEnvironmentKeyIdInToken = Reason(rawValue: "BadEnvironmentKeyIdInToken")
+        /// `BadEnvironmentKeyInToken`: the same, as APNs has also been seen to spell it.
+        public static let badEnvironmentKeyInToken = Reason(rawValue: "BadEnvironmentKeyInToken")
         // 404, 405
         /// `BadPath`: the request path is not one APNs serves.
         public static let badPath = Reason(rawValue: "BadPath")
@@ -183,7 +185,7 @@ extension APNsRejection {
             (.payloadEmpty, 400), (.topicDisallowed, 400),
             (.badCertificate, 403), (.badCertificateEnvironment, 403), (.expiredProviderToken, 403),
             (.forbidden, 403), (.invalidProviderToken, 403), (.missingProviderToken, 403),
-            (.unrelatedKeyIdInToken, 403), (.badEnvironmentKeyIdInToken, 403),
+            (.unrelatedKeyIdInToken, 403), (.badEnvironmentKeyIdInToken, 403), (.badEnvironmentKeyInToken, 403),
             (.badPath, 404), (.methodNotAllowed, 405), (.expiredToken, 410), (.unregistered, 410),
             (.payloadTooLarge, 413), (.tooManyProviderTokenUpdates, 429), (.tooManyRequests, 429),
             (.internalServerError, 500), (.serviceUnavailable, 503), (.shutdown, 503),
