@@ -85,17 +85,23 @@ build_job() {
   build "$1" >"$out/$1.build.log" 2>&1
   echo $? >"$out/$1.build.status"
 }
-busy=0
-for target in "${targets[@]}"; do
-  if [ "$busy" -ge 2 ]; then
-    wait -n
-    busy=$((busy - 1))
-  fi
-  rm -f "$out/$target.build.status"
-  build_job "$target" &
-  busy=$((busy + 1))
-done
-wait
+# Runs `job` for each argument, at most two at a time (the machines this project runs on have
+# two cores), and returns when all have ended; each job writes its own result file.
+two_at_a_time() { # job argument...
+  local job=$1 busy=0 item
+  shift
+  for item in "$@"; do
+    if [ "$busy" -ge 2 ]; then
+      wait -n || true
+      busy=$((busy - 1))
+    fi
+    "$job" "$item" &
+    busy=$((busy + 1))
+  done
+  wait
+}
+rm -f "$out"/*.build.status
+two_at_a_time build_job "${targets[@]}"
 
 # libFuzzer runs one input at a time on one core: the harnesses run two at a time too, each
 # printing its line once all have ended, in the order they were named.
@@ -118,17 +124,9 @@ run_job() {
   printf '%-12s %10s %8s %s\n' "$name" "${done_runs:-0}" "$seconds" "$result" >"$out/$name.result"
   return $status
 }
-busy=0
-for name in $harnesses; do
-  if [ "$busy" -ge 2 ]; then
-    wait -n || true
-    busy=$((busy - 1))
-  fi
-  rm -f "$out/$name.result"
-  run_job "$name" &
-  busy=$((busy + 1))
-done
-wait
+rm -f "$out"/*.result
+# shellcheck disable=SC2086 # the harness names are words
+two_at_a_time run_job $harnesses
 
 failed=0
 printf '%-12s %10s %8s %s\n' harness inputs seconds result
