@@ -15,6 +15,7 @@
 #               TransportTests        a lone request is not held back by write coalescing
 #               KeepWarmTests         a warm connection is opened before the first send, and kept
 #               KeepaliveTests        an idle connection is checked and replaced when it goes silent
+#               IdleConnectionTests   no send is written to a connection idle too long to trust
 #               GoAwayTests           thousands of sends through repeated GOAWAY, each answered
 #               RetryTests            retries and their back-off stay within the deadline
 #               MemoryTrimTests       the transport hands memory back on its interval
@@ -42,7 +43,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 serial="FaultMatrixTests|DeadlineTests|LifecycleTests|ServiceLifecycleTests|TaskExecutorTests|TransportTests"
-serial+="|KeepWarmTests|KeepaliveTests|GoAwayTests|RetryTests|MemoryTrimTests"
+serial+="|KeepWarmTests|KeepaliveTests|IdleConnectionTests|GoAwayTests|RetryTests|MemoryTrimTests"
 serial+="|ServerBehaviourTests|BulkSendTests|CLITests"
 # Test ids read "Module.Suite/test()": the tier names whole suites.
 pattern="\\.($serial)\\b"

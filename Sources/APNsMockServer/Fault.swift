@@ -19,6 +19,11 @@ extension MockAPNsServer {
         /// without answering, and keeps doing so after the server is healed: a peer that went
         /// silent mid-stream while answers were still arriving.
         case neverAnswerAfter(requests: Int)
+        /// Answers while requests keep coming; once a connection has gone `idle` without a request
+        /// (counted from its last request, or from its opening), it processes every later request
+        /// without answering, and keeps doing so after the server is healed: the TCP connection stays
+        /// open and nothing is answered, as APNs has been seen to do with a connection left idle.
+        case silentAfterIdle(Duration)
         /// Processes every request and answers after `delay`.
         case delay(Duration)
         /// Resets every stream with this HTTP/2 error code before processing it (7 is
@@ -44,6 +49,7 @@ extension MockAPNsServer {
             case .closeAfterProcessing(let n): return "close after processing \(n)"
             case .neverAnswer: return "never answer"
             case .neverAnswerAfter(let n): return "never answer after \(n)"
+            case .silentAfterIdle(let idle): return "silent after \(idle) idle"
             case .delay(let delay): return "delay \(delay)"
             case .resetStreams(let code): return "RST_STREAM \(code)"
             case .resetStreamsAfterProcessing(let code): return "RST_STREAM \(code) after processing"
@@ -60,7 +66,8 @@ extension MockAPNsServer {
 
 extension MockAPNsServer.Fault {
     /// Reads a fault from its command-line form (`apns mock-server --fault …`):
-    /// `reset-after:N`, `close-after:N`, `never-answer`, `never-answer-after:N`, `stall-handshake`, `delay:MILLISECONDS` (at most a day),
+    /// `reset-after:N`, `close-after:N`, `never-answer`, `never-answer-after:N`,
+    /// `silent-after-idle:MILLISECONDS` (at most a day), `stall-handshake`, `delay:MILLISECONDS` (at most a day),
     /// `rst-stream:CODE`, `rst-stream-after-processing:CODE`, `goaway:AFTER:CODE:LOWER-BY[:DEBUG-DATA]`,
     /// `status:CODE[:RETRY-AFTER-SECONDS]` (the body is then `{"reason":"ServiceUnavailable"}` for
     /// 503, `{"reason":"TooManyRequests"}` for 429, `{"reason":"InternalServerError"}` for 500, and
@@ -78,6 +85,8 @@ extension MockAPNsServer.Fault {
         case ("never-answer", 1): self = .neverAnswer
         case ("never-answer-after", 2):
             guard let n = number(1) else { return nil }; self = .neverAnswerAfter(requests: n)
+        case ("silent-after-idle", 2):
+            guard let ms = number(1), ms <= 86_400_000 else { return nil }; self = .silentAfterIdle(.milliseconds(ms))
         case ("stall-handshake", 1): self = .stallHandshake
         case ("delay", 2):
             // At most a day: a longer delay is never answered in a test, and would not fit NIO's timer.

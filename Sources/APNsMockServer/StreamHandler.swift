@@ -14,6 +14,10 @@ final class ConnectionContext {
     var processedUnanswered = 0
     /// Requests seen on the connection while it has the `neverAnswerAfter` fault.
     var requestsBeforeSilence = 0
+    /// When the last request arrived (or the connection opened), and whether the connection went
+    /// silent for good (`silentAfterIdle`).
+    var lastRequest = NIODeadline.now()
+    var silenced = false
     /// The stream limit was raised after the first accepted request (`oneStreamUntilFirstSuccess`).
     var streamLimitRaised = false
     /// The verified client certificate's common name: nil until looked up, then `.some(nil)` for none.
@@ -187,6 +191,11 @@ final class StreamHandler: ChannelInboundHandler {
         case .neverAnswerAfter(let answered):
             connection.requestsBeforeSilence += 1
             if connection.requestsBeforeSilence <= answered { return false }
+        case .silentAfterIdle(let idle):
+            let now = NIODeadline.now()
+            if now - connection.lastRequest > .nanoseconds(idle.nanoseconds) { connection.silenced = true }
+            connection.lastRequest = now
+            if !connection.silenced { return false }
         default: guard state.takeFaultyRequest() else { return false }
         }
         switch fault {
@@ -200,7 +209,7 @@ final class StreamHandler: ChannelInboundHandler {
                     connection.drop(reset: false)
                 }
             }
-        case .neverAnswer, .neverAnswerAfter:
+        case .neverAnswer, .neverAnswerAfter, .silentAfterIdle:
             state.markProcessed(apnsID: apnsID)
         case .delay(let delay):
             let handler = NIOLoopBound(self, eventLoop: context.eventLoop)

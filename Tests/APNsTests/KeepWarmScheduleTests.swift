@@ -29,6 +29,35 @@ import Testing
         #expect(!isDue(schedule, 200, lastActivity: 100))
     }
 
+    /// An idle connection too old to reuse is replaced once; the replacement, idle as long in
+    /// turn, is not, until a send ends the idle period.
+    @Test func anIdleConnectionIsReplacedOncePerIdlePeriod() {
+        var schedule = KeepWarmSchedule(startingAt: at(0))
+        let reason = { (schedule: KeepWarmSchedule, now: Double, lastActivity: Double) in
+            schedule.reason(
+                now: self.at(now), lastActivity: self.at(lastActivity), maximumIdle: .seconds(15),
+                awaitingConnection: false, stirred: false)
+        }
+        #expect(reason(schedule, 17, 0) == nil)
+        #expect(reason(schedule, 17.001, 0) == .idleTooLong)
+        schedule.starting(for: .idleTooLong)
+        schedule.succeeded(at: at(17.1))
+        #expect(schedule.replacedWhileIdle)
+        #expect(reason(schedule, 100, 17.1) == nil)
+        #expect(reason(schedule, 10_000, 17.1) == nil)
+        // What the connection's own events ask for still happens.
+        #expect(
+            schedule.reason(
+                now: at(100), lastActivity: at(17.1), maximumIdle: .seconds(15), awaitingConnection: false,
+                stirred: true) == .stirred)
+        schedule.sendStarted()
+        #expect(!schedule.replacedWhileIdle)
+        #expect(reason(schedule, 200, 150) == .idleTooLong)
+        // A warm-up for another reason is no replacement of an idle connection.
+        schedule.starting(for: .stirred)
+        #expect(!schedule.replacedWhileIdle)
+    }
+
     @Test func successfulWarmUpsAreSpaced() {
         var schedule = KeepWarmSchedule(startingAt: at(0))
         schedule.succeeded(at: at(10))

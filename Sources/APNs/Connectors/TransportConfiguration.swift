@@ -27,9 +27,12 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// The most streams libcurl opens on one connection; the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS lowers it further.
     public var maximumConcurrentStreams: Int
-    /// How long an idle connection is kept for the next send (libcurl's own default, 118 s, would
-    /// make the first push after a two-minute gap pay a new handshake). Apple asks providers to
-    /// keep connections open.
+    /// How long a connection may stay idle and still carry the next send (15 s). One idle for
+    /// longer is closed, not used: a connection left idle may have gone silent, with TCP still
+    /// open, and a send written to it would wait out its whole deadline and end
+    /// ``Delivery/unknown``. A sender busier than one push per idle time keeps its connection;
+    /// keep-warm replaces an idle one at most once per idle period. Why 15 s and not a PING:
+    /// <doc:ProtocolReference#Hosts-and-connections> and <doc:Reliability>.
     public var maximumIdleTime: Duration
     /// TCP keepalive probes on idle connections, so a peer or middlebox that vanished is noticed
     /// before the next push is written to it, and NAT mappings stay open; nil turns them off.
@@ -52,8 +55,10 @@ public struct TransportConfiguration: Sendable, Hashable {
     public var reportsGoAway: Bool = true
     /// Whether the connector's `Service.run()` keeps a connection to APNs open while it runs, so
     /// no send waits for a handshake: it opens one when `run()` starts, and again whenever none is
-    /// left (the server closed it or sent GOAWAY, a keepalive failed) or the idle one is about to
-    /// pass ``maximumIdleTime``. Nothing is written on it until a send; failures are retried after
+    /// left (the server closed it or sent GOAWAY, a keepalive failed) or the idle one has passed
+    /// ``maximumIdleTime`` — once per idle period: a replacement that stays idle as long is left
+    /// for the next send to replace, so a connector idle for hours does not open a connection every
+    /// few seconds. Nothing is written on it until a send; failures are retried after
     /// 1 s, doubling to 60 s, and count for the ``circuitBreaker`` like a send's. A connector that
     /// is not run as a service connects on its first send either way.
     ///
@@ -98,7 +103,7 @@ public struct TransportConfiguration: Sendable, Hashable {
     ///     system's roots.
     ///   - maximumConnectionsPerHost: Connections per host (1).
     ///   - maximumConcurrentStreams: Streams per connection (1000; the server may lower it).
-    ///   - maximumIdleTime: How long an idle connection is kept (1 hour).
+    ///   - maximumIdleTime: How long an idle connection may be and still carry a send (15 s).
     ///   - tcpKeepAliveInterval: TCP keepalive on idle connections (30 s); nil for none.
     ///   - circuitBreaker: When to fail fast (``CircuitBreakerPolicy``); nil for never.
     ///   - shutdownGracePeriod: How long in-flight sends may finish on graceful shutdown (10 s).
@@ -108,7 +113,7 @@ public struct TransportConfiguration: Sendable, Hashable {
         trustedCertificateAuthority: CredentialSource? = nil,
         maximumConnectionsPerHost: Int = 1,
         maximumConcurrentStreams: Int = 1000,
-        maximumIdleTime: Duration = .seconds(60 * 60),
+        maximumIdleTime: Duration = .seconds(15),
         tcpKeepAliveInterval: Duration? = .seconds(30),
         circuitBreaker: CircuitBreakerPolicy? = CircuitBreakerPolicy(),
         shutdownGracePeriod: Duration = .seconds(10)

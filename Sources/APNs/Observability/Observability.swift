@@ -23,6 +23,7 @@ final class Observability: Sendable {
         static let connectionsOpen = "apns.connections.open"
         static let connectionsOpened = "apns.connections.opened"
         static let connectionsStalled = "apns.connections.stalled"
+        static let connectionsRetiredIdle = "apns.connections.retired_idle"
         static let goaways = "apns.goaways"
         static let retries = "apns.retries"
         static let tokensMinted = "apns.tokens.minted"
@@ -55,6 +56,7 @@ final class Observability: Sendable {
     let connectionsOpen: Meter
     let connectionsOpened: CoreMetrics.Counter
     let connectionsStalled: CoreMetrics.Counter
+    let connectionsRetiredIdle: CoreMetrics.Counter
     let goaways: CoreMetrics.Counter
     let tokensMinted: CoreMetrics.Counter
     let circuitTrips: CoreMetrics.Counter
@@ -78,6 +80,7 @@ final class Observability: Sendable {
         connectionsOpen = Meter(label: Metric.connectionsOpen, factory: factory)
         connectionsOpened = Counter(label: Metric.connectionsOpened, factory: factory)
         connectionsStalled = Counter(label: Metric.connectionsStalled, factory: factory)
+        connectionsRetiredIdle = Counter(label: Metric.connectionsRetiredIdle, factory: factory)
         goaways = Counter(label: Metric.goaways, factory: factory)
         tokensMinted = Counter(label: Metric.tokensMinted, factory: factory)
         circuitTrips = Counter(label: Metric.circuitTrips, factory: factory)

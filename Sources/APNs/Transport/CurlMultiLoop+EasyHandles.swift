@@ -12,7 +12,8 @@ extension CurlMultiLoop {
             return
         }
         // The deadline counts from the send; libcurl's own timeout counts from here.
-        let remaining = transfer.deadline - ContinuousClock.now
+        let now = ContinuousClock.now
+        let remaining = transfer.deadline - now
         guard remaining > .zero else {
             transfer.resume(.failure(TransportError.timedOut(delivery: transfer.delivery)))
             return
@@ -49,6 +50,8 @@ extension CurlMultiLoop {
         }
         transfer.easy = easy
         transfer.stalledPorts = stalled
+        if !transfer.isWarmUp { keepWarmSchedule.sendStarted() }
+        if active.isEmpty { idlePeriodEnds(at: now, byWarmUp: transfer.isWarmUp) }
         let added = curl_multi_add_handle(multi, easy)
         guard added == CURLM_OK else {
             transfer.easy = nil

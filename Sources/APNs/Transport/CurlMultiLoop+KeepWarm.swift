@@ -12,10 +12,11 @@ extension CurlMultiLoop {
         guard let warmURL, warmUp == nil, active.isEmpty, waitingHead == waiting.count else { return }
         let now = ContinuousClock.now
         guard
-            keepWarmSchedule.isDue(
+            let reason = keepWarmSchedule.reason(
                 now: now, lastActivity: lastActivity, maximumIdle: .seconds(settings.maximumIdleSeconds),
                 awaitingConnection: awaitingConnection, stirred: idleConnectionStirred)
         else { return }
+        keepWarmSchedule.starting(for: reason)
         idleConnectionStirred = false
         let transfer = Transfer(
             urlPrefix: warmURL, method: .get, headerList: CurlMultiLoop.noHeaders, body: CurlMultiLoop.noBody,
@@ -52,6 +53,28 @@ extension CurlMultiLoop {
             observability.logger.debug(
                 "APNs connection could not be opened ahead of sends; trying again", metadata: metadata)
         }
+    }
+
+    /// A transfer starts with nothing else in flight, ending an idle period. libcurl closes,
+    /// instead of reusing, every connection idle for longer than `maximumIdleSeconds`
+    /// (`CURLOPT_MAXAGE_CONN`, in whole seconds): a connection left idle may have gone silent
+    /// (APNs has been seen to stop answering one, with TCP still open), and no libcurl can PING it
+    /// to find out. Says so, and counts them.
+    func idlePeriodEnds(at now: ContinuousClock.Instant, byWarmUp: Bool) {
+        assertOnLoopThread()
+        let idle = now - lastActivity
+        guard observability.isEnabled, !openSockets.isEmpty, idle >= .seconds(settings.maximumIdleSeconds + 1) else {
+            return
+        }
+        observability.connectionsRetiredIdle.increment(by: Int64(openSockets.count))
+        observability.logger.info(
+            "APNs connection idle too long; closing it",
+            metadata: [
+                "apns.connection.count": "\(openSockets.count)",
+                "apns.connection.idle_ms": "\(idle.millisecondsRoundedUp)",
+                "apns.connection.maximum_idle_s": "\(settings.maximumIdleSeconds)",
+                "apns.connection.replaced_by": byWarmUp ? "keep-warm" : "send",
+            ])
     }
 
     /// What a warm-up transfer carries: nothing it would ever write.

@@ -40,6 +40,7 @@ extension CurlMultiLoop {
             recycle(easy)
             return
         }
+        if active.isEmpty { lastActivity = .now }  // an idle period starts
         transfer.easy = nil
         transfer.errorBuffer = nil
         // libcurl counts its re-sends on the easy handle (`state.retrycount`) and resets the count
@@ -56,7 +57,6 @@ extension CurlMultiLoop {
             }
         }
         defer { if reusable { recycle(easy) } else { discard(easy) } }
-        if warmURL != nil { lastActivity = .now }
         guard !transfer.isFinished else {
             // Cancelled or timed out while libcurl had it.
             if transfer.isProbe { record(.neutral, probe: true) }

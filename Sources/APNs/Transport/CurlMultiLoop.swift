@@ -179,8 +179,8 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// An idle connection's socket became readable (a GOAWAY, a close, a keepalive failure):
     /// libcurl does not watch idle connections, so a warm-up makes it look.
     var idleConnectionStirred = false
-    /// When the last transfer ended, while keeping warm: an idle connection is replaced before
-    /// libcurl would refuse to reuse it (`maximumIdleSeconds`).
+    /// When the last transfer in flight ended: where an idle period starts. libcurl refuses to
+    /// reuse a connection idle for longer than `maximumIdleSeconds`; keep-warm replaces it.
     @exclusivity(unchecked) var lastActivity = ContinuousClock.now
     /// Where ``configure(_:for:timeoutMilliseconds:)`` assembles each request's URL.
     @exclusivity(unchecked) var urlBuffer: [UInt8] = []

@@ -1,7 +1,7 @@
 /// When keep-warm opens (or checks) a connection ahead of sends, as a value given the time and
-/// what happened: the loop asks ``isDue(now:lastActivity:maximumIdle:awaitingConnection:stirred:)``
-/// when nothing else would touch the connection, and reports each warm-up's end; the schedule
-/// answers when the next may start. `KeepWarmScheduleTests` checks every rule with instants, no
+/// what happened: the loop asks ``reason(now:lastActivity:maximumIdle:awaitingConnection:stirred:)``
+/// when nothing else would touch the connection, and reports each warm-up's start and end and
+/// each send's start; the schedule answers when the next may start and why. `KeepWarmScheduleTests` checks every rule with instants, no
 /// connection and no wait; `KeepWarmTests` drives the same schedule through libcurl.
 ///
 /// Thread safety: a value; the loop keeps its one copy on the loop thread.
@@ -19,20 +19,57 @@ struct KeepWarmSchedule: Equatable {
     private(set) var notBefore: ContinuousClock.Instant
     /// Warm-ups that failed in a row since the last that reached a ready connection.
     private(set) var failures = 0
+    /// An idle connection was already replaced since the last send: the replacement is not
+    /// replaced in turn (Apple asks providers not to open and close connections rapidly); if it
+    /// stays idle too long, the next send finds libcurl retiring it and opens a new one.
+    private(set) var replacedWhileIdle = false
 
     init(startingAt now: ContinuousClock.Instant) { notBefore = now }
 
-    /// Whether a warm-up should start at `now`: its spacing or back-off is over, and a connection
-    /// is wanted (none is ready), the idle one stirred (a GOAWAY, a close, a keepalive failure,
-    /// which libcurl does not watch for on idle connections), or the idle one is about to be too
-    /// old for libcurl to reuse.
+    /// Why a warm-up starts.
+    enum Reason: Equatable {
+        /// No connection is ready (none opened yet, or the last one closed, went away or stalled).
+        case noConnection
+        /// The idle connection's socket stirred (a GOAWAY, a close, a keepalive failure), which
+        /// libcurl does not watch for on idle connections.
+        case stirred
+        /// The idle connection is about to be too old for libcurl to reuse: replaced once per idle
+        /// period.
+        case idleTooLong
+    }
+
+    /// Whether a warm-up should start at `now`, and why: its spacing or back-off is over, and a
+    /// connection is wanted, the idle one stirred, or the idle one is too old to reuse and has not
+    /// been replaced since the last send.
+    func reason(
+        now: ContinuousClock.Instant, lastActivity: ContinuousClock.Instant, maximumIdle: Duration,
+        awaitingConnection: Bool, stirred: Bool
+    ) -> Reason? {
+        guard now >= notBefore else { return nil }
+        if awaitingConnection { return .noConnection }
+        if stirred { return .stirred }
+        if !replacedWhileIdle, now - lastActivity > maximumIdle + Self.idleMargin { return .idleTooLong }
+        return nil
+    }
+
+    /// ``reason(now:lastActivity:maximumIdle:awaitingConnection:stirred:)`` is not nil.
     func isDue(
         now: ContinuousClock.Instant, lastActivity: ContinuousClock.Instant, maximumIdle: Duration,
         awaitingConnection: Bool, stirred: Bool
     ) -> Bool {
-        guard now >= notBefore else { return false }
-        let tooOld = now - lastActivity > maximumIdle + Self.idleMargin
-        return awaitingConnection || stirred || tooOld
+        reason(
+            now: now, lastActivity: lastActivity, maximumIdle: maximumIdle, awaitingConnection: awaitingConnection,
+            stirred: stirred) != nil
+    }
+
+    /// A warm-up starts for `reason`.
+    mutating func starting(for reason: Reason) {
+        if reason == .idleTooLong { replacedWhileIdle = true }
+    }
+
+    /// A send started: the idle period is over, and the next may replace its connection again.
+    mutating func sendStarted() {
+        replacedWhileIdle = false
     }
 
     /// A warm-up reached a ready connection at `now`: the failures are forgotten and the next
