@@ -9,7 +9,7 @@ import Foundation
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
-            "Send all eleven push types to a local mock APNs through the connectors each accepts, printing every request and response."
+            "Send all twelve push types to a local mock APNs through the connectors each accepts, printing every request and response."
     )
 
     /// Counts sends and failures across the demo's steps.
@@ -99,6 +99,13 @@ struct Demo: AsyncParsableCommand {
             }
             await show("controls via token connector (token only)") {
                 try await send(ControlsNotification(bundleID: bundleID), via: token, to: device)
+            }
+            await show("accessory via token connector (an accessory's encrypted response)") {
+                try await send(
+                    AccessoryNotification(
+                        bundleID: bundleID, encryptedData: "ZW5jcnlwdGVkIHJlc3BvbnNl",
+                        sessionIdentifier: "5A1B0C2D-3E4F-4A5B-8C6D-7E8F9A0B1C2D", keyID: "a2V5LTE=", messageIndex: 42),
+                    via: token, to: device)
             }
             await show("location via token connector (token only)") {
                 try await send(LocationNotification(bundleID: bundleID), via: token, to: device)

@@ -51,7 +51,7 @@ struct SendCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("push-type"),
         help:
-            "alert, background, complication, controls, fileprovider, liveactivity, location, mdm, pushtotalk, voip or widgets."
+            "accessory, alert, background, complication, controls, fileprovider, liveactivity, location, mdm, pushtotalk, voip or widgets."
     ) var pushType = "alert"
     @Option var title: String?
     @Option var subtitle: String?
@@ -83,6 +83,15 @@ struct SendCommand: AsyncParsableCommand {
     @Option(name: .customLong("container-identifier"), help: "fileprovider: the container identifier.")
     var containerIdentifier: String?
     @Option(help: "fileprovider: the domain.") var domain: String?
+    @Option(name: .customLong("encrypted-data"), help: "accessory: the accessory's encrypted response, base64.")
+    var encryptedData: String?
+    @Option(name: .customLong("session-identifier"), help: "accessory: the session identifier the accessory sent.")
+    var sessionIdentifier: String?
+    @Option(name: .customLong("accessory-key-id"), help: "accessory: the ratchet's key id, base64 (keyID).")
+    var accessoryKeyID: String?
+    @Option(
+        name: .customLong("message-index"), parsing: .unconditional, help: "accessory: the ratchet's message index.")
+    var messageIndex: UInt64?
     @Option(help: "liveactivity: start, update or end.") var event: String?
     @Option(name: .customLong("content-state"), help: "liveactivity: the content state as a JSON object.")
     var contentState: String?
@@ -387,10 +396,27 @@ struct SendCommand: AsyncParsableCommand {
                 bundleID: topic, appData: appData, priority: standard(), expiration: expiry, collapseID: collapse,
                 apnsID: identifier
             ).request(to: device)
-        default:  // liveactivity
+        case .accessory:
+            guard
+                template
+                    || (encryptedData != nil && sessionIdentifier != nil && accessoryKeyID != nil
+                        && messageIndex != nil)
+            else {
+                throw UsageError(
+                    "accessory needs --encrypted-data, --session-identifier, --accessory-key-id and --message-index (or --payload)"
+                )
+            }
+            return try AccessoryNotification(
+                bundleID: topic, encryptedData: encryptedData ?? "AA==", sessionIdentifier: sessionIdentifier ?? "-",
+                keyID: accessoryKeyID ?? "AA==", messageIndex: messageIndex ?? 0, priority: standard(),
+                expiration: expiry, collapseID: collapse, apnsID: identifier
+            ).request(to: device)
+        case .liveactivity:
             return try liveActivityRequest(
                 to: device, template: template, priority: standard(), expiry: expiry, collapse: collapse,
                 identifier: identifier)
+        default:
+            throw UsageError("apns send has no builder for --push-type \(type)")
         }
     }
 

@@ -13,8 +13,12 @@ enum PayloadShape {
         "attributes-type", "attributes", "input-push-token", "input-push-channel",
     ]
 
+    /// An accessory's response (protocol reference, Push types): every value a string.
+    static let accessoryKeys: Set<String> = ["encryptedData", "sessionIdentifier", "keyID", "messageIndex"]
+
     /// Every key APNs reads inside `aps`; APNs ignores any other (protocol reference, The aps dictionary).
-    static let knownKeys: Set<String> = alertKeys.union(liveActivityKeys).union(["content-changed"])
+    static let knownKeys: Set<String> = alertKeys.union(liveActivityKeys).union(accessoryKeys).union(["content-changed"]
+    )
 
     /// `broadcast`: the payload goes to a channel, where only update and end are allowed.
     /// `strict`: unknown keys inside `aps` are refused instead of ignored as APNs does.
@@ -38,6 +42,14 @@ enum PayloadShape {
             return json.count == 1
         case .location:
             return aps?.isEmpty == true && json.count == 1
+        case .accessory:
+            guard let aps, Set(aps.keys) == accessoryKeys, json.count == 1,
+                let encrypted = aps["encryptedData"] as? String, BroadcastChannel.isBase64(encrypted),
+                let key = aps["keyID"] as? String, BroadcastChannel.isBase64(key),
+                let session = aps["sessionIdentifier"] as? String, !session.isEmpty,
+                let index = aps["messageIndex"] as? String, UInt64(index) != nil
+            else { return false }
+            return true
         case .mdm:
             return json.count == 1 && json["mdm"] is String
         case .fileprovider:

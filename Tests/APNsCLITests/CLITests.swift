@@ -152,6 +152,31 @@ import Testing
         try await server.stop()
     }
 
+    /// An accessory's response, from the command line to a server: delivered with exactly the
+    /// body the dry run shows.
+    @Test func sendsAnAccessoryResponseThroughTheMockServer() async throws {
+        let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+        let server = try await MockAPNsServer.start(.init(signingKeys: [key]))
+        let folder = try Self.credentials(key: key, server: server)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let run = try Self.apns(
+            Self.tokenArguments(key: key, server: server, folder: folder) + [
+                "--topic", "com.example.app", "--token", "aaaa", "--push-type", "accessory", "--encrypted-data",
+                "ZW5jcnlwdGVk", "--session-identifier", "session-1", "--accessory-key-id", "a2V5", "--message-index",
+                "42", "--apns-id", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c",
+            ])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout == "aaaa 200 apns-id 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c\n")
+        let request = try #require(server.requests.first)
+        #expect(request[header: "apns-push-type"] == "accessory")
+        #expect(request[header: "apns-topic"] == "com.example.app.push-type.accessory")
+        #expect(
+            request.bodyText
+                == #"{"aps":{"encryptedData":"ZW5jcnlwdGVk","sessionIdentifier":"session-1","keyID":"a2V5","messageIndex":"42"}}"#
+        )
+        try await server.stop()
+    }
+
     /// The judged case: a server that stops answering. One line per device within the timeout plus
     /// slack, each saying the push may have been delivered, and a non-zero exit.
     @Test func jsonTimeoutAgainstAServerThatStopsAnswering() async throws {
@@ -357,6 +382,21 @@ import Testing
         #expect(
             try dryRun(["--push-type", "complication", "--data", #"{"high":21}"#]).contains(
                 "apns-topic: com.example.app.complication\n"))
+        #expect(
+            try dryRun([
+                "--push-type", "accessory", "--encrypted-data", "ZW5jcnlwdGVk", "--session-identifier", "session-1",
+                "--accessory-key-id", "a2V5", "--message-index", "42", "--apns-id",
+                "5a1b0c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d",
+            ]) == """
+                POST /3/device/ab
+                apns-push-type: accessory
+                apns-topic: com.example.app.push-type.accessory
+                apns-priority: 10
+                apns-id: 5a1b0c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d
+
+                {"aps":{"encryptedData":"ZW5jcnlwdGVk","sessionIdentifier":"session-1","keyID":"a2V5","messageIndex":"42"}}
+
+                """)
         let mdm = try Self.apns([
             "send", "--dry-run", "--push-type", "mdm", "--topic", "com.apple.mgmt.External.x", "--push-magic", "m-1",
             "--token", "ab",
@@ -370,6 +410,20 @@ import Testing
         ])
         #expect(low.status == 2)
         #expect(low.stderr == "apns: Priority 1 is not allowed for widgets pushes: use 10 or 5.\n")
+        let accessory = ["send", "--dry-run", "--push-type", "accessory", "--topic", "a.b", "--token", "ab"]
+        let missing = try Self.apns(accessory + ["--encrypted-data", "AA=="])
+        #expect(missing.status == 2)
+        #expect(
+            missing.stderr
+                == "apns: accessory needs --encrypted-data, --session-identifier, --accessory-key-id and --message-index (or --payload)\n"
+        )
+        let notBase64 = try Self.apns(
+            accessory + [
+                "--encrypted-data", "not base64", "--session-identifier", "s", "--accessory-key-id", "AA==",
+                "--message-index", "1",
+            ])
+        #expect(notBase64.status == 2)
+        #expect(notBase64.stderr.hasPrefix("apns: The accessory response's encryptedData is not standard base64"))
         let start = try Self.apns([
             "send", "--dry-run", "--push-type", "liveactivity", "--event", "start", "--content-state", "{}", "--topic",
             "a.b", "--token", "ab",
@@ -480,8 +534,8 @@ import Testing
     @Test func demoSucceedsEndToEnd() throws {
         let run = try Self.apns(["demo"])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stdout.hasSuffix("20 of 20 steps succeeded.\n"))
-        #expect(run.stdout.components(separatedBy: "-> 200 apns-id").count == 16)
+        #expect(run.stdout.hasSuffix("21 of 21 steps succeeded.\n"))
+        #expect(run.stdout.components(separatedBy: "-> 200 apns-id").count == 17)
         #expect(run.stdout.contains("POST /4/broadcasts/apps/com.example.poker\napns-channel-id: "))
         for type in PushType.allCases { #expect(run.stdout.contains("apns-push-type: \(type.rawValue)\n")) }
         #expect(!run.stdout.contains("eyJ"))  // no JWT is printed

@@ -27,7 +27,8 @@ struct InspectTests {
         topics        com.example.app (app)
                       com.example.app.voip (voip)
                       com.example.app.complication (complication)
-        push types    alert         com.example.app
+        push types    accessory     com.example.app.push-type.accessory
+                      alert         com.example.app
                       background    com.example.app
                       complication  com.example.app.complication
                       liveactivity  com.example.app.push-type.liveactivity
@@ -126,7 +127,8 @@ struct InspectTests {
                 status        valid
                 environments  sandbox
                 topics        com.example.app
-                push types    alert         com.example.app
+                push types    accessory     com.example.app.push-type.accessory
+                              alert         com.example.app
                               background    com.example.app
                               complication  com.example.app.complication
                               liveactivity  com.example.app.push-type.liveactivity
@@ -146,7 +148,7 @@ struct InspectTests {
                 "issuer":"CN=swift-apns inspect CA,O=swift-apns tests","serialNumber":"\(serial)","sha256Fingerprint":"\(fingerprint)",\
                 "notValidBefore":"2026-01-01T00:00:00Z","notValidAfter":"2036-01-01T00:00:00Z","status":"valid",\
                 "environments":["sandbox"],"topics":[{"topic":"com.example.app","kinds":[]}],\
-                "pushTypes":{"alert":"com.example.app","background":"com.example.app","complication":"com.example.app.complication",\
+                "pushTypes":{"accessory":"com.example.app.push-type.accessory","alert":"com.example.app","background":"com.example.app","complication":"com.example.app.complication",\
                 "liveactivity":"com.example.app.push-type.liveactivity","pushtotalk":"com.example.app.voip-ptt","voip":"com.example.app.voip"},\
                 "privateKey":"notChecked"}
 
@@ -171,7 +173,8 @@ struct InspectTests {
                 status        EXPIRED
                 environments  production
                 topics        com.example.app (app)
-                push types    alert         com.example.app
+                push types    accessory     com.example.app.push-type.accessory
+                              alert         com.example.app
                               background    com.example.app
                               liveactivity  com.example.app.push-type.liveactivity
                               pushtotalk    com.example.app.voip-ptt

@@ -24,6 +24,58 @@ import Testing
             ])
     }
 
+    /// Apple's sample, field for field: every value a string, `messageIndex` too.
+    @Test func accessory() throws {
+        let request = try AccessoryNotification(
+            bundleID: "com.example.companion", encryptedData: "ZW5jcnlwdGVk", sessionIdentifier: "session-1",
+            keyID: "a2V5", messageIndex: 18_446_744_073_709_551_615, priority: .powerConsiderate,
+            expiration: .immediately
+        ).request(to: device)
+        #expect(
+            request.bodyText
+                == #"{"aps":{"encryptedData":"ZW5jcnlwdGVk","sessionIdentifier":"session-1","keyID":"a2V5","messageIndex":"18446744073709551615"}}"#
+        )
+        #expect(
+            headers(request) == [
+                "apns-push-type: accessory", "apns-topic: com.example.companion.push-type.accessory",
+                "apns-priority: 5", "apns-expiration: 0",
+            ])
+        #expect(request.path == "/3/device/abcd")
+    }
+
+    /// What an accessory sends is passed on as it came; what it cannot have sent is refused
+    /// before any byte is written, naming the field.
+    @Test func accessoryFieldsAreCheckedBeforeSending() throws {
+        func build(encrypted: String = "AA==", session: String = "s", key: String = "AA==") throws(APNsValidationError)
+        {
+            _ = try AccessoryNotification(
+                bundleID: "com.example.companion", encryptedData: encrypted, sessionIdentifier: session, keyID: key,
+                messageIndex: 0
+            ).request(to: device)
+        }
+        for good in ["AA==", "AAA=", "AAAA", "ab+/", "YWJjZA==", "AB=="] {
+            #expect(throws: Never.self) { try build(encrypted: good, key: good) }
+        }
+        for bad in ["", "A", "AA=", "A===", "====", "AB=A", "ab-_", "YWJj\nZA==", "YWJjZA== "] {
+            #expect(throws: APNsValidationError.invalidAccessoryField("encryptedData"), "\(bad)") {
+                try build(encrypted: bad)
+            }
+            #expect(throws: APNsValidationError.invalidAccessoryField("keyID"), "\(bad)") { try build(key: bad) }
+        }
+        #expect(throws: APNsValidationError.invalidAccessoryField("sessionIdentifier")) { try build(session: "") }
+        #expect(
+            APNsValidationError.invalidAccessoryField("keyID").description
+                == "The accessory response's keyID is not standard base64: pass it exactly as the accessory sent it (A–Z, a–z, 0–9, + and /, padded with = to a multiple of 4)."
+        )
+        // A topic passed where the bundle id belongs is refused, as for every suffixed push type.
+        #expect(throws: APNsValidationError.self) {
+            try AccessoryNotification(
+                bundleID: "com.example.companion.push-type.accessory", encryptedData: "AA==", sessionIdentifier: "s",
+                keyID: "AA==", messageIndex: 0
+            ).request(to: device)
+        }
+    }
+
     @Test func location() throws {
         let request = try LocationNotification(bundleID: "com.example.app", expiration: .immediately).request(
             to: device)

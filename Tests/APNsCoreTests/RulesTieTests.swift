@@ -64,6 +64,10 @@ import Testing
             byDefault: VoIPNotification(bundleID: "a.b", appData: Empty()))
         Self.check(WidgetNotification.self, expressible: standard, byDefault: WidgetNotification(bundleID: "a.b"))
         Self.check(
+            AccessoryNotification.self, expressible: standard,
+            byDefault: AccessoryNotification(
+                bundleID: "a.b", encryptedData: "AA==", sessionIdentifier: "s", keyID: "AA==", messageIndex: 0))
+        Self.check(
             LiveActivityNotification<Empty, NoAttributes, LiveActivityEvent.Update>.self, expressible: standard,
             byDefault: LiveActivityNotification(bundleID: "a.b", update: Empty(), timestamp: now), broadcastable: true)
         Self.check(

@@ -148,8 +148,8 @@ import Testing
     @Test func everyPushTypeHasItsRules() {
         #expect(
             PushType.allCases.map(\.rawValue) == [
-                "alert", "background", "complication", "controls", "fileprovider", "liveactivity", "location", "mdm",
-                "pushtotalk", "voip", "widgets",
+                "accessory", "alert", "background", "complication", "controls", "fileprovider", "liveactivity",
+                "location", "mdm", "pushtotalk", "voip", "widgets",
             ])
         #expect(PushType.background.allowedPriorities == [.powerConsiderate])
         #expect(PushType.pushtotalk.requiredExpiration == 0)

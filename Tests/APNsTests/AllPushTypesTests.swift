@@ -17,6 +17,10 @@ import Testing
             let bundle = Fixture.bundleID
             let now = Date()
             try await send(WidgetNotification(bundleID: bundle), via: token, to: .test)
+            let accessory = AccessoryNotification(
+                bundleID: bundle, encryptedData: "ZW5jcnlwdGVk", sessionIdentifier: "session-1", keyID: "a2V5",
+                messageIndex: 42)
+            try await send(accessory, via: token, to: .test)
             try await send(ControlsNotification(bundleID: bundle), via: token, to: .test)
             try await send(LocationNotification(bundleID: bundle), via: token, to: .test)
             try await send(
@@ -50,16 +54,23 @@ import Testing
             // And the certificate-capable PushKit types through a certificate connector.
             let certificate = try fixture.certificateConnector()
             try await send(VoIPNotification(bundleID: bundle, appData: Payload()), via: certificate, to: .test)
+            try await send(accessory, via: certificate, to: .test)
 
             let records = fixture.server.requests
-            #expect(records.count == 12)
+            #expect(records.count == 14)
             #expect(records.allSatisfy { $0.status == 200 })
             #expect(
                 records.compactMap { $0[header: "apns-push-type"] } == [
-                    "widgets", "controls", "location", "fileprovider", "pushtotalk", "voip", "complication",
-                    "liveactivity", "liveactivity", "liveactivity", "mdm", "voip",
+                    "widgets", "accessory", "controls", "location", "fileprovider", "pushtotalk", "voip",
+                    "complication",
+                    "liveactivity", "liveactivity", "liveactivity", "mdm", "voip", "accessory",
                 ])
-            #expect(records[10].bodyText == #"{"mdm":"040ac7bf-391a-4a36-a8ab-47bd380afd33"}"#)
+            #expect(records[1][header: "apns-topic"] == "\(bundle).push-type.accessory")
+            #expect(
+                records[1].bodyText
+                    == #"{"aps":{"encryptedData":"ZW5jcnlwdGVk","sessionIdentifier":"session-1","keyID":"a2V5","messageIndex":"42"}}"#
+            )
+            #expect(records[11].bodyText == #"{"mdm":"040ac7bf-391a-4a36-a8ab-47bd380afd33"}"#)
         }
     }
 
@@ -77,6 +88,21 @@ import Testing
             name: "widget payload with an alert",
             headers: [("apns-push-type", "widgets"), ("apns-topic", "com.example.app.push-type.widgets")],
             body: #"{"aps":{"alert":"x"}}"#, reason: "BadRequestPayload"),
+        .init(
+            name: "accessory messageIndex as a number",
+            headers: [("apns-push-type", "accessory"), ("apns-topic", "com.example.app.push-type.accessory")],
+            body: #"{"aps":{"encryptedData":"AA==","sessionIdentifier":"s","keyID":"AA==","messageIndex":42}}"#,
+            reason: "BadRequestPayload"),
+        .init(
+            name: "accessory without keyID",
+            headers: [("apns-push-type", "accessory"), ("apns-topic", "com.example.app.push-type.accessory")],
+            body: #"{"aps":{"encryptedData":"AA==","sessionIdentifier":"s","messageIndex":"42"}}"#,
+            reason: "BadRequestPayload"),
+        .init(
+            name: "accessory on the app's own topic",
+            headers: [("apns-push-type", "accessory"), ("apns-topic", "com.example.app")],
+            body: #"{"aps":{"encryptedData":"AA==","sessionIdentifier":"s","keyID":"AA==","messageIndex":"42"}}"#,
+            reason: "BadTopic"),
         .init(
             name: "controls without suffix",
             headers: [("apns-push-type", "controls"), ("apns-topic", "com.example.app")],

@@ -43,7 +43,8 @@ import Testing
         #expect(details.validity(at: Date(timeIntervalSince1970: 1_767_225_599)) == .notYetValid)
         #expect(
             details.coveredPushTypes.map { "\($0.pushType) \($0.topic)" } == [
-                "alert com.example.app", "background com.example.app", "complication com.example.app.complication",
+                "accessory com.example.app.push-type.accessory", "alert com.example.app", "background com.example.app",
+                "complication com.example.app.complication",
                 "liveactivity com.example.app.push-type.liveactivity", "pushtotalk com.example.app.voip-ptt",
                 "voip com.example.app.voip",
             ])

@@ -118,6 +118,10 @@ import Testing
             ),
             (#""push-type":"mdm","topic":"com.apple.mgmt.External.1","push-magic":"m""#, "com.apple.mgmt.External.1"),
             (
+                #""push-type":"accessory","bundle-id":"com.example.app","encrypted-data":"ZW5j","session-identifier":"s","key-id":"a2V5","message-index":42"#,
+                "com.example.app.push-type.accessory"
+            ),
+            (
                 #""push-type":"liveactivity","bundle-id":"com.example.app","event":"update","content-state":{"n":1}"#,
                 "com.example.app.push-type.liveactivity"
             ),
@@ -259,6 +263,31 @@ import Testing
         )
         let refused = #expect(throws: RequestProblem.self) { try collapsed.check(for: .token) }
         #expect(refused?.kind == .invalid)
+    }
+
+    /// An accessory's response: the gateway's fields become Apple's keys, every value a string;
+    /// what the accessory cannot have sent is a 400 naming the gateway's field.
+    @Test func anAccessoryResponseIsSentAsTheAccessorySentIt() throws {
+        func body(_ fields: String) -> String {
+            #"{"push-type":"accessory","bundle-id":"a.b",\#(fields),"devices":["\#(Self.token)"]}"#
+        }
+        let request = try read(
+            body(#""encrypted-data":"ZW5j","session-identifier":"s-1","key-id":"a2V5","message-index":42"#))
+        try request.check(for: .certificate)
+        #expect(
+            try request.notification.request(to: request.devices[0]).bodyText
+                == #"{"aps":{"encryptedData":"ZW5j","sessionIdentifier":"s-1","keyID":"a2V5","messageIndex":"42"}}"#)
+        let notBase64 = try read(
+            body(#""encrypted-data":"ZW5j","session-identifier":"s-1","key-id":"a2V5!","message-index":42"#))
+        let refused = #expect(throws: RequestProblem.self) { try notBase64.check(for: .token) }
+        #expect(refused?.field == "key-id")
+        #expect(refused?.kind == .invalid)
+        #expect(
+            throws: RequestProblem(field: "message-index", "accessory needs the ratchet's \"message-index\"")
+        ) { try read(body(#""encrypted-data":"ZW5j","session-identifier":"s-1","key-id":"a2V5""#)) }
+        #expect(throws: RequestProblem(field: "message-index", "is negative; give 0 or more")) {
+            try read(body(#""encrypted-data":"ZW5j","session-identifier":"s-1","key-id":"a2V5","message-index":-1"#))
+        }
     }
 
     /// The two rules openapi.yaml cannot state get answers of their own (413, 403), so that a body

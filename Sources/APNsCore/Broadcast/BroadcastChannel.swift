@@ -48,9 +48,7 @@ public struct BroadcastChannel: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Standard base64 with padding, as APNs issues channel ids.
-    public static func isBase64(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count % 4 == 0 && Data(base64Encoded: text) != nil
-    }
+    public static func isBase64(_ text: String) -> Bool { Base64.isStandard(text) }
 
     /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { "\(bundleID) channel \(id)" }

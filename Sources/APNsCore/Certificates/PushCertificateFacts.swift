@@ -68,8 +68,8 @@ public enum PushCertificate {
     /// Covered when an entry names `topic` itself, or the bundle id inside it (a Live Activity's
     /// `<bundle>.push-type.liveactivity` is covered by `<bundle>`), and is for the push type's
     /// kind (``topicKind(for:)``) or says no kind. MDM topics (`com.apple.mgmt.…`) are covered
-    /// only for MDM pushes. Apple does not document which kind covers Push to Talk or Live
-    /// Activities; swift-apns takes the app's entry, and an answer of APNs says otherwise.
+    /// only for MDM pushes. Apple does not document which kind covers Push to Talk, Live
+    /// Activities or accessory responses; swift-apns takes the app's entry, and an answer of APNs says otherwise.
     public static func covers(_ topics: [Topic], topic: String, pushType: PushType) -> Bool {
         if pushType != .mdm, let prefix = PushType.mdm.topicPrefix, topic.hasPrefix(prefix) { return false }
         let bundleID = pushType.bundleID(fromTopic: topic)

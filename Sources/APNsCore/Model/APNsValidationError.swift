@@ -82,6 +82,9 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
     case liveActivityStartToChannel
     /// A Live Activity payload without a key its event needs (`aps.alert` on a start, say).
     case missingLiveActivityKey(event: String, key: String)
+    /// An accessory response field that is not as the accessory sends it: `encryptedData` or
+    /// `keyID` not standard base64, or `sessionIdentifier` empty (the field's name).
+    case invalidAccessoryField(String)
 
     /// A readable form for logs and test failures; it never contains a secret.
     public var description: String {
@@ -136,6 +139,10 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
         case let .invalidMDMTopic(topic):
             return
                 "\"\(topic)\" is not an MDM topic: use the UID of your MDM push certificate, which starts with com.apple.mgmt."
+        case let .invalidAccessoryField(field):
+            return field == "sessionIdentifier"
+                ? "The accessory response's sessionIdentifier is empty: pass the session identifier the accessory sent with its response."
+                : "The accessory response's \(field) is not standard base64: pass it exactly as the accessory sent it (A–Z, a–z, 0–9, + and /, padded with = to a multiple of 4)."
         case let .invalidChannelID(id):
             return
                 "\"\(id)\" is not a broadcast channel id: use the base64 id APNs returned when the channel was created."
@@ -235,6 +242,7 @@ extension APNsValidationError {
         case .invalidLiveActivityEvent: return "invalidLiveActivityEvent"
         case .liveActivityStartToChannel: return "liveActivityStartToChannel"
         case .missingLiveActivityKey: return "missingLiveActivityKey"
+        case .invalidAccessoryField: return "invalidAccessoryField"
         }
     }
 }

@@ -69,9 +69,9 @@ public struct PushType: Hashable, Sendable, CustomStringConvertible {
         return priority
     }
 
-    /// All eleven push types Apple defines (<doc:ProtocolReference#Push-types>).
+    /// All twelve push types Apple defines (<doc:ProtocolReference#Push-types>).
     public static let allCases: [PushType] = [
-        .alert, .background, .complication, .controls, .fileprovider, .liveactivity, .location,
+        .accessory, .alert, .background, .complication, .controls, .fileprovider, .liveactivity, .location,
         .mdm, .pushtotalk, .voip, .widgets,
     ]
 

@@ -153,7 +153,9 @@ public struct NotificationRequest: Sendable {
             case .authenticationNotAllowed: kind = .notForThisGateway
             default: kind = .invalid
             }
-            throw RequestProblem(field: channel != nil ? "channel" : nil, error.description, kind: kind)
+            var field = channel != nil ? "channel" : nil
+            if case .invalidAccessoryField(let name) = error { field = AccessoryFields.field(forPayloadKey: name) }
+            throw RequestProblem(field: field, error.description, kind: kind)
         }
     }
 
@@ -256,6 +258,7 @@ struct NotificationSpec: Sendable {
         "controls": [],
         "location": [],
         "fileprovider": ["container-identifier", "domain"],
+        "accessory": ["encrypted-data", "session-identifier", "key-id", "message-index"],
         "mdm": ["push-magic"],
         "liveactivity": [
             "event", "content-state", "timestamp", "dismissal-date", "stale-date", "relevance-score", "alert", "sound",
@@ -428,8 +431,16 @@ struct NotificationSpec: Sendable {
             }
             return MDMNotification(
                 topic: app, pushMagic: magic, priority: standard(), expiration: expiration, collapseID: collapse)
-        default:
+        case .accessory:
+            let fields = try AccessoryFields(reader)
+            return AccessoryNotification(
+                bundleID: app, encryptedData: fields.encryptedData, sessionIdentifier: fields.sessionIdentifier,
+                keyID: fields.keyID, messageIndex: fields.messageIndex, priority: standard(), expiration: expiration,
+                collapseID: collapse)
+        case .liveactivity:
             return try liveActivity(app: app, reader, priority: standard(), expiration: expiration, collapse: collapse)
+        default:
+            throw RequestProblem(field: "push-type", "the gateway does not send \(type.rawValue) notifications")
         }
     }
 
@@ -728,6 +739,45 @@ private struct FieldReader {
         default:
             throw RequestProblem(
                 field: "interruption-level", "\(name) is not one of passive, active, time-sensitive, critical")
+        }
+    }
+}
+
+/// An accessory's response in the gateway's JSON: `encrypted-data`, `session-identifier`,
+/// `key-id` and `message-index`, named as the gateway names fields; the library checks their
+/// contents (base64, not empty) and the problem then names the gateway's field.
+private struct AccessoryFields {
+    let encryptedData: String
+    let sessionIdentifier: String
+    let keyID: String
+    let messageIndex: UInt64
+
+    init(_ reader: FieldReader) throws(RequestProblem) {
+        guard let encryptedData = try reader.string("encrypted-data"),
+            let sessionIdentifier = try reader.string("session-identifier"), let keyID = try reader.string("key-id")
+        else {
+            throw RequestProblem(
+                field: "encrypted-data",
+                "accessory needs \"encrypted-data\", \"session-identifier\", \"key-id\" and \"message-index\", as the accessory sent them"
+            )
+        }
+        guard let index = try reader.integer("message-index") else {
+            throw RequestProblem(field: "message-index", "accessory needs the ratchet's \"message-index\"")
+        }
+        guard index >= 0 else { throw RequestProblem(field: "message-index", "is negative; give 0 or more") }
+        self.encryptedData = encryptedData
+        self.sessionIdentifier = sessionIdentifier
+        self.keyID = keyID
+        messageIndex = UInt64(index)
+    }
+
+    /// The gateway's field for a key of the accessory's `aps`.
+    static func field(forPayloadKey key: String) -> String {
+        switch key {
+        case "encryptedData": return "encrypted-data"
+        case "sessionIdentifier": return "session-identifier"
+        case "keyID": return "key-id"
+        default: return "message-index"
         }
     }
 }

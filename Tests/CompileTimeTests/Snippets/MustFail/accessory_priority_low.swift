@@ -1,0 +1,4 @@
+// expect: has no member 'low'
+import APNs
+let n = AccessoryNotification(
+    bundleID: "a.b", encryptedData: "AA==", sessionIdentifier: "s", keyID: "AA==", messageIndex: 1, priority: .low)
