@@ -3,6 +3,17 @@ import Foundation
 import Testing
 
 @Suite struct ResponseTests {
+    /// Apple's remedy for UnrelatedKeyIdInToken is a new connection, not a new key.
+    @Test func unrelatedKeyIdInTokenAdvisesConnectionsPerKey() {
+        let reason = APNsRejection.Reason.unrelatedKeyIdInToken
+        #expect(reason.defaultStatus == 403)
+        #expect(
+            reason.advice
+                == "APNs ties a connection to the key of its first push, and this token was signed with another key: send tokens of each key on connections of their own (one token connector per key)."
+        )
+        #expect(APNsRejection.Reason.invalidProviderToken.advice.hasPrefix("Check the key id"))
+    }
+
     @Test func acceptedResponse() throws {
         let response = try APNsResponse(
             interpreting: APNsHTTPResponse(

@@ -51,8 +51,11 @@ extension APNsRejection {
                     "The credential is for the other environment: use .sandbox for development builds and .production for App Store and TestFlight builds."
             case .expiredProviderToken:
                 return "The JWT is older than an hour: check the server's clock."
-            case .invalidProviderToken, .unrelatedKeyIdInToken, .missingProviderToken:
+            case .invalidProviderToken, .missingProviderToken:
                 return "Check the key id, team id and .p8 key of the token connector."
+            case .unrelatedKeyIdInToken:
+                return
+                    "APNs ties a connection to the key of its first push, and this token was signed with another key: send tokens of each key on connections of their own (one token connector per key)."
             case .tooManyProviderTokenUpdates:
                 return
                     "Share one token connector per key instead of creating one per request, then retry after a while: APNs accepts a new token at most every 20 minutes."
