@@ -97,7 +97,16 @@ let package = Package(
         .testTarget(
             name: "APNsCLITests", dependencies: ["APNsCLI", "APNsMockServer", "APNs", "APNsTesting", "TestFixtures"]),
         // The mock server's own tests: how it answers what the library sends, and what it would refuse.
-        .testTarget(name: "APNsMockServerTests", dependencies: ["APNs", "APNsMockServer", "TestFixtures"]),
+        .testTarget(
+            name: "APNsMockServerTests",
+            dependencies: [
+                "APNs", "APNsMockServer", "TestFixtures",
+                // A raw HTTP/2 client that breaks the stream limit, as no well-behaved one can.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ]),
         // A running mock server with keys, a client certificate and connectors wired to it, for the
         // library's and the mock server's tests (a target, not a product).
         .target(name: "TestFixtures", dependencies: ["APNs", "APNsMockServer"], path: "Tests/TestFixtures"),

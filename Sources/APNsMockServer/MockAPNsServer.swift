@@ -131,7 +131,8 @@ public final class MockAPNsServer: Sendable {
         connectionConfiguration.initialSettings = [
             HTTP2Setting(
                 parameter: .maxConcurrentStreams,
-                value: configuration.oneStreamUntilFirstSuccess ? 1 : configuration.maximumConcurrentStreams),
+                value: StreamLimit.enforcedByNIO(
+                    configuration.oneStreamUntilFirstSuccess ? 1 : configuration.maximumConcurrentStreams)),
             HTTP2Setting(parameter: .maxHeaderListSize, value: 16384),
         ]
         // libcurl 7.88 ends every finished stream with RST_STREAM(STREAM_CLOSED); NIO's defaults
@@ -160,8 +161,13 @@ public final class MockAPNsServer: Sendable {
                         try channel.pipeline.syncOperations.addHandler(HoldInbound(for: delay))
                     }
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                    try channel.pipeline.syncOperations.addHandler(SettingsRewriter())
                     let connection = NIOLoopBound(
-                        ConnectionContext(channel: channel, fault: fault), eventLoop: channel.eventLoop)
+                        ConnectionContext(
+                            channel: channel, fault: fault,
+                            streamLimit: configuration.oneStreamUntilFirstSuccess
+                                ? 1 : configuration.maximumConcurrentStreams),
+                        eventLoop: channel.eventLoop)
                     let id = ObjectIdentifier(channel)
                     state.register(id) { channel.eventLoop.execute { connection.value.goAwayGracefully() } }
                     channel.closeFuture.whenComplete { _ in state.unregister(id) }
@@ -173,7 +179,7 @@ public final class MockAPNsServer: Sendable {
                                 StreamHandler(state: state, connection: connection))
                         }
                     }
-                    try channel.pipeline.syncOperations.addHandler(PingCounter(state: state))
+                    try channel.pipeline.syncOperations.addHandler(PingCounter(state: state, connection: connection))
                 }
             }
         do {

@@ -20,6 +20,12 @@ final class ConnectionContext {
     var silenced = false
     /// The stream limit was raised after the first accepted request (`oneStreamUntilFirstSuccess`).
     var streamLimitRaised = false
+    /// The concurrent-stream limit in effect; a stream over it is refused (``StreamLimit``). A
+    /// limit takes effect when the client acknowledges the SETTINGS that carried it (RFC 9113
+    /// section 6.5.3): until then, none, as for a client that has not read it yet.
+    var streamLimit = Int.max
+    /// Limits sent in SETTINGS the client has not acknowledged yet, oldest first.
+    var unacknowledgedStreamLimits: [Int]
     /// The verified client certificate's common name: nil until looked up, then `.some(nil)` for none.
     var clientCertificateCache: (commonName: String, topics: [PushCertificate.Topic]?)??
     var acceptedStreams = 0
@@ -28,12 +34,19 @@ final class ConnectionContext {
     /// The peer's address as `ip:port`, made once per connection for the requests it records.
     let remoteAddress: String?
 
-    init(channel: Channel, fault: MockAPNsServer.Fault?) {
+    init(channel: Channel, fault: MockAPNsServer.Fault?, streamLimit: Int) {
         self.channel = channel
         self.fault = fault
+        unacknowledgedStreamLimits = [streamLimit]
         remoteAddress = channel.remoteAddress.flatMap { address in
             address.ipAddress.flatMap { ip in address.port.map { "\(ip):\($0)" } }
         }
+    }
+
+    /// The client acknowledged the oldest SETTINGS frame it had not: its stream limit is in effect.
+    func settingsAcknowledged() {
+        guard !unacknowledgedStreamLimits.isEmpty else { return }
+        streamLimit = unacknowledgedStreamLimits.removeFirst()
     }
 
     /// Asks the client to move to a new connection: GOAWAY with NO_ERROR and the highest stream id,
@@ -145,6 +158,13 @@ final class StreamHandler: ChannelInboundHandler {
         let streamID = (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)) ?? .rootStream
         self.streamID = streamID
         if let last = connection.goAwayLastStreamID, streamID > last {
+            answered = true
+            context.writeAndFlush(wrapOutboundOut(.rstStream(.refusedStream)), promise: nil)
+            return
+        }
+        if connection.openStreams >= connection.streamLimit {
+            // One stream over the limit the client was given: refused, never processed; the
+            // others go on (``StreamLimit``).
             answered = true
             context.writeAndFlush(wrapOutboundOut(.rstStream(.refusedStream)), promise: nil)
             return
@@ -293,12 +313,14 @@ final class StreamHandler: ChannelInboundHandler {
             let connection = connection.value
             if state.configuration.oneStreamUntilFirstSuccess, !connection.streamLimitRaised {
                 connection.streamLimitRaised = true
+                connection.unacknowledgedStreamLimits.append(state.configuration.maximumConcurrentStreams)
                 let settings = HTTP2Frame(
                     streamID: .rootStream,
                     payload: .settings(
                         .settings([
                             HTTP2Setting(
-                                parameter: .maxConcurrentStreams, value: state.configuration.maximumConcurrentStreams)
+                                parameter: .maxConcurrentStreams,
+                                value: StreamLimit.enforcedByNIO(state.configuration.maximumConcurrentStreams))
                         ])))
                 connection.channel.writeAndFlush(settings, promise: nil)
             }
@@ -307,16 +329,25 @@ final class StreamHandler: ChannelInboundHandler {
     }
 }
 
-/// Counts HTTP/2 PING frames (not their acknowledgements) on a connection; NIO answers them.
+/// Counts HTTP/2 PING frames (not their acknowledgements) on a connection (NIO answers them),
+/// and tells the connection when the client acknowledges a SETTINGS frame (``StreamLimit``).
 final class PingCounter: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
 
     private let state: ServerState
+    private let connection: NIOLoopBound<ConnectionContext>
 
-    init(state: ServerState) { self.state = state }
+    init(state: ServerState, connection: NIOLoopBound<ConnectionContext>) {
+        self.state = state
+        self.connection = connection
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .ping(_, ack: false) = unwrapInboundIn(data).payload { state.pingReceived() }
+        switch unwrapInboundIn(data).payload {
+        case .ping(_, ack: false): state.pingReceived()
+        case .settings(.ack): connection.value.settingsAcknowledged()
+        default: break
+        }
         context.fireChannelRead(data)
     }
 }

@@ -7,10 +7,12 @@ import Testing
 @Suite struct ServerBehaviourTests {
     /// APNs allows one stream on a token connection until a request succeeds; hundreds of sends made
     /// at once wait their turn and then share the raised limit. Through a pool of four too, whose
-    /// share of the streams follows the demand: every send goes through once, on the four
+    /// share of the streams follows the demand: every send goes through once, on the pool's
     /// connections and no other, although each first allows one stream (libcurl parks what finds
-    /// no room and takes it up again later). The answers come half a second late, so the sends
-    /// are all in flight together.
+    /// no room and takes it up again later). How many of the four it opens depends on how many
+    /// requests it wrote before reading the server's SETTINGS, which limit nothing until the
+    /// client acknowledges them (RFC 9113). The answers come half a second late, so the sends are
+    /// all in flight together.
     @Test(arguments: [1, 4]) func oneStreamUntilFirstSuccess(connections: Int) async throws {
         try await Fixture.with(adjust: { $0.oneStreamUntilFirstSuccess = true }) { fixture in
             fixture.server.inject(.delay(.milliseconds(500).scaledForSanitizers))
@@ -30,7 +32,7 @@ import Testing
             }
             #expect(accepted == 400)
             #expect(ids.allSatisfy { fixture.server.processedCount(apnsID: $0.description) == 1 })
-            #expect(fixture.server.connectionCount == connections)
+            #expect((1...connections).contains(fixture.server.connectionCount))
         }
     }
 
