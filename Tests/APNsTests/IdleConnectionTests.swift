@@ -8,9 +8,9 @@ import ServiceLifecycle
 import ServiceLifecycleTestKit
 import Testing
 
-/// A connection left idle may go silent with TCP still open (protocol reference, Hosts and
-/// connections): the mock's `silentAfterIdle` fault plays such a peer, and no send is ever written
-/// to a connection idle for longer than `maximumIdleTime`. Idle times here are scaled down from the
+/// A connection left idle may go silent with TCP still open
+/// (protocol reference, Hosts and connections): the mock's `silentAfterIdle` fault plays such a
+/// peer, and no send is ever written to a connection idle for longer than `maximumIdleTime`. Idle times here are scaled down from the
 /// field's (15 s of allowed idleness against a peer silent after 20 s) to seconds: libcurl measures
 /// idleness in whole seconds, and the mock's silence must come after the allowed idle time.
 @Suite(.serialized) struct IdleConnectionTests {
