@@ -1,8 +1,9 @@
 /// When keep-warm opens (or checks) a connection ahead of sends, as a value given the time and
 /// what happened: the loop asks ``reason(now:lastActivity:maximumIdle:awaitingConnection:stirred:)``
 /// when nothing else would touch the connection, and reports each warm-up's start and end and
-/// each send's start; the schedule answers when the next may start and why. `KeepWarmScheduleTests` checks every rule with instants, no
-/// connection and no wait; `KeepWarmTests` drives the same schedule through libcurl.
+/// each send's start; the schedule answers when the next may start and why.
+/// `KeepWarmScheduleTests` checks every rule with instants, no connection and no wait;
+/// `KeepWarmTests` and `IdleConnectionTests` drive the same schedule through libcurl.
 ///
 /// Thread safety: a value; the loop keeps its one copy on the loop thread.
 struct KeepWarmSchedule: Equatable {
