@@ -10,9 +10,14 @@ import Testing
 
 /// A connection left idle may go silent with TCP still open
 /// (protocol reference, Hosts and connections): the mock's `silentAfterIdle` fault plays such a
-/// peer, and no send is ever written to a connection idle for longer than `maximumIdleTime`. Idle times here are scaled down from the
-/// field's (15 s of allowed idleness against a peer silent after 20 s) to seconds: libcurl measures
-/// idleness in whole seconds, and the mock's silence must come after the allowed idle time.
+/// peer, and no send is ever written to a connection idle for longer than `maximumIdleTime`.
+///
+/// These tests wait on the wall clock because the decision they check is libcurl's: it measures a
+/// connection's idleness itself (`CURLOPT_MAXAGE_CONN`, whole seconds) and takes no clock. The
+/// decisions that are the library's own (when keep-warm replaces an idle connection, once per idle
+/// period) are values tested with given instants in `KeepWarmScheduleTests`. So the suite is in the
+/// serial tier, its idle times are the shortest libcurl can measure, and the mock's silence comes
+/// after the allowed idle time, as in the field.
 @Suite(.serialized) struct IdleConnectionTests {
     static let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("idle") }
 

@@ -27,12 +27,12 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// The most streams libcurl opens on one connection; the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS lowers it further.
     public var maximumConcurrentStreams: Int
-    /// How long a connection may stay idle and still carry the next send (15 s). One idle for
-    /// longer is closed, not used: a connection left idle may have gone silent, with TCP still
-    /// open, and a send written to it would wait out its whole deadline and end
-    /// ``Delivery/unknown``. A sender busier than one push per idle time keeps its connection;
-    /// keep-warm replaces an idle one at most once per idle period. Why 15 s and not a PING:
-    /// <doc:ProtocolReference#Hosts-and-connections> and <doc:Reliability>.
+    /// How long a connection may stay idle and still carry the next send. One idle for longer is
+    /// closed, not used: a connection left idle may have gone silent, with TCP still open, and a
+    /// send written to it would wait out its whole deadline and end ``Delivery/unknown``. A sender
+    /// that sends more often keeps its connection; keep-warm replaces an idle one at most once per
+    /// idle period. Why this default, and not a PING: <doc:ProtocolReference#Hosts-and-connections>
+    /// and <doc:Reliability>.
     public var maximumIdleTime: Duration
     /// TCP keepalive probes on idle connections, so a peer or middlebox that vanished is noticed
     /// before the next push is written to it, and NAT mappings stay open; nil turns them off.
@@ -103,7 +103,8 @@ public struct TransportConfiguration: Sendable, Hashable {
     ///     system's roots.
     ///   - maximumConnectionsPerHost: Connections per host (1).
     ///   - maximumConcurrentStreams: Streams per connection (1000; the server may lower it).
-    ///   - maximumIdleTime: How long an idle connection may be and still carry a send (15 s).
+    ///   - maximumIdleTime: How long an idle connection may be and still carry a send; the
+    ///     default is the protocol reference's decision.
     ///   - tcpKeepAliveInterval: TCP keepalive on idle connections (30 s); nil for none.
     ///   - circuitBreaker: When to fail fast (``CircuitBreakerPolicy``); nil for never.
     ///   - shutdownGracePeriod: How long in-flight sends may finish on graceful shutdown (10 s).
