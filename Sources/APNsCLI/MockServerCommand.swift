@@ -18,7 +18,7 @@ struct MockServerCommand: AsyncParsableCommand {
             --allow-frequent-token-updates to run it more than once against the same server.
 
             --fault makes it misbehave on purpose: reset-after:N, close-after:N, never-answer, never-answer-after:N, \
-            silent-after-idle:MS, stall-handshake, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE, \
+            silent-after-idle:MS, stall-handshake, unrelated-key, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE, \
             goaway:AFTER:CODE:LOWER-BY[:DEBUG], status:CODE[:RETRY-AFTER].
 
             --reject TOKEN:REASON[:TIMESTAMP-MS] answers every push to one device token with APNs' \
@@ -75,7 +75,7 @@ struct MockServerCommand: AsyncParsableCommand {
             let injected = try fault.map { text throws -> MockAPNsServer.Fault in
                 guard let parsed = MockAPNsServer.Fault(parsing: text) else {
                     throw UsageError(
-                        "--fault \(text) is not a fault; use reset-after:N, close-after:N, never-answer, never-answer-after:N, silent-after-idle:MS, stall-handshake, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE, goaway:AFTER:CODE:LOWER-BY[:DEBUG] or status:CODE[:RETRY-AFTER] (delay and silent-after-idle at most 86400000 ms)"
+                        "--fault \(text) is not a fault; use reset-after:N, close-after:N, never-answer, never-answer-after:N, silent-after-idle:MS, stall-handshake, unrelated-key, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE, goaway:AFTER:CODE:LOWER-BY[:DEBUG] or status:CODE[:RETRY-AFTER] (delay and silent-after-idle at most 86400000 ms)"
                     )
                 }
                 return parsed

@@ -42,6 +42,11 @@ extension MockAPNsServer {
         /// Accepts the TCP connection and never goes on with its TLS handshake, as an overloaded
         /// front end or a black-holing middlebox does; the client's connect timeout ends it.
         case stallHandshake
+        /// Acts as if each connection's first push had been signed with another key: APNs ties a
+        /// connection to the key of its first push and answers a token of any other key
+        /// `403 UnrelatedKeyIdInToken`, so every token request on the connection is refused so.
+        /// Apple's remedy, and the token connector's: a new connection.
+        case tiedToAnotherKey
 
         public var description: String {
             switch self {
@@ -58,6 +63,7 @@ extension MockAPNsServer {
             case .respond(let status, let retryAfter, _):
                 return "\(status) retry-after \(retryAfter.map(String.init) ?? "-")"
             case .stallHandshake: return "stall the TLS handshake"
+            case .tiedToAnotherKey: return "tied to another key"
             }
         }
     }
@@ -67,7 +73,8 @@ extension MockAPNsServer {
 extension MockAPNsServer.Fault {
     /// Reads a fault from its command-line form (`apns mock-server --fault …`):
     /// `reset-after:N`, `close-after:N`, `never-answer`, `never-answer-after:N`,
-    /// `silent-after-idle:MILLISECONDS` (at most a day), `stall-handshake`, `delay:MILLISECONDS` (at most a day),
+    /// `silent-after-idle:MILLISECONDS` (at most a day), `stall-handshake`, `unrelated-key`,
+    /// `delay:MILLISECONDS` (at most a day),
     /// `rst-stream:CODE`, `rst-stream-after-processing:CODE`, `goaway:AFTER:CODE:LOWER-BY[:DEBUG-DATA]`,
     /// `status:CODE[:RETRY-AFTER-SECONDS]` (the body is then `{"reason":"ServiceUnavailable"}` for
     /// 503, `{"reason":"TooManyRequests"}` for 429, `{"reason":"InternalServerError"}` for 500, and
@@ -88,6 +95,7 @@ extension MockAPNsServer.Fault {
         case ("silent-after-idle", 2):
             guard let ms = number(1), ms <= 86_400_000 else { return nil }; self = .silentAfterIdle(.milliseconds(ms))
         case ("stall-handshake", 1): self = .stallHandshake
+        case ("unrelated-key", 1): self = .tiedToAnotherKey
         case ("delay", 2):
             // At most a day: a longer delay is never answered in a test, and would not fit NIO's timer.
             guard let ms = number(1), ms <= 86_400_000 else { return nil }; self = .delay(.milliseconds(ms))

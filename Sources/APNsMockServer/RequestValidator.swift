@@ -23,6 +23,8 @@ struct RequestValidator {
         /// A verified client certificate's common name and Apple topic list, if the connection
         /// presented one.
         var clientCertificate: (commonName: String, topics: [PushCertificate.Topic]?)?
+        /// The key of the first push on the connection whose token verified, if one has.
+        var connectionKeyID: String? = nil
 
         func header(_ name: String) -> String? { headers.first(where: { $0.name == name })?.value }
     }
@@ -94,6 +96,8 @@ struct RequestValidator {
         guard let authorization = request.header("authorization") else { return .failure(.missingProviderToken) }
         switch state.verifyToken(authorization) {
         case .valid(let teamID, let keyID, let issuedAt):
+            // APNs ties a connection to the key of its first push (protocol reference, Responses).
+            if let tied = request.connectionKeyID, tied != keyID { return .failure(.unrelatedKeyIdInToken) }
             return .success(.token(teamID: teamID, keyID: keyID, issuedAt: issuedAt))
         case .rejected(let reason): return .failure(reason)
         }

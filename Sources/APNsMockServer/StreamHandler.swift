@@ -26,6 +26,9 @@ final class ConnectionContext {
     var streamLimit = Int.max
     /// Limits sent in SETTINGS the client has not acknowledged yet, oldest first.
     var unacknowledgedStreamLimits: [Int]
+    /// The key id of the first push on the connection whose token verified: APNs ties the
+    /// connection to it and refuses tokens of any other key (UnrelatedKeyIdInToken).
+    var keyID: String?
     /// The verified client certificate's common name: nil until looked up, then `.some(nil)` for none.
     var clientCertificateCache: (commonName: String, topics: [PushCertificate.Topic]?)??
     var acceptedStreams = 0
@@ -38,10 +41,14 @@ final class ConnectionContext {
         self.channel = channel
         self.fault = fault
         unacknowledgedStreamLimits = [streamLimit]
+        if fault == .tiedToAnotherKey { keyID = ConnectionContext.anotherKey }
         remoteAddress = channel.remoteAddress.flatMap { address in
             address.ipAddress.flatMap { ip in address.port.map { "\(ip):\($0)" } }
         }
     }
+
+    /// The key a `tiedToAnotherKey` connection is tied to: no key id has this form.
+    static let anotherKey = "(another key)"
 
     /// The client acknowledged the oldest SETTINGS frame it had not: its stream limit is in effect.
     func settingsAcknowledged() {
@@ -203,7 +210,10 @@ final class StreamHandler: ChannelInboundHandler {
             return true
         }
         guard let fault = connection.fault else { return false }
-        if case .goAway = fault { return false }
+        switch fault {
+        case .goAway, .tiedToAnotherKey: return false  // dealt with where the stream or the key is judged
+        default: break
+        }
         // A connection that never answers stays that way (as a dead peer or middlebox does), even
         // after the server is healed for new connections.
         switch fault {
@@ -255,7 +265,7 @@ final class StreamHandler: ChannelInboundHandler {
             }
             context.flush()
             if counted { connection.streamFinished() }
-        case .goAway, .stallHandshake:
+        case .goAway, .stallHandshake, .tiedToAnotherKey:
             return false
         }
         return true
@@ -275,8 +285,12 @@ final class StreamHandler: ChannelInboundHandler {
         for (name, value, _) in head where !name.hasPrefix(":") { headers.append(.init(name: name, value: value)) }
         let incoming = RequestValidator.Incoming(
             method: head.first(name: ":method") ?? "", path: head.first(name: ":path") ?? "",
-            headers: headers, body: body, clientCertificate: connection.value.clientCertificate())
+            headers: headers, body: body, clientCertificate: connection.value.clientCertificate(),
+            connectionKeyID: connection.value.keyID)
         let verdict = RequestValidator(state: state).evaluate(incoming)
+        if connection.value.keyID == nil, case .token(_, let keyID, _) = verdict.authentication {
+            connection.value.keyID = keyID
+        }
 
         var responseHeaders = HPACKHeaders([(":status", String(verdict.status))])
         for (name, value) in verdict.headers { responseHeaders.add(name: name, value: value) }

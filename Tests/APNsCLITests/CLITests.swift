@@ -298,7 +298,7 @@ import Testing
         for bad in [
             "", "reset-after", "reset-after:0", "reset-after:-1", "delay:x", "status:700", "status:503:soon",
             "stall-handshake:1", "explode", "delay:9223372036854775807", "delay:86400001", "never-answer-after:-1",
-            "silent-after-idle", "silent-after-idle:86400001",
+            "silent-after-idle", "silent-after-idle:86400001", "unrelated-key:1",
         ] {
             #expect(MockAPNsServer.Fault(parsing: bad) == nil, "\(bad)")
         }
@@ -308,6 +308,7 @@ import Testing
         #expect(MockAPNsServer.Fault(parsing: "delay:86400000") == .delay(.seconds(86_400)))
         #expect(MockAPNsServer.Fault(parsing: "never-answer-after:10") == .neverAnswerAfter(requests: 10))
         #expect(MockAPNsServer.Fault(parsing: "silent-after-idle:20000") == .silentAfterIdle(.seconds(20)))
+        #expect(MockAPNsServer.Fault(parsing: "unrelated-key") == .tiedToAnotherKey)
         // Numbers the mock cannot use are usage errors, not a server on another port.
         for (arguments, message) in [
             (["--port", "99999"], "apns: --port 99999 is not a TCP port; use 1 to 65535, or 0 for a free one\n"),

@@ -4,12 +4,13 @@ import Testing
 
 @Suite struct ResponseTests {
     /// Apple's remedy for UnrelatedKeyIdInToken is a new connection, not a new key.
-    @Test func unrelatedKeyIdInTokenAdvisesConnectionsPerKey() {
+    @Test func unrelatedKeyIdInTokenAdvisesANewConnection() {
         let reason = APNsRejection.Reason.unrelatedKeyIdInToken
         #expect(reason.defaultStatus == 403)
+        #expect(reason.retry == .onNewConnection)
         #expect(
             reason.advice
-                == "APNs ties a connection to the key of its first push, and this token was signed with another key: send tokens of each key on connections of their own (one token connector per key)."
+                == "APNs ties a connection to the key of its first push, and this token was signed with another key: send it again on a new connection (the token connector does so once by itself), and keep tokens of each key on connections of their own (one token connector per key)."
         )
         #expect(APNsRejection.Reason.invalidProviderToken.advice.hasPrefix("Check the key id"))
     }

@@ -120,6 +120,8 @@ import Testing
         #expect(signal(answer(403, "BadCertificateEnvironment")) == "failing 403 BadCertificateEnvironment")
         // The token connector re-mints on ExpiredProviderToken: not the path's fault.
         #expect(signal(answer(403, "ExpiredProviderToken")) == "healthy")
+        // Nor on UnrelatedKeyIdInToken: it refuses one connection, and the request goes on a new one.
+        #expect(signal(answer(403, "UnrelatedKeyIdInToken")) == "healthy")
         let dns = TransportError(kind: .dns, delivery: .notSent, message: "no such host")
         #expect(signal(.failure(dns)) == "failing dns: no such host")
         let connect = TransportError(kind: .connect, delivery: .notSent, message: "refused")

@@ -48,7 +48,9 @@ public final class ConnectorEngine: Sendable {
     }
 
     /// Sends a request that passed `checkBeforeSending(_:via:engine:)` and reads APNs' answer once. On a token
-    /// connection, an answer that calls the token expired is sent once more with a fresh token.
+    /// connection, an answer that calls the token expired is sent once more with a fresh token, and
+    /// one that says the connection is tied to another key once more on a new connection
+    /// (``ProviderTokens/secondAttempt(after:sent:)``).
     func exchange(checked request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> Exchange {
         let endpoint = environment.endpoint(for: request.service)
         guard case .token(let tokens) = credential else {
@@ -58,17 +60,18 @@ public final class ConnectorEngine: Sendable {
         let token = try tokens.current()
         let first = Exchange(
             try await transport.perform(request, endpoint: endpoint, authorization: token.header, deadline: deadline))
-        guard case .failure(let rejection) = first.answer, let fresh = tokens.renewal(after: rejection, sent: token)
+        guard case .failure(let rejection) = first.answer,
+            let again = tokens.secondAttempt(after: rejection, sent: token)
         else { return first }
         return Exchange(
-            try await transport.perform(request, endpoint: endpoint, authorization: fresh.header, deadline: deadline))
+            try await transport.perform(request, endpoint: endpoint, authorization: again.header, deadline: deadline))
     }
 
     /// Starts `template` once per device (each to the device's path) without a task each;
     /// `completion` gets exactly one call per device, on the transport's thread, with APNs' answer
     /// read once (or the failure). With `apnsID`, each device's request carries `apnsID(device)`.
-    /// On a token connection, a device whose answer calls the token expired is sent once more with
-    /// a fresh token.
+    /// On a token connection, a device whose answer calls for it is sent once more, as by
+    /// ``exchange(checked:deadline:)``.
     func submit(
         checked template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)?,
         deadline: ContinuousClock.Instant?, owner: BulkOwner,
@@ -97,10 +100,10 @@ public final class ConnectorEngine: Sendable {
         ) { [transport] device, raw in
             let result = ConnectorEngine.interpret(raw)
             if case .failure(.rejected(let rejection)) = result, let device,
-                let fresh = tokens.renewal(after: rejection, sent: token)
+                let again = tokens.secondAttempt(after: rejection, sent: token)
             {
                 transport.submit(
-                    template, to: [device], apnsID: apnsID, endpoint: endpoint, authorization: fresh.header,
+                    template, to: [device], apnsID: apnsID, endpoint: endpoint, authorization: again.header,
                     deadline: deadline, owner: owner, completion: interpreted)
                 return
             }

@@ -57,16 +57,25 @@ final class ProviderTokens: Sendable {
         }
     }
 
-    /// A token to send the request again with, when APNs took `sent` for expired (protocol
-    /// reference, Responses: mint a new token and retry once); nil for any other rejection, or when
-    /// `sent` is too young to have expired (the clock is wrong). Counted as a retry.
+    /// The token a request APNs refused is sent once more with, following Apple's remedies
+    /// (protocol reference, Responses): after ExpiredProviderToken a new one (nil when `sent` is
+    /// too young to have expired: the clock is wrong); after UnrelatedKeyIdInToken the same one,
+    /// which the transport writes on a new connection (it retires the one that answered:
+    /// `CurlMultiLoop.retireTiedToAnotherKey`). Nil for any other rejection. Counted as a retry.
     @inline(never)
-    func renewal(after rejection: APNsRejection, sent: Token) -> Token? {
-        guard rejection.status == 403, rejection.reason == .expiredProviderToken,
-            let fresh = try? refresh(after: sent)
-        else { return nil }
-        observability.retried(.expiredToken)
-        return fresh
+    func secondAttempt(after rejection: APNsRejection, sent: Token) -> Token? {
+        guard rejection.status == 403 else { return nil }
+        switch rejection.reason {
+        case .expiredProviderToken:
+            guard let fresh = try? refresh(after: sent) else { return nil }
+            observability.retried(.expiredToken)
+            return fresh
+        case .unrelatedKeyIdInToken:
+            observability.retried(.unrelatedKey)
+            return sent
+        default:
+            return nil
+        }
     }
 
     /// After APNs called `rejected` expired: a new token, unless `rejected` is younger than 20

@@ -39,6 +39,9 @@ final class Observability: Sendable {
         case policy
         /// APNs called the token expired; the token connector minted a new one and sent again.
         case expiredToken = "expired_token"
+        /// APNs tied the connection to another key; the transport closed it and the request went
+        /// again on a new one.
+        case unrelatedKey = "unrelated_key"
     }
 
     /// The connector's logger (background events and each send).

@@ -129,9 +129,10 @@ struct CircuitBreaker {
     }
 
     /// The 403 reasons that say the credentials themselves are refused: every send with them fails.
-    /// (ExpiredProviderToken is not one: the token connector mints a new token and retries.)
+    /// (ExpiredProviderToken is not one: the token connector mints a new token and retries; nor is
+    /// UnrelatedKeyIdInToken, which refuses one connection, not the key: it retries on a new one.)
     static let credentialReasons: Set<APNsRejection.Reason> = [
-        .invalidProviderToken, .missingProviderToken, .unrelatedKeyIdInToken,
+        .invalidProviderToken, .missingProviderToken,
         .badEnvironmentKeyIdInToken, .badEnvironmentKeyInToken, .badCertificate, .badCertificateEnvironment,
         .forbidden,
     ]

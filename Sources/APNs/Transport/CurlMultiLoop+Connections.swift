@@ -62,6 +62,39 @@ extension CurlMultiLoop {
         }
     }
 
+    /// APNs answered a request on the connection at `port` UnrelatedKeyIdInToken: it tied the
+    /// connection to the key of its first push, and will refuse every other key's token on it.
+    /// Apple's remedy is a new connection (<doc:ProtocolReference#Responses>), and libcurl has no
+    /// way to stop reusing a connection that still carries streams. So nothing more is written on
+    /// it (its port joins the stalled ones, whose requests are stopped before any byte and queued
+    /// again), nothing new starts while requests written on it await their answers (each gets
+    /// one, or its deadline), and then it is shut down (``closeRetiredConnections()``): what
+    /// waited goes out on a new connection. No stream is cut, so no outcome becomes unknown.
+    func retireTiedToAnotherKey(port: Int32) {
+        assertOnLoopThread()
+        guard !stalled.ports.contains(port) else { return }
+        stalled.ports.insert(port)
+        retiring.insert(port)
+        if observability.isEnabled {
+            observability.logger.notice(
+                "APNs tied this connection to another key (UnrelatedKeyIdInToken); closing it once its requests are answered",
+                metadata: ["apns.connection.local_port": "\(port)"])
+        }
+    }
+
+    /// Shuts down each retiring connection no written request waits on; libcurl then finds it
+    /// closed and opens a new one for the next request.
+    func closeRetiredConnections() {
+        assertOnLoopThread()
+        for port in retiring where !active.values.contains(where: { $0.isWritten && $0.localPort == port }) {
+            retiring.remove(port)
+            if let socket = openSockets.first(where: { localPort(of: $0) == port }) {
+                _ = Foundation.shutdown(socket, Int32(SHUT_RDWR))
+                awaitingConnection = true
+            }
+        }
+    }
+
     /// Whether a socket libcurl opened and has not closed is bound to `localPort` (a connection
     /// shut down as stalled still counts until libcurl closes it).
     func hasOpenSocket(localPort port: Int32) -> Bool {

@@ -88,8 +88,14 @@ extension CurlMultiLoop {
                 _ = ccurl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
             }
             if version == Int(CURL_HTTP_VERSION_2_0) {
-                result = .success(
-                    APNsHTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody))
+                let response = APNsHTTPResponse(
+                    status: status, headers: transfer.responseHeaders, body: transfer.responseBody)
+                if status == 403, transfer.localPort != 0,
+                    APNsRejection(response).reason == .unrelatedKeyIdInToken
+                {
+                    retireTiedToAnotherKey(port: transfer.localPort)
+                }
+                result = .success(response)
             } else {
                 result = .failure(
                     TransportError(

@@ -266,6 +266,10 @@ extension CurlMultiLoop {
     /// Moves waiting transfers into libcurl while there is room.
     func startWaiting(on multi: UnsafeMutableRawPointer) {
         assertOnLoopThread()
+        if !retiring.isEmpty {
+            closeRetiredConnections()
+            guard retiring.isEmpty else { return }
+        }
         if connectionsPerHost > 1 { spreadOverConnections(on: multi) }
         while active.count < maximumInFlight, waitingHead < waiting.count {
             let transfer = waiting[waitingHead]

@@ -154,8 +154,12 @@ final class CurlMultiLoop: @unchecked Sendable {
     @exclusivity(unchecked) var finishedInPass: [(UnsafeMutableRawPointer, CURLcode)] = []
     /// The sockets libcurl opened through this loop and has not closed.
     @exclusivity(unchecked) var openSockets: Set<Int32> = []
-    /// Local ports of connections already shut down as stalled (every transfer sees them).
+    /// Local ports of connections already shut down as stalled, or being retired (every transfer
+    /// sees them).
     let stalled = Transfer.StalledPorts()
+    /// Local ports of connections APNs tied to another key (``retireTiedToAnotherKey(port:)``):
+    /// nothing new starts until the requests written on them are answered; then they are closed.
+    @exclusivity(unchecked) var retiring: Set<Int32> = []
     /// No connection takes new streams (none is open yet, or the last one sent GOAWAY or
     /// stalled) and none has been established since: the next request will make one.
     @exclusivity(unchecked) var awaitingConnection = true

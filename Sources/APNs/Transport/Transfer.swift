@@ -51,14 +51,14 @@ final class Transfer: @unchecked Sendable {
         case notHTTP2
         /// A keep-warm transfer reached a ready HTTP/2 connection and stopped there, as it always does.
         case warmedUp
-        /// libcurl was about to write it to a connection the loop has shut down as stalled: stopped
-        /// before anything was written, and queued again for a new connection.
+        /// libcurl was about to write it to a connection the loop has shut down as stalled, or is
+        /// retiring: stopped before anything was written, and queued again for a new connection.
         case stalledConnection
     }
 
-    /// The local ports of connections the loop shut down as stalled, shared by all its transfers
-    /// (loop thread only): a request is never written to one of them, though libcurl, which has
-    /// not noticed yet, would offer it.
+    /// The local ports of connections the loop shut down as stalled or is retiring, shared by all
+    /// its transfers (loop thread only): a request is never written to one of them, though
+    /// libcurl, which has not noticed yet, would offer it.
     final class StalledPorts {
         @exclusivity(unchecked) var ports: Set<Int32> = []
     }

@@ -47,6 +47,7 @@ public enum APNsError: Error, Hashable, Sendable, CustomStringConvertible {
             case .never: return .never
             case .later: return .afterDelay(rejection.retryAfter)
             case .afterRefreshingToken: return .afterRefreshingToken
+            case .onNewConnection: return .onNewConnection
             case .withBackoff: return .withBackoff(retryAfter: rejection.retryAfter)
             }
         case .transport(let failure):
@@ -69,6 +70,10 @@ public enum APNsError: Error, Hashable, Sendable, CustomStringConvertible {
         case afterDelay(Duration?)
         /// The connector mints a new provider token and retries once on its own.
         case afterRefreshingToken
+        /// APNs tied the connection to another key; the token connector closes it and sends once
+        /// more on a new one on its own. Reaching the caller, it means APNs refused the new
+        /// connection too: check that nothing else sends with another key through this connector.
+        case onNewConnection
         /// A server-side problem: retry with exponential back-off, no sooner than `retryAfter`.
         case withBackoff(retryAfter: Duration?)
     }

@@ -30,6 +30,7 @@ extension APNsRejection {
             switch self {
             case .tooManyRequests, .tooManyProviderTokenUpdates: return .later
             case .expiredProviderToken: return .afterRefreshingToken
+            case .unrelatedKeyIdInToken: return .onNewConnection
             case .internalServerError, .serviceUnavailable, .shutdown, .idleTimeout: return .withBackoff
             default: return .never
             }
@@ -55,7 +56,7 @@ extension APNsRejection {
                 return "Check the key id, team id and .p8 key of the token connector."
             case .unrelatedKeyIdInToken:
                 return
-                    "APNs ties a connection to the key of its first push, and this token was signed with another key: send tokens of each key on connections of their own (one token connector per key)."
+                    "APNs ties a connection to the key of its first push, and this token was signed with another key: send it again on a new connection (the token connector does so once by itself), and keep tokens of each key on connections of their own (one token connector per key)."
             case .tooManyProviderTokenUpdates:
                 return
                     "Share one token connector per key instead of creating one per request, then retry after a while: APNs accepts a new token at most every 20 minutes."
@@ -80,6 +81,8 @@ extension APNsRejection {
             case later
             /// Mint a new provider token and retry once.
             case afterRefreshingToken
+            /// Send once more on a new connection: APNs tied the one that answered to another key.
+            case onNewConnection
             /// A server-side problem: retry with exponential back-off.
             case withBackoff
         }

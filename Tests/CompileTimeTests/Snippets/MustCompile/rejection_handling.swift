@@ -14,7 +14,7 @@ func go() async throws {
         print("never left; safe to retry", failure.kind)
     } catch {
         switch error.retryAdvice {
-        case .never, .afterRefreshingToken: print(error.description)
+        case .never, .afterRefreshingToken, .onNewConnection: print(error.description)
         case .safe, .mayDuplicate: print(error.mayHaveBeenDelivered)
         case .afterDelay(let delay), .withBackoff(let delay): print(delay as Any)
         }
