@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export LSAN_OPTIONS="suppressions=$PWD/Scripts/lsan-suppressions.txt:print_suppressions=0"
 export TSAN_OPTIONS="suppressions=$PWD/Scripts/tsan-suppressions.txt"
-suites="KeepWarmTests|TaskExecutorTests|ObservabilityTests|CertificateDetailsTests|GoAwayTests|BulkSendTests|FaultMatrixTests|LifecycleTests|TransportTests|CircuitBreakerTests|RetryTests|ServerBehaviourTests"
+suites="KeepWarmTests|TaskExecutorTests|ObservabilityTests|CertificateDetailsTests|GoAwayTests|BulkSendTests|FaultMatrixTests|LifecycleTests|TransportTests|CircuitBreakerTests|RetryTests|ServerBehaviourTests|UnrelatedKeyTests"
 for sanitizer in "${@:-thread address}"; do
   for one in $sanitizer; do
     echo "== $one sanitizer: $suites"
