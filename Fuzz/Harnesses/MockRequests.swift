@@ -23,6 +23,7 @@ final class FuzzContext: ValidationContext {
     let strict: Bool
     let allowedBundleIDs: Set<String>?
     let answersWithUniqueID: Bool
+    let minimumDeviceTokenBytes = 32
 
     init(strict: Bool, allowedBundleIDs: Set<String>?, answersWithUniqueID: Bool) {
         self.strict = strict

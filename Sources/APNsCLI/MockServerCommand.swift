@@ -15,7 +15,9 @@ struct MockServerCommand: AsyncParsableCommand {
 
             Like APNs, it accepts a new provider token for a key at most every 20 minutes (429 \
             TooManyProviderTokenUpdates); each `apns send` process makes a new token, so give \
-            --allow-frequent-token-updates to run it more than once against the same server.
+            --allow-frequent-token-updates to run it more than once against the same server. Like \
+            APNs, it answers a device token shorter than 32 bytes (64 hex digits) 400 BadDeviceToken, \
+            and a token of another key on a connection 403 UnrelatedKeyIdInToken.
 
             --fault makes it misbehave on purpose: reset-after:N, close-after:N, never-answer, never-answer-after:N, \
             silent-after-idle:MS, stall-handshake, unrelated-key, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE, \
@@ -23,7 +25,7 @@ struct MockServerCommand: AsyncParsableCommand {
 
             --reject TOKEN:REASON[:TIMESTAMP-MS] answers every push to one device token with APNs' \
             rejection for REASON (its status as Apple documents it), e.g. \
-            --reject 00fc13ad:Unregistered:1700000000000 for a 410 with the time the token stopped \
+            --reject 00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0:Unregistered:1700000000000 for a 410 with the time the token stopped \
             being valid, in milliseconds since 1970 as APNs writes it.
             """)
 
@@ -83,7 +85,7 @@ struct MockServerCommand: AsyncParsableCommand {
             let scripted = try rejections.map { text throws -> ScriptedRejection in
                 guard let parsed = ScriptedRejection(parsing: text) else {
                     throw UsageError(
-                        "--reject \(text) is not TOKEN:REASON[:TIMESTAMP-MS]; use a device token in hex, APNs' reason as it writes it and, for a 410, the milliseconds since 1970, e.g. 00fc13ad:Unregistered:1700000000000"
+                        "--reject \(text) is not TOKEN:REASON[:TIMESTAMP-MS]; use a device token in hex, APNs' reason as it writes it and, for a 410, the milliseconds since 1970, e.g. 00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0:Unregistered:1700000000000"
                     )
                 }
                 return parsed

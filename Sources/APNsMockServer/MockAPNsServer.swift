@@ -49,6 +49,10 @@ public final class MockAPNsServer: Sendable {
         public var additionalClientCertificateAuthorities: [String] = []
         /// Ask for a client certificate and verify it when offered (token clients offer none).
         public var verifiesClientCertificates = true
+        /// The shortest device token the server takes, in bytes; a shorter one is answered 400
+        /// BadDeviceToken, as APNs answers a token it did not issue (APNs issues 32-byte tokens:
+        /// protocol reference, Device requests). Lower it for tests that use short tokens.
+        public var minimumDeviceTokenBytes = 32
         /// Bundle ids the team may push to; nil accepts any.
         public var allowedBundleIDs: Set<String>?
         /// Ends each connection with GOAWAY after this many streams (to test reconnection).

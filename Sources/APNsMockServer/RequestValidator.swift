@@ -137,7 +137,11 @@ struct RequestValidator {
         }
         guard request.method == "POST" else { return .reject(.methodNotAllowed) }
         guard !token.isEmpty else { return .reject(.missingDeviceToken) }
-        guard token.utf8.count % 2 == 0, token.utf8.allSatisfy({ $0.isHexDigit }) else {
+        // A token is hex, an even number of digits, no shorter than APNs issues and no longer
+        // than the library takes (protocol reference, Device requests).
+        guard token.utf8.count % 2 == 0, token.utf8.allSatisfy({ $0.isHexDigit }),
+            token.utf8.count >= 2 * state.minimumDeviceTokenBytes, token.utf8.count <= 2 * Device.maximumTokenBytes
+        else {
             return .reject(.badDeviceToken)
         }
 

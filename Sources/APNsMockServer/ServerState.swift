@@ -42,6 +42,7 @@ final class ServerState: ValidationContext {
     var strict: Bool { configuration.strict }
     var allowedBundleIDs: Set<String>? { configuration.allowedBundleIDs }
     var answersWithUniqueID: Bool { configuration.environment == .sandbox }
+    var minimumDeviceTokenBytes: Int { configuration.minimumDeviceTokenBytes }
 
     func verifyToken(_ authorization: String) -> TokenVerifier.Outcome {
         let now = Int(configuration.clock().timeIntervalSince1970)

@@ -14,6 +14,8 @@ protocol ValidationContext: Sendable {
     var allowedBundleIDs: Set<String>? { get }
     /// Whether a success carries `apns-unique-id`, as the sandbox's do (``MockAPNsServer/Configuration/environment``).
     var answersWithUniqueID: Bool { get }
+    /// The shortest device token taken, in bytes (``MockAPNsServer/Configuration/minimumDeviceTokenBytes``).
+    var minimumDeviceTokenBytes: Int { get }
     /// Verifies an `authorization` header's provider token (protocol reference, Token authentication).
     func verifyToken(_ authorization: String) -> TokenCheck
     /// The answer a test scripted for a device token, if any.

@@ -10,6 +10,11 @@ import Testing
             .appendingPathComponent("apns")
     }
 
+    /// Device tokens of the length APNs issues (32 bytes): the mock refuses shorter ones.
+    static let tokenA = String(repeating: "a", count: 64)
+    static let tokenB = String(repeating: "b", count: 64)
+    static let tokenC = String(repeating: "c", count: 64)
+
     struct Run {
         var status: Int32
         var stdout: String
@@ -131,19 +136,20 @@ import Testing
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try Data(key.privateKeyPEM.utf8).write(to: folder.appendingPathComponent("AuthKey.p8"))
         try Data(server.certificateAuthorityPEM.utf8).write(to: folder.appendingPathComponent("ca.pem"))
-        server.reject(deviceToken: "bbbb", with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000))
+        server.reject(
+            deviceToken: Self.tokenB, with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000))
         let run = try Self.apns([
             "send", "--key-file", folder.appendingPathComponent("AuthKey.p8").path, "--key-id", key.keyID, "--team-id",
             key.teamID,
             "--host", "127.0.0.1:\(server.port)", "--ca-file", folder.appendingPathComponent("ca.pem").path,
-            "--topic", "com.example.app", "--token", "aaaa", "--token", "bbbb", "--body", "Hello",
+            "--topic", "com.example.app", "--token", Self.tokenA, "--token", Self.tokenB, "--body", "Hello",
             "--apns-id", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c",
         ])
         #expect(run.status == 1)
         #expect(
             run.stdout == """
-                aaaa 200 apns-id 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c
-                bbbb 410 Unregistered apns-id 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c
+                \(Self.tokenA) 200 apns-id 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c
+                \(Self.tokenB) 410 Unregistered apns-id 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c
 
                 """)
         #expect(!run.stdout.contains("PRIVATE") && !run.stderr.contains("PRIVATE"))
@@ -161,12 +167,12 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let run = try Self.apns(
             Self.tokenArguments(key: key, server: server, folder: folder) + [
-                "--topic", "com.example.app", "--token", "aaaa", "--push-type", "accessory", "--encrypted-data",
+                "--topic", "com.example.app", "--token", Self.tokenA, "--push-type", "accessory", "--encrypted-data",
                 "ZW5jcnlwdGVk", "--session-identifier", "session-1", "--accessory-key-id", "a2V5", "--message-index",
                 "42", "--apns-id", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c",
             ])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stdout == "aaaa 200 apns-id 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c\n")
+        #expect(run.stdout == "\(Self.tokenA) 200 apns-id 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c\n")
         let request = try #require(server.requests.first)
         #expect(request[header: "apns-push-type"] == "accessory")
         #expect(request[header: "apns-topic"] == "com.example.app.push-type.accessory")
@@ -188,7 +194,8 @@ import Testing
         let start = ContinuousClock.now
         let run = try Self.apns(
             Self.tokenArguments(key: key, server: server, folder: folder) + [
-                "--topic", "com.example.app", "--token", "aaaa", "--token", "bbbb", "--token", "cccc", "--body",
+                "--topic", "com.example.app", "--token", Self.tokenA, "--token", Self.tokenB, "--token", Self.tokenC,
+                "--body",
                 "Hello",
                 "--json", "--timeout", "2",
             ])
@@ -197,7 +204,7 @@ import Testing
         #expect(elapsed < .seconds(4), "took \(elapsed)")  // 2 s + process start and TLS
         let lines = run.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 3)
-        for (line, token) in zip(lines, ["aaaa", "bbbb", "cccc"]) {
+        for (line, token) in zip(lines, [Self.tokenA, Self.tokenB, Self.tokenC]) {
             // The first request to time out shows the connection stalled, and the transport closes
             // it: a request still on it then fails as connection-lost. Either way, delivery unknown.
             let timedOut = line.hasPrefix(
@@ -224,7 +231,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let arguments =
             Self.tokenArguments(key: key, server: server, folder: folder) + [
-                "--topic", "com.example.app", "--token", "aaaa", "--body", "Hello",
+                "--topic", "com.example.app", "--token", Self.tokenA, "--body", "Hello",
             ]
         #expect(try Self.apns(arguments).status == 0)
         try await Task.sleep(for: .milliseconds(1100))  // the next run's token has a later iat
@@ -259,20 +266,21 @@ import Testing
     @Test func jsonLinesForAcceptedAndRejected() async throws {
         let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
         let server = try await MockAPNsServer.start(.init(signingKeys: [key]))
-        server.reject(deviceToken: "bbbb", with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000))
+        server.reject(
+            deviceToken: Self.tokenB, with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000))
         server.inject(.respond(status: 503, retryAfter: nil, body: ""), requests: 1)
         let folder = try Self.credentials(key: key, server: server)
         defer { try? FileManager.default.removeItem(at: folder) }
         let run = try Self.apns(
             Self.tokenArguments(key: key, server: server, folder: folder) + [
-                "--topic", "com.example.app", "--token", "aaaa", "--token", "bbbb", "--body", "Hello",
+                "--topic", "com.example.app", "--token", Self.tokenA, "--token", Self.tokenB, "--body", "Hello",
                 "--apns-id", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c", "--json", "--retries", "3",
             ])
         #expect(run.status == 1)
         #expect(
             run.stdout == """
-                {"token":"aaaa","status":200,"apns-id":"7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c","apns-unique-id":"\(server.requests.first { $0.path.hasSuffix("aaaa") }?.responseHeaders.first { $0.name == "apns-unique-id" }?.value ?? "")"}
-                {"token":"bbbb","status":410,"apns-id":"7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c","reason":"Unregistered","timestamp":1700000000000}
+                {"token":"\(Self.tokenA)","status":200,"apns-id":"7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c","apns-unique-id":"\(server.requests.first { $0.path.hasSuffix(Self.tokenA) }?.responseHeaders.first { $0.name == "apns-unique-id" }?.value ?? "")"}
+                {"token":"\(Self.tokenB)","status":410,"apns-id":"7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c","reason":"Unregistered","timestamp":1700000000000}
 
                 """)
         #expect(server.faultsApplied == 1)  // one 503, retried
@@ -520,14 +528,15 @@ import Testing
         #expect(lines[2][0] == "key-file" && lines[2][2...] == ["key-id", "KEY0000001", "team-id", "TEAM000001"])
         let sent = try Self.apns([
             "send", "--key-file", lines[2][1], "--key-id", "KEY0000001", "--team-id", "TEAM000001",
-            "--host", lines[0][1], "--ca-file", lines[1][1], "--topic", "com.example.app", "--token", "abcd", "--body",
+            "--host", lines[0][1], "--ca-file", lines[1][1], "--topic", "com.example.app", "--token", Self.tokenA,
+            "--body",
             "Hi",
         ])
         #expect(sent.status == 0, "\(sent.stderr)")
-        #expect(sent.stdout.hasPrefix("abcd 200 apns-id "))
+        #expect(sent.stdout.hasPrefix("\(Self.tokenA) 200 apns-id "))
         let viaCertificate = try Self.apns([
             "send", "--cert", lines[3][1], "--key", lines[3][3], "--host", lines[0][1], "--ca-file", lines[1][1],
-            "--topic", "com.example.app", "--token", "abcd", "--push-type", "background",
+            "--topic", "com.example.app", "--token", Self.tokenA, "--push-type", "background",
         ])
         #expect(viaCertificate.status == 0, "\(viaCertificate.stderr)")
     }

@@ -25,7 +25,8 @@ import Testing
         let server = Process()
         server.executableURL = CLITests.binary
         server.arguments = [
-            "mock-server", "--dir", folder.path, "--reject", "AAAA:Unregistered:1700000000123",
+            "mock-server", "--dir", folder.path, "--reject",
+            CLITests.tokenA.uppercased() + ":Unregistered:1700000000123",
             "--one-stream-until-first-success", "--production",
         ]
         let out = Pipe()
@@ -52,19 +53,22 @@ import Testing
         let run = try CLITests.apns([
             "send", "--key-file", try value(after: "key-file"), "--key-id", try value(after: "key-id"),
             "--team-id", try value(after: "team-id"), "--host", try value(after: "listening"),
-            "--ca-file", try value(after: "ca-file"), "--topic", "com.example.app", "--token", "aaaa", "--token",
-            "bbbb", "--body", "Hello", "--json",
+            "--ca-file", try value(after: "ca-file"), "--topic", "com.example.app", "--token", CLITests.tokenA,
+            "--token",
+            CLITests.tokenB, "--body", "Hello", "--json",
         ])
         #expect(run.status == 1, "\(run.stderr)")
         let lines = run.stdout.split(separator: "\n")
         #expect(lines.count == 2, "\(run.stdout)")
         #expect(
             lines.contains {
-                $0.hasPrefix(#"{"token":"aaaa","status":410,"#)
+                $0.hasPrefix(#"{"token":"\#(CLITests.tokenA)","status":410,"#)
                     && $0.hasSuffix(#""reason":"Unregistered","timestamp":1700000000123}"#)
             }, "\(run.stdout)")
         #expect(
-            lines.contains { $0.hasPrefix(#"{"token":"bbbb","status":200,"#) && !$0.contains("apns-unique-id") },
+            lines.contains {
+                $0.hasPrefix(#"{"token":"\#(CLITests.tokenB)","status":200,"#) && !$0.contains("apns-unique-id")
+            },
             "\(run.stdout)")
     }
 }

@@ -22,7 +22,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let send =
             CLITests.tokenArguments(key: key, server: server, folder: folder)
-            + ["--topic", "com.example.app", "--token", "aaaa", "--body", "Hello", "--timeout", "20"]
+            + ["--topic", "com.example.app", "--token", CLITests.tokenA, "--body", "Hello", "--timeout", "20"]
         let environment = [
             "https_proxy": "http://127.0.0.1:\(proxy.port)", "no_proxy": "", "NO_PROXY": "",
             "PROXY_PASSWORD": Self.password,
@@ -44,7 +44,7 @@ import Testing
             send + ["--proxy", "http://apns@127.0.0.1:\(proxy.port)", "--proxy-password-env", "PROXY_PASSWORD"],
             environment: environment)
         #expect(through.status == 0, "\(through.stdout) \(through.stderr)")
-        #expect(through.stdout.hasPrefix("aaaa 200"), "\(through.stdout)")
+        #expect(through.stdout.hasPrefix("\(CLITests.tokenA) 200"), "\(through.stdout)")
         for run in [fromEnvironment, direct, through] {
             #expect(!run.stdout.contains(Self.password) && !run.stderr.contains(Self.password))
         }

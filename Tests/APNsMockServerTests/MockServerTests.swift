@@ -6,6 +6,7 @@ import Testing
 
 /// The mock server rejects what APNs would, when a raw request breaks a rule.
 @Suite struct MockServerTests {
+    static let devicePath = Device.test.path
     func raw(
         _ headers: [(String, String)], body: String, path: String = Device.test.path, method: APNsRequest.Method = .post
     ) -> APNsRequest {
@@ -31,42 +32,46 @@ import Testing
 
     @Test(
         arguments: [
-            (base + [("apns-priority", "7")], alert, "/3/device/00aa", 400, "BadPriority"),
+            (base + [("apns-priority", "7")], alert, Self.devicePath, 400, "BadPriority"),
             (
                 [("apns-push-type", "background"), ("apns-topic", "com.example.app"), ("apns-priority", "10")],
-                #"{"aps":{"content-available":1}}"#, "/3/device/00aa", 400, "BadPriority"
+                #"{"aps":{"content-available":1}}"#, Self.devicePath, 400, "BadPriority"
             ),
             (
                 [("apns-push-type", "background"), ("apns-topic", "com.example.app")],
-                #"{"aps":{"content-available":1}}"#, "/3/device/00aa", 400, "BadPriority"
+                #"{"aps":{"content-available":1}}"#, Self.devicePath, 400, "BadPriority"
             ),
             (
                 [("apns-push-type", "background"), ("apns-topic", "com.example.app"), ("apns-priority", "5")],
-                #"{"aps":{"content-available":1,"badge":1}}"#, "/3/device/00aa", 400, "BadRequestPayload"
+                #"{"aps":{"content-available":1,"badge":1}}"#, Self.devicePath, 400, "BadRequestPayload"
             ),
-            (base + [("apns-id", "not-a-uuid")], alert, "/3/device/00aa", 400, "BadMessageId"),
+            (base + [("apns-id", "not-a-uuid")], alert, Self.devicePath, 400, "BadMessageId"),
             (
-                base + [("apns-collapse-id", String(repeating: "c", count: 65))], alert, "/3/device/00aa", 400,
+                base + [("apns-collapse-id", String(repeating: "c", count: 65))], alert, Self.devicePath, 400,
                 "BadCollapseId"
             ),
-            (base + [("apns-expiration", "-1")], alert, "/3/device/00aa", 400, "BadExpirationDate"),
-            ([("apns-push-type", "alert")], alert, "/3/device/00aa", 400, "MissingTopic"),
+            (base + [("apns-expiration", "-1")], alert, Self.devicePath, 400, "BadExpirationDate"),
+            ([("apns-push-type", "alert")], alert, Self.devicePath, 400, "MissingTopic"),
             (
                 [("apns-push-type", "alert"), ("apns-topic", "com.example.app.push-type.widgets")], alert,
-                "/3/device/00aa", 400, "BadTopic"
+                Self.devicePath, 400, "BadTopic"
             ),
             (
-                [("apns-push-type", "widget"), ("apns-topic", "com.example.app")], alert, "/3/device/00aa", 400,
+                [("apns-push-type", "widget"), ("apns-topic", "com.example.app")], alert, Self.devicePath, 400,
                 "InvalidPushType"
             ),
-            (base + [("apns-topic", "com.example.app")], alert, "/3/device/00aa", 400, "DuplicateHeaders"),
-            (base, "", "/3/device/00aa", 400, "PayloadEmpty"),
-            (base, "{not json", "/3/device/00aa", 400, "BadRequestPayload"),
+            (base + [("apns-topic", "com.example.app")], alert, Self.devicePath, 400, "DuplicateHeaders"),
+            (base, "", Self.devicePath, 400, "PayloadEmpty"),
+            (base, "{not json", Self.devicePath, 400, "BadRequestPayload"),
             (
-                base, #"{"aps":{"alert":""# + String(repeating: "a", count: 4100) + #""}}"#, "/3/device/00aa", 413,
+                base, #"{"aps":{"alert":""# + String(repeating: "a", count: 4100) + #""}}"#, Self.devicePath, 413,
                 "PayloadTooLarge"
             ),
             (base, alert, "/3/device/zz", 400, "BadDeviceToken"),
+            // Shorter than the 32 bytes APNs issues, or longer than any token: not one APNs issued.
+            (base, alert, "/3/device/00", 400, "BadDeviceToken"),
+            (base, alert, "/3/device/" + String(repeating: "ab", count: 31), 400, "BadDeviceToken"),
+            (base, alert, "/3/device/" + String(repeating: "ab", count: 257), 400, "BadDeviceToken"),
             (base, alert, "/3/device/", 400, "MissingDeviceToken"),
             (base, alert, "/2/device/00aa", 404, "BadPath"),
             (base, alert, "/3/devices/00aa", 404, "BadPath"),
@@ -83,6 +88,15 @@ import Testing
             // A failure carries an apns-id too; none of these requests sent one that is a UUID.
             let id = try #require(response[header: "apns-id"])
             #expect(APNsID(id)?.description == id)
+        }
+    }
+
+    /// Tests that use short tokens lower the shortest token the mock takes.
+    @Test func aShortTokenIsTakenWhenTheTestAllowsIt() async throws {
+        try await Fixture.with(adjust: { $0.minimumDeviceTokenBytes = 1 }) { fixture in
+            let connector = try fixture.tokenConnector()
+            let alert = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
+            #expect(try await send(alert, via: connector, to: try Device(token: "00")).status == 200)
         }
     }
 

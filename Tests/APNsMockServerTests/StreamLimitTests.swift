@@ -27,7 +27,8 @@ import Testing
             headers += try connection.headers(
                 stream: stream,
                 HPACKHeaders([
-                    (":method", "POST"), (":scheme", "https"), (":path", "/3/device/00fc13ad"),
+                    (":method", "POST"), (":scheme", "https"),
+                    (":path", "/3/device/00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"),
                     (":authority", "localhost"), ("apns-push-type", "alert"), ("apns-topic", "com.example.app"),
                 ]), endStream: false)
         }
