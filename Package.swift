@@ -62,7 +62,14 @@ let package = Package(
             exclude: ["APNsTesting", "APNsMockServer", "APNsCLI", "CCurl", "CCrypto"],
             sources: ["APNsCore", "APNs"]
         ),
-        .target(name: "APNsTesting", dependencies: ["APNs", "CCrypto"]),
+        .target(
+            name: "APNsTesting",
+            dependencies: [
+                "APNs", "CCrypto",
+                // AwaitableReports: a logger and a metrics factory whose reports a test awaits.
+                .product(name: "InMemoryLogging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]),
         .target(
             name: "APNsMockServer",
             dependencies: [

@@ -1,5 +1,6 @@
 @_exported import TestFixtures
 import APNs
+import APNsTesting
 import InMemoryLogging
 import Logging
 import Testing
@@ -38,6 +39,28 @@ extension Fixture {
         let connector = try TokenConnector(
             teamID: signingKey.teamID, keyID: signingKey.keyID, key: .pem(signingKey.privateKeyPEM),
             environment: environment, transport: transport, logger: logger)
+        made.withLock { $0.append(connector) }
+        return connector
+    }
+
+    /// A token connector to this fixture's server that reports to `reports`.
+    func tokenConnector(
+        reportingTo reports: AwaitableReports, adjust: (inout TransportConfiguration) -> Void = { _ in }
+    ) throws -> TokenConnector {
+        var transport = transport
+        adjust(&transport)
+        let connector = try TokenConnector(
+            teamID: signingKey.teamID, keyID: signingKey.keyID, key: .pem(signingKey.privateKeyPEM),
+            environment: environment, transport: transport, logger: reports.logger, metricsFactory: reports.metrics)
+        made.withLock { $0.append(connector) }
+        return connector
+    }
+
+    /// A certificate connector to this fixture's server that reports to `reports`.
+    func certificateConnector(reportingTo reports: AwaitableReports) throws -> CertificateConnector {
+        let connector = try CertificateConnector(
+            certificate: .pem(client.certificatePEM), privateKey: .pem(client.privateKeyPEM),
+            environment: environment, transport: transport, logger: reports.logger, metricsFactory: reports.metrics)
         made.withLock { $0.append(connector) }
         return connector
     }

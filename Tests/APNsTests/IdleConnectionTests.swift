@@ -1,5 +1,6 @@
 @testable import APNs
 import APNsMockServer
+import APNsTesting
 import Foundation
 import InMemoryLogging
 import Logging
@@ -18,34 +19,34 @@ import Testing
 /// period) are values tested with given instants in `KeepWarmScheduleTests`. So the suite is in the
 /// serial tier, its idle times are the shortest libcurl can measure, and the mock's silence comes
 /// after the allowed idle time, as in the field.
-@Suite(.serialized) struct IdleConnectionTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct IdleConnectionTests {
     static let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("idle") }
 
     struct Connector {
-        let logs = InMemoryLogHandler()
-        let metrics = TestMetrics()
+        let reports = AwaitableReports()
         let connector: TokenConnector
 
         init(_ fixture: Fixture, adjust: (inout TransportConfiguration) -> Void) throws {
             var transport = fixture.transport
             adjust(&transport)
-            var logger = Logger(label: "apns-test", factory: { [logs] _ in logs })
-            logger.logLevel = .debug
             connector = try TokenConnector(
                 teamID: fixture.signingKey.teamID, keyID: fixture.signingKey.keyID,
                 key: .pem(fixture.signingKey.privateKeyPEM), environment: fixture.environment, transport: transport,
-                logger: logger, metricsFactory: metrics)
+                logger: reports.logger, metricsFactory: reports.metrics)
         }
 
         /// The "closing it" lines, by what the closed connection made way for.
         func retirements(by replacer: String) -> [InMemoryLogHandler.Entry] {
-            logs.entries.filter {
+            reports.logs.entries.filter {
                 $0.message.description == "APNs connection idle too long; closing it"
                     && $0.metadata["apns.connection.replaced_by"]?.description == replacer
             }
         }
 
-        var retiredCount: Int64 { (try? metrics.expectCounter("apns.connections.retired_idle").totalValue) ?? 0 }
+        var retiredCount: Int64 { reports.counter("apns.connections.retired_idle") }
+
+        /// Returns once `count` connections have been opened.
+        func opened(_ count: Int64) async { await reports.until { $0.counter("apns.connections.opened") >= count } }
     }
 
     /// What the mock's fault reproduces: a send on a connection that went silent while idle waits
@@ -100,10 +101,12 @@ import Testing
             let made = try Connector(fixture) { $0.maximumIdleTime = .seconds(1) }
             let connector = made.connector
             try await KeepWarmTests.running(connector) {
-                try #require(await KeepWarmTests.eventually(within: .seconds(5)) { connector.connectionsOpened == 1 })
+                await made.opened(1)
+                #expect(connector.connectionsOpened == 1)
                 #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
                 // Replaced after the idle time and keep-warm's margin…
-                try #require(await KeepWarmTests.eventually(within: .seconds(8)) { connector.connectionsOpened == 2 })
+                await made.opened(2)
+                #expect(connector.connectionsOpened == 2)
                 #expect(made.retirements(by: "keep-warm").count == 1)
                 // …and not again, though the replacement passes the idle time twice over.
                 try await Task.sleep(for: .milliseconds(4500))
@@ -116,7 +119,8 @@ import Testing
                 #expect(made.retirements(by: "send").count == 1)
                 #expect(made.retiredCount == 2)
                 // A send ended the idle period: the next one may replace its connection again.
-                try #require(await KeepWarmTests.eventually(within: .seconds(8)) { connector.connectionsOpened == 4 })
+                await made.opened(4)
+                #expect(connector.connectionsOpened == 4)
             }
         }
     }

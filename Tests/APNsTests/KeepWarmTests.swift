@@ -1,5 +1,6 @@
 @testable import APNs
 import APNsMockServer
+import APNsTesting
 import Foundation
 import InMemoryLogging
 import Logging
@@ -11,10 +12,18 @@ import Testing
 /// after the server closes it, after the server was away, and before an idle one is too old to
 /// reuse. Nothing is ever written on it but the sends.
 ///
+/// No test here sleeps or reads the clock: each waits for what the connector reports (a connection
+/// opened, a line logged; ``AwaitableReports``), and the suite's time limit ends a wait for something
+/// that never happens. When keep-warm acts (its spacing, back-off and idle margin) is
+/// `KeepWarmSchedule`'s decision, checked with given instants in `KeepWarmScheduleTests`; this
+/// suite checks that the loop acts on it through libcurl. It stays in the serial tier because two
+/// of its waits are the loop's own real times (the back-off after a failed connect, an idle
+/// period), which a loaded machine would stretch past what the sends after them assume.
+///
 /// Keep-warm needs libcurl 7.88 or later (``Libcurl/keepsAConnectionNothingWasWrittenOn``): the
 /// tests of what it does run there, the test of what a connector does without it on older ones
 /// (CI runs this suite against 7.88, 8.14 and Ubuntu 22.04's 7.81).
-@Suite(.serialized) struct KeepWarmTests {
+@Suite(.serialized, .timeLimit(.minutes(1))) struct KeepWarmTests {
     static let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("warm") }
 
     /// Whether the loaded libcurl can keep a connection warm.
@@ -22,15 +31,7 @@ import Testing
     static let needsKeepWarm = Testing.ConditionTrait.enabled(
         if: libcurlKeepsWarm, "keep-warm needs libcurl 7.88 or later")
 
-    /// Polls `condition` every 10 ms; false if it does not hold within `limit`.
-    static func eventually(within limit: Duration, _ condition: () -> Bool) async -> Bool {
-        let end = ContinuousClock.now + limit * sanitizerSlowdown
-        while !condition() {
-            guard ContinuousClock.now < end else { return false }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return true
-    }
+    static let opened = "apns.connections.opened"
 
     /// Runs `connector` as a service around `body`, then shuts it down gracefully.
     static func running(_ connector: some Service, _ body: () async throws -> Void) async throws {
@@ -44,13 +45,13 @@ import Testing
 
     @Test(needsKeepWarm) func runOpensAConnectionBeforeTheFirstSendAndWritesNothingOnIt() async throws {
         try await Fixture.with { fixture in
-            let connector = try fixture.tokenConnector()
+            let reports = AwaitableReports()
+            let connector = try fixture.tokenConnector(reportingTo: reports)
             try await Self.running(connector) {
-                try #require(await Self.eventually(within: .seconds(5)) { connector.connectionsOpened == 1 })
-                try await Task.sleep(for: .milliseconds(200))
+                await reports.until { $0.counter(Self.opened) >= 1 }
+                #expect(connector.connectionsOpened == 1)
                 #expect(fixture.server.connectionCount == 1)
                 #expect(fixture.server.streamCount == 0)  // TLS and HTTP/2 set up; no request
-                #expect(connector.connectionsOpened == 1)  // one, not one per check
                 let response = try await send(Self.notification, via: connector, to: .test)
                 #expect(response.status == 200)
                 #expect(connector.connectionsOpened == 1)  // the send went on the warm connection
@@ -62,11 +63,14 @@ import Testing
 
     @Test(needsKeepWarm) func aCertificateConnectorIsKeptWarmToo() async throws {
         try await Fixture.with { fixture in
-            let connector = try fixture.certificateConnector()
+            let reports = AwaitableReports()
+            let connector = try fixture.certificateConnector(reportingTo: reports)
             try await Self.running(connector) {
-                try #require(await Self.eventually(within: .seconds(5)) { connector.connectionsOpened == 1 })
+                await reports.until { $0.counter(Self.opened) >= 1 }
+                #expect(connector.connectionsOpened == 1)
                 #expect(fixture.server.streamCount == 0)
-                #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
+                let response = try await send(Self.notification, via: connector, to: .test)
+                #expect(response.status == 200)
                 #expect(connector.connectionsOpened == 1)
             }
         }
@@ -76,21 +80,25 @@ import Testing
     /// retired without waiting for a send to find it gone.
     @Test(needsKeepWarm) func aConnectionTheServerRetiresIsReplacedBeforeTheNextSend() async throws {
         try await Fixture.with { fixture in
-            let connector = try fixture.tokenConnector()
+            let reports = AwaitableReports()
+            let connector = try fixture.tokenConnector(reportingTo: reports)
             try await Self.running(connector) {
-                try #require(await Self.eventually(within: .seconds(5)) { connector.connectionsOpened == 1 })
+                await reports.until { $0.counter(Self.opened) >= 1 }
                 fixture.server.goAwayAll()
-                try #require(await Self.eventually(within: .seconds(3)) { connector.connectionsOpened == 2 })
+                await reports.until { $0.counter(Self.opened) >= 2 }
+                #expect(connector.connectionsOpened == 2)
                 #expect(fixture.server.connectionCount == 2)
                 #expect(fixture.server.streamCount == 0)
-                #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
+                let response = try await send(Self.notification, via: connector, to: .test)
+                #expect(response.status == 200)
                 #expect(connector.connectionsOpened == 2)
             }
         }
     }
 
-    /// The server goes away: the failed attempt is logged once at `notice`, retried with back-off,
-    /// and a connection is open again within the back-off once the server is back on its port.
+    /// The server goes away: the failed attempt is logged once at `notice`, retried with back-off
+    /// (`KeepWarmScheduleTests` checks its length), and a connection is open again once the server
+    /// is back on its port.
     @Test(needsKeepWarm) func aServerThatWasAwayIsReconnectedToWhenItComesBack() async throws {
         let key = MockCertificateAuthority.makeSigningKey(teamID: Fixture.teamID, keyID: Fixture.keyID)
         let authority = try MockCertificateAuthority()
@@ -98,29 +106,29 @@ import Testing
         configuration.certificateAuthority = authority
         let first = try await MockAPNsServer.start(configuration)
         configuration.port = first.port
-        let logs = InMemoryLogHandler()
-        var logger = Logger(label: "apns-test", factory: { _ in logs })
-        logger.logLevel = .debug
+        let reports = AwaitableReports()
         let connector = try TokenConnector(
             teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
             environment: .custom(host: first.host, port: first.port),
             transport: TransportConfiguration(trustedCertificateAuthority: .pem(authority.certificatePEM)),
-            logger: logger)
+            logger: reports.logger, metricsFactory: reports.metrics)
         let failed = "APNs connection could not be opened ahead of sends; trying again"
         try await Self.running(connector) {
-            try #require(await Self.eventually(within: .seconds(5)) { connector.connectionsOpened == 1 })
+            await reports.until { $0.counter(Self.opened) >= 1 }
             try await first.stop()
-            let notices = { logs.entries.filter { $0.message.description == failed && $0.level == .notice } }
-            try #require(await Self.eventually(within: .seconds(3)) { !notices().isEmpty })
-            #expect(notices().first?.metadata["error.type"]?.description == "connect")
+            await reports.until { !$0.lines(failed).isEmpty }
+            let notice = try #require(reports.lines(failed).first)
+            #expect(notice.level == .notice)
+            #expect(notice.metadata["error.type"]?.description == "connect")
             let second = try await MockAPNsServer.start(configuration)
-            let back = ContinuousClock.now
-            // Back-off after the first failures: 1 s, then 2 s (±20 %).
-            try #require(await Self.eventually(within: .seconds(5)) { connector.connectionsOpened == 2 })
-            #expect(ContinuousClock.now - back < .seconds(5) * sanitizerSlowdown)
-            #expect(notices().count == 1)  // later failures are at debug
+            await reports.until { $0.counter(Self.opened) >= 2 }
+            #expect(connector.connectionsOpened == 2)
+            let attempts = reports.lines(failed)
+            #expect(attempts.filter { $0.level == .notice }.count == 1)  // later failures are at debug
+            #expect(attempts.dropFirst().allSatisfy { $0.level == .debug })
             #expect(second.streamCount == 0)
-            #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
+            let response = try await send(Self.notification, via: connector, to: .test)
+            #expect(response.status == 200)
             #expect(connector.connectionsOpened == 2)
             try await second.stop()
         }
@@ -130,14 +138,21 @@ import Testing
     /// replaces it just after that, so the next send still finds one ready.
     @Test(needsKeepWarm) func anIdleConnectionIsReplacedBeforeItIsTooOldToReuse() async throws {
         try await Fixture.with { fixture in
-            let connector = try fixture.tokenConnector(adjust: { $0.maximumIdleTime = .seconds(1) })
+            let reports = AwaitableReports()
+            let connector = try fixture.tokenConnector(
+                reportingTo: reports, adjust: { $0.maximumIdleTime = .seconds(1) })
             try await Self.running(connector) {
-                try #require(await Self.eventually(within: .seconds(5)) { connector.connectionsOpened == 1 })
-                let warmed = ContinuousClock.now
-                try #require(await Self.eventually(within: .seconds(8)) { connector.connectionsOpened == 2 })
-                #expect(ContinuousClock.now - warmed > .seconds(2))  // not before it was too old
+                await reports.until { $0.counter(Self.opened) >= 1 }
+                await reports.until { $0.counter(Self.opened) >= 2 }
+                // Replaced because it was too old, not before: the loop says so, idle a second past
+                // the limit.
+                let retired = reports.lines("APNs connection idle too long; closing it")
+                #expect(retired.count == 1)
+                #expect(retired.first?.metadata["apns.connection.replaced_by"]?.description == "keep-warm")
+                #expect(reports.counter("apns.connections.retired_idle") == 1)
                 #expect(fixture.server.streamCount == 0)
-                #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
+                let response = try await send(Self.notification, via: connector, to: .test)
+                #expect(response.status == 200)
                 #expect(connector.connectionsOpened == 2)
             }
         }
@@ -147,22 +162,24 @@ import Testing
     /// connection would be closed unused), says so once, and connects on its first send.
     @Test func withALibcurlTooOldForKeepWarmTheConnectorSaysSoAndTheFirstSendConnects() async throws {
         try await Fixture.with { fixture in
-            let logs = InMemoryLogHandler()
-            let connector = try fixture.tokenConnector(loggingTo: logs)
-            let off = logs.entries.filter { $0.message.description.hasPrefix("APNs keep-warm is off") }
+            let reports = AwaitableReports()
+            let connector = try fixture.tokenConnector(reportingTo: reports)
+            let off = reports.logs.entries.filter { $0.message.description.hasPrefix("APNs keep-warm is off") }
             try await Self.running(connector) {
-                try await Task.sleep(for: .milliseconds(300))
                 if Self.libcurlKeepsWarm {
+                    await reports.until { $0.counter(Self.opened) >= 1 }
                     #expect(off.isEmpty)
                     #expect(connector.connectionsOpened == 1)
                 } else {
+                    // Said when the connector was made; `run()` then asks for no connection.
                     #expect(off.count == 1)
                     #expect(off.first?.level == .notice)
                     #expect(off.first?.metadata["apns.keep_warm.needs"]?.description == "libcurl 7.88.0")
+                    #expect(!connector.engine.transport.keepsConnectionWarm)
                     #expect(connector.connectionsOpened == 0)
-                    #expect(fixture.server.connectionCount == 0)
                 }
-                #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
+                let response = try await send(Self.notification, via: connector, to: .test)
+                #expect(response.status == 200)
                 #expect(connector.connectionsOpened == 1)
                 #expect(fixture.server.connectionCount == 1)
             }
@@ -179,15 +196,24 @@ import Testing
         }
     }
 
+    /// Turned off, keep-warm is not asked for (the connector says so once, at `debug`, when it is
+    /// made: `run()` asks the transport for a warm connection only when it keeps one), and the first
+    /// send connects.
     @Test func withKeepWarmOffTheFirstSendConnects() async throws {
         try await Fixture.with { fixture in
-            let connector = try fixture.tokenConnector(adjust: { $0.keepsConnectionWarm = false })
+            let reports = AwaitableReports()
+            let connector = try fixture.tokenConnector(reportingTo: reports, adjust: { $0.keepsConnectionWarm = false })
+            let keepalive = reports.logs.entries.filter {
+                $0.message.description.hasPrefix("APNs connection keepalive")
+            }
+            #expect(keepalive.count == 1)
+            #expect(keepalive.first?.message.description.contains("; no keep-warm;") == true)
+            #expect(!connector.engine.transport.keepsConnectionWarm)
             try await Self.running(connector) {
-                try await Task.sleep(for: .milliseconds(300))
-                #expect(connector.connectionsOpened == 0)
-                #expect(fixture.server.connectionCount == 0)
-                #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
+                let response = try await send(Self.notification, via: connector, to: .test)
+                #expect(response.status == 200)
                 #expect(connector.connectionsOpened == 1)
+                #expect(fixture.server.connectionCount == 1)
             }
         }
     }
