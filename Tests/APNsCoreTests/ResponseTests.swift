@@ -15,6 +15,20 @@ import Testing
         #expect(APNsRejection.Reason.invalidProviderToken.advice.hasPrefix("Check the key id"))
     }
 
+    /// The reasons that refuse the credential itself, and those that do not though they are 403s.
+    @Test func reasonsThatRefuseTheCredential() {
+        let refusing: Set<APNsRejection.Reason> = [
+            .invalidProviderToken, .missingProviderToken, .badEnvironmentKeyIdInToken, .badEnvironmentKeyInToken,
+            .badCertificate, .badCertificateEnvironment, .forbidden,
+        ]
+        for reason in APNsRejection.Reason.allKnown {
+            #expect(reason.refusesTheCredential == refusing.contains(reason), "\(reason)")
+        }
+        #expect(!APNsRejection.Reason.expiredProviderToken.refusesTheCredential)  // a new token is minted
+        #expect(!APNsRejection.Reason.unrelatedKeyIdInToken.refusesTheCredential)  // a new connection is opened
+        #expect(!APNsRejection.Reason(rawValue: "SomethingNew").refusesTheCredential)
+    }
+
     @Test func acceptedResponse() throws {
         let response = try APNsResponse(
             interpreting: APNsHTTPResponse(

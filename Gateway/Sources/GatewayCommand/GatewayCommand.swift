@@ -233,6 +233,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("timeout"), help: "Each device-send's deadline, in seconds (at most 86400).")
     var timeoutSeconds = 30.0
     @Option(
+        name: .customLong("max-age-seconds"),
+        help:
+            "How long a notification without an expiration of its own is sent for after it was accepted (through APNs outages: sending pauses, nothing is failed); then what is left of it is finished as expired, never sent (1–2592000)."
+    )
+    var maximumAgeSeconds = 86_400.0
+    @Option(
         name: .customLong("retention-days"),
         help: "How long finished notifications, their outcomes and unregistered tokens are kept (at most 3650).")
     var retentionDays = 7.0
@@ -252,7 +258,19 @@ struct Serve: AsyncParsableCommand {
             "Hand the process's freed heap memory back to the system this often (glibc's malloc_trim; Linux), so the resident size stays near what is in use; 0 turns it off (1–86400)."
     )
     var memoryTrimSeconds = 10.0
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error.") var logLevel = "info"
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning (or warn), error, critical.")
+    var logLevel = "info"
+
+    /// `--log-level` as swift-log's level; "warn" is taken for "warning", as most tools spell it.
+    func loggingLevel() throws -> Logger.Level {
+        let name = logLevel.lowercased() == "warn" ? "warning" : logLevel.lowercased()
+        guard let level = Logger.Level(rawValue: name) else {
+            throw ValidationError(
+                "--log-level \(logLevel) is not a level: give trace, debug, info, notice, warning (or warn), error or critical"
+            )
+        }
+        return level
+    }
 
     /// The dispatcher's settings from the options, checked before anything starts.
     func sendingConfiguration() throws -> Dispatcher.Configuration {
@@ -263,6 +281,9 @@ struct Serve: AsyncParsableCommand {
         }
         guard timeoutSeconds.isFinite, timeoutSeconds > 0, timeoutSeconds <= 86_400 else {
             throw ValidationError("--timeout \(timeoutSeconds) must be more than 0 and at most 86400 seconds")
+        }
+        guard maximumAgeSeconds.isFinite, maximumAgeSeconds >= 1, maximumAgeSeconds <= 2_592_000 else {
+            throw ValidationError("--max-age-seconds \(maximumAgeSeconds) must be between 1 and 2592000 (30 days)")
         }
         guard retentionDays.isFinite, retentionDays > 0, retentionDays <= 3650 else {
             throw ValidationError("--retention-days \(retentionDays) must be more than 0 and at most 3650")
@@ -280,6 +301,7 @@ struct Serve: AsyncParsableCommand {
         sending.startGroup = atMostOnceGroup
         sending.startGroupsInFlight = atMostOnceGroups
         sending.retention = .seconds(Int64((retentionDays * 86_400).rounded()))
+        sending.maximumAge = .milliseconds(Int64((maximumAgeSeconds * 1000).rounded()))
         sending.lease = .seconds(leaseSeconds)
         sending.timeout = .milliseconds(Int64((timeoutSeconds * 1000).rounded()))
         do throws(DispatcherConfigurationError) {
@@ -301,8 +323,8 @@ struct Serve: AsyncParsableCommand {
     }
 
     func serve() async throws {
+        let level = try loggingLevel()
         let sending = try sendingConfiguration()
-        let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
@@ -336,6 +358,7 @@ struct Serve: AsyncParsableCommand {
                 registry.emit(into: &buffer)
                 return String(decoding: buffer, as: UTF8.self)
             },
+            sendingStatus: { dispatcher.status },
             onAccepted: { dispatcher.wake() })
         let app = Application(
             router: api.router(), configuration: .init(address: .hostname(host, port: port)),

@@ -30,7 +30,7 @@ enum Settings {
         ("proxy", .text, false), ("proxy-password-env", .text, false),
         ("max-devices", .whole, false), ("max-queue-depth", .whole, false),
         ("instance", .text, false), ("lease-seconds", .whole, false), ("timeout", .number, false),
-        ("retention-days", .number, false), ("at-most-once-group", .whole, false),
+        ("max-age-seconds", .number, false), ("retention-days", .number, false), ("at-most-once-group", .whole, false),
         ("at-most-once-groups", .whole, false), ("memory-trim-seconds", .number, false), ("log-level", .text, false),
     ]
 

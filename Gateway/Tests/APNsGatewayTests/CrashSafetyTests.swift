@@ -20,15 +20,37 @@ import Testing
             .appendingPathComponent("apns-gateway")
     }
 
+    /// Whether this machine can run a process as PID 1 of a new process namespace, as a container
+    /// does (`unshare --pid --fork`, which needs root or user namespaces).
+    static let canRunAsPID1: Bool = {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        process.arguments = ["--pid", "--fork", "--mount-proc", "/bin/sh", "-c", "test $$ = 1"]
+        process.standardOutput = Pipe()
+        process.standardError = Pipe()
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }()
+
     /// A running `apns-gateway serve` and its address.
     final class Gateway: @unchecked Sendable {
         // @unchecked: `process` is only touched by the test that made it, one call at a time.
         let process = Process()
         let address: String
+        /// Run as PID 1 of its own process namespace, under `unshare`.
+        let asPID1: Bool
 
-        init(arguments: [String], environment: [String: String] = [:], log: URL) throws {
-            process.executableURL = CrashSafetyTests.binary
-            process.arguments = ["serve", "--port", "0"] + arguments
+        init(arguments: [String], environment: [String: String] = [:], log: URL, asPID1: Bool = false) throws {
+            self.asPID1 = asPID1
+            let command = ["serve", "--port", "0"] + arguments
+            if asPID1 {
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+                process.arguments = ["--pid", "--fork", "--mount-proc", CrashSafetyTests.binary.path] + command
+            } else {
+                process.executableURL = CrashSafetyTests.binary
+                process.arguments = command
+            }
             if !environment.isEmpty {
                 process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
             }
@@ -45,13 +67,27 @@ import Testing
             address = String(decoding: line, as: UTF8.self).replacingOccurrences(of: "listening ", with: "")
         }
 
+        /// Sends `signal` to the gateway: the process itself, or under `unshare` its child, PID 1
+        /// inside (unshare forwards nothing; when its child ends, it exits with the child's status).
+        func send(_ signal: Int32) {
+            guard asPID1 else {
+                kill(process.processIdentifier, signal)
+                return
+            }
+            let pid = process.processIdentifier
+            let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+            for child in children.split(whereSeparator: \.isWhitespace).compactMap({ Int32($0) }) {
+                kill(child, signal)
+            }
+        }
+
         func kill9() {
-            kill(process.processIdentifier, SIGKILL)
+            send(SIGKILL)
             process.waitUntilExit()
         }
 
         func terminate() -> Int32 {
-            process.terminate()  // SIGTERM: graceful shutdown
+            send(SIGTERM)  // graceful shutdown
             process.waitUntilExit()
             return process.terminationStatus
         }
@@ -66,22 +102,45 @@ import Testing
         return (response as? HTTPURLResponse)?.statusCode ?? 0
     }
 
+    /// A mock APNs answering each request 50 ms late on `streams` streams (slow enough to kill a
+    /// gateway mid-way), and a folder with its signing key and CA for the gateway's options.
+    struct Peer {
+        let signingKey = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+        let server: MockAPNsServer
+        let folder: URL
+        let keyFile: URL
+        let caFile: URL
+
+        init(streams: Int) async throws {
+            var configuration = MockAPNsServer.Configuration(signingKeys: [signingKey])
+            configuration.strict = true
+            configuration.minimumTokenUpdateInterval = nil  // two processes, each mints its own token
+            configuration.maximumConcurrentStreams = streams
+            server = try await MockAPNsServer.start(configuration)
+            server.inject(.delay(.milliseconds(50)))
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-crash-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            keyFile = folder.appendingPathComponent("AuthKey.p8")
+            try signingKey.privateKeyPEM.write(to: keyFile, atomically: true, encoding: .utf8)
+            caFile = folder.appendingPathComponent("ca.pem")
+            try server.certificateAuthorityPEM.write(to: caFile, atomically: true, encoding: .utf8)
+        }
+
+        /// The options that point a gateway at this peer with this key.
+        var arguments: [String] {
+            [
+                "--apns-host", "\(server.host):\(server.port)", "--ca-file", caFile.path, "--key-file", keyFile.path,
+                "--key-id", signingKey.keyID, "--team-id", signingKey.teamID,
+            ]
+        }
+    }
+
     @Test(arguments: Backend.allCases, ["at-least-once", "at-most-once"])
     func killedWhileSendingThenRestarted(_ backend: Backend, _ delivery: String) async throws {
-        let signingKey = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
-        var configuration = MockAPNsServer.Configuration(signingKeys: [signingKey])
-        configuration.strict = true
-        configuration.minimumTokenUpdateInterval = nil  // two processes, each mints its own token
-        configuration.maximumConcurrentStreams = 50  // about 1,000 pushes a second with the delay: time to kill mid-way
-        let server = try await MockAPNsServer.start(configuration)
-        server.inject(.delay(.milliseconds(50)))
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-crash-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        // About 1,000 pushes a second with the delay: time to kill mid-way.
+        let peer = try await Peer(streams: 50)
+        let (server, folder, signingKey) = (peer.server, peer.folder, peer.signingKey)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let keyFile = folder.appendingPathComponent("AuthKey.p8")
-        try signingKey.privateKeyPEM.write(to: keyFile, atomically: true, encoding: .utf8)
-        let caFile = folder.appendingPathComponent("ca.pem")
-        try server.certificateAuthorityPEM.write(to: caFile, atomically: true, encoding: .utf8)
         let queue = try await TestStore(backend)
         let store = queue.store
         var database = queue.url
@@ -101,12 +160,8 @@ import Testing
             APIKey(
                 name: "crash", hash: GatewayAPI.hash(apiKey: apiKey), apps: ["com.example.app"], requestsPerSecond: 100)
         )
-        let arguments = [
-            "--database", database, "--apns-host", "\(server.host):\(server.port)", "--ca-file", caFile.path,
-            "--key-file", keyFile.path, "--key-id", signingKey.keyID, "--team-id", signingKey.teamID, "--instance",
-            "crash-test",
-            "--log-level", "trace",
-        ]
+        let arguments =
+            ["--database", database] + peer.arguments + ["--instance", "crash-test", "--log-level", "trace"]
 
         let first = try Gateway(arguments: arguments, log: folder.appendingPathComponent("first.log"))
         // Two notifications of 3,000 devices: more than the first process's two batches claim at
@@ -180,6 +235,67 @@ import Testing
         print(
             "crash safety (\(backend), \(delivery)): \(sentBeforeKill) sent before SIGKILL (queue depth \(depthAtKill)), \(duplicates) sent twice after the restart, \(interrupted.count) reported interrupted (\(interrupted.filter { perToken[$0] == nil }.count) of them had not reached APNs), none lost unreported"
         )
+        try await server.stop()
+        await queue.remove()
+    }
+
+    /// As a container runs it: PID 1, under the same hostname at every start, so under the same
+    /// default instance name, which `kill` cannot tell from the new process. Killed with SIGKILL
+    /// and started again the same way, the gateway takes its claims back within a few seconds (it
+    /// waits out three of the earlier start's heartbeats) instead of refusing to start while a
+    /// "live" gateway holds its name (which it did, for the whole lease, before).
+    @Test(.enabled(if: CrashSafetyTests.canRunAsPID1, "needs `unshare --pid --fork` (root or user namespaces)"))
+    func killedAsPID1AndRestartedTheSameWayTakesItsClaimsBackAtOnce() async throws {
+        let peer = try await Peer(streams: 20)
+        let (server, folder) = (peer.server, peer.folder)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let queue = try await TestStore(.sqlite)
+        let apiKey = GatewayAPI.makeAPIKey()
+        try await queue.store.addAPIKey(
+            APIKey(
+                name: "pid1", hash: GatewayAPI.hash(apiKey: apiKey), apps: ["com.example.app"], requestsPerSecond: 100))
+        // No --instance: the default name, gateway-HOST-1 at each start.
+        let arguments = ["--database", queue.url] + peer.arguments
+        let first = try Gateway(arguments: arguments, log: folder.appendingPathComponent("first.log"), asPID1: true)
+        let tokens = (0..<3_000).map { String(format: "%064x", $0 + 1) }
+        let body =
+            #"{"push-type":"alert","bundle-id":"com.example.app","alert":"Hi","devices":[\#(tokens.map { "\"\($0)\"" }.joined(separator: ","))]}"#
+        #expect(try await Self.post(body, to: first.address, key: apiKey) == 202)
+        let killAt = ContinuousClock.now + .seconds(60)
+        while server.requests.count < 300, ContinuousClock.now < killAt { try await Task.sleep(for: .milliseconds(20)) }
+        first.kill9()
+        let claimed = try await queue.rows("SELECT token FROM deliveries WHERE state = 'claimed'").count
+        #expect(claimed > 0, "the kill left no claims behind: the test proves nothing")
+        let sentBeforeRestart = server.requests.count
+
+        let restartedAt = ContinuousClock.now
+        let second = try Gateway(arguments: arguments, log: folder.appendingPathComponent("second.log"), asPID1: true)
+        // Its claims are sent again within a few seconds, not after the lease (120 s). (The mock
+        // records a request when it answers: the killed process's last ones, in flight on its 20
+        // streams, may still come in.)
+        let giveUp = ContinuousClock.now + .seconds(60)
+        while server.requests.count <= sentBeforeRestart + 20, ContinuousClock.now < giveUp {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let resumedAfter = ContinuousClock.now - restartedAt
+        #expect(resumedAfter < .seconds(15), "sending again took \(resumedAfter)")
+        let doneBy = ContinuousClock.now + .seconds(120)
+        while try await queue.store.queueDepth() > 0, ContinuousClock.now < doneBy {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(try await queue.store.queueDepth() == 0)
+        #expect(second.terminate() == 0, "the restarted gateway ran, and stops cleanly on SIGTERM")
+        let logs = try ["first.log", "second.log"].map {
+            try String(contentsOf: folder.appendingPathComponent($0), encoding: .utf8)
+        }
+        let name = "gateway-\(ProcessInfo.processInfo.hostName)-1"
+        #expect(logs.allSatisfy { $0.contains("instance=\(name)") }, "both starts were PID 1 under one name")
+        #expect(logs[1].contains("queued again what stopped instances held"), "\(logs[1].suffix(2_000))")
+        #expect(!logs[1].contains("another live gateway holds the instance name"))
+        var perToken: [String: Int] = [:]
+        for request in server.requests { perToken[request.path, default: 0] += 1 }
+        #expect(perToken.count == tokens.count, "every device-send reached APNs")
+        print("PID 1 restart: claims sent again \(resumedAfter) after the restart (\(claimed) were held)")
         try await server.stop()
         await queue.remove()
     }

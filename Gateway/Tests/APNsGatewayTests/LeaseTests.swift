@@ -1,13 +1,23 @@
 import APNs
 import APNsGateway
 import APNsMockServer
+import APNsTesting
 import Foundation
 import Logging
 import Testing
 
 /// Leases that live while their sender does, and instance names that cannot collide: on a real
-/// SQLite file and a real PostgreSQL database.
-@Suite struct LeaseTests {
+/// SQLite file and a real PostgreSQL database. The lease's decisions are ``SenderLease``'s, checked
+/// with given instants in `SenderLeaseTests`; here real senders race real heartbeats, and the
+/// tests wait for what the senders report (``AwaitableReports``), not on a clock.
+@Suite(.timeLimit(.minutes(3))) struct LeaseTests {
+    /// Device-sends a dispatcher reporting to `reports` has finished (accepted, refused, failed or
+    /// expired), and those it queued again.
+    static func finished(_ reports: AwaitableReports) -> Int64 {
+        reports.counter("apns_gateway_device_sends_total")
+            - reports.counter("apns_gateway_device_sends_total", ["result": "requeued"])
+    }
+
     /// Two live senders on one queue with a 3 s lease, each batch taking longer than the lease to
     /// send: the heartbeat renews what each holds, so neither takes the other's work over.
     @Test(arguments: Backend.allCases)
@@ -19,22 +29,22 @@ import Testing
         setup.server.inject(.delay(.milliseconds(100)))
         try await Self.enqueue(devices: 2_000, on: setup.store)
         let connector = AnyConnector(setup.connector)
+        let reports = AwaitableReports()
         try await setup.queue.withSecondStore { second in
             var configuration = Self.shortLease(claimBatch: 500, timeout: .seconds(2))
             try configuration.check()
             configuration.instance = "lease-a"
             let a = Dispatcher(
-                store: setup.store, connector: connector, configuration: configuration, logger: Logger(label: "a"))
+                store: setup.store, connector: connector, configuration: configuration, logger: Logger(label: "a"),
+                metricsFactory: reports.metrics)
             configuration.instance = "lease-b"
             let b = Dispatcher(
-                store: second, connector: connector, configuration: configuration, logger: Logger(label: "b"))
+                store: second, connector: connector, configuration: configuration, logger: Logger(label: "b"),
+                metricsFactory: reports.metrics)
             let runs = [Task { try await a.run() }, Task { try await b.run() }]
             a.wake()
             b.wake()
-            let until = ContinuousClock.now + .seconds(90)
-            while try await setup.store.queueDepth() > 0, ContinuousClock.now < until {
-                try await Task.sleep(for: .milliseconds(100))
-            }
+            await reports.until { Self.finished($0) >= 2_000 }
             for run in runs { run.cancel() }
             for run in runs { _ = await run.result }
         }
@@ -73,14 +83,18 @@ import Testing
         let connector = AnyConnector(setup.connector)
         var configuration = Self.shortLease(claimBatch: 1_000, timeout: .seconds(2), lease: .seconds(10))
         configuration.instance = "cannot-renew"
+        let failingReports = AwaitableReports()
         let failing = Dispatcher(
             store: HeartbeatFails(setup.store), connector: connector, configuration: configuration,
-            logger: Logger(label: "cannot-renew"))
+            logger: failingReports.logger, metricsFactory: failingReports.metrics)
         let stuck = Task { try await failing.run() }
         failing.wake()
         // It claims 1,000 and sends at most 100 a second: the lease comes into doubt after 5 s (about
-        // 500 sent), and what it started ends by 7 s.
-        try await Task.sleep(for: .seconds(10))
+        // 500 sent); it stops starting sends, and every one of the 1,000 ends, sent or queued again.
+        await failingReports.until {
+            !$0.lines("the lease could run out before a send ends: no new sends until it is renewed").isEmpty
+        }
+        await failingReports.until { $0.counter("apns_gateway_device_sends_total") >= 1_000 }
         let progress = try #require(try await setup.store.progress(of: "n1"))
         let done = progress.deliveries.filter { $0.state == "done" }.count
         let requeued = progress.deliveries.filter { $0.state == "queued" && $0.delivery == "not-sent" }.count
@@ -88,14 +102,13 @@ import Testing
         #expect(done + requeued == 1_000, "\(done) done, \(requeued) queued again as not sent")
         #expect(setup.server.requests.count == done + 1)  // and the warm-up
         configuration.instance = "healthy"
+        let reports = AwaitableReports()
         let healthy = Dispatcher(
-            store: setup.store, connector: connector, configuration: configuration, logger: Logger(label: "healthy"))
+            store: setup.store, connector: connector, configuration: configuration, logger: Logger(label: "healthy"),
+            metricsFactory: reports.metrics)
         let running = Task { try await healthy.run() }
         healthy.wake()
-        let until = ContinuousClock.now + .seconds(60)
-        while try await setup.store.queueDepth() > 0, ContinuousClock.now < until {
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        await reports.until { Self.finished($0) >= Int64(1_500 - done) }
         stuck.cancel()
         running.cancel()
         _ = await stuck.result
@@ -112,13 +125,19 @@ import Testing
         try await setup.stop()
     }
 
-    /// Queues notification n1 for `devices` devices.
-    static func enqueue(devices: Int, on store: any GatewayStore) async throws {
-        let tokens = (0..<devices).map { String(format: "%064x", $0 + 1) }
-        let request = try NotificationRequest(
-            body: Array(GatewayAPITests.alert(to: tokens).utf8), maximumDevices: 5_000)
+    /// Queues an alert `id` for `devices` devices (tokens numbered from `firstToken`), with an
+    /// `expiration` in UNIX seconds if given.
+    static func enqueue(
+        devices: Int, on store: any GatewayStore, id: String = "n1", expiration: Int? = nil, firstToken: Int = 1
+    ) async throws {
+        let tokens = (0..<devices).map { String(format: "%064x", $0 + firstToken) }
+        var body = GatewayAPITests.alert(to: tokens)
+        if let expiration {
+            body = body.replacingOccurrences(of: #""push-type""#, with: #""expiration":\#(expiration),"push-type""#)
+        }
+        let request = try NotificationRequest(body: Array(body.utf8), maximumDevices: 5_000)
         let queued = QueuedNotification(
-            id: "n1", keyName: "app", pushType: "alert", app: "com.example.app", storedJSON: request.storedJSON,
+            id: id, keyName: "app", pushType: "alert", app: "com.example.app", storedJSON: request.storedJSON,
             tokens: tokens, createdAt: Date())
         #expect(try await store.enqueue(queued, maximumQueueDepth: 10_000) == .accepted)
     }
@@ -204,8 +223,10 @@ import Testing
         let queue = try await TestStore(.sqlite)
         var configuration = Dispatcher.Configuration()
         configuration.instance = "one"
-        try await queue.store.register(GatewayInstance(name: "one"), now: Date(), staleAfter: .seconds(120))
-            .expectRegistered()
+        // A live process of this host (this one's parent) holds the name.
+        try await queue.store.register(
+            GatewayInstance(name: "one", processID: getppid()), now: Date(), staleAfter: .seconds(120)
+        ).expectRegistered()
         let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
         // Never used: the start is refused before anything is sent.
         let connector = AnyConnector(

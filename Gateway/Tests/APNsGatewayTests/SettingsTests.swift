@@ -69,7 +69,8 @@ import Testing
             "production": "true", "apns-host": #""127.0.0.1:9""#, "ca-file": #""/nonexistent/ca.pem""#,
             "proxy": #""direct""#, "proxy-password-env": #""PROXY_PASSWORD""#, "max-devices": "10",
             "max-queue-depth": "100", "instance": #""settings-test""#, "lease-seconds": "3", "timeout": "2.5",
-            "retention-days": "1.5", "at-most-once-group": "50", "at-most-once-groups": "2", "memory-trim-seconds": "5",
+            "max-age-seconds": "3600", "retention-days": "1.5", "at-most-once-group": "50", "at-most-once-groups": "2",
+            "memory-trim-seconds": "5",
             "log-level": #""debug""#,
         ]
         let (_, help, _) = try Self.run(["serve", "--help"])
@@ -87,6 +88,24 @@ import Testing
         let (status, _, error) = try Self.run(["serve", "--config", file])
         #expect(status == 64)
         #expect(error.contains("a lease of 3 s is shorter than the send timeout (2.5 s)"), "\(error)")
+    }
+
+    /// `warn` is taken for `warning` (it used to become `info` silently); a level that is none
+    /// exits 64 with the levels there are, before anything is opened.
+    @Test func aLogLevelIsOneOfSwiftLogsOrWarnAndNothingElse() throws {
+        let (status, _, error) = try Self.run(["serve", "--log-level", "loud", "--database", "/nonexistent/q.sqlite"])
+        #expect(status == 64)
+        #expect(
+            error.contains(
+                "--log-level loud is not a level: give trace, debug, info, notice, warning (or warn), error or critical"
+            ),
+            "\(error)")
+        for level in ["warn", "WARNING", "critical"] {
+            // Past the level, the next check refuses the lease: the level was taken.
+            let (status, _, error) = try Self.run(["serve", "--log-level", level, "--lease-seconds", "3"])
+            #expect(status == 64)
+            #expect(error.contains("a lease of 3 s is shorter than the send timeout"), "\(level): \(error)")
+        }
     }
 
     @Test func aFileOrVariableThatCannotBeUsedIsRefusedWithWhatIsWrong() throws {

@@ -128,21 +128,12 @@ struct CircuitBreaker {
         return TransportError(kind: .circuitOpen, delivery: .notSent, message: message)
     }
 
-    /// The 403 reasons that say the credentials themselves are refused: every send with them fails.
-    /// (ExpiredProviderToken is not one: the token connector mints a new token and retries; nor is
-    /// UnrelatedKeyIdInToken, which refuses one connection, not the key: it retries on a new one.)
-    static let credentialReasons: Set<APNsRejection.Reason> = [
-        .invalidProviderToken, .missingProviderToken,
-        .badEnvironmentKeyIdInToken, .badEnvironmentKeyInToken, .badCertificate, .badCertificateEnvironment,
-        .forbidden,
-    ]
-
     /// What a finished send says: connection set-up failures and refused credentials count against
     /// the path; any other answer from APNs is healthy; everything else is neutral.
     static func signal(for result: Result<APNsHTTPResponse, any Error>) -> Signal {
         switch result {
         case .success(let response):
-            if response.status == 403, let reason = APNsRejection(response).reason, credentialReasons.contains(reason) {
+            if response.status == 403, let reason = APNsRejection(response).reason, reason.refusesTheCredential {
                 return .failing("403 \(reason.rawValue)")
             }
             return .healthy

@@ -36,6 +36,22 @@ extension APNsRejection {
             }
         }
 
+        /// Whether APNs refused the credential itself (the key, its team or environment, or the
+        /// certificate), not this one notification: every send with it will be refused the same
+        /// way until it is fixed. The circuit breaker counts these against the connection's path.
+        /// ExpiredProviderToken is not one (the token connector mints a new token and retries), nor
+        /// is UnrelatedKeyIdInToken, which refuses one connection, not the key (it retries on a new
+        /// one).
+        public var refusesTheCredential: Bool {
+            switch self {
+            case .invalidProviderToken, .missingProviderToken, .badEnvironmentKeyIdInToken, .badEnvironmentKeyInToken,
+                .badCertificate, .badCertificateEnvironment, .forbidden:
+                return true
+            default:
+                return false
+            }
+        }
+
         /// One sentence on what to do, for error messages.
         public var advice: String {
             switch self {

@@ -45,18 +45,22 @@ public struct GatewayAPI: Sendable {
     let onAccepted: @Sendable () -> Void
     /// `GET /metrics`' text, when metrics are served.
     let metricsText: (@Sendable () -> String)?
+    /// Whether the dispatcher sends, for `GET /readyz`, when one runs in this process.
+    let sendingStatus: (@Sendable () -> SendingStatus)?
     private let keys: KeyCache
     private let limiter = RateLimiter()
     private let accepted = Counter(label: "apns_gateway_notifications_accepted_total")
 
     public init(
         store: any GatewayStore, configuration: Configuration = .init(), authenticationMethod: AuthenticationMethod,
-        metricsText: (@Sendable () -> String)? = nil, onAccepted: @escaping @Sendable () -> Void = {}
+        metricsText: (@Sendable () -> String)? = nil, sendingStatus: (@Sendable () -> SendingStatus)? = nil,
+        onAccepted: @escaping @Sendable () -> Void = {}
     ) {
         self.store = store
         self.configuration = configuration
         self.authenticationMethod = authenticationMethod
         self.metricsText = metricsText
+        self.sendingStatus = sendingStatus
         self.onAccepted = onAccepted
         keys = KeyCache(lifetime: configuration.keyCacheLifetime)
     }
@@ -95,13 +99,28 @@ public struct GatewayAPI: Sendable {
             try await counted { try await self.acknowledge(request, context: context) }
         }
         router.get("/healthz") { _, _ in jsonResponse(.ok, .object(["status": .string("ok")])) }
+        // Ready while the queue's database answers: the API accepts notifications then, also while
+        // sending is paused for a cause upstream (the queue is what rides the outage out), which
+        // the answer says.
         router.get("/readyz") { _, _ in
+            let depth: Int
             do {
-                let depth = try await self.store.queueDepth()
-                return jsonResponse(.ok, .object(["status": .string("ready"), "queue-depth": .integer(Int64(depth))]))
+                depth = try await self.store.queueDepth()
             } catch {
                 throw Problem(.serviceUnavailable, "the queue's database cannot be read: \(error)")
             }
+            var members: [String: JSONValue] = ["status": .string("ready"), "queue-depth": .integer(Int64(depth))]
+            switch self.sendingStatus?() {
+            case .paused(let cause, let probeIn)?:
+                members["sending"] = .string("paused")
+                members["paused-because"] = .string(cause.rawValue)
+                members["probe-in-ms"] = .integer(Int64((probeIn.seconds * 1000).rounded(.up)))
+            case .sending?:
+                members["sending"] = .string("sending")
+            case nil:
+                break
+            }
+            return jsonResponse(.ok, .object(members))
         }
         var served: [String: [HTTPRequest.Method]] = [
             "/v1/notifications": [.post], "/v1/notifications/:id": [.get], "/v1/unregistered": [.get, .delete],
@@ -183,7 +202,7 @@ public struct GatewayAPI: Sendable {
         guard let progress = try await store.progress(of: id), key.apps.contains(progress.app) else {
             throw Problem(.notFound, "no notification \(id) for this key")
         }
-        var counts: [String: Int] = ["queued": 0, "accepted": 0, "rejected": 0, "failed": 0]
+        var counts: [String: Int] = ["queued": 0, "accepted": 0, "rejected": 0, "failed": 0, "expired": 0]
         let deliveries: [JSONValue] = progress.deliveries.map { delivery in
             var members: [String: JSONValue] = ["attempts": .integer(Int64(delivery.attempts))]
             if delivery.token.hasPrefix(NotificationRequest.channelPrefix) {
@@ -199,8 +218,10 @@ public struct GatewayAPI: Sendable {
                 members["state"] = .string(status == 200 ? "accepted" : "rejected")
                 members["status"] = .integer(Int64(status))
             } else {
-                counts["failed", default: 0] += 1
-                members["state"] = .string("failed")
+                // Expired before it could be sent (never sent), or failed.
+                let state = delivery.errorKind == "expired" ? "expired" : "failed"
+                counts[state, default: 0] += 1
+                members["state"] = .string(state)
             }
             if let reason = delivery.reason { members["reason"] = .string(reason) }
             if let apnsID = delivery.apnsID { members["apns-id"] = .string(apnsID) }

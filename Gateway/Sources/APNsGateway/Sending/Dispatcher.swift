@@ -10,9 +10,15 @@ import Synchronization
 /// its claimed devices through the library's bulk path (one connector, its retry policy and its
 /// honest outcomes), and writes the outcomes back in batches.
 ///
-/// A failure that provably did not reach APNs (`delivery: not-sent`, after the library's own
-/// retries) is queued again with back-off, up to ``Configuration/maximumAttempts``; a failure
-/// that may have been delivered (`unknown`) is final and says so, so nothing is silently sent twice.
+/// A failure whose cause is upstream (APNs or the way to it unreachable, a server error, the
+/// credential refused: ``UpstreamCause``) pauses sending (``UpstreamPause``): the device-sends it
+/// met are queued again for the pause's end without spending an attempt, and a probe finds the
+/// pause's end. A failure of the device-send's own that provably did not reach APNs (429
+/// TooManyRequests for its token) is queued again with back-off, up to
+/// ``Configuration/maximumAttempts``; a failure that may have been delivered (`unknown`) is final
+/// and says so, so nothing is silently sent twice. A device-send is sent until its notification
+/// expires (its `expiration`, or ``Configuration/maximumAge`` after it was accepted), then
+/// finished as `expired`, never sent.
 ///
 /// Thread safety: `Sendable`; ``wake()`` may be called from any task while ``run()`` runs.
 public final class Dispatcher: Service, Sendable {
@@ -51,8 +57,14 @@ public final class Dispatcher: Service, Sendable {
         /// Groups of an at-most-once notification being sent at once (the next is recorded while
         /// the others are on the wire).
         public var startGroupsInFlight = 4
-        /// Attempts of a device-send whose failures were all provably not sent, the first included.
+        /// Attempts of a device-send whose failures were all its own and provably not sent, the
+        /// first included. Failures upstream (``UpstreamCause``) pause sending instead and spend
+        /// none.
         public var maximumAttempts = 5
+        /// How long a notification without an expiration of its own (none, or 0) is sent for after
+        /// it was accepted; then what is left of it is finished as `expired`. A day: longer than
+        /// any APNs outage so far, short enough that a notification is not shown a day late.
+        public var maximumAge: Duration = .seconds(86_400)
         /// The library's retry policy inside one attempt.
         public var retry: RetryPolicy = .standard
         /// The deadline of each device-send.
@@ -81,6 +93,10 @@ public final class Dispatcher: Service, Sendable {
                     "an at-most-once start group (\(startGroup)) and the groups in flight (\(startGroupsInFlight)) must be at least 1"
                 )
             }
+            guard maximumAge > .zero, maximumAttempts > 0 else {
+                throw DispatcherConfigurationError(
+                    "the maximum age (\(Self.text(maximumAge))) and the attempts (\(maximumAttempts)) must be positive")
+            }
             guard heartbeat > .zero, lease > .zero, timeout > .zero else {
                 throw DispatcherConfigurationError(
                     "the lease (\(lease.seconds) s), heartbeat (\(heartbeat.seconds) s) and send timeout (\(timeout.seconds) s) must be positive"
@@ -108,27 +124,45 @@ public final class Dispatcher: Service, Sendable {
     public let owner: String
     private let wakeUps: AsyncStream<Void>
     private let wakeUpContinuation: AsyncStream<Void>.Continuation
-    /// Device-sends finished or queued again, by result: accepted, rejected, failed, requeued.
-    private let results: [String: Counter] = Dictionary(
-        uniqueKeysWithValues: ["accepted", "rejected", "failed", "requeued"].map {
-            ($0, Counter(label: "apns_gateway_device_sends_total", dimensions: [("result", $0)]))
-        })
+    /// Device-sends finished or queued again, by result: accepted, rejected, failed, expired,
+    /// requeued.
+    private let results: [String: Counter]
     /// Unfinished device-sends, read at each poll.
-    private let queueDepth = Gauge(label: "apns_gateway_queue_depth")
+    private let queueDepth: Gauge
+    /// 1 while sending is paused for the cause, else 0.
+    private let paused: [UpstreamCause: Gauge]
     /// This process's registration in the store.
     private let identity: GatewayInstance
     /// Whether a send may start: the lease as the last heartbeats left it.
     private let lease: Mutex<SenderLease>
+    /// Whether sending is paused for a cause upstream.
+    private let pause = Mutex(UpstreamPause())
 
+    /// - Parameters:
+    ///   - metricsFactory: Where its metrics go; nil uses `MetricsSystem.factory`.
     public init(
-        store: any GatewayStore, connector: AnyConnector, configuration: Configuration = .init(), logger: Logger
+        store: any GatewayStore, connector: AnyConnector, configuration: Configuration = .init(), logger: Logger,
+        metricsFactory: (any MetricsFactory)? = nil
     ) {
+        let factory = metricsFactory ?? MetricsSystem.factory
+        results = Dictionary(
+            uniqueKeysWithValues: ["accepted", "rejected", "failed", "expired", "requeued"].map {
+                ($0, Counter(label: "apns_gateway_device_sends_total", dimensions: [("result", $0)], factory: factory))
+            })
+        queueDepth = Gauge(label: "apns_gateway_queue_depth", factory: factory)
+        paused = Dictionary(
+            uniqueKeysWithValues: UpstreamCause.allCases.map {
+                (
+                    $0,
+                    Gauge(label: "apns_gateway_sending_paused", dimensions: [("cause", $0.rawValue)], factory: factory)
+                )
+            })
         self.store = store
         self.connector = connector
         self.configuration = configuration
         self.logger = logger
         owner = configuration.instance
-        identity = GatewayInstance(name: configuration.instance)
+        identity = GatewayInstance(name: configuration.instance, heartbeat: configuration.heartbeat)
         lease = Mutex(
             SenderLease(lease: configuration.lease, timeout: configuration.timeout, heartbeat: configuration.heartbeat))
         (wakeUps, wakeUpContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -136,6 +170,17 @@ public final class Dispatcher: Service, Sendable {
 
     /// Asks the dispatcher to look at the queue now (a notification was accepted).
     public func wake() { wakeUpContinuation.yield() }
+
+    /// Whether the dispatcher sends, or waits out a cause upstream (for readiness).
+    public var status: SendingStatus {
+        let (state, cause) = pause.withLock { ($0.state, $0.cause) }
+        guard let cause else { return .sending }
+        switch state {
+        case .sending: return .sending
+        case .paused(let until, _): return .paused(cause, probeIn: max(.zero, until - .now))
+        case .probing: return .paused(cause, probeIn: .zero)
+        }
+    }
 
     /// Registers this sender (refused while a live one holds its name), takes back what dead
     /// senders held, then claims and sends until graceful shutdown (or cancellation), renewing
@@ -174,10 +219,25 @@ public final class Dispatcher: Service, Sendable {
     }
 
     /// Registers ``owner`` in the store; the start's failure when a live sender holds the name.
+    ///
+    /// A holder registered from this host under this process's own id is an earlier start of it
+    /// (a container restarted as PID 1), dead once it has missed three heartbeats
+    /// (``GatewayInstance/isEarlierStart(host:processID:incarnation:lastHeartbeat:now:)``): the
+    /// start waits for that, a few seconds at most, instead of being refused.
     func register() async throws {
-        let now = Date()
-        let start = ContinuousClock.now
-        switch try await store.register(identity, now: now, staleAfter: configuration.lease) {
+        var now = Date()
+        var start = ContinuousClock.now
+        var registration = try await store.register(identity, now: now, staleAfter: configuration.lease)
+        let giveUp = start + configuration.heartbeat * 4
+        while case .nameInUse(let host, let processID, _) = registration,
+            identity.sharesProcessID(host: host, processID: processID), ContinuousClock.now < giveUp
+        {
+            try await Task.sleep(for: configuration.heartbeat / 2)
+            now = Date()
+            start = ContinuousClock.now
+            registration = try await store.register(identity, now: now, staleAfter: configuration.lease)
+        }
+        switch registration {
         case .registered(let released):
             lease.withLock { $0.renewed(startedAt: start) }
             logger.info("registered", metadata: ["instance": "\(owner)"])
@@ -256,9 +316,12 @@ public final class Dispatcher: Service, Sendable {
     }
 
     /// Whether a send may start now: its lease outlasts it by a heartbeat (judged at each call,
-    /// so a heartbeat stuck on the database stops sends as surely as a failed one). Always, when
-    /// the sender was not registered by ``run()``.
-    private var mayStart: Bool { lease.withLock { $0.mayStart(at: .now) } }
+    /// so a heartbeat stuck on the database stops sends as surely as a failed one; always, when
+    /// the sender was not registered by ``run()``), and sending is not paused.
+    private var mayStart: Bool {
+        let now = ContinuousClock.now
+        return lease.withLock { $0.mayStart(at: now) } && pause.withLock { $0.mayStart(at: now) }
+    }
 
     /// ``dispatchOnce(now:)``, with a failure to claim logged (the next wake-up tries again)
     /// instead of ending the service.
@@ -281,23 +344,38 @@ public final class Dispatcher: Service, Sendable {
     ///
     /// Called on its own (without ``run()``, as tests do), it claims under the lease alone: no
     /// registration and no heartbeat renews it.
+    ///
+    /// While sending is paused it claims nothing; when the pause is over, one device-send, the
+    /// probe (``UpstreamPause``).
     @discardableResult
     public func dispatchOnce(now: Date = Date()) async throws -> Int {
-        guard mayStart else { return 0 }
-        let claimed = try await store.claim(
-            owner: owner, limit: configuration.claimBatch, now: now,
-            leaseUntil: now.addingTimeInterval(configuration.lease.seconds))
-        guard !claimed.isEmpty else { return 0 }
+        guard lease.withLock({ $0.mayStart(at: .now) }) else { return 0 }
+        let decision = pause.withLock { $0.claim(at: .now) }
+        if decision == .nothing { return 0 }
+        let probe = decision == .probe
+        let limit = probe ? 1 : configuration.claimBatch
+        let claimed: [ClaimedNotification]
+        do {
+            claimed = try await store.claim(
+                owner: owner, limit: limit, now: now, leaseUntil: now.addingTimeInterval(configuration.lease.seconds))
+        } catch {
+            if probe { pause.withLock { $0.probeEnded(at: .now) } }
+            throw error
+        }
         // Finish what was claimed even if shutdown begins meanwhile: a lease left to expire would
         // delay these sends by its length.
         // (An unstructured task: cancelling the caller does not cancel it.)
-        await Task {
-            await withDiscardingTaskGroup { group in
-                for notification in claimed {
-                    group.addTask { await self.send(notification) }
+        if !claimed.isEmpty {
+            await Task {
+                await withDiscardingTaskGroup { group in
+                    for notification in claimed {
+                        group.addTask { await self.send(notification) }
+                    }
                 }
-            }
-        }.value
+            }.value
+        }
+        // A probe that found nothing to send, or ended without a verdict: the next claim probes.
+        if probe { pause.withLock { $0.probeEnded(at: .now) } }
         return claimed.reduce(0) { $0 + $1.deliveries.count }
     }
 
@@ -312,12 +390,12 @@ public final class Dispatcher: Service, Sendable {
                 metadata: ["notification": "\(claimed.id)", "problem": "\(error)"])
             await write(
                 claimed.deliveries.map {
-                    failure(
-                        claimed, $0, app: "", kind: "invalid", delivery: .notSent, message: error.description,
-                        final: true)
+                    finished(claimed, $0, app: "", kind: "invalid", delivery: .notSent, message: error.description)
                 })
             return
         }
+        let expiresAt = expiry(of: spec, acceptedAt: claimed.createdAt)
+        let expired = Date() >= expiresAt
         var byToken: [String: ClaimedDelivery] = [:]
         var ids: [String: APNsID] = [:]
         var devices: [Device] = []
@@ -328,18 +406,22 @@ public final class Dispatcher: Service, Sendable {
                 // Recorded as started by a sender that left no outcome (it crashed, or lost its
                 // lease): it may have reached APNs, and this notification forbids a second time.
                 pending.append(
-                    failure(
+                    finished(
                         claimed, delivery, app: spec.app, kind: "interrupted", delivery: .unknown,
                         message:
-                            "the sender that started it stopped before its outcome was written; at-most-once: not sent again",
-                        final: true))
+                            "the sender that started it stopped before its outcome was written; at-most-once: not sent again"
+                    ))
+                continue
+            }
+            if expired {
+                pending.append(self.expired(claimed, delivery, app: spec.app, at: expiresAt, after: nil))
                 continue
             }
             if delivery.token.hasPrefix(NotificationRequest.channelPrefix) {
                 if atMostOnce {
                     guard await markStarted(claimed, [delivery], app: spec.app) else { continue }
                 }
-                pending.append(await broadcast(spec, claimed, delivery))
+                pending.append(await broadcast(spec, claimed, delivery, expiresAt: expiresAt))
                 continue
             }
             do {
@@ -350,15 +432,15 @@ public final class Dispatcher: Service, Sendable {
                 devices.append(device)
             } catch {
                 pending.append(
-                    failure(
+                    finished(
                         claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent,
-                        message: error.description, final: true))
+                        message: error.description))
             }
         }
         await write(pending)
         guard !devices.isEmpty else { return }
         // Devices go through the bulk path (a channel's notification has none).
-        let sending = Sending(claimed: claimed, spec: spec, byToken: byToken, ids: ids)
+        let sending = Sending(claimed: claimed, spec: spec, byToken: byToken, ids: ids, expiresAt: expiresAt)
         guard atMostOnce else {
             await bulk(devices, sending)
             return
@@ -387,11 +469,21 @@ public final class Dispatcher: Service, Sendable {
         // Groups never recorded as started: provably unsent, queued again.
         let unstarted = groups.flatMap { $0 }
         if !unstarted.isEmpty {
+            let (retryAt, why) = notStarted()
             await write(
                 unstarted.compactMap { byToken[$0.token] }.map {
-                    stopped(claimed, $0, app: spec.app, retryAt: Date().addingTimeInterval(1))
+                    stopped(claimed, $0, app: spec.app, retryAt: retryAt, why: why)
                 })
         }
+    }
+
+    /// When a notification expires: at its `expiration`, when it gave one (not 0), else
+    /// ``Configuration/maximumAge`` after it was accepted.
+    private func expiry(of spec: NotificationSpec, acceptedAt: Date) -> Date {
+        if let seconds = spec.notification.expiration?.unixSeconds, seconds > 0 {
+            return Date(timeIntervalSince1970: Double(seconds))
+        }
+        return acceptedAt.addingTimeInterval(configuration.maximumAge.seconds)
     }
 
     /// What ``bulk(_:_:)`` needs of the notification being sent.
@@ -400,6 +492,7 @@ public final class Dispatcher: Service, Sendable {
         let spec: NotificationSpec
         let byToken: [String: ClaimedDelivery]
         let ids: [String: APNsID]
+        let expiresAt: Date
     }
 
     /// Records `deliveries` as started (an at-most-once notification's, before they may be sent);
@@ -419,12 +512,15 @@ public final class Dispatcher: Service, Sendable {
                 "recording an at-most-once notification's sends as started failed; not sending them now",
                 metadata: ["notification": "\(claimed.id)", "error": "\(error)"])
         }
-        await write(deliveries.map { stopped(claimed, $0, app: app, retryAt: Date().addingTimeInterval(1)) })
+        let why = "not started: its record as started could not be written"
+        await write(
+            deliveries.map { stopped(claimed, $0, app: app, retryAt: Date().addingTimeInterval(1), why: why) })
         return false
     }
 
     /// Sends one notification to `devices` through the library's bulk path, writing outcomes as
-    /// they come; devices it never started (the lease came into doubt) are queued again.
+    /// they come; devices it never started (the lease came into doubt, or sending paused) are
+    /// queued again.
     private func bulk(_ devices: [Device], _ sending: Sending) async {
         let (claimed, spec, byToken, ids) = (sending.claimed, sending.spec, sending.byToken, sending.ids)
         var pending: [DeliveryOutcome] = []
@@ -432,7 +528,7 @@ public final class Dispatcher: Service, Sendable {
         var answered: Set<String> = []
         // The batch of outcomes being written, if any (awaited before the next, and at the end).
         var writing: Task<Void, Never>?
-        // Read as sending progresses: none is started once the lease is in doubt.
+        // Read as sending progresses: none is started once the lease is in doubt or sending paused.
         let startable = StoppableDevices(devices: devices) { [self] in !mayStart }
         do {
             let results = try bulkSendOutcomes(
@@ -443,7 +539,7 @@ public final class Dispatcher: Service, Sendable {
             for try await outcome in results {
                 guard let delivery = byToken[outcome.device.token] else { continue }
                 answered.insert(outcome.device.token)
-                pending.append(record(outcome.result, claimed, delivery, app: spec.app))
+                pending.append(record(outcome.result, claimed, delivery, app: spec.app, expiresAt: sending.expiresAt))
                 if pending.count >= configuration.writeBatch
                     || ContinuousClock.now - lastWrite >= configuration.writeInterval
                 {
@@ -464,45 +560,62 @@ public final class Dispatcher: Service, Sendable {
                 guard let delivery = byToken[device.token] else { continue }
                 answered.insert(device.token)
                 pending.append(
-                    failure(
-                        claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: "\(error)",
-                        final: true))
+                    finished(
+                        claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: "\(error)"))
             }
         }
-        // Devices the bulk send never read were never started (the lease came into doubt):
-        // provably unsent, queued again.
-        let retryAt = Date().addingTimeInterval(1)
+        // Devices the bulk send never read were never started (the lease came into doubt, or
+        // sending paused): provably unsent, queued again.
+        let (retryAt, why) = notStarted()
         for device in devices[startable.handedOut...] where !answered.contains(device.token) {
             guard let delivery = byToken[device.token] else { continue }
-            pending.append(stopped(claimed, delivery, app: spec.app, retryAt: retryAt))
+            pending.append(stopped(claimed, delivery, app: spec.app, retryAt: retryAt, why: why))
         }
         await writing?.value
         await write(pending)
     }
 
-    /// A device-send this instance did not start (it stopped sending): queued again, not sent.
+    /// When device-sends this sender did not start are due again, and why they were not: the
+    /// pause's end while sending is paused, else (the lease in doubt) a second from now.
+    private func notStarted() -> (Date, String) {
+        let now = ContinuousClock.now
+        let (resumesAt, cause) = pause.withLock { ($0.resumesAt(now), $0.cause) }
+        guard let cause else {
+            return (
+                Date().addingTimeInterval(1), "not started: this instance stopped sending while its lease was in doubt"
+            )
+        }
+        return (
+            Date().addingTimeInterval((resumesAt - now).seconds), "not started: sending is paused (\(cause.rawValue))"
+        )
+    }
+
+    /// A device-send this instance did not start: queued again, not sent, no attempt spent.
     private func stopped(
-        _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, app: String, retryAt: Date
+        _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, app: String, retryAt: Date, why: String
     ) -> DeliveryOutcome {
         DeliveryOutcome(
             notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app,
-            errorKind: "stopped", delivery: Delivery.notSent.rawValue,
-            message: "not started: this instance stopped sending while its lease was in doubt",
-            retryAt: retryAt)
+            errorKind: "stopped", delivery: Delivery.notSent.rawValue, message: why, retryAt: retryAt,
+            countsAsAttempt: false)
     }
 
     /// Sends a Live Activity update or end to its broadcast channel (one request for every
     /// subscribed device).
     private func broadcast(
-        _ spec: NotificationSpec, _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery
+        _ spec: NotificationSpec, _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, expiresAt: Date
     ) async -> DeliveryOutcome {
         let id = String(delivery.token.dropFirst(NotificationRequest.channelPrefix.count))
         guard let notification = spec.notification as? any BroadcastDeliverable,
             let channel = try? BroadcastChannel(id: id, bundleID: spec.app)
         else {
-            return failure(
+            return finished(
                 claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent,
-                message: "not a channel notification", final: true)
+                message: "not a channel notification")
+        }
+        guard mayStart else {
+            let (retryAt, why) = notStarted()
+            return stopped(claimed, delivery, app: spec.app, retryAt: retryAt, why: why)
         }
         let result: Result<APNsResponse, APNsError>
         do throws(APNsError) {
@@ -513,14 +626,11 @@ public final class Dispatcher: Service, Sendable {
         } catch {
             result = .failure(error)
         }
-        var outcome = record(result, claimed, delivery, app: spec.app)
+        var outcome = record(result, claimed, delivery, app: spec.app, expiresAt: expiresAt)
         if case .success(let response) = result, outcome.apnsID == nil { outcome.apnsID = response.requestID }
         return outcome
     }
 
-    /// The apns-id of a device-send: the same for every attempt and every sender, so a send
-    /// repeated after a crash is recognisable in APNs' answers and in logs. A UUID (version 8)
-    /// made from the SHA-256 of the notification id and the device's position in it.
     public static func apnsID(notification: String, position: Int) -> APNsID {
         var bytes = Array(SHA256.hash(data: Array("\(notification)/\(position)".utf8)).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x80  // version 8: custom
@@ -533,61 +643,156 @@ public final class Dispatcher: Service, Sendable {
         return APNsID(uuid)
     }
 
+    /// The outcome of one device-send's send: done, queued again, or finished as failed or
+    /// expired. A cause upstream pauses sending (``UpstreamPause``) and queues the device-send for
+    /// the pause's end without spending an attempt; any other answer from APNs ends a pause.
     private func record(
         _ result: Result<APNsResponse, APNsError>, _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery,
-        app: String
+        app: String, expiresAt: Date
     ) -> DeliveryOutcome {
+        if let cause = UpstreamCause.of(result) {
+            let retryAt = paused(by: cause, result)
+            let (kind, message) = Self.failureText(result)
+            var outcome = DeliveryOutcome(
+                notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app,
+                errorKind: kind, delivery: Delivery.notSent.rawValue, message: message, retryAt: retryAt,
+                countsAsAttempt: false)
+            if retryAt >= expiresAt { outcome = expired(claimed, delivery, app: app, at: expiresAt, after: message) }
+            return outcome
+        }
         var record = DeliveryOutcome(
             notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app)
         switch result {
         case .success(let response):
+            resumed()
             record.status = response.status
             record.apnsID = response.apnsID?.description
         case .failure(.rejected(let rejection)):
+            resumed()
+            if rejection.reason == .tooManyRequests, let retryAt = retry(delivery, notBefore: rejection.retryAfter),
+                retryAt < expiresAt
+            {
+                // Too many pushes to this device: its own failure, an attempt spent.
+                record.errorKind = "rejected"
+                record.delivery = Delivery.notSent.rawValue
+                record.message = rejection.description
+                record.retryAt = retryAt
+                return record
+            }
             record.status = rejection.status
             record.reason = rejection.reason?.rawValue
             record.apnsID = rejection.apnsID?.description
             record.invalidSince = rejection.timestamp
             record.message = rejection.description
-        case .failure(.transport(let failure)):
-            return self.failure(
-                claimed, delivery, app: app, kind: failure.kind.rawValue, delivery: failure.delivery,
-                message: failure.description, final: false)
+        case .failure(.transport(let failure))
+        where failure.delivery == .notSent && (failure.kind == .cancelled || failure.kind == .shutDown):
+            // This sender stopping, not the device-send failing: queued again, no attempt spent.
+            record.errorKind = failure.kind.rawValue
+            record.delivery = failure.delivery.rawValue
+            record.message = failure.description
+            record.retryAt = Date().addingTimeInterval(1)
+            record.countsAsAttempt = false
         case .failure(let error):
-            return self.failure(
-                claimed, delivery, app: app, kind: "other", delivery: error.mayHaveBeenDelivered ? .unknown : .notSent,
-                message: error.description, final: false)
+            let (kind, message) = Self.failureText(result)
+            return finished(
+                claimed, delivery, app: app, kind: kind, delivery: error.mayHaveBeenDelivered ? .unknown : .notSent,
+                message: message)
         }
         return record
     }
 
-    /// A failure without an answer: queued again with back-off when it was provably not sent and
-    /// attempts remain, else final.
-    private func failure(
+    /// A failure's kind and message, as the outcome records them.
+    private static func failureText(_ result: Result<APNsResponse, APNsError>) -> (kind: String, message: String) {
+        switch result {
+        case .success: return ("", "")
+        case .failure(.transport(let failure)): return (failure.kind.rawValue, failure.description)
+        case .failure(.rejected(let rejection)): return ("rejected", rejection.description)
+        case .failure(.validation(let error)): return ("invalid", error.description)
+        case .failure(.credential(let error)): return ("credential", error.description)
+        case .failure(let error): return ("other", error.description)
+        }
+    }
+
+    /// When a device-send that failed on its own is due again (back-off doubling from 1 s to a
+    /// minute, no sooner than `notBefore`), or nil when its attempts are spent.
+    private func retry(_ delivery: ClaimedDelivery, notBefore: Duration?) -> Date? {
+        guard delivery.attempts + 1 < configuration.maximumAttempts else { return nil }
+        let backOff = min(60, pow(2, Double(delivery.attempts))) * Double.random(in: 0.5...1)
+        return Date().addingTimeInterval(max(backOff, notBefore?.seconds ?? 0))
+    }
+
+    /// A final failure without an answer.
+    private func finished(
         _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, app: String, kind: String, delivery sent: Delivery,
-        message: String,
-        final: Bool
+        message: String
     ) -> DeliveryOutcome {
-        var record = DeliveryOutcome(
-            notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app)
-        record.errorKind = kind
-        record.delivery = sent.rawValue
-        record.message = message
-        if !final, sent == .notSent, delivery.attempts + 1 < configuration.maximumAttempts {
-            let backOff = min(60, pow(2, Double(delivery.attempts))) * Double.random(in: 0.5...1)
-            record.retryAt = Date().addingTimeInterval(backOff)
-        }
-        return record
+        DeliveryOutcome(
+            notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app,
+            errorKind: kind, delivery: sent.rawValue, message: message)
     }
 
+    /// A device-send whose notification expired before it could be sent: finished, never sent.
+    private func expired(
+        _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, app: String, at expiry: Date, after last: String?
+    ) -> DeliveryOutcome {
+        var message =
+            "not sent: the notification expired (at \(Int(expiry.timeIntervalSince1970)) UNIX seconds) before it could be sent"
+        if let last { message += "; the last try: \(last)" }
+        var outcome = finished(claimed, delivery, app: app, kind: "expired", delivery: .notSent, message: message)
+        outcome.countsAsAttempt = false
+        return outcome
+    }
+
+    /// A send failed for `cause`: sending pauses (or stays paused); returns when the device-send
+    /// is due again.
+    private func paused(by cause: UpstreamCause, _ result: Result<APNsResponse, APNsError>) -> Date {
+        var retryAfter: Duration?
+        if case .failure(.rejected(let rejection)) = result { retryAfter = rejection.retryAfter }
+        let now = ContinuousClock.now
+        let (change, resumesAt) = pause.withLock {
+            ($0.failed(cause, retryAfter: retryAfter, at: now, jitter: Double.random(in: 0.8...1.2)), $0.resumesAt(now))
+        }
+        let probeIn = resumesAt - now
+        switch change {
+        case .paused(let cause, _)?:
+            for (each, gauge) in paused { gauge.record(each == cause ? 1 : 0) }
+            let (kind, message) = Self.failureText(result)
+            logger.warning(
+                "sending paused: \(Self.explanation(of: cause)); device-sends wait without spending attempts",
+                metadata: [
+                    "cause": "\(cause.rawValue)", "probe_in_ms": "\(Int(probeIn.seconds * 1000))",
+                    "error.type": "\(kind)", "error.message": "\(message)",
+                ])
+        case .stillPaused(let cause, _)?:
+            logger.info(
+                "still paused: the probe met the same cause",
+                metadata: ["cause": "\(cause.rawValue)", "probe_in_ms": "\(Int(probeIn.seconds * 1000))"])
+        case .resumed?, nil:
+            break
+        }
+        return Date().addingTimeInterval(probeIn.seconds)
+    }
+
+    /// APNs answered a send with something other than trouble upstream: a pause ends.
+    private func resumed() {
+        guard case .resumed(let cause)? = pause.withLock({ $0.answered() }) else { return }
+        for gauge in paused.values { gauge.record(0) }
+        logger.notice("sending resumed: APNs answered", metadata: ["cause": "\(cause.rawValue)"])
+    }
+
+    /// What a cause means, for the log.
+    private static func explanation(of cause: UpstreamCause) -> String {
+        switch cause {
+        case .unreachable: "APNs cannot be reached"
+        case .serverError: "APNs answers with server errors"
+        case .credentials: "APNs refuses the credential"
+        }
+    }
+
+    /// Writes outcomes back, then counts them (what was written, so a reader of the counter finds
+    /// them in the store).
     private func write(_ outcomes: [DeliveryOutcome]) async {
         guard !outcomes.isEmpty else { return }
-        for outcome in outcomes {
-            let result =
-                outcome.retryAt != nil
-                ? "requeued" : outcome.status == 200 ? "accepted" : outcome.status != nil ? "rejected" : "failed"
-            results[result]?.increment()
-        }
         // The outcome of a send is not lost to a passing database error: try again while the
         // lease keeps the device-sends ours. After that they are claimed and sent again.
         var delay: Duration = .milliseconds(50)
@@ -595,6 +800,15 @@ public final class Dispatcher: Service, Sendable {
         while true {
             do {
                 _ = try await store.complete(outcomes, owner: owner, now: Date())
+                for outcome in outcomes {
+                    let result =
+                        outcome.retryAt != nil
+                        ? "requeued"
+                        : outcome.status == 200
+                            ? "accepted"
+                            : outcome.status != nil ? "rejected" : outcome.errorKind == "expired" ? "expired" : "failed"
+                    results[result]?.increment()
+                }
                 return
             } catch {
                 guard ContinuousClock.now + delay < giveUp else {

@@ -39,8 +39,10 @@ public protocol GatewayStore: Sendable {
     /// Registers a starting sender under its name, in one transaction: refused while a live sender
     /// holds the name (``InstanceRegistration/nameInUse(host:processID:lastHeartbeat:)``); every
     /// dead sender's claims (its heartbeat older than `staleAfter`, or its process gone from this
-    /// host, ``GatewayInstance/isDead(host:processID:lastHeartbeat:now:staleAfter:)``) are queued
-    /// again at once and its registration removed.
+    /// host, ``GatewayInstance/isDead(host:processID:lastHeartbeat:now:staleAfter:thisHost:)``, or
+    /// an earlier start of this one,
+    /// ``GatewayInstance/isEarlierStart(host:processID:incarnation:lastHeartbeat:now:)``) are
+    /// queued again at once and its registration removed.
     func register(_ instance: GatewayInstance, now: Date, staleAfter: Duration) async throws -> InstanceRegistration
     /// The sender is alive: records its heartbeat and renews the lease of every device-send it
     /// holds until `leaseUntil`, in one transaction. False when its registration is gone (another
@@ -84,15 +86,43 @@ public struct GatewayInstance: Sendable, Hashable {
     /// This start of the process (a random id): a registration of the same name by an earlier
     /// process is not this one's.
     public var incarnation: String
+    /// How often it records its heartbeat (``Dispatcher/Configuration/heartbeat``).
+    public var heartbeat: Duration
 
     public init(
         name: String, host: String = ProcessInfo.processInfo.hostName,
-        processID: Int32 = ProcessInfo.processInfo.processIdentifier, incarnation: String = UUID().uuidString
+        processID: Int32 = ProcessInfo.processInfo.processIdentifier, incarnation: String = UUID().uuidString,
+        heartbeat: Duration = .seconds(1)
     ) {
         self.name = name
         self.host = host
         self.processID = processID
         self.incarnation = incarnation
+        self.heartbeat = heartbeat
+    }
+
+    /// Whether a registration of this instance's name, made from this host under this process's
+    /// own id by another start, is that of an earlier start that has died: its heartbeat is older
+    /// than three of this one's.
+    ///
+    /// A container restarted after a crash runs the gateway as PID 1 again, under the same
+    /// hostname, so under the same default name, and `kill` finds this very process under the
+    /// registered id: whether the earlier start lives cannot be asked of the system. Within one
+    /// process namespace it is surely dead (a process id belongs to one process at a time); from
+    /// another namespace, the one live process it could be is a second container given the same
+    /// hostname and name, which the name's rule already forbids. A live sender records its
+    /// heartbeat every ``heartbeat``; three missed is a stop, not a delay.
+    public func isEarlierStart(
+        host: String, processID: Int32, incarnation: String, lastHeartbeat: Date, now: Date
+    ) -> Bool {
+        host == self.host && processID == self.processID && incarnation != self.incarnation
+            && now.timeIntervalSince(lastHeartbeat) > (heartbeat * 3).seconds
+    }
+
+    /// Whether a registration by `host` and `processID` names this process: an earlier start of it
+    /// (``isEarlierStart(host:processID:incarnation:lastHeartbeat:now:)`` once its heartbeats stop).
+    public func sharesProcessID(host: String, processID: Int32) -> Bool {
+        host == self.host && processID == self.processID
     }
 
     /// Whether a registered sender is dead: no heartbeat for `staleAfter`, or registered from this
@@ -173,11 +203,15 @@ public struct ClaimedNotification: Sendable {
     public var id: String
     public var storedJSON: String
     public var deliveries: [ClaimedDelivery]
+    /// When it was accepted (a notification without an expiration of its own is sent for
+    /// ``Dispatcher/Configuration/maximumAge`` from then).
+    public var createdAt: Date
 
-    public init(id: String, storedJSON: String, deliveries: [ClaimedDelivery]) {
+    public init(id: String, storedJSON: String, deliveries: [ClaimedDelivery], createdAt: Date) {
         self.id = id
         self.storedJSON = storedJSON
         self.deliveries = deliveries
+        self.createdAt = createdAt
     }
 }
 
@@ -221,11 +255,14 @@ public struct DeliveryOutcome: Sendable, Hashable {
     public var message: String?
     /// Set to queue the device-send again (a failure that was provably not sent), instead of done.
     public var retryAt: Date?
+    /// Whether this try counts among the device-send's attempts: false when it was queued again
+    /// for a cause outside it (sending paused, the sender stopping), which spends none.
+    public var countsAsAttempt: Bool
 
     public init(
         notificationID: String, position: Int, token: String, app: String, status: Int? = nil, reason: String? = nil,
         apnsID: String? = nil, invalidSince: Date? = nil, errorKind: String? = nil, delivery: String? = nil,
-        message: String? = nil, retryAt: Date? = nil
+        message: String? = nil, retryAt: Date? = nil, countsAsAttempt: Bool = true
     ) {
         self.notificationID = notificationID
         self.position = position
@@ -239,6 +276,7 @@ public struct DeliveryOutcome: Sendable, Hashable {
         self.delivery = delivery
         self.message = message
         self.retryAt = retryAt
+        self.countsAsAttempt = countsAsAttempt
     }
 }
 

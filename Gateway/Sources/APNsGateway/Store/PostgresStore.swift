@@ -315,7 +315,8 @@ public final class PostgresStore: GatewayStore, Service {
                 } else {
                     notifications.append(
                         ClaimedNotification(
-                            id: entry.id, storedJSON: requests[entry.id] ?? "{}", deliveries: [delivery]))
+                            id: entry.id, storedJSON: requests[entry.id] ?? "{}", deliveries: [delivery],
+                            createdAt: Date(timeIntervalSince1970: entry.created)))
                 }
             }
             return notifications
@@ -399,12 +400,16 @@ public final class PostgresStore: GatewayStore, Service {
             // Starting instances register one at a time.
             try await connection.query("SELECT pg_advisory_xact_lock(7309354182)", logger: logger)
             var dead: [String] = []
-            for try await (name, host, pid, heartbeat) in try await connection.query(
-                "SELECT name, host, pid, heartbeat_at FROM instances", logger: logger
-            ).decode((String, String, Int32, Double).self) {
+            for try await (name, host, pid, incarnation, heartbeat) in try await connection.query(
+                "SELECT name, host, pid, incarnation, heartbeat_at FROM instances", logger: logger
+            ).decode((String, String, Int32, String, Double).self) {
                 let last = Date(timeIntervalSince1970: heartbeat)
-                let isDead = GatewayInstance.isDead(
-                    host: host, processID: pid, lastHeartbeat: last, now: now, staleAfter: staleAfter)
+                let isDead =
+                    GatewayInstance.isDead(
+                        host: host, processID: pid, lastHeartbeat: last, now: now, staleAfter: staleAfter)
+                    || (name == instance.name
+                        && instance.isEarlierStart(
+                            host: host, processID: pid, incarnation: incarnation, lastHeartbeat: last, now: now))
                 if name == instance.name, !isDead {
                     return .nameInUse(host: host, processID: pid, lastHeartbeat: last)
                 }
@@ -467,6 +472,8 @@ public final class PostgresStore: GatewayStore, Service {
         var ids: [String] = [], positions: [Int] = [], statuses: [Int] = [], reasons: [String] = []
         var apnsIDs: [String] = [], kinds: [String] = [], deliveries: [String] = [], messages: [String] = []
         var retryAts: [Double] = [], apps: [String] = [], tokens: [String] = [], invalidSince: [Double] = []
+        /// 1 for a try that counts among the device-send's attempts, else 0.
+        var counted: [Int] = []
         /// The owner and the state a row must still have, once per row (see ``requeueQuery(_:)``).
         var owners: [String] = [], held: [String] = []
         init(_ outcomes: [DeliveryOutcome], owner: String) {
@@ -483,6 +490,7 @@ public final class PostgresStore: GatewayStore, Service {
                 apps.append(outcome.app)
                 tokens.append(outcome.token)
                 invalidSince.append(outcome.invalidSince?.timeIntervalSince1970 ?? .nan)
+                counted.append(outcome.countsAsAttempt ? 1 : 0)
                 owners.append(owner)
                 held.append("claimed")
             }
@@ -508,12 +516,12 @@ public final class PostgresStore: GatewayStore, Service {
     /// (``readByIndex(on:logger:)`` keeps it to that).
     private static func requeueQuery(_ c: Columns) -> PostgresQuery {
         """
-        UPDATE deliveries d SET state = 'queued', lease_owner = NULL, lease_until = NULL, started_at = NULL, attempts = d.attempts + 1,
+        UPDATE deliveries d SET state = 'queued', lease_owner = NULL, lease_until = NULL, started_at = NULL, attempts = d.attempts + o.counted,
             available_at = o.retry_at, error_kind = NULLIF(o.error_kind, ''), delivery = NULLIF(o.delivery, ''),
             message = NULLIF(o.message, '')
         FROM unnest(\(c.ids)::text[], \(c.positions)::int8[], \(c.kinds)::text[], \(c.deliveries)::text[],
-            \(c.messages)::text[], \(c.retryAts)::float8[], \(c.owners)::text[], \(c.held)::text[])
-            AS o(notification_id, position, error_kind, delivery, message, retry_at, owner, held)
+            \(c.messages)::text[], \(c.retryAts)::float8[], \(c.counted)::int8[], \(c.owners)::text[], \(c.held)::text[])
+            AS o(notification_id, position, error_kind, delivery, message, retry_at, counted, owner, held)
         WHERE d.notification_id = o.notification_id AND d.position = o.position
             AND d.state = o.held AND d.lease_owner = o.owner
         """
@@ -525,16 +533,16 @@ public final class PostgresStore: GatewayStore, Service {
     private static func finishQuery(_ c: Columns, now: Double) -> PostgresQuery {
         """
         WITH finished AS (
-            UPDATE deliveries d SET state = 'done', lease_owner = NULL, lease_until = NULL, attempts = d.attempts + 1,
+            UPDATE deliveries d SET state = 'done', lease_owner = NULL, lease_until = NULL, attempts = d.attempts + o.counted,
                 status = NULLIF(o.status, -1), reason = NULLIF(o.reason, ''), apns_id = NULLIF(o.apns_id, ''),
                 error_kind = NULLIF(o.error_kind, ''), delivery = NULLIF(o.delivery, ''),
                 message = NULLIF(o.message, ''), finished_at = \(now)
             FROM unnest(\(c.ids)::text[], \(c.positions)::int8[], \(c.statuses)::int8[], \(c.reasons)::text[],
                 \(c.apnsIDs)::text[], \(c.kinds)::text[], \(c.deliveries)::text[], \(c.messages)::text[],
-                \(c.apps)::text[], \(c.tokens)::text[], \(c.invalidSince)::float8[], \(c.owners)::text[],
-                \(c.held)::text[])
+                \(c.apps)::text[], \(c.tokens)::text[], \(c.invalidSince)::float8[], \(c.counted)::int8[],
+                \(c.owners)::text[], \(c.held)::text[])
                 AS o(notification_id, position, status, reason, apns_id, error_kind, delivery, message, app, token,
-                    invalid_since, owner, held)
+                    invalid_since, counted, owner, held)
             WHERE d.notification_id = o.notification_id AND d.position = o.position
                 AND d.state = o.held AND d.lease_owner = o.owner
             RETURNING o.status, o.app, o.token, o.invalid_since),

@@ -149,7 +149,10 @@ public final class SQLiteStore: GatewayStore {
                 if claimed.last?.id == row.id {
                     claimed[claimed.count - 1].deliveries.append(row.delivery)
                 } else {
-                    claimed.append(ClaimedNotification(id: row.id, storedJSON: row.request, deliveries: [row.delivery]))
+                    claimed.append(
+                        ClaimedNotification(
+                            id: row.id, storedJSON: row.request, deliveries: [row.delivery],
+                            createdAt: Date(timeIntervalSince1970: row.created)))
                 }
             }
             return claimed
@@ -231,8 +234,13 @@ public final class SQLiteStore: GatewayStore {
                 let host: String = row["host"]
                 let pid: Int32 = row["pid"]
                 let heartbeat = Date(timeIntervalSince1970: row["heartbeat_at"])
-                let isDead = GatewayInstance.isDead(
-                    host: host, processID: pid, lastHeartbeat: heartbeat, now: now, staleAfter: staleAfter)
+                let isDead =
+                    GatewayInstance.isDead(
+                        host: host, processID: pid, lastHeartbeat: heartbeat, now: now, staleAfter: staleAfter)
+                    || (name == instance.name
+                        && instance.isEarlierStart(
+                            host: host, processID: pid, incarnation: row["incarnation"], lastHeartbeat: heartbeat,
+                            now: now))
                 if name == instance.name, !isDead {
                     return .nameInUse(host: host, processID: pid, lastHeartbeat: heartbeat)
                 }
@@ -283,13 +291,13 @@ public final class SQLiteStore: GatewayStore {
         return try await pool.write { db in
             let finish = try db.cachedStatement(
                 sql: """
-                    UPDATE deliveries SET state = 'done', lease_owner = NULL, lease_until = NULL, attempts = attempts + 1,
+                    UPDATE deliveries SET state = 'done', lease_owner = NULL, lease_until = NULL, attempts = attempts + ?,
                         status = ?, reason = ?, apns_id = ?, error_kind = ?, delivery = ?, message = ?, finished_at = ?
                     WHERE notification_id = ? AND position = ? AND state = 'claimed' AND lease_owner = ?
                     """)
             let requeue = try db.cachedStatement(
                 sql: """
-                    UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_until = NULL, started_at = NULL, attempts = attempts + 1,
+                    UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_until = NULL, started_at = NULL, attempts = attempts + ?,
                         available_at = ?, error_kind = ?, delivery = ?, message = ?
                     WHERE notification_id = ? AND position = ? AND state = 'claimed' AND lease_owner = ?
                     """)
@@ -301,14 +309,16 @@ public final class SQLiteStore: GatewayStore {
             for outcome in outcomes {
                 if let retryAt = outcome.retryAt {
                     try requeue.execute(arguments: [
-                        retryAt.timeIntervalSince1970, outcome.errorKind, outcome.delivery, outcome.message,
+                        outcome.countsAsAttempt ? 1 : 0, retryAt.timeIntervalSince1970, outcome.errorKind,
+                        outcome.delivery, outcome.message,
                         outcome.notificationID,
                         outcome.position, owner,
                     ])
                     continue
                 }
                 try finish.execute(arguments: [
-                    outcome.status, outcome.reason, outcome.apnsID, outcome.errorKind, outcome.delivery,
+                    outcome.countsAsAttempt ? 1 : 0, outcome.status, outcome.reason, outcome.apnsID, outcome.errorKind,
+                    outcome.delivery,
                     outcome.message,
                     now.timeIntervalSince1970, outcome.notificationID, outcome.position, owner,
                 ])

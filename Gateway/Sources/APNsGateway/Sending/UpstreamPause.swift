@@ -1,0 +1,186 @@
+import APNs
+
+/// Why sending is paused: a cause outside the device-send, which the next send would meet too.
+/// None of these spends a device-send's attempts; each pauses every send through the connector.
+public enum UpstreamCause: String, Sendable, CaseIterable {
+    /// No answer could be had: DNS, connect, TLS, proxy, a server without HTTP/2, the connector's
+    /// circuit breaker open, or a deadline that passed before the request was written.
+    case unreachable
+    /// APNs answered with a server error (500 InternalServerError, 503 ServiceUnavailable or
+    /// Shutdown).
+    case serverError = "server-error"
+    /// APNs refused the credential (the key, team, certificate or its environment), or its tokens
+    /// (TooManyProviderTokenUpdates, a token called expired after a fresh one).
+    case credentials
+
+    /// The cause of a send's failure, when it is upstream; nil when the failure is the device-send's
+    /// own (or it did not fail).
+    static func of(_ result: Result<APNsResponse, APNsError>) -> UpstreamCause? {
+        switch result {
+        case .success:
+            return nil
+        case .failure(.rejected(let rejection)):
+            if (500...599).contains(rejection.status) { return .serverError }
+            guard let reason = rejection.reason else { return nil }
+            if reason.refusesTheCredential || reason == .tooManyProviderTokenUpdates
+                || reason == .expiredProviderToken || reason == .unrelatedKeyIdInToken
+            {
+                return .credentials
+            }
+            return nil
+        case .failure(.transport(let failure)):
+            guard failure.delivery == .notSent else { return nil }
+            switch failure.kind {
+            case .cancelled, .shutDown: return nil
+            default: return .unreachable
+            }
+        case .failure(.credential):
+            return .credentials
+        case .failure:
+            return nil
+        }
+    }
+}
+
+/// Whether the dispatcher sends, as a value given the time and what sends report; it reads no
+/// clock and does no I/O (``Dispatcher`` does both around it).
+///
+/// A send that fails upstream (``UpstreamCause``) pauses sending: nothing more starts, and what
+/// was claimed and not started is queued again for the pause's end, its attempts unspent.
+///
+/// - When APNs said how long to wait (a server error with `Retry-After`, honoured up to an hour),
+///   the pause lasts that long and sending then resumes as before: the server named the end.
+/// - Otherwise the end is unknown: when the pause is over, one device-send is claimed alone, as a
+///   probe. An answer from APNs that is not upstream trouble (any success or device-level
+///   refusal) resumes sending; another upstream failure pauses again, twice as long (from 1 s up
+///   to 30 s).
+///
+/// Thread safety: a value; the dispatcher keeps it behind a `Mutex`.
+struct UpstreamPause: Sendable, Equatable {
+    enum State: Sendable, Equatable {
+        /// Sends start as claims allow.
+        case sending
+        /// Nothing starts until then; then a probe, or (when APNs named the end) sending again.
+        case paused(until: ContinuousClock.Instant, probe: Bool)
+        /// One device-send was claimed to find out whether the cause is gone; nothing else starts.
+        case probing
+    }
+
+    /// What a claim may take.
+    enum Claim: Sendable, Equatable {
+        /// A whole batch.
+        case batch
+        /// One device-send, the probe.
+        case probe
+        /// Nothing: paused, or a probe is out.
+        case nothing
+    }
+
+    /// What changed, for the log and the metrics.
+    enum Change: Sendable, Equatable {
+        /// Sending paused for `cause`, until `until`.
+        case paused(UpstreamCause, until: ContinuousClock.Instant)
+        /// A probe met the cause again: paused longer.
+        case stillPaused(UpstreamCause, until: ContinuousClock.Instant)
+        /// A send was answered: sending resumes.
+        case resumed(after: UpstreamCause)
+    }
+
+    static let firstPause: Duration = .seconds(1)
+    static let longestPause: Duration = .seconds(30)
+    /// The longest `Retry-After` honoured.
+    static let longestRetryAfter: Duration = .seconds(3_600)
+
+    private(set) var state = State.sending
+    /// The cause of the current pause.
+    private(set) var cause: UpstreamCause?
+    /// Pauses in a row without an answer in between.
+    private(set) var pauses = 0
+
+    /// What a claim at `now` may take; a due probe is taken by this call (the next gets nothing
+    /// until the probe is reported).
+    mutating func claim(at now: ContinuousClock.Instant) -> Claim {
+        switch state {
+        case .sending: return .batch
+        case .probing: return .nothing
+        case .paused(let until, let probe):
+            guard now >= until else { return .nothing }
+            guard probe else {
+                // APNs named the end of the pause: sending resumes, and the next failure, if any,
+                // pauses it again.
+                state = .sending
+                return .batch
+            }
+            state = .probing
+            return .probe
+        }
+    }
+
+    /// Whether a send claimed earlier may start at `now`: not while paused (the probe, once
+    /// claimed, may).
+    func mayStart(at now: ContinuousClock.Instant) -> Bool {
+        if case .paused(let until, _) = state { return now >= until }
+        return true
+    }
+
+    /// When device-sends stopped by this pause are due again: the pause's end, or `now`.
+    func resumesAt(_ now: ContinuousClock.Instant) -> ContinuousClock.Instant {
+        if case .paused(let until, _) = state { return max(until, now) }
+        return now
+    }
+
+    /// A send failed upstream at `now`, with APNs' `Retry-After` if it sent one; `jitter` (0.8–1.2)
+    /// spreads the pauses of several instances.
+    mutating func failed(
+        _ cause: UpstreamCause, retryAfter: Duration?, at now: ContinuousClock.Instant, jitter: Double
+    ) -> Change? {
+        let named = retryAfter.map { min($0, Self.longestRetryAfter) }
+        switch state {
+        case .paused(let until, let probe):
+            // Sends that were out when the pause began: only a longer Retry-After moves its end.
+            if let named, now + named > until { state = .paused(until: now + named, probe: probe) }
+            return nil
+        case .sending, .probing:
+            let wasPaused = self.cause != nil
+            let length: Duration
+            if let named {
+                // Never sooner than APNs asked: the jitter only adds.
+                length = named * max(1, jitter)
+            } else {
+                var backOff = Self.firstPause
+                for _ in 0..<min(pauses, 8) where backOff < Self.longestPause { backOff = backOff * 2 }
+                length = min(backOff, Self.longestPause) * jitter
+            }
+            pauses += 1
+            self.cause = cause
+            state = .paused(until: now + length, probe: named == nil)
+            return wasPaused ? .stillPaused(cause, until: now + length) : .paused(cause, until: now + length)
+        }
+    }
+
+    /// APNs answered a send with something other than upstream trouble: sending resumes (a
+    /// pause APNs named the end of is over when it answers too).
+    mutating func answered() -> Change? {
+        defer {
+            state = .sending
+            pauses = 0
+            cause = nil
+        }
+        guard let cause else { return nil }
+        return .resumed(after: cause)
+    }
+
+    /// The probe ended with no verdict (its device-send expired, or was not sent for a reason of
+    /// its own): the next claim probes again at once.
+    mutating func probeEnded(at now: ContinuousClock.Instant) {
+        if state == .probing { state = .paused(until: now, probe: true) }
+    }
+}
+
+/// Whether a dispatcher sends, as readiness reports it.
+public enum SendingStatus: Sendable, Equatable {
+    case sending
+    /// Paused for `cause`: device-sends wait, their attempts unspent; a probe goes out in
+    /// `probeIn` (zero: one is out, or goes with the next claim).
+    case paused(UpstreamCause, probeIn: Duration)
+}
