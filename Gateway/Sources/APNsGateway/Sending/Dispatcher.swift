@@ -157,6 +157,7 @@ public final class Dispatcher: Service, Sendable {
                     Gauge(label: "apns_gateway_sending_paused", dimensions: [("cause", $0.rawValue)], factory: factory)
                 )
             })
+        for gauge in paused.values { gauge.record(0) }  // listed from the start, not after a first pause
         self.store = store
         self.connector = connector
         self.configuration = configuration
