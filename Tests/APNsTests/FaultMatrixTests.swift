@@ -121,11 +121,18 @@ import Testing
             // processes; all of them if refused streams were never sent again).
             #expect(tally.notSentTimeouts < count / 2, "\(tally.summary)")
         },
-        // Any other stream error after processing: may have been delivered.
+        // Any other stream error after processing: may have been delivered. On a machine too busy
+        // to answer within the deadline (beside six CPU-bound processes, once in three runs), the
+        // first timeout with nothing answered since also closes the stalled connection, as in the
+        // delay case above: what was written on it ends connection-lost, unknown — only then.
         Case(fault: .resetStreamsAfterProcessing(errorCode: 2), requests: 50) { tally in
-            #expect(tally.unknownNotTimedOut.count <= 50, "\(tally.summary)")
+            let reset = tally.unknownNotTimedOut.filter { $0.kind == .protocolError }
+            #expect(reset.count <= 50, "\(tally.summary)")
             #expect(tally.unknownNotTimedOut.count + tally.timedOut >= 50, "\(tally.summary)")
-            #expect(tally.unknownNotTimedOut.allSatisfy { $0.kind == .protocolError }, "\(tally.summary)")
+            #expect(
+                tally.unknownNotTimedOut.allSatisfy {
+                    $0.kind == .protocolError || ($0.kind == .connectionLost && tally.timedOut > 0)
+                }, "\(tally.summary)")
             #expect(tally.accepted + tally.unknownNotTimedOut.count + tally.timedOut == count, "\(tally.summary)")
         },
         // Streams above the GOAWAY's last-stream-id were never processed: all sent again, once,
