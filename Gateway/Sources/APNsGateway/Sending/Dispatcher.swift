@@ -714,8 +714,9 @@ public final class Dispatcher: Service, Sendable {
         }
     }
 
-    /// When a device-send that failed on its own is due again (back-off doubling from 1 s to a
-    /// minute, no sooner than `notBefore`), or nil when its attempts are spent.
+    /// When a device-send that failed on its own is due again (a back-off that doubles with each
+    /// attempt, capped, with jitter; no sooner than `notBefore`), or nil when its attempts are
+    /// spent.
     private func retry(_ delivery: ClaimedDelivery, notBefore: Duration?) -> Date? {
         guard delivery.attempts + 1 < configuration.maximumAttempts else { return nil }
         let backOff = min(60, pow(2, Double(delivery.attempts))) * Double.random(in: 0.5...1)

@@ -48,12 +48,13 @@ public enum UpstreamCause: String, Sendable, CaseIterable {
 /// A send that fails upstream (``UpstreamCause``) pauses sending: nothing more starts, and what
 /// was claimed and not started is queued again for the pause's end, its attempts unspent.
 ///
-/// - When APNs said how long to wait (a server error with `Retry-After`, honoured up to an hour),
-///   the pause lasts that long and sending then resumes as before: the server named the end.
+/// - When APNs said how long to wait (a server error with `Retry-After`, honoured up to
+///   ``longestRetryAfter``), the pause lasts that long and sending then resumes as before: the
+///   server named the end.
 /// - Otherwise the end is unknown: when the pause is over, one device-send is claimed alone, as a
 ///   probe. An answer from APNs that is not upstream trouble (any success or device-level
-///   refusal) resumes sending; another upstream failure pauses again, twice as long (from 1 s up
-///   to 30 s).
+///   refusal) resumes sending; another upstream failure pauses again, twice as long (from
+///   ``firstPause`` up to ``longestPause``).
 ///
 /// Thread safety: a value; the dispatcher keeps it behind a `Mutex`.
 struct UpstreamPause: Sendable, Equatable {
