@@ -58,9 +58,13 @@ struct DatabaseOptions: ParsableArguments {
         logger: Logger, _ body: @Sendable (any GatewayStore) async throws -> T
     ) async throws -> T {
         guard database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") else {
-            let store = try SQLiteStore(path: database)
-            try await store.prepare()
-            return try await body(store)
+            do {
+                let store = try SQLiteStore(path: database)
+                try await store.prepare()
+                return try await body(store)
+            } catch {
+                throw DatabaseFailure.readable(error)
+            }
         }
         guard (1...3600).contains(databaseWaitSeconds) else {
             throw ValidationError("--database-wait-seconds \(databaseWaitSeconds) must be between 1 and 3600")
@@ -79,9 +83,13 @@ struct DatabaseOptions: ParsableArguments {
             // of the error's message on standard error: stop it first, waiting at most 2 s.
             pool.cancel()
             await Self.waitForEnd(of: pool, atMost: .seconds(2))
-            throw error
+            throw DatabaseFailure.readable(error)
         }
-        return try await body(store)
+        do {
+            return try await body(store)
+        } catch {
+            throw DatabaseFailure.readable(error)
+        }
     }
 
     /// Returns when `task` has ended or `limit` has passed, whichever comes first.

@@ -39,13 +39,16 @@ import Testing
         #expect(
             applied
                 == (backend == .sqlite
-                    ? ["1-release-0.1.0", "2-leases-and-retention", "3-at-most-once"] : ["1", "2", "3", "4"]))
+                    ? ["1-release-0.1.0", "2-leases-and-retention", "3-at-most-once", "4-idempotency-keys"]
+                    : ["1", "2", "3", "4", "5"]))
         let schema = try await Self.schema(of: queue)
         // A second start applies nothing and changes nothing.
         try await queue.store.prepare()
         #expect(try await Self.migrations(of: queue) == applied)
         #expect(try await Self.schema(of: queue) == schema)
         #expect(schema.contains { $0.contains("instances") })
+        // One notification per API key and idempotency key; notifications without one are not in it.
+        #expect(schema.contains { $0.contains("UNIQUE INDEX notifications_idempotency") && $0.contains("IS NOT NULL") })
         if backend == .postgres {
             // Room on each page for a claim's new row version, written in place (no index entry).
             #expect(

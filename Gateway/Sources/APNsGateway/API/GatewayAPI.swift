@@ -17,7 +17,7 @@ import Synchronization
 /// - `GET /healthz`, `GET /readyz`, `GET /metrics`.
 ///
 /// Every `/v1` route needs `Authorization: Bearer <key>`; a key sends only to its apps, at its
-/// rate. Errors are `application/problem+json` that name the rule.
+/// rate. Every error is `application/problem+json` that names the rule (``ProblemMiddleware``).
 ///
 /// Thread safety: `Sendable`; the router it builds serves requests concurrently.
 public struct GatewayAPI: Sendable {
@@ -31,6 +31,8 @@ public struct GatewayAPI: Sendable {
         public var maximumQueueDepth = 1_000_000
         /// The `Retry-After` of that 503, in seconds.
         public var queueFullRetryAfter = 5
+        /// The `Retry-After` of a 503 when the queue's database is unavailable, in seconds.
+        public var databaseRetryAfter = 2
         /// How long a key looked up in the store is remembered.
         public var keyCacheLifetime: Duration = .seconds(5)
 
@@ -49,13 +51,18 @@ public struct GatewayAPI: Sendable {
     let sendingStatus: (@Sendable () -> SendingStatus)?
     private let keys: KeyCache
     private let limiter = RateLimiter()
-    private let accepted = Counter(label: "apns_gateway_notifications_accepted_total")
+    private let metricsFactory: any MetricsFactory
+    private let accepted: Counter
+    private let replayed: Counter
 
     public init(
         store: any GatewayStore, configuration: Configuration = .init(), authenticationMethod: AuthenticationMethod,
         metricsText: (@Sendable () -> String)? = nil, sendingStatus: (@Sendable () -> SendingStatus)? = nil,
-        onAccepted: @escaping @Sendable () -> Void = {}
+        metricsFactory: any MetricsFactory = MetricsSystem.factory, onAccepted: @escaping @Sendable () -> Void = {}
     ) {
+        self.metricsFactory = metricsFactory
+        accepted = Counter(label: "apns_gateway_notifications_accepted_total", factory: metricsFactory)
+        replayed = Counter(label: "apns_gateway_notifications_replayed_total", factory: metricsFactory)
         self.store = store
         self.configuration = configuration
         self.authenticationMethod = authenticationMethod
@@ -67,10 +74,59 @@ public struct GatewayAPI: Sendable {
 
     /// The SHA-256 of an API key, lower-case hex: what the store keeps instead of the key.
     public static func hash(apiKey: String) -> String {
-        SHA256.hash(data: Array(apiKey.utf8)).map { byte in
+        hex(SHA256.hash(data: Array(apiKey.utf8)))
+    }
+
+    static func hex(_ digest: SHA256.Digest) -> String {
+        digest.map { byte in
             let hex = String(byte, radix: 16)
             return byte < 16 ? "0" + hex : hex
         }.joined()
+    }
+
+    static let idempotencyKeyField = HTTPField.Name("Idempotency-Key")!
+    /// Says that a `POST` answer is the one an earlier request with the same `Idempotency-Key` got.
+    static let idempotentReplayed = HTTPField.Name("Idempotent-Replayed")!
+
+    /// The request's `Idempotency-Key`, if it has one: a Structured Fields string (RFC 8941,
+    /// `"…"`), as the IETF draft defines the header, or the same characters unquoted, as many
+    /// clients send a UUID; 1 to 255 printable ASCII characters.
+    static func idempotencyKey(_ headers: HTTPFields) throws -> String? {
+        let values = headers[values: idempotencyKeyField]
+        guard let value = values.first else { return nil }
+        let refusal = Problem(
+            .badRequest,
+            #"the Idempotency-Key header is not one key: give Idempotency-Key: "<1 to 255 printable ASCII characters>", a new one for each notification"#,
+            field: "Idempotency-Key")
+        guard values.count == 1 else { throw refusal }
+        var key = ""
+        let text = value.trimmingCharacters(in: .whitespaces)
+        if text.hasPrefix("\"") {
+            // An sf-string: printable ASCII; a backslash escapes only a quote or a backslash.
+            var characters = text.unicodeScalars.dropFirst()[...]
+            var closed = false
+            while let character = characters.popFirst() {
+                if character == "\"" {
+                    closed = true
+                    break
+                }
+                if character == "\\" {
+                    guard let next = characters.popFirst(), next == "\"" || next == "\\" else { throw refusal }
+                    key.unicodeScalars.append(next)
+                } else {
+                    guard (0x20...0x7E).contains(character.value) else { throw refusal }
+                    key.unicodeScalars.append(character)
+                }
+            }
+            guard closed, characters.isEmpty else { throw refusal }
+        } else {
+            guard text.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) && $0 != "\"" }) else {
+                throw refusal
+            }
+            key = text
+        }
+        guard (1...255).contains(key.utf8.count) else { throw refusal }
+        return key
     }
 
     /// A new random API key (32 bytes, hex): give it to the caller once, store its ``hash(apiKey:)``.
@@ -86,17 +142,20 @@ public struct GatewayAPI: Sendable {
     /// The routes.
     public func router() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
+        // First, so that it wraps every route and the answer for an unknown path.
+        router.add(
+            middleware: ProblemMiddleware(retryAfter: configuration.databaseRetryAfter, metricsFactory: metricsFactory))
         router.post("/v1/notifications") { request, context in
-            try await counted { try await self.accept(request, context: context) }
+            try await self.accept(request, context: context)
         }
         router.get("/v1/notifications/:id") { request, context in
-            try await counted { try await self.progress(request, context: context) }
+            try await self.progress(request, context: context)
         }
         router.get("/v1/unregistered") { request, context in
-            try await counted { try await self.unregistered(request, context: context) }
+            try await self.unregistered(request, context: context)
         }
         router.delete("/v1/unregistered") { request, context in
-            try await counted { try await self.acknowledge(request, context: context) }
+            try await self.acknowledge(request, context: context)
         }
         router.get("/healthz") { _, _ in jsonResponse(.ok, .object(["status": .string("ok")])) }
         // Ready while the queue's database answers: the API accepts notifications then, also while
@@ -107,7 +166,9 @@ public struct GatewayAPI: Sendable {
             do {
                 depth = try await self.store.queueDepth()
             } catch {
-                throw Problem(.serviceUnavailable, "the queue's database cannot be read: \(error)")
+                throw Problem(
+                    .serviceUnavailable, "the queue's database cannot be read: \(DatabaseFailure(error))",
+                    retryAfter: self.configuration.databaseRetryAfter)
             }
             var members: [String: JSONValue] = ["status": .string("ready"), "queue-depth": .integer(Int64(depth))]
             switch self.sendingStatus?() {
@@ -152,6 +213,7 @@ public struct GatewayAPI: Sendable {
 
     private func accept(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let key = try await authenticate(request)
+        let idempotencyKey = try Self.idempotencyKey(request.headers)
         let body = try await readBody(request)
         let notification: NotificationRequest
         do throws(RequestProblem) {
@@ -170,23 +232,39 @@ public struct GatewayAPI: Sendable {
         let queued = QueuedNotification(
             id: id, keyName: key.name, pushType: notification.pushType.rawValue, app: notification.app,
             storedJSON: notification.storedJSON,
-            tokens: notification.targets, createdAt: Date())
+            tokens: notification.targets, createdAt: Date(),
+            idempotency: idempotencyKey.map { Idempotency(key: $0, fingerprint: Self.hex(SHA256.hash(data: body))) })
         guard queued.tokens.count <= configuration.maximumQueueDepth else {
             throw Problem(
                 .contentTooLarge,
                 "\(queued.tokens.count) devices are more than the whole queue holds (\(configuration.maximumQueueDepth) device-sends); split the request",
                 field: "devices")
         }
-        switch try await store.enqueue(queued, maximumQueueDepth: configuration.maximumQueueDepth) {
-        case .accepted:
-            accepted.increment()
-            onAccepted()
+        // The answer to this body, also when a request before it with the same key and body
+        // stored the notification: what it says is read from the body, which is the same.
+        func acceptedAnswer(id: String, replayed: Bool) -> Response {
+            var headers: HTTPFields = [.location: "/v1/notifications/\(id)"]
+            if replayed { headers[Self.idempotentReplayed] = "true" }
             return jsonResponse(
                 .accepted,
                 .object(
                     notification.channel.map { ["id": .string(id), "channel": .string($0.id)] }
                         ?? ["id": .string(id), "devices": .integer(Int64(queued.tokens.count))]),
-                headers: [.location: "/v1/notifications/\(id)"])
+                headers: headers)
+        }
+        switch try await store.enqueue(queued, maximumQueueDepth: configuration.maximumQueueDepth) {
+        case .accepted:
+            accepted.increment()
+            onAccepted()
+            return acceptedAnswer(id: id, replayed: false)
+        case .replayed(let first):
+            replayed.increment()
+            return acceptedAnswer(id: first, replayed: true)
+        case .keyReused(let first):
+            throw Problem(
+                .unprocessableContent,
+                "the Idempotency-Key was given before with another body (notification \(first)); a new notification needs a new key, a retry the same body",
+                field: "Idempotency-Key")
         case .queueFull(let depth):
             throw Problem(
                 .serviceUnavailable,
@@ -317,17 +395,6 @@ public struct GatewayAPI: Sendable {
     }
 
     // MARK: Shared steps
-
-    /// Runs a `/v1` route, counting refusals by status (`apns_gateway_requests_refused_total`).
-    private func counted(_ route: () async throws -> Response) async throws -> Response {
-        do {
-            return try await route()
-        } catch let problem as Problem {
-            Counter(label: "apns_gateway_requests_refused_total", dimensions: [("status", String(problem.status.code))])
-                .increment()
-            throw problem
-        }
-    }
 
     /// The caller's key: `Authorization: Bearer <key>`, known, and within its rate.
     private func authenticate(_ request: Request) async throws -> APIKey {

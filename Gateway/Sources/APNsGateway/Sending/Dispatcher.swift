@@ -278,7 +278,7 @@ public final class Dispatcher: Service, Sendable {
                 }
             } catch {
                 if Task.isCancelled { return }  // stopping
-                logger.warning("renewing the lease failed", metadata: ["error": "\(error)"])
+                logger.warning("renewing the lease failed", metadata: ["error": "\(DatabaseFailure(error))"])
             }
             switch lease.withLock({ $0.judge(at: .now) }) {
             case .paused:
@@ -307,7 +307,8 @@ public final class Dispatcher: Service, Sendable {
                 }
             } catch {
                 if Task.isCancelled { return }
-                logger.warning("deleting finished notifications failed", metadata: ["error": "\(error)"])
+                logger.warning(
+                    "deleting finished notifications failed", metadata: ["error": "\(DatabaseFailure(error))"])
             }
             if deleted > 0 {
                 logger.info(
@@ -335,7 +336,8 @@ public final class Dispatcher: Service, Sendable {
                 logger.debug("stopped while claiming from the queue", metadata: ["error": "\(error)"])
             } else {
                 logger.error(
-                    "claiming from the queue failed; trying again at the next poll", metadata: ["error": "\(error)"])
+                    "claiming from the queue failed; trying again at the next poll",
+                    metadata: ["error": "\(DatabaseFailure(error))"])
             }
             return 0
         }
@@ -511,7 +513,7 @@ public final class Dispatcher: Service, Sendable {
         } catch {
             logger.error(
                 "recording an at-most-once notification's sends as started failed; not sending them now",
-                metadata: ["notification": "\(claimed.id)", "error": "\(error)"])
+                metadata: ["notification": "\(claimed.id)", "error": "\(DatabaseFailure(error))"])
         }
         let why = "not started: its record as started could not be written"
         await write(
@@ -816,12 +818,12 @@ public final class Dispatcher: Service, Sendable {
                 guard ContinuousClock.now + delay < giveUp else {
                     logger.error(
                         "writing outcomes failed until the lease ran out: these device-sends will be sent again",
-                        metadata: ["error": "\(error)", "outcomes": "\(outcomes.count)"])
+                        metadata: ["error": "\(DatabaseFailure(error))", "outcomes": "\(outcomes.count)"])
                     return
                 }
                 logger.warning(
                     "writing outcomes failed; retrying",
-                    metadata: ["error": "\(error)", "outcomes": "\(outcomes.count)"])
+                    metadata: ["error": "\(DatabaseFailure(error))", "outcomes": "\(outcomes.count)"])
                 try? await Task.sleep(for: delay)
                 delay = min(delay * 2, .seconds(5))
             }

@@ -28,7 +28,10 @@ public protocol GatewayStore: Sendable {
 
     /// Stores a notification and one queued device-send per device in one transaction, unless its
     /// devices would take the queue past `maximumQueueDepth` unfinished device-sends: then nothing
-    /// is stored.
+    /// is stored. A notification with an ``QueuedNotification/idempotency`` key its API key has
+    /// used before (for a notification still kept) is not stored again: the answer names the
+    /// first (``EnqueueResult/replayed(id:)``, or ``EnqueueResult/keyReused(id:)`` when the
+    /// bodies differ), also when the two requests race.
     func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult
     /// Unfinished device-sends (queued or claimed).
     func queueDepth() async throws -> Int
@@ -175,10 +178,12 @@ public struct QueuedNotification: Sendable {
     /// Device tokens, lower-case hex, in request order (their position is their index).
     public var tokens: [String]
     public var createdAt: Date
+    /// The request's `Idempotency-Key`, when it gave one.
+    public var idempotency: Idempotency?
 
     public init(
         id: String, keyName: String, pushType: String, app: String, storedJSON: String, tokens: [String],
-        createdAt: Date
+        createdAt: Date, idempotency: Idempotency? = nil
     ) {
         self.id = id
         self.keyName = keyName
@@ -187,6 +192,22 @@ public struct QueuedNotification: Sendable {
         self.storedJSON = storedJSON
         self.tokens = tokens
         self.createdAt = createdAt
+        self.idempotency = idempotency
+    }
+}
+
+/// A request's `Idempotency-Key` and the fingerprint of its body: the store keeps both with the
+/// notification, so that a request retried with the same key finds the notification the first
+/// made, and one with the same key and another body is told apart.
+public struct Idempotency: Sendable, Hashable {
+    /// The caller's key, unique among its API key's requests.
+    public var key: String
+    /// Lower-case hex SHA-256 of the request body.
+    public var fingerprint: String
+
+    public init(key: String, fingerprint: String) {
+        self.key = key
+        self.fingerprint = fingerprint
     }
 }
 
@@ -196,6 +217,12 @@ public enum EnqueueResult: Sendable, Equatable {
     /// Nothing was stored: the queue held `depth` unfinished device-sends, and the notification's
     /// devices would have taken it past its limit.
     case queueFull(depth: Int)
+    /// Nothing was stored: the API key's notification `id` was stored under the same idempotency
+    /// key and body.
+    case replayed(id: String)
+    /// Nothing was stored: the API key's notification `id` was stored under the same idempotency
+    /// key with another body.
+    case keyReused(id: String)
 }
 
 /// A notification with the device-sends claimed for it.

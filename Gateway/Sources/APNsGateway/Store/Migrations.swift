@@ -12,7 +12,8 @@ import PostgresNIO
 /// schema of release 0.1.0, written with `IF NOT EXISTS` so that a queue created before migrations
 /// were recorded is adopted as it is; the second brings it to leases, instance names and retention;
 /// the third records when an at-most-once device-send may have started (`started_at`); the fourth
-/// (PostgreSQL) moves the renewed lease from each claimed device-send to its instance's row.
+/// (PostgreSQL) moves the renewed lease from each claimed device-send to its instance's row; the
+/// last keeps each notification's `Idempotency-Key` and body fingerprint, unique per API key.
 enum Migrations {
     /// SQLite: (identifier, SQL) in order.
     static let sqlite: [(identifier: String, sql: String)] = [
@@ -56,6 +57,15 @@ enum Migrations {
             "3-at-most-once",
             """
             ALTER TABLE deliveries ADD COLUMN started_at REAL;
+            """
+        ),
+        (
+            "4-idempotency-keys",
+            """
+            ALTER TABLE notifications ADD COLUMN idempotency_key TEXT;
+            ALTER TABLE notifications ADD COLUMN request_hash TEXT;
+            CREATE UNIQUE INDEX notifications_idempotency ON notifications(key_name, idempotency_key)
+                WHERE idempotency_key IS NOT NULL;
             """
         ),
     ]
@@ -120,6 +130,19 @@ enum Migrations {
                 """,
                 "DROP INDEX IF EXISTS deliveries_due",
                 "ALTER TABLE deliveries SET (fillfactor = 50)",
+            ]
+        ),
+        (
+            5, "idempotency keys",
+            [
+                "ALTER TABLE notifications ADD COLUMN IF NOT EXISTS idempotency_key text",
+                "ALTER TABLE notifications ADD COLUMN IF NOT EXISTS request_hash text",
+                // Only keyed notifications are in it; building it reads the notifications, not
+                // their device-sends.
+                """
+                CREATE UNIQUE INDEX IF NOT EXISTS notifications_idempotency ON notifications (key_name, idempotency_key)
+                WHERE idempotency_key IS NOT NULL
+                """,
             ]
         ),
     ]

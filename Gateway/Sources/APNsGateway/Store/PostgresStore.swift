@@ -140,6 +140,11 @@ public final class PostgresStore: GatewayStore, Service {
     }
 
     public func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
+        if let idempotency = notification.idempotency,
+            let first = try await firstUse(of: idempotency, keyName: notification.keyName)
+        {
+            return first
+        }
         let counted = try await recentDepth()
         let devices = notification.tokens.count
         // Checked and reserved in one step, so this instance's concurrent requests cannot pass the
@@ -152,30 +157,59 @@ public final class PostgresStore: GatewayStore, Service {
         }
         if let refusedAt { return .queueFull(depth: refusedAt) }
         let logger = self.logger
+        let stored: Bool
         do {
-            try await insert(notification, logger: logger)
+            stored = try await insert(notification, logger: logger)
         } catch {
             self.depth.withLock { cached in cached?.count -= devices }
             throw error
         }
-        return .accepted
+        if stored { return .accepted }
+        // Another request with the same key was stored between the look-up and the insert.
+        self.depth.withLock { cached in cached?.count -= devices }
+        guard let idempotency = notification.idempotency,
+            let first = try await firstUse(of: idempotency, keyName: notification.keyName)
+        else { throw StoreError("a notification with the same idempotency key was stored and is gone; try again") }
+        return first
+    }
+
+    /// The notification an earlier request stored under the same idempotency key, if any.
+    private func firstUse(of idempotency: Idempotency, keyName: String) async throws -> EnqueueResult? {
+        let rows = try await client.query(
+            """
+            SELECT id, request_hash FROM notifications
+            WHERE key_name = \(keyName) AND idempotency_key = \(idempotency.key)
+            """, logger: logger)
+        for try await (id, fingerprint) in rows.decode((String, String).self) {
+            return fingerprint == idempotency.fingerprint ? .replayed(id: id) : .keyReused(id: id)
+        }
+        return nil
     }
 
     /// One statement, so one round trip and one implicit transaction: the notification and its
     /// device-sends are stored together or not at all (the foreign key is checked at the end of
     /// the statement, when the notification's row is in). As a transaction of two inserts it was
-    /// four round trips (`BEGIN`, the inserts, `COMMIT`).
-    private func insert(_ notification: QueuedNotification, logger: Logger) async throws {
+    /// four round trips (`BEGIN`, the inserts, `COMMIT`). False when nothing was stored because
+    /// another request's notification holds the idempotency key: the unique index makes this
+    /// insert wait for that request's transaction, and do nothing once it commits.
+    private func insert(_ notification: QueuedNotification, logger: Logger) async throws -> Bool {
         let created = notification.createdAt.timeIntervalSince1970
         let positions = Array(0..<notification.tokens.count)
-        try await client.query(
+        let rows = try await client.query(
             """
             WITH notification AS (
-                INSERT INTO notifications(id, key_name, push_type, app, request, created_at)
-                VALUES (\(notification.id), \(notification.keyName), \(notification.pushType), \(notification.app), \(notification.storedJSON), \(created)))
-            INSERT INTO deliveries(notification_id, position, token, state, available_at, created_at)
-            SELECT \(notification.id), p, t, 'queued', \(created), \(created) FROM unnest(\(positions)::integer[], \(notification.tokens)::text[]) AS u(p, t)
+                INSERT INTO notifications(id, key_name, push_type, app, request, created_at, idempotency_key, request_hash)
+                VALUES (\(notification.id), \(notification.keyName), \(notification.pushType), \(notification.app), \(notification.storedJSON), \(created), \(notification.idempotency?.key), \(notification.idempotency?.fingerprint))
+                ON CONFLICT (key_name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+                RETURNING id),
+            devices AS (
+                INSERT INTO deliveries(notification_id, position, token, state, available_at, created_at)
+                SELECT notification.id, p, t, 'queued', \(created), \(created)
+                FROM notification, unnest(\(positions)::integer[], \(notification.tokens)::text[]) AS u(p, t))
+            SELECT count(*) FROM notification
             """, logger: logger)
+        for try await stored in rows.decode(Int.self) { return stored == 1 }
+        return false
     }
 
     public func queueDepth() async throws -> Int {

@@ -61,15 +61,29 @@ public final class SQLiteStore: GatewayStore {
 
     public func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
         try await pool.write { db in
+            // One writer at a time: the key read here cannot be stored by another request before
+            // this transaction ends.
+            if let idempotency = notification.idempotency,
+                let first = try Row.fetchOne(
+                    db,
+                    sql: "SELECT id, request_hash FROM notifications WHERE key_name = ? AND idempotency_key = ?",
+                    arguments: [notification.keyName, idempotency.key])
+            {
+                let fingerprint: String = first["request_hash"]
+                return fingerprint == idempotency.fingerprint ? .replayed(id: first["id"]) : .keyReused(id: first["id"])
+            }
             let depth = try Int.fetchOne(db, sql: "SELECT value FROM counters WHERE name = 'queue_depth'") ?? 0
             guard depth + notification.tokens.count <= maximumQueueDepth else { return .queueFull(depth: depth) }
             let created = notification.createdAt.timeIntervalSince1970
             try db.execute(
-                sql:
-                    "INSERT INTO notifications(id, key_name, push_type, app, request, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                sql: """
+                    INSERT INTO notifications(id, key_name, push_type, app, request, created_at, idempotency_key, request_hash)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
                 arguments: [
                     notification.id, notification.keyName, notification.pushType, notification.app,
-                    notification.storedJSON, created,
+                    notification.storedJSON, created, notification.idempotency?.key,
+                    notification.idempotency?.fingerprint,
                 ])
             let insert = try db.cachedStatement(
                 sql:
