@@ -22,6 +22,11 @@ import Synchronization
 //   claim      with --claim-history N: a claim of 2,000 queued device-sends (best of 5), on the
 //              queue as it is and again after N finished device-sends were added (a queue's history)
 //
+//   backlog    with --backlog N alone (nothing else runs): a claim of 2,000 due device-sends and a
+//              read of the queue's depth (what /readyz and back-pressure read), best of 5 each,
+//              behind 10,000 unfinished device-sends waiting out a back-off (claimed once and queued
+//              again for a day later, as a pause or a device's back-off leaves them), then behind N
+//
 //   CPU        per device-send in the direct and the end-to-end phase: the whole machine's (Linux,
 //              /proc/stat: the benchmark, the mock and PostgreSQL together) and this process's own
 //
@@ -40,6 +45,8 @@ struct Options {
     /// The dispatcher's claim size and batches in flight (its defaults unless given).
     var claimBatch: Int?
     var concurrentBatches: Int?
+    /// Waiting device-sends for the backlog figures (0: the throughput figures instead).
+    var backlog = 0
 
     init(_ arguments: [String]) throws {
         var iterator = arguments.dropFirst().makeIterator()
@@ -62,12 +69,15 @@ struct Options {
             case "--claim-history": claimHistory = try positive(argument)
             case "--claim-batch": claimBatch = try positive(argument)
             case "--concurrent-batches": concurrentBatches = try positive(argument)
+            case "--backlog":
+                backlog = try positive(argument)
+                guard backlog > 10_000 else { throw SetupError("--backlog takes more than 10000") }
             case "--instances":
                 instances = try positive(argument)
                 guard instances <= 8 else { throw SetupError("--instances takes 1 to 8") }
             default:
                 throw SetupError(
-                    "unknown option \(argument); use --devices N --per-request N --accept-requests N [--postgres URL] [--claim-history N] [--instances N] [--claim-batch N] [--concurrent-batches N]"
+                    "unknown option \(argument); use --devices N --per-request N --accept-requests N [--postgres URL] [--claim-history N] [--instances N] [--claim-batch N] [--concurrent-batches N] | [--postgres URL] --backlog N"
                 )
             }
         }
@@ -152,6 +162,78 @@ do {
 } catch {
     FileHandle.standardError.write(Data("GatewayBenchmark: \(error)\n".utf8))
     exit(2)
+}
+
+/// The backlog figures (`--backlog N`): claim and depth behind 10,000 waiting device-sends, then
+/// behind N.
+func backlogBenchmark(_ options: Options) async throws {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-backlog-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let store: any GatewayStore
+    var pool: Task<Void, Never>?
+    if let url = options.postgres {
+        let postgres = try PostgresStore(url: url, logger: Logger(label: "benchmark"))
+        pool = Task { await postgres.run() }
+        store = postgres
+    } else {
+        store = try SQLiteStore(path: folder.appendingPathComponent("queue.sqlite").path)
+    }
+    try await store.prepare()
+    print("gateway backlog benchmark: queue \(options.postgres == nil ? "SQLite" : "PostgreSQL")")
+    var waiting = 0
+    var figures: [(backlog: Int, claim: Double, depth: Double)] = []
+    for target in [10_000, options.backlog] {
+        let filled = ContinuousClock.now
+        // Queued, claimed and queued again for a day later, 5,000 at a time: the store's own path.
+        while waiting < target {
+            let count = min(5_000, target - waiting)
+            let created = Date().addingTimeInterval(-3_600)
+            let queued = QueuedNotification(
+                id: "backlog-\(UUID().uuidString)", keyName: "backlog", pushType: "alert", app: "com.example.app",
+                storedJSON: "{}", tokens: (0..<count).map { String(format: "%064x", waiting + $0 + 1) },
+                createdAt: created)
+            guard try await store.enqueue(queued, maximumQueueDepth: .max) == .accepted else {
+                throw SetupError("the backlog's notification was refused")
+            }
+            let now = Date()
+            let claimed = try await store.claim(owner: "backlog", limit: count, now: now, leaseUntil: now + 600)
+            let outcomes = claimed.flatMap { notification in
+                notification.deliveries.map {
+                    DeliveryOutcome(
+                        notificationID: notification.id, position: $0.position, token: $0.token, app: "com.example.app",
+                        retryAt: now + 86_400, countsAsAttempt: false)
+                }
+            }
+            guard outcomes.count == count else {
+                throw SetupError("the backlog's claim took \(outcomes.count) of \(count)")
+            }
+            _ = try await store.complete(outcomes, owner: "backlog", now: now)
+            waiting += count
+        }
+        print(
+            "backlog: \(waiting) waiting device-sends (filled in \(String(format: "%.1f", (ContinuousClock.now - filled).seconds)) s)"
+        )
+        var depth = Double.infinity
+        for _ in 0..<5 {
+            let start = ContinuousClock.now
+            let read = try await store.queueDepth()
+            depth = min(depth, (ContinuousClock.now - start).seconds)
+            guard read == waiting else { throw SetupError("the depth read \(read), not \(waiting)") }
+        }
+        figures.append((waiting, try await bestClaim(store), depth))
+    }
+    pool?.cancel()
+    for figure in figures {
+        print(
+            "behind \(figure.backlog) waiting: claim of 2,000 \(String(format: "%.2f", figure.claim * 1000)) ms, depth \(String(format: "%.3f", figure.depth * 1000)) ms (best of 5)"
+        )
+    }
+    if let small = figures.first, let large = figures.last {
+        print(
+            "ratio \(large.backlog) / \(small.backlog): claim \(String(format: "%.2f", large.claim / small.claim)), depth \(String(format: "%.2f", large.depth / small.depth))"
+        )
+    }
 }
 
 func benchmark(_ options: Options) async throws {
@@ -400,7 +482,7 @@ func bestClaim(_ store: any GatewayStore) async throws -> Double {
         let queued = QueuedNotification(
             id: id, keyName: "claim", pushType: "alert", app: "com.example.app", storedJSON: "{}", tokens: tokens,
             createdAt: Date())
-        guard try await store.enqueue(queued, maximumQueueDepth: 1_000_000) == .accepted else {
+        guard try await store.enqueue(queued, maximumQueueDepth: .max) == .accepted else {
             throw SetupError("the claim benchmark's notification was refused")
         }
         let now = Date()
@@ -422,7 +504,7 @@ func bestClaim(_ store: any GatewayStore) async throws -> Double {
 }
 
 do {
-    try await benchmark(options)
+    if options.backlog > 0 { try await backlogBenchmark(options) } else { try await benchmark(options) }
 } catch {
     FileHandle.standardError.write(Data("GatewayBenchmark: \(error)\n".utf8))
     exit(1)

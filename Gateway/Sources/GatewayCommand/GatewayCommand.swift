@@ -50,6 +50,12 @@ struct DatabaseOptions: ParsableArguments {
         name: .customLong("database-wait-seconds"),
         help: "How long to wait for PostgreSQL at start-up before giving up with an error (1 to 3600).")
     var databaseWaitSeconds = 30
+    @Option(
+        name: .customLong("database-connections"),
+        help:
+            "Connections to PostgreSQL this process may open (1 to 1000): every instance's together must stay under the server's max_connections, 100 by default."
+    )
+    var databaseConnections = 20
 
     /// Runs `body` with the store, its schema prepared; a PostgreSQL pool runs until `body` returns.
     /// A PostgreSQL server that does not answer within `--database-wait-seconds` is an error; SIGTERM
@@ -69,7 +75,16 @@ struct DatabaseOptions: ParsableArguments {
         guard (1...3600).contains(databaseWaitSeconds) else {
             throw ValidationError("--database-wait-seconds \(databaseWaitSeconds) must be between 1 and 3600")
         }
-        let store = try PostgresStore(url: database, logger: logger)
+        guard (1...1000).contains(databaseConnections) else {
+            throw ValidationError("--database-connections \(databaseConnections) must be between 1 and 1000")
+        }
+        let store: PostgresStore
+        do {
+            store = try PostgresStore(url: database, maximumConnections: databaseConnections, logger: logger)
+        } catch {
+            // The URL cannot be used: a setting, exit 64.
+            throw ValidationError("--database: \(error)")
+        }
         let pool = Task { await store.run() }
         defer { pool.cancel() }
         do {
@@ -224,7 +239,10 @@ struct Serve: AsyncParsableCommand {
         name: .customLong("proxy-password-env"),
         help: "Environment variable holding the proxy's password (the user is the one in --proxy).")
     var proxyPasswordEnvironment: String?
-    @Option(name: .customLong("max-devices"), help: "Devices in one request.") var maximumDevices = 5_000
+    @Option(
+        name: .customLong("max-devices"),
+        help: "Devices in one request; the body limit (1 MiB) grows with it, 70 bytes a device past 14,000.")
+    var maximumDevices = 5_000
     @Option(name: .customLong("max-queue-depth"), help: "Unfinished device-sends above which POST answers 503.")
     var maximumQueueDepth = 1_000_000
     @Option(
@@ -358,6 +376,7 @@ struct Serve: AsyncParsableCommand {
         let dispatcher = Dispatcher(store: store, connector: connector, configuration: sending, logger: logger)
         var limits = GatewayAPI.Configuration()
         limits.maximumDevicesPerRequest = maximumDevices
+        limits.maximumBodyBytes = GatewayAPI.Configuration.bodyBytes(forDevices: maximumDevices)
         limits.maximumQueueDepth = maximumQueueDepth
         let api = GatewayAPI(
             store: store, configuration: limits, authenticationMethod: connector.authenticationMethod,

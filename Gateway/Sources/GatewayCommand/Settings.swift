@@ -22,7 +22,7 @@ enum Settings {
     /// and the database options the key commands share. (A test checks this list against
     /// `apns-gateway serve --help`.)
     static let options: [(name: String, kind: Kind, allCommands: Bool)] = [
-        ("database", .text, true), ("database-wait-seconds", .whole, true),
+        ("database", .text, true), ("database-wait-seconds", .whole, true), ("database-connections", .whole, true),
         ("host", .text, false), ("port", .whole, false),
         ("key-file", .text, false), ("key-id", .text, false), ("team-id", .text, false),
         ("p12", .text, false), ("password-env", .text, false), ("production", .flag, false),

@@ -20,8 +20,8 @@ import Testing
     }
 
     /// PostgreSQL's plans, with statistics of a long history (20,000 finished device-sends, a few
-    /// queued and claimed): the claim and the queue's depth read the partial index of unfinished
-    /// rows, never the whole table, and a batch of outcomes or of the retention's deletes finds its
+    /// queued and claimed): the claim reads the partial index of unfinished rows by due time, the
+    /// depth no device-send at all, and a batch of outcomes or of the retention's deletes finds its
     /// rows by their primary key.
     @Test func thePostgreSQLQueueIsReadByItsIndexes() async throws {
         let queue = try await TestStore(.postgres)
@@ -38,10 +38,13 @@ import Testing
         // Adds the history and brings the planner's statistics up to date (ANALYZE).
         try await store.addFinishedHistory(count: 20_000)
         let plans = try await store.queryPlans()
-        for (name, plan) in [("claim", plans.claim), ("depth", plans.depth)] {
-            #expect(plan.contains { $0.contains("using deliveries_open on deliveries") }, "\(name): \(plan)")
-            #expect(!plan.contains { $0.contains("Seq Scan on deliveries") }, "\(name): \(plan)")
-        }
+        #expect(plans.claim.contains { $0.contains("using deliveries_by_due on deliveries") }, "\(plans.claim)")
+        #expect(!plans.claim.contains { $0.contains("Seq Scan on deliveries") }, "\(plans.claim)")
+        // Up to now only: rows due later (a back-off, a pause) are not read.
+        #expect(plans.claim.contains { $0.contains("Index Cond: (available_at <=") }, "\(plans.claim)")
+        // The depth is kept, not counted: it reads 16 rows, never the device-sends.
+        #expect(plans.depth.contains { $0.contains("on queue_depth") }, "\(plans.depth)")
+        #expect(!plans.depth.contains { $0.contains("deliveries") }, "\(plans.depth)")
         // The claim walks the index in its order and stops at its limit: no reading and sorting of
         // every unfinished row first.
         #expect(!plans.claim.contains { $0.contains("Sort") || $0.contains("Bitmap") }, "\(plans.claim)")

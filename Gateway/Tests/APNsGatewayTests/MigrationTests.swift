@@ -40,7 +40,7 @@ import Testing
             applied
                 == (backend == .sqlite
                     ? ["1-release-0.1.0", "2-leases-and-retention", "3-at-most-once", "4-idempotency-keys"]
-                    : ["1", "2", "3", "4", "5"]))
+                    : ["1", "2", "3", "4", "5", "6"]))
         let schema = try await Self.schema(of: queue)
         // A second start applies nothing and changes nothing.
         try await queue.store.prepare()
@@ -55,7 +55,8 @@ import Testing
                 try await queue.rows(
                     "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE relname = 'deliveries'")
                     == ["fillfactor=50"])
-            #expect(!schema.contains { $0.contains("deliveries_claims") || $0.contains("deliveries_due") })
+            #expect(!schema.contains { $0.contains("deliveries_claims") || $0.contains("deliveries_due ") })
+            #expect(!schema.contains { $0.contains("deliveries_open") })
         }
         await queue.remove()
     }

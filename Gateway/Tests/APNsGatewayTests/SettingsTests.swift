@@ -1,3 +1,4 @@
+import APNsGateway
 import Foundation
 import Testing
 
@@ -63,7 +64,8 @@ import Testing
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let values: [String: String] = [
-            "database": #""\#(folder.path)/queue.sqlite""#, "database-wait-seconds": "5", "host": #""127.0.0.1""#,
+            "database": #""\#(folder.path)/queue.sqlite""#, "database-wait-seconds": "5", "database-connections": "4",
+            "host": #""127.0.0.1""#,
             "port": "0", "key-file": #""/nonexistent/AuthKey.p8""#, "key-id": #""KEY0000001""#,
             "team-id": #""TEAM000001""#, "p12": #""/nonexistent/cert.p12""#, "password-env": #""P12_PASSWORD""#,
             "production": "true", "apns-host": #""127.0.0.1:9""#, "ca-file": #""/nonexistent/ca.pem""#,
@@ -106,6 +108,40 @@ import Testing
             #expect(status == 64)
             #expect(error.contains("a lease of 3 s is shorter than the send timeout"), "\(level): \(error)")
         }
+    }
+
+    /// The database options: a pool size out of range, an sslmode libpq does not have, a root
+    /// certificate that is not there, each exit 64 with what to give, before any connection.
+    @Test func databaseSettingsThatCannotBeUsedExit64() throws {
+        let url = "postgres://gateway@127.0.0.1:9/queue"
+        let cases: [([String], String)] = [
+            (
+                ["--database", url, "--database-connections", "0"],
+                "--database-connections 0 must be between 1 and 1000"
+            ),
+            (
+                ["--database", url + "?sslmode=verify-everything"],
+                "sslmode=verify-everything is not one of disable, prefer, require, verify-ca, verify-full"
+            ),
+            (
+                ["--database", url + "?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem"],
+                "sslrootcert=/nonexistent/ca.pem cannot be read"
+            ),
+        ]
+        for (arguments, message) in cases {
+            let (status, _, error) = try Self.run(["list-keys"] + arguments)
+            #expect(status == 64, "\(arguments): \(error)")
+            #expect(error.contains(message), "\(arguments): \(error)")
+        }
+    }
+
+    @Test func theBodyLimitMakesRoomForTheDevicesAllowed() {
+        #expect(GatewayAPI.Configuration.bodyBytes(forDevices: 5_000) == 1 << 20)
+        // 100,000 tokens of 64 hex digits, quoted, with commas, and a notification of 60 KiB.
+        let devices = 100_000
+        let body = 2 + devices * 67 + 60 << 10
+        #expect(GatewayAPI.Configuration.bodyBytes(forDevices: devices) >= body)
+        #expect(GatewayAPI.Configuration.bodyBytes(forDevices: .max) > 1 << 20)
     }
 
     @Test func aFileOrVariableThatCannotBeUsedIsRefusedWithWhatIsWrong() throws {

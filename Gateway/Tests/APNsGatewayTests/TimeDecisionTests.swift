@@ -92,6 +92,17 @@ import Testing
         #expect(limiter.admit(key: "k", rate: 2, now: at(0.5)) == 0.5)
     }
 
+    @Test func aTokenGivenBackIsTheNextRequestsAndNoMoreThanTheBurst() {
+        let limiter = RateLimiter()
+        for _ in 0..<2 { #expect(limiter.admit(key: "k", rate: 1, now: at(0)) == nil) }
+        limiter.giveBack(key: "k", rate: 1)
+        #expect(limiter.admit(key: "k", rate: 1, now: at(0)) == nil)
+        #expect(limiter.admit(key: "k", rate: 1, now: at(0)) == 1)
+        for _ in 0..<5 { limiter.giveBack(key: "k", rate: 1) }
+        for _ in 0..<2 { #expect(limiter.admit(key: "k", rate: 1, now: at(0)) == nil) }
+        #expect(limiter.admit(key: "k", rate: 1, now: at(0)) == 1)
+    }
+
     @Test func anIdleBucketRefillsToItsBurstAndNoFurther() {
         let limiter = RateLimiter()
         for _ in 0..<2 { #expect(limiter.admit(key: "k", rate: 1, now: at(0)) == nil) }

@@ -33,10 +33,20 @@ public struct GatewayAPI: Sendable {
         public var queueFullRetryAfter = 5
         /// The `Retry-After` of a 503 when the queue's database is unavailable, in seconds.
         public var databaseRetryAfter = 2
+        /// Look-ups of API keys the store does not know, a second (bursts of twice it), across
+        /// all callers: past it, a request with a key not remembered is a 429 without reaching the
+        /// database. Known keys do not spend it.
+        public var unknownKeysPerSecond: Double = 50
         /// How long a key looked up in the store is remembered.
         public var keyCacheLifetime: Duration = .seconds(5)
 
         public init() {}
+
+        /// A body limit with room for `devices` tokens (64 hex digits, quoted, and a comma: 70
+        /// bytes each, with room to spare) and the notification's other fields: at least 1 MiB.
+        public static func bodyBytes(forDevices devices: Int) -> Int {
+            max(1 << 20, min(max(devices, 0), 10_000_000) * 70 + (64 << 10))
+        }
     }
 
     let store: any GatewayStore
@@ -69,7 +79,7 @@ public struct GatewayAPI: Sendable {
         self.metricsText = metricsText
         self.sendingStatus = sendingStatus
         self.onAccepted = onAccepted
-        keys = KeyCache(lifetime: configuration.keyCacheLifetime)
+        keys = KeyCache(lifetime: configuration.keyCacheLifetime, unknownPerSecond: configuration.unknownKeysPerSecond)
     }
 
     /// The SHA-256 of an API key, lower-case hex: what the store keeps instead of the key.
@@ -441,12 +451,30 @@ final class KeyCache: Sendable {
     private let lifetime: Duration
     private let entries = Mutex<[String: (key: APIKey?, until: ContinuousClock.Instant)]>([:])
 
-    init(lifetime: Duration) { self.lifetime = lifetime }
+    /// Look-ups of keys not remembered: each takes a token from this bucket, given back when the
+    /// key is known, so that only guesses spend it, and once it is empty no look-up reaches the
+    /// database until it refills.
+    private let lookups = RateLimiter()
+    private let unknownPerSecond: Double
 
+    init(lifetime: Duration, unknownPerSecond: Double) {
+        self.lifetime = lifetime
+        self.unknownPerSecond = unknownPerSecond
+    }
+
+    /// The key with this hash, nil when there is none; a ``Problem`` (429) when look-ups of unknown
+    /// keys have used up their rate.
     func key(hash: String, store: any GatewayStore) async throws -> APIKey? {
         let now = ContinuousClock.now
         if let entry = entries.withLock({ $0[hash] }), entry.until > now { return entry.key }
+        if let wait = lookups.admit(key: "", rate: unknownPerSecond, now: now) {
+            throw Problem(
+                .tooManyRequests,
+                "too many requests with API keys this gateway does not know; wait and try again",
+                retryAfter: max(1, Int(wait.rounded(.up))))
+        }
         let key = try await store.apiKey(hash: hash)
+        if key != nil { lookups.giveBack(key: "", rate: unknownPerSecond) }
         entries.withLock { entries in
             if entries.count > 10_000 { entries.removeAll() }
             entries[hash] = (key, now + lifetime)
@@ -473,6 +501,15 @@ final class RateLimiter: Sendable {
             guard bucket.tokens >= 1 else { return (1 - bucket.tokens) / rate }
             bucket.tokens -= 1
             return nil
+        }
+    }
+
+    /// Returns a token ``admit(key:rate:now:)`` took (the request turned out not to count).
+    func giveBack(key: String, rate: Double) {
+        buckets.withLock { buckets in
+            guard var bucket = buckets[key] else { return }
+            bucket.tokens = min(max(1, rate * 2), bucket.tokens + 1)
+            buckets[key] = bucket
         }
     }
 }

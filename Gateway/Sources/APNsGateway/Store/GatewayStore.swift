@@ -33,11 +33,13 @@ public protocol GatewayStore: Sendable {
     /// first (``EnqueueResult/replayed(id:)``, or ``EnqueueResult/keyReused(id:)`` when the
     /// bodies differ), also when the two requests race.
     func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult
-    /// Unfinished device-sends (queued or claimed).
+    /// Unfinished device-sends (queued or claimed), kept as the queue changes: reading it costs
+    /// the same whatever the backlog.
     func queueDepth() async throws -> Int
 
     /// Claims up to `limit` device-sends that are due (queued and available, or claimed under an
-    /// expired lease) for `owner` until `leaseUntil`, oldest notification first.
+    /// expired lease) for `owner` until `leaseUntil`, the longest due first. Its cost does not grow
+    /// with the rows not due (waiting out a back-off or a pause), however many.
     func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification]
     /// Registers a starting sender under its name, in one transaction: refused while a live sender
     /// holds the name (``InstanceRegistration/nameInUse(host:processID:lastHeartbeat:)``); every

@@ -13,7 +13,8 @@ import PostgresNIO
 /// were recorded is adopted as it is; the second brings it to leases, instance names and retention;
 /// the third records when an at-most-once device-send may have started (`started_at`); the fourth
 /// (PostgreSQL) moves the renewed lease from each claimed device-send to its instance's row; the
-/// last keeps each notification's `Idempotency-Key` and body fingerprint, unique per API key.
+/// next keeps each notification's `Idempotency-Key` and body fingerprint, unique per API key; the
+/// sixth (PostgreSQL) keeps the queue's depth in rows and indexes unfinished rows by due time.
 enum Migrations {
     /// SQLite: (identifier, SQL) in order.
     static let sqlite: [(identifier: String, sql: String)] = [
@@ -143,6 +144,27 @@ enum Migrations {
                 CREATE UNIQUE INDEX IF NOT EXISTS notifications_idempotency ON notifications (key_name, idempotency_key)
                 WHERE idempotency_key IS NOT NULL
                 """,
+            ]
+        ),
+        (
+            6, "costs flat in the backlog",
+            [
+                // The depth, kept by every enqueue and finish in one of 16 rows chosen at random (so
+                // that concurrent writers seldom wait for one another), read as their sum.
+                "CREATE TABLE IF NOT EXISTS queue_depth (slot integer PRIMARY KEY, value bigint NOT NULL)",
+                "INSERT INTO queue_depth (slot, value) SELECT s, 0 FROM generate_series(0, 15) AS s ON CONFLICT DO NOTHING",
+                """
+                UPDATE queue_depth
+                SET value = CASE slot WHEN 0 THEN (SELECT count(*) FROM deliveries WHERE finished_at IS NULL) ELSE 0 END
+                """,
+                // Unfinished rows by when they are due: a claim reads the due ones and stops, never
+                // the rows waiting out a back-off or a pause. A claim leaves `available_at` as it
+                // is, so it still rewrites its row in place; a requeue moves the row in the index.
+                """
+                CREATE INDEX IF NOT EXISTS deliveries_by_due ON deliveries (available_at, notification_id, position)
+                WHERE finished_at IS NULL
+                """,
+                "DROP INDEX IF EXISTS deliveries_open",
             ]
         ),
     ]

@@ -14,16 +14,19 @@ import Synchronization
 /// device-send each heartbeat rewrote thousands of rows a second. No index reads a device-send's
 /// state or lease, so a claim rewrites its row in place (a heap-only update, in the room
 /// `fillfactor = 50` leaves on each page), and the only index an unfinished row is in,
-/// `deliveries_open`, is the one the claim and the queue's depth read.
+/// `deliveries_by_due` (by `available_at`, which a claim leaves as it is), is the one the claim
+/// reads: up to the due time, so rows waiting out a back-off or a pause are never read.
 ///
 /// It is a `Service`: run it (in the gateway's `ServiceGroup`, or a task of its own) and then
 /// ``prepare()`` it, which waits until ``run()`` has started; its connections close when ``run()``
 /// returns.
 ///
-/// The queue depth is counted (an index-only count of unfinished rows), not kept in a row every
-/// instance would update: back-pressure reads a count at most 200 ms old, plus what this instance
-/// queued since, so several instances together may exceed `maximumQueueDepth` by what they accept
-/// in that time.
+/// The queue depth is kept, not counted: every enqueue adds its device-sends and every finish
+/// subtracts its own, in the same statement, to one of the 16 rows of `queue_depth` chosen at
+/// random, so that instances writing at once seldom wait for the same row; the depth is their sum,
+/// as cheap at a million queued rows as at none. Back-pressure reads a depth at most 200 ms old,
+/// plus what this instance queued since, so several instances together may exceed
+/// `maximumQueueDepth` by what they accept in that time.
 ///
 /// Thread safety: `Sendable`; the pool serves any number of tasks, and a `Mutex` guards the
 /// cached depth.
@@ -42,15 +45,26 @@ public final class PostgresStore: GatewayStore, Service {
     /// warning ("`PostgresClient.run()` hasn't been called yet") on every such start.
     private let started = StartGate()
 
-    /// A store on the database `url` names: `postgres://user[:password]@host[:port]/database`
-    /// (`?sslmode=disable` turns TLS off; it is preferred otherwise).
-    public init(url: String, settleTime: Duration = .seconds(5), logger: Logger) throws {
-        client = try Self.client(url: url, maximumConnections: 20, logger: logger)
+    /// A store on the database `url` names: `postgres://user[:password]@host[:port]/database`,
+    /// with `?sslmode=` as libpq reads it (``client(url:maximumConnections:logger:)``), through at
+    /// most `maximumConnections` connections.
+    public init(
+        url: String, maximumConnections: Int = 20, settleTime: Duration = .seconds(5), logger: Logger
+    ) throws {
+        client = try Self.client(url: url, maximumConnections: maximumConnections, logger: logger)
         self.logger = logger
         self.settleTime = settleTime.seconds
     }
 
     /// A connection pool (not yet running) on the database `url` names; the one reader of the URL.
+    ///
+    /// `sslmode` takes libpq's values, with one difference: `disable` (no TLS), `prefer` (the
+    /// default: TLS when the server offers it), `require` (TLS or no connection), `verify-ca` (and
+    /// the server's certificate chains to a trusted root) and `verify-full` (and it names the
+    /// host). Whenever TLS is used the certificate is verified, name included, except under
+    /// `verify-ca`: libpq's `prefer` and `require` accept any certificate, which lets anyone on the
+    /// path read the queue. `sslrootcert=PATH` (PEM) replaces the system's roots, for a database
+    /// whose certificate a private authority signed.
     package static func client(url: String, maximumConnections: Int = 2, logger: Logger) throws -> PostgresClient {
         guard let components = URLComponents(string: url),
             ["postgres", "postgresql"].contains(components.scheme ?? ""),
@@ -60,12 +74,34 @@ public final class PostgresStore: GatewayStore, Service {
                 "\(url.prefix(11))… is not a PostgreSQL URL: give postgres://user[:password]@host[:port]/database")
         }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
-        let disableTLS = components.queryItems?.contains { $0.name == "sslmode" && $0.value == "disable" } ?? false
+        let query = components.queryItems ?? []
+        var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
+        if let roots = query.last(where: { $0.name == "sslrootcert" })?.value {
+            guard FileManager.default.isReadableFile(atPath: roots) else {
+                throw StoreError(
+                    "sslrootcert=\(roots) cannot be read: give the PEM file of the authority that signed the database's certificate"
+                )
+            }
+            tlsConfiguration.trustRoots = .file(roots)
+        }
+        let tls: PostgresClient.Configuration.TLS
+        switch query.last(where: { $0.name == "sslmode" })?.value ?? "prefer" {
+        case "disable": tls = .disable
+        case "prefer", "allow": tls = .prefer(tlsConfiguration)
+        case "require", "verify-full": tls = .require(tlsConfiguration)
+        case "verify-ca":
+            tlsConfiguration.certificateVerification = .noHostnameVerification
+            tls = .require(tlsConfiguration)
+        case let other:
+            throw StoreError(
+                "sslmode=\(other) is not one of disable, prefer, require, verify-ca, verify-full (the database URL's query)"
+            )
+        }
         var configuration = PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: components.user ?? "postgres",
             password: components.password,
             database: database.isEmpty ? nil : database,
-            tls: disableTLS ? .disable : .prefer(.makeClientConfiguration()))
+            tls: tls)
         configuration.options.maximumConnections = maximumConnections
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
@@ -205,7 +241,10 @@ public final class PostgresStore: GatewayStore, Service {
             devices AS (
                 INSERT INTO deliveries(notification_id, position, token, state, available_at, created_at)
                 SELECT notification.id, p, t, 'queued', \(created), \(created)
-                FROM notification, unnest(\(positions)::integer[], \(notification.tokens)::text[]) AS u(p, t))
+                FROM notification, unnest(\(positions)::integer[], \(notification.tokens)::text[]) AS u(p, t)),
+            depth AS (
+                UPDATE queue_depth SET value = value + \(positions.count)
+                WHERE slot = \(Self.depthSlot()) AND EXISTS (SELECT 1 FROM notification))
             SELECT count(*) FROM notification
             """, logger: logger)
         for try await stored in rows.decode(Int.self) { return stored == 1 }
@@ -213,37 +252,36 @@ public final class PostgresStore: GatewayStore, Service {
     }
 
     public func queueDepth() async throws -> Int {
-        let logger = self.logger
-        // Read by the index, whatever the statistics say (a sequential scan of the table, history
-        // and all, took 41 ms at 100,000 rows, every 200 ms while requests arrive).
-        let count = try await client.withTransaction(logger: logger) { connection -> Int in
-            try await Self.readByIndex(on: connection, logger: logger)
-            return try await connection.query(Self.depthQuery(), logger: logger).collect().first?.decode(Int.self) ?? 0
-        }
+        // One round trip reading 16 rows.
+        let count = try await client.query(Self.depthQuery(), logger: logger).collect().first?.decode(Int.self) ?? 0
         depth.withLock { $0 = (count, .now) }
         return count
     }
 
-    /// The queue's depth: the device-sends not finished, which is the predicate of the partial
-    /// index `deliveries_open`, so the count reads that index and not the history.
+    /// The queue's depth: the device-sends not finished, the sum of `queue_depth`'s 16 rows.
     private static func depthQuery() -> PostgresQuery {
-        "SELECT count(*) FROM deliveries WHERE finished_at IS NULL"
+        "SELECT coalesce(sum(value), 0)::int8 FROM queue_depth"
     }
+
+    /// The row of `queue_depth` a write adds to or subtracts from.
+    private static func depthSlot() -> Int { Int.random(in: 0..<16) }
 
     /// The claim: the oldest due device-sends (queued and available, or claimed with a lapsed
     /// lease whose instance's lease lapsed too), locked past other instances' claims, taken by
-    /// `owner` until `leaseUntil`. `finished_at IS NULL` lets the planner walk `deliveries_open`
-    /// in its order.
+    /// `owner` until `leaseUntil`, the longest due first. `finished_at IS NULL AND available_at <=
+    /// now` is a range of `deliveries_by_due`, walked in its order: the rows it reads and passes
+    /// over are only those claimed (by live instances: what they have in flight), never those
+    /// waiting for a later time, however many.
     private static func claimQuery(
         owner: String, limit: Int, now: Double, leaseUntil: Double
     ) -> PostgresQuery {
         """
         WITH due AS (
             SELECT notification_id, position FROM deliveries d
-            WHERE finished_at IS NULL AND ((state = 'queued' AND available_at <= \(now))
+            WHERE finished_at IS NULL AND available_at <= \(now) AND (state = 'queued'
                 OR (state = 'claimed' AND lease_until < \(now) AND NOT EXISTS (
                     SELECT 1 FROM instances i WHERE i.name = d.lease_owner AND i.lease_until >= \(now))))
-            ORDER BY created_at, notification_id, position
+            ORDER BY available_at, notification_id, position
             LIMIT \(limit)
             FOR UPDATE SKIP LOCKED)
         UPDATE deliveries d SET state = 'claimed', lease_owner = \(owner), lease_until = \(leaseUntil)
@@ -254,7 +292,7 @@ public final class PostgresStore: GatewayStore, Service {
 
     /// PostgreSQL's plans (`EXPLAIN`, one line per step) for the claim, the queue's depth, a batch
     /// of 500 outcomes and a batch of the retention's deletes, with the statistics the database has
-    /// now: for the test that they read `deliveries_open` and the primary key, not the whole history.
+    /// now: for the test that they read `deliveries_by_due` and the primary key, not the whole history.
     package func queryPlans() async throws -> (
         claim: [String], depth: [String], finish: [String], prune: [String]
     ) {
@@ -287,7 +325,7 @@ public final class PostgresStore: GatewayStore, Service {
     }
 
     /// For the rest of the transaction, the planner reads the queue by its indexes: the claim walks
-    /// `deliveries_open` in its order and stops at its limit; an outcome finds each row by its
+    /// `deliveries_by_due` in its order and stops at its limit; an outcome finds each row by its
     /// primary key.
     ///
     /// A queue's rows change faster than ANALYZE follows them, and from statistics taken a moment
@@ -580,6 +618,8 @@ public final class PostgresStore: GatewayStore, Service {
             WHERE d.notification_id = o.notification_id AND d.position = o.position
                 AND d.state = o.held AND d.lease_owner = o.owner
             RETURNING o.status, o.app, o.token, o.invalid_since),
+        depth AS (
+            UPDATE queue_depth SET value = value - (SELECT count(*) FROM finished) WHERE slot = \(depthSlot())),
         reported AS (
             INSERT INTO unregistered(app, token, invalid_since, reported_at)
             SELECT DISTINCT ON (app, token) app, token, NULLIF(invalid_since, 'NaN'), \(now)

@@ -1,0 +1,37 @@
+import APNsGateway
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// Requests with API keys the gateway does not know cost a database read each, so their look-ups
+/// share one rate: past it they are a 429 that reaches no database, while keys already known (and
+/// remembered) go on as before.
+@Suite struct APIKeyLookupTests {
+    @Test func guessedKeysAreLimitedAndKnownKeysAreNot() async throws {
+        let setup = try await GatewayAPITests.Setup.start(.sqlite)
+        var limits = GatewayAPI.Configuration()
+        limits.unknownKeysPerSecond = 1  // a burst of 2
+        let api = GatewayAPI(store: setup.store, configuration: limits, authenticationMethod: .token)
+        let key = setup.key
+        let answers = try await Application(router: api.router()).test(.router) { client in
+            var answers: [(HTTPResponse.Status, String?)] = []
+            func get(_ apiKey: String) async throws {
+                answers.append(
+                    try await client.execute(
+                        uri: "/v1/unregistered", method: .get, headers: GatewayAPITests.bearer(apiKey)
+                    ) { ($0.status, $0.headers[.retryAfter]) })
+            }
+            // A known key's look-up gives its token back.
+            for _ in 0..<3 { try await get(key) }
+            for _ in 0..<3 { try await get(GatewayAPI.makeAPIKey()) }
+            try await get(key)  // remembered: not a look-up
+            return answers
+        }
+        #expect(answers.map(\.0) == [.ok, .ok, .ok, .unauthorized, .unauthorized, .tooManyRequests, .ok])
+        #expect(answers[5].1 == "1")
+        try await setup.stop()
+    }
+}
