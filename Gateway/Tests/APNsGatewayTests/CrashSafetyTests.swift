@@ -201,7 +201,20 @@ import Testing
             try await queue.rows(
                 "SELECT token FROM deliveries WHERE error_kind = 'interrupted' AND delivery = 'unknown'"))
         let missing = tokens.filter { perToken[$0] == nil && !interrupted.contains($0) }
-        #expect(missing.isEmpty, "\(missing.count) accepted device-sends neither reached APNs nor were reported")
+        // What the queue says of each one missing, for a failure to explain itself.
+        let missingRows =
+            missing.isEmpty
+            ? []
+            : try await queue.rows(
+                """
+                SELECT token || ' ' || state || ' attempts=' || CAST(attempts AS TEXT) || ' status=' || coalesce(CAST(status AS TEXT), '-')
+                    || ' kind=' || coalesce(error_kind, '-') || ' delivery=' || coalesce(delivery, '-')
+                    || ' message=' || coalesce(message, '-')
+                FROM deliveries WHERE token IN (\(missing.prefix(20).map { "'\($0)'" }.joined(separator: ",")))
+                """)
+        #expect(
+            missing.isEmpty,
+            "\(missing.count) accepted device-sends neither reached APNs nor were reported: \(missingRows)")
         // A device-send sent twice carries the same apns-id both times: recognisable.
         var idsPerToken: [String: Set<String>] = [:]
         for request in server.requests {
