@@ -164,12 +164,9 @@ do {
     exit(2)
 }
 
-/// The backlog figures (`--backlog N`): claim and depth behind 10,000 waiting device-sends, then
-/// behind N.
-func backlogBenchmark(_ options: Options) async throws {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-backlog-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: folder) }
+/// The queue the options name, prepared: PostgreSQL with its pool running (cancel the task to
+/// stop it), or a new SQLite file in `folder`.
+func preparedStore(_ options: Options, in folder: URL) async throws -> (any GatewayStore, Task<Void, Never>?) {
     let store: any GatewayStore
     var pool: Task<Void, Never>?
     if let url = options.postgres {
@@ -180,6 +177,16 @@ func backlogBenchmark(_ options: Options) async throws {
         store = try SQLiteStore(path: folder.appendingPathComponent("queue.sqlite").path)
     }
     try await store.prepare()
+    return (store, pool)
+}
+
+/// The backlog figures (`--backlog N`): claim and depth behind 10,000 waiting device-sends, then
+/// behind N.
+func backlogBenchmark(_ options: Options) async throws {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-backlog-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let (store, pool) = try await preparedStore(options, in: folder)
     print("gateway backlog benchmark: queue \(options.postgres == nil ? "SQLite" : "PostgreSQL")")
     var waiting = 0
     var figures: [(backlog: Int, claim: Double, depth: Double)] = []
@@ -279,16 +286,7 @@ func benchmark(_ options: Options) async throws {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-benchmark-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: folder) }
-    let store: any GatewayStore
-    var pool: Task<Void, Never>?
-    if let url = options.postgres {
-        let postgres = try PostgresStore(url: url, logger: Logger(label: "benchmark"))
-        pool = Task { await postgres.run() }
-        store = postgres
-    } else {
-        store = try SQLiteStore(path: folder.appendingPathComponent("queue.sqlite").path)
-    }
-    try await store.prepare()
+    let (store, pool) = try await preparedStore(options, in: folder)
     let key = GatewayAPI.makeAPIKey()
     try await store.addAPIKey(
         APIKey(
