@@ -22,10 +22,11 @@ import Synchronization
 //   claim      with --claim-history N: a claim of 2,000 queued device-sends (best of 5), on the
 //              queue as it is and again after N finished device-sends were added (a queue's history)
 //
-//   backlog    with --backlog N alone (nothing else runs): a claim of 2,000 due device-sends and a
-//              read of the queue's depth (what /readyz and back-pressure read), best of 5 each,
-//              behind 10,000 unfinished device-sends waiting out a back-off (claimed once and queued
-//              again for a day later, as a pause or a device's back-off leaves them), then behind N
+//   backlog    with --backlog N alone (nothing else runs): a claim of one batch of due
+//              device-sends and a read of the queue's depth (what /readyz and back-pressure read),
+//              best of several each, behind a small backlog of device-sends waiting out a back-off
+//              (claimed once and queued again for later, as a pause or a device's back-off leaves
+//              them), then behind N: the two should cost the same
 //
 //   CPU        per device-send in the direct and the end-to-end phase: the whole machine's (Linux,
 //              /proc/stat: the benchmark, the mock and PostgreSQL together) and this process's own
@@ -180,8 +181,8 @@ func preparedStore(_ options: Options, in folder: URL) async throws -> (any Gate
     return (store, pool)
 }
 
-/// The backlog figures (`--backlog N`): claim and depth behind 10,000 waiting device-sends, then
-/// behind N.
+/// The backlog figures (`--backlog N`): claim and depth behind a small backlog of waiting
+/// device-sends, then behind N.
 func backlogBenchmark(_ options: Options) async throws {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-backlog-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

@@ -24,9 +24,9 @@ import Synchronization
 /// The queue depth is kept, not counted: every enqueue adds its device-sends and every finish
 /// subtracts its own, in the same statement, to one of the 16 rows of `queue_depth` chosen at
 /// random, so that instances writing at once seldom wait for the same row; the depth is their sum,
-/// as cheap at a million queued rows as at none. Back-pressure reads a depth at most 200 ms old,
-/// plus what this instance queued since, so several instances together may exceed
-/// `maximumQueueDepth` by what they accept in that time.
+/// whose cost does not grow with the backlog. Back-pressure reads the depth as last read (read
+/// again once it is a moment old) plus what this instance queued since, so several instances
+/// together may exceed `maximumQueueDepth` by what they accept meanwhile.
 ///
 /// Thread safety: `Sendable`; the pool serves any number of tasks, and a `Mutex` guards the
 /// cached depth.
