@@ -2,7 +2,7 @@ import APNs
 import Foundation
 
 /// The bulk send against a task group of single sends in code shaped as a user's, not as this
-/// benchmark's (issue 30, third point): the tokens arrive as `Data`, as a database column hands
+/// benchmark's: the tokens arrive as `Data`, as a database column hands
 /// them over, and every device is made from a token's bytes inside the timed region — an array of
 /// devices made up front for the bulk send with its default in-flight limit, each single send's
 /// device made in its own child task, with as many single sends kept going as the connection has

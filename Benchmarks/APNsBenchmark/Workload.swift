@@ -92,7 +92,7 @@ enum Workload {
         return Result(pushes: devices, seconds: elapsed, cpuSeconds: cpu, outcomes: outcomes)
     }
 
-    /// The naive alternative to the bulk send, the one issue 14 compares it with: a task group that
+    /// The naive alternative to the bulk send, the one a reader compares it with: a task group that
     /// keeps `inFlight` single `send`s going until `devices` are sent.
     static func runSingles(
         _ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, inFlight: Int

@@ -93,9 +93,8 @@ func deliver(
 ) async throws(APNsError) -> APNsResponse {
     // Every send in flight keeps its async frames until it ends, so they are kept small: building,
     // checking, logging and counting run out of line (their temporaries live on the thread's
-    // stack), and `deliver`, `attempt` and `exchange` are inlined into one frame. Measured with
-    // heaptrack in the soak (500 sends in flight): the task allocator's peak went from 7.95 to
-    // 5.78 MB, 11 slabs to 7 per send, about 16 KB to 11.5 KB.
+    // stack), and `deliver`, `attempt` and `exchange` are inlined into one frame
+    // (Docs/Benchmarking.md, "Smaller async frames").
     let send = try SingleSend.prepare(pushType, via: connector, timeout: timeout, retry: retry, request: build)
     let (result, attempts) = await attempt(
         send.request, via: connector, engine: send.engine, deadline: send.deadline, retry: retry)

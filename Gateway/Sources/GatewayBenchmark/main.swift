@@ -31,7 +31,7 @@ import Synchronization
 //   CPU        per device-send in the direct and the end-to-end phase: the whole machine's (Linux,
 //              /proc/stat: the benchmark, the mock and PostgreSQL together) and this process's own
 //
-// The target (issue 15): end-to-end device-sends/s ≥ 0.5 × direct. Build with -c release for figures
+// The target: end-to-end device-sends/s ≥ 0.5 × direct. Build with -c release for figures
 // (`swift run -c release --package-path Gateway GatewayBenchmark`); CI runs it small in debug.
 
 struct Options {

@@ -16,7 +16,7 @@
 /// The continuations are `UnsafeContinuation`s: each is taken out of the state under the mutex
 /// before it is resumed, so it is resumed exactly once without the checked variant's bookkeeping
 /// (and, a type of the resilient Concurrency library, every copy of a `CheckedContinuation?` in
-/// the state went through runtime value witnesses: about 250 instructions per push).
+/// the state would go through runtime value witnesses).
 final class BulkChannel<Element: Sendable>: Sendable {
     private struct State {
         /// Results not yet read, oldest first.
@@ -69,11 +69,10 @@ final class BulkChannel<Element: Sendable>: Sendable {
     init(limit: Int) {
         self.limit = Swift.max(1, limit)
         // A free permit waits for the batch, and a stream with no request is a stream idle: where
-        // answers trickle in (APNs 20–150 ms away), a slot waits half a batch's refill on average.
-        // A sixteenth of the limit keeps that under about 3 % of the streams. At most 32: 100 ms
-        // away with 1,000 in flight, refills of 62 left one connection at 0.82–0.86 of its bound
-        // and refills of 31–32 at 0.86–0.90 (Benchmarks/README.md, against nginx); at 500 in flight
-        // (31) a smaller batch gained nothing and cost a quarter more CPU per push.
+        // answers trickle in (APNs tens of milliseconds away), a slot waits half a batch's refill
+        // on average. A sixteenth of the limit keeps that to a small share of the streams; at most
+        // 32, because larger batches left streams idle far from APNs and smaller ones cost CPU
+        // per push without filling more (Docs/Benchmarking.md, "Refills and the reserve").
         wakeBatch = Self.refillBatch(forLimit: self.limit)
     }
 
@@ -84,8 +83,7 @@ final class BulkChannel<Element: Sendable>: Sendable {
     /// plus a reserve of two refill batches, queued in the connector. A stream that frees then takes
     /// the next request in the same pass of the loop, where without the reserve it stays idle until
     /// the consumer has read the outcome and the producer has handed over the next batch (a few ms
-    /// on a busy machine): 100 ms away with 1,000 streams on one connection, 0.86–0.89 of the
-    /// bound without it and 0.89–0.93 with it (Benchmarks/README.md, against nginx).
+    /// on a busy machine; Docs/Benchmarking.md, "Refills and the reserve").
     /// Saturates instead of overflowing: a connector of yours may report `Int.max` for "no limit".
     static func defaultLimit(concurrency: Int) -> Int {
         let concurrency = Swift.max(1, concurrency)
@@ -167,8 +165,7 @@ final class BulkChannel<Element: Sendable>: Sendable {
     func deliver(_ element: Element) {
         let deferredWakes = DeferredWakes.current
         // What to do after the lock, in plain variables: an enum of generic continuations here
-        // was copied and destroyed through the runtime's value witnesses, about 1,300
-        // instructions per push.
+        // was copied and destroyed through the runtime's value witnesses.
         var receiver: UnsafeContinuation<Element?, Never>?
         var producer: (UnsafeContinuation<Int, Never>, Int)?
         var scheduleWake = false

@@ -47,8 +47,8 @@ public struct TransportConfiguration: Sendable, Hashable {
     public var shutdownGracePeriod: Duration
     /// Whether GOAWAY frames are logged (with their error code and last stream id) and counted
     /// (`apns.goaways`) when the connector has a logger at `notice` or a metrics factory. libcurl
-    /// 7.88 reports a GOAWAY only on its verbose channel, which costs about 4 % more CPU per push;
-    /// set `false` to save that (refused streams and new connections are still logged and counted).
+    /// 7.88 reports a GOAWAY only on its verbose channel, which costs CPU on every request (the
+    /// benchmark's listening-logger row says how much); set `false` to save that (refused streams and new connections are still logged and counted).
     /// With neither a logger nor metrics, GOAWAYs are never watched and cost nothing. libcurl
     /// before 7.88 (Ubuntu 22.04's 7.81 among them) reports no GOAWAY at all: there this setting
     /// has no effect, and a GOAWAY shows only as the new connection that follows it.
@@ -79,13 +79,12 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// glibc keeps what a program frees in its arenas for reuse, and with libcurl before 8.7
     /// (Debian 12's 7.88 among them) a long-running sender's resident size creeps by some
     /// megabytes over an hour of faults and reconnections while the memory in use stays flat (the
-    /// Reliability article has the curves). Set to a second in a process started with
-    /// `MALLOC_ARENA_MAX=1`, it keeps the resident size near what is in use (an hour of faults on
-    /// 7.88: within 3 MB); with glibc's default arenas, whose free memory is touched again between
-    /// two trims, it helps less. It trims the whole process's heap, not only the transport's,
-    /// locking each arena while it walks it, on the transport's thread (a few milliseconds: 7.7 ms
-    /// for 33 MB free in 4,000 pieces), so sends wait that long once per interval; one second cost
-    /// no measurable throughput in the soak. It does nothing on macOS or with a C library other
+    /// Reliability article says why). Set to a second in a process started with
+    /// `MALLOC_ARENA_MAX=1`, it keeps the resident size near what is in use; with glibc's default
+    /// arenas, whose free memory is touched again between two trims, it helps less. It trims the
+    /// whole process's heap, not only the transport's, locking each arena while it walks it, on
+    /// the transport's thread (a few milliseconds), so sends wait that long once per interval; a
+    /// trim every second cost the soak no measurable throughput. It does nothing on macOS or with a C library other
     /// than glibc.
     ///
     /// ```swift

@@ -87,7 +87,7 @@ extension TransportConnector {
     ///
     /// A send from an ordinary task is handed to the transport thread, and its answer back to the
     /// concurrency pool: two thread wake-ups per send. For a latency-sensitive sequence of sends,
-    /// run it here (the README's Performance section has the figures):
+    /// run it here (the benchmarks' README, Benchmarks/README.md, has the figures):
     ///
     /// ```swift
     /// try await withTaskExecutorPreference(connector.taskExecutor) {
@@ -99,8 +99,7 @@ extension TransportConnector {
     /// ```
     ///
     /// A bulk `send(_:via:to:)` (one notification, many devices) made there runs there whole,
-    /// the part that reads `devices` included: no thread hand-off per batch or per outcome, which
-    /// saved 5–10 % of its CPU per push in the README's benchmark runs.
+    /// the part that reads `devices` included: no thread hand-off per batch or per outcome.
     ///
     /// Keep that code short and never blocking (a bulk send's `onOutcome` and its `devices`
     /// sequence too): while it runs, the connector sends and receives nothing. Actor-isolated code

@@ -4,15 +4,15 @@ internal import CCurl
 /// segments.
 ///
 /// libcurl 7.88 writes what each step of each transfer produced (a request's frames, a window
-/// update) with its own `send`, about three per push, and sets `TCP_NODELAY`, so each became a
+/// update) with its own `send`, several per push, and sets `TCP_NODELAY`, so each became a
 /// segment that could wake the server, whose answers came back as many small segments too. How many
-/// segments a benchmark run made swung between about 0.5 and 2.9 per push from one run to the next,
-/// and the client's kernel time with them. The loop therefore corks its connections (`TCP_CORK`)
+/// segments a run made, and the client's kernel time with them, swung severalfold from one run to
+/// the next. The loop therefore corks its connections (`TCP_CORK`)
 /// for the length of `curl_multi_perform` and uncorks them straight after, which sends what the
 /// pass wrote in full segments. Every ``requestsPerFlush``-th request of a pass it uncorks and
 /// corks again, so the server starts on the first requests while the loop writes the rest: one cork
-/// over a pass of 100 requests held them all back, and the task-executor bulk send lost 30 % of
-/// its pushes per second.
+/// over a whole pass held them all back and slowed the task-executor bulk send (Docs/Benchmarking.md,
+/// "Write coalescing").
 ///
 /// The kernel sends a full segment even when corked, and sends a corked partial one after 200 ms
 /// at the latest; the loop never sleeps with a connection corked.

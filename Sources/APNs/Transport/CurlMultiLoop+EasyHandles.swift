@@ -98,9 +98,9 @@ extension CurlMultiLoop {
         try require(ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1), "CURLOPT_PIPEWAIT")
         // A reused handle keeps its buffers for good. libcurl's upload buffer (64 KB by default,
         // allocated at the first send) is 500 × 64 KB = 32 MB for 500 streams in flight, for
-        // bodies of at most 5 KB; its minimum, 16 KB, is plenty. (Measured with heaptrack in the
-        // soak: those buffers were 32.8 of its 44 MB of heap, whose pages the process touched
-        // bit by bit — the slow climb of its resident memory.)
+        // bodies of at most 5 KB; its minimum, 16 KB, is plenty. Those buffers were most of a
+        // soak's heap, whose pages the process touched bit by bit: the slow climb of its resident
+        // memory (Docs/Benchmarking.md, "Buffers of reused handles").
         try require(
             ccurl_easy_setopt_long(easy, CURLOPT_UPLOAD_BUFFERSIZE, 16_384), "CURLOPT_UPLOAD_BUFFERSIZE")
         // The download buffer (CURLOPT_BUFFERSIZE) stays at libcurl's 16 KB: with 4 KB, libcurl 7.88
@@ -211,7 +211,7 @@ extension CurlMultiLoop {
         if watchesGoAway {
             // libcurl gives a connection made by a verbose transfer a TLS trace callback that
             // formats a line for every TLS record for the connection's whole life (most of verbose
-            // mode's cost, about 7 % CPU per push); a connection made by a quiet transfer never has
+            // mode's cost); a connection made by a quiet transfer never has
             // it. So the request that will make the next connection is configured quietly, and
             // every other request verbosely: those wait for that connection (CURLOPT_PIPEWAIT)
             // and report any GOAWAY it sends.

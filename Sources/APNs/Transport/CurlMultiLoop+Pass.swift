@@ -302,10 +302,9 @@ extension CurlMultiLoop {
     /// smaller load on a busy pool may sit on fewer connections. A connection closing after GOAWAY
     /// still counts among the pool's until it has closed (libcurl opens no other meanwhile), so
     /// until then the others' room falls short of the demand by up to one share, and what does not
-    /// fit waits in libcurl. Measured where that happens most, a server sending GOAWAY after every
-    /// 250 streams: 3,000 sends through a pool of four, 600 in flight, took 4.1–5.2 s with the
-    /// share and 4.5–6.3 s without (debug build, four runs each: answers at once or 200 ms late),
-    /// all accepted. One connection (the default) is never limited below its streams.
+    /// fit waits in libcurl; where that happens most, a server sending GOAWAY every few hundred
+    /// streams, a pool with the share still sends as fast as one without. One connection (the
+    /// default) is never limited below its streams.
     func spreadOverConnections(on multi: UnsafeMutableRawPointer) {
         let demand = min(maximumInFlight, active.count + waiting.count - waitingHead)
         let share = min(streamsPerConnection, max(1, (demand + connectionsPerHost - 1) / connectionsPerHost))

@@ -26,8 +26,8 @@ import Logging
 /// debug builds (and so every test run) check.
 /// The loop-thread state on the send path is marked `@exclusivity(unchecked)`: one thread touches
 /// it, libcurl calls back only from inside `curl_multi_*` calls the loop makes outside any access
-/// to those properties, so no two accesses can overlap, and the dynamic check cost about 2,000
-/// instructions per push (callgrind).
+/// to those properties, so no two accesses can overlap, and the dynamic check cost about 80
+/// instructions an access, on every push.
 ///
 /// The class is split by concern: this file holds its state and what other threads call; the
 /// loop's passes and queue (`+Pass`), easy handles (`+EasyHandles`), outcomes and the circuit

@@ -14,7 +14,7 @@ internal import CCurl
 /// | `CURLMOPT_MAX_CONCURRENT_STREAMS` | 7.67.0 | the stream limit |
 /// | `curl_multi_poll` | 7.66.0 | the transport's sleep |
 /// | `CURLOPT_MAXAGE_CONN` | 7.65.0 | keeping idle connections |
-/// | `CURLOPT_UPLOAD_BUFFERSIZE` | 7.62.0 | 48 KB less for each reused handle |
+/// | `CURLOPT_UPLOAD_BUFFERSIZE` | 7.62.0 | a smaller upload buffer for each reused handle |
 ///
 /// So the minimum is 7.80.0, with HTTP/2 (`CURL_VERSION_HTTP2`, libcurl built with nghttp2).
 ///
@@ -30,9 +30,9 @@ internal import CCurl
 ///   the transport does not turn the verbose channel on; new connections are still counted.
 /// - HTTP/2 through an HTTPS proxy (``carriesHTTP2ThroughAnHTTPSProxy``): libcurl's known bug
 ///   17.5, "HTTP/2 connections through HTTPS proxy frequently stall" (curl issue 6936), dropped
-///   from its list with 7.88's connection filters. Measured here on a busy machine: Ubuntu's
-///   7.81.0 stalled in 2 of 12 sends through stunnel in front of tinyproxy (until the 60 s request
-///   timeout), 7.88.1 in none of 14. There a connector refuses an explicit HTTPS proxy.
+///   from its list with 7.88's connection filters. Through stunnel in front of tinyproxy on a
+///   busy machine, Ubuntu's 7.81.0 still stalled sends until their timeout, and 7.88.1 did not.
+///   There a connector refuses an explicit HTTPS proxy.
 ///
 /// HTTP/2 PING on idle connections is not among what any libcurl offers a multi-handle client.
 /// Before 8.10, `curl_easy_upkeep` reaches only the easy interface's connections. From 8.10 it

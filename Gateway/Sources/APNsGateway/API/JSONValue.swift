@@ -15,9 +15,9 @@ enum JSONValue: Codable, Sendable, Hashable {
     case object([String: JSONValue])
 
     /// Each kind is tried in turn, and each miss throws (a `DecodingError` with its coding path).
-    /// Strings come first, since nearly every value of a request is one (a device token each): a
-    /// body of 5,000 tokens is read in 0.37 µs a token, against 1.6 with strings tried after
-    /// booleans and numbers. A JSON string decodes as nothing but a `String`, and nothing else
+    /// Strings come first, since nearly every value of a request is one (a device token each), and
+    /// a miss is a thrown error: tried after booleans and numbers, each token cost three misses.
+    /// A JSON string decodes as nothing but a `String`, and nothing else
     /// decodes as one, so the order changes no value.
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()

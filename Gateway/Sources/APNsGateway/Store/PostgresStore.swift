@@ -330,12 +330,12 @@ public final class PostgresStore: GatewayStore, Service {
     ///
     /// A queue's rows change faster than ANALYZE follows them, and from statistics taken a moment
     /// earlier (no row claimed yet, or none queued) PostgreSQL chose plans whose cost grows with the
-    /// queue: a claim of 2,000 read and sorted all 105,000 unfinished rows (spilling to disk, 74 ms),
-    /// and a batch of 500 outcomes read the whole table into a hash (seen with `auto_explain` in the
-    /// gateway benchmark). Those plans are only cheaper for a table of a few pages; these settings are
+    /// queue: a claim of 2,000 read and sorted every unfinished row (spilling to disk), and a batch
+    /// of 500 outcomes read the whole table into a hash (seen with `auto_explain` in the gateway
+    /// benchmark). Those plans are only cheaper for a table of a few pages; these settings are
     /// local to the transaction (`set_config(…, true)`), so no other statement is affected. A step
     /// left without an alternative (the sort of a batch's 410s) keeps its "disabled" cost of 10¹⁰,
-    /// which would start JIT compilation (about 200 ms a statement), so JIT is off too.
+    /// which would start JIT compilation, far dearer than the statement, so JIT is off too.
     private static func readByIndex(on connection: PostgresConnection, logger: Logger) async throws {
         _ = try await connection.query(
             """
@@ -581,9 +581,8 @@ public final class PostgresStore: GatewayStore, Service {
     /// The row must still be this owner's claim, but that is said as a join with the batch's own
     /// columns (`o.owner`, `o.held`), not as `d.lease_owner = $owner`: from statistics ANALYZE took
     /// when nothing was claimed, PostgreSQL estimated "claimed by this owner" at 2 rows and read the
-    /// whole table once per statement, then matched each of the batch's rows against every claim
-    /// (500 × 416 comparisons, 57 ms for 500 rows; through the index of claims migration 4 removed,
-    /// 10 M index entries read over a 100,000-device run). As a join condition it cannot shrink the
+    /// whole table once per statement, then matched each of the batch's rows against every claim.
+    /// As a join condition it cannot shrink the
     /// estimate of the rows to read, and each row is found by its primary key
     /// (``readByIndex(on:logger:)`` keeps it to that).
     private static func requeueQuery(_ c: Columns) -> PostgresQuery {
