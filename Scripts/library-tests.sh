@@ -32,7 +32,12 @@
 #   bash Scripts/library-tests.sh --skip-build --skip "CompileTimeTests|APNsCoreTests"
 #   bash Scripts/library-tests.sh --tier parallel      # one tier
 #   bash Scripts/library-tests.sh --rerun-failed       # a serial suite that fails runs once more
+#   bash Scripts/library-tests.sh --direct             # the built test binary, without SwiftPM
 # Other arguments go to both `swift test` runs.
+#
+# --direct runs the test binary the last build made instead of `swift test`, which holds the build
+# folder's lock for the whole run: so two runs (against two libcurls, .ci/run's slow tier) can go
+# side by side. It builds nothing.
 #
 # --rerun-failed is for CI's runs against the other libcurls (.ci/run's slow tier), after the
 # system's libcurl has passed every suite: there a serial suite that fails is run once more, alone,
@@ -51,30 +56,41 @@ tiers="parallel serial"
 args=()
 skip=""
 rerun=0
+direct=
 while [ $# -gt 0 ]; do
   case "$1" in
     --tier) tiers=$2; shift 2 ;;
     --skip) skip=$2; shift 2 ;;
     --rerun-failed) rerun=1; shift ;;
+    --direct) direct=$(swift build --show-bin-path)/swift-apnsPackageTests.xctest; shift ;;
     *) args+=("$1"); shift ;;
   esac
 done
+# The tests, through SwiftPM or (--direct) straight from the binary, which takes Swift Testing's
+# own options (--filter, --skip, --no-parallel) as `swift test` passes them on.
+run_tests() {
+  if [ -n "$direct" ]; then
+    "$direct" --testing-library swift-testing "$@"
+  else
+    swift test "$@"
+  fi
+}
 for tier in $tiers; do
   start=$SECONDS
   case "$tier" in
     parallel)
-      swift test "${args[@]}" --skip "$pattern${skip:+|$skip}" ;;
+      run_tests "${args[@]}" --skip "$pattern${skip:+|$skip}" ;;
     serial)
       log=$(mktemp)
       status=0
-      swift test "${args[@]}" --no-parallel --filter "$pattern" ${skip:+--skip "$skip"} 2>&1 | tee "$log" || status=$?
+      run_tests "${args[@]}" --no-parallel --filter "$pattern" ${skip:+--skip "$skip"} 2>&1 | tee "$log" || status=$?
       # "✘ Suite FaultMatrixTests failed after 39.742 seconds with 2 issues."
       failed=$(grep -oE "✘ Suite [A-Za-z0-9_]+ failed" "$log" | awk '{ print $3 }' | sort -u | paste -sd '|' || true)
       rm -f "$log"
       if [ "$status" -ne 0 ] && [ "$rerun" = 1 ] && [ -n "$failed" ]; then
         echo "library-tests.sh: running $failed once more, alone (--rerun-failed)"
         status=0
-        swift test "${args[@]}" --no-parallel --filter "\\.($failed)\\b" ${skip:+--skip "$skip"} || status=$?
+        run_tests "${args[@]}" --no-parallel --filter "\\.($failed)\\b" ${skip:+--skip "$skip"} || status=$?
         [ "$status" -eq 0 ] && echo "library-tests.sh: $failed passed only when run again"
       fi
       [ "$status" -eq 0 ] || exit "$status" ;;
