@@ -32,7 +32,7 @@ flags=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 -packag
 # Each harness then compiles only itself: the whole-module compile of the library, instrumented
 # for the fuzzer and AddressSanitizer, is the stage's cost, and it is paid once, not per harness.
 library=$(find Sources/APNsCore Sources/APNs/Credentials -name '*.swift' | sort)
-library+=" Sources/APNs/RetryPolicy.swift Sources/APNs/Connectors/TransportConfiguration.swift"
+library+=" Sources/APNs/RetryPolicy.swift Sources/APNs/Backoff.swift Sources/APNs/Connectors/TransportConfiguration.swift"
 library+=" Sources/APNs/Connectors/Proxy.swift Sources/APNs/Transport/CircuitBreaker.swift"
 library+=" Sources/APNs/Transport/Duration+Transport.swift"
 # The mock harness needs only the validator and what it reads (the rest of the mock imports SwiftNIO

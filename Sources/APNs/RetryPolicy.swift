@@ -79,12 +79,23 @@ public struct RetryPolicy: Sendable, Hashable {
         default:
             return nil
         }
-        var backoff = initialBackoff
-        // At most 63 doublings: any back-off reaches the 24-hour ceiling long before, and a huge
-        // `attempt` costs no more than a small one.
-        for _ in 1..<Swift.max(1, Swift.min(attempt, 64)) where backoff < maximumBackoff { backoff = backoff * 2 }
-        backoff = min(backoff, maximumBackoff)
-        if jitter > 0 { backoff = backoff.scaled(by: Double.random(in: (1 - jitter)...(1 + jitter))) }
-        return max(backoff, floor)
+        return max(backoff.delay(beforeRetry: attempt), floor)
+    }
+
+    /// The back-off between attempts: ``initialBackoff``, doubling up to ``maximumBackoff``, ±``jitter``.
+    public var backoff: Backoff { Backoff(initial: initialBackoff, maximum: maximumBackoff, jitter: jitter) }
+}
+
+extension RetryPolicy {
+    /// The wait before attempt `attempt + 1` of a send whose attempt `attempt` failed with
+    /// `failure`: the policy's ``delay(after:attempt:)``, when the next attempt can still start
+    /// before the send's `deadline`. Nil ends the send with `failure`. The one decision every send
+    /// path makes (single, channel, bulk), wherever its loop runs.
+    func wait(
+        after failure: APNsError, attempt: Int, deadline: ContinuousClock.Instant?, now: ContinuousClock.Instant = .now
+    ) -> Duration? {
+        guard let delay = delay(after: failure, attempt: attempt) else { return nil }
+        if let deadline, now + delay >= deadline { return nil }
+        return delay
     }
 }

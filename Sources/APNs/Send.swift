@@ -127,7 +127,8 @@ struct SingleSend {
         let deadline: ContinuousClock.Instant?
         do throws(APNsError) {
             try retry.validate()
-            deadline = try APNs.deadline(after: timeout, engine: engine, retry: retry)
+            try TransportConfiguration.validate(sendTimeout: timeout)
+            deadline = SendDeadline.of(timeout: timeout, from: .now, engine: engine, retry: retry)
             do { request = try build() } catch { throw .validation(error) }
             try checkBeforeSending(request, via: connector, engine: engine)
         } catch {
@@ -175,25 +176,6 @@ func engine(of connector: some Connector) -> ConnectorEngine? {
     return (connector as? any TransportConnector)?.engine
 }
 
-/// The send's deadline: `now + timeout`; without a timeout, nil (each connector applies its own),
-/// except that retries need one deadline for all attempts — the connector's default. A timeout
-/// that is not positive, or over 24 hours, is refused.
-func deadline(
-    after timeout: Duration?, engine: ConnectorEngine?, retry: RetryPolicy
-) throws(APNsError) -> ContinuousClock.Instant? {
-    try TransportConfiguration.validate(sendTimeout: timeout)
-    return deadline(afterValid: timeout, engine: engine, retry: retry)
-}
-
-/// ``deadline(after:engine:retry:)`` for a timeout already checked.
-func deadline(
-    afterValid timeout: Duration?, engine: ConnectorEngine?, retry: RetryPolicy
-) -> ContinuousClock.Instant? {
-    if let timeout { return .now + timeout }
-    guard retry.maximumAttempts > 1 else { return nil }
-    return .now + (engine?.defaultTimeout ?? .seconds(30))
-}
-
 /// Performs `request`, and again while `retry` allows and the deadline leaves room. APNs' answer
 /// is interpreted once, as it arrives (a retryable rejection's last one included); a failure is an
 /// ``APNsError``. The request's rules have been checked.
@@ -213,10 +195,9 @@ func attempt(
         } catch {
             result = .failure(error)
         }
-        guard case .failure(let failure) = result, let delay = retry.delay(after: failure, attempt: attempt) else {
-            return (result, attempt)
-        }
-        if let deadline, ContinuousClock.now + delay >= deadline { return (result, attempt) }
+        guard case .failure(let failure) = result,
+            let delay = retry.wait(after: failure, attempt: attempt, deadline: deadline)
+        else { return (result, attempt) }
         if let cancelled = await waitToRetry(after: delay, failure: failure) { return (cancelled, attempt) }
         attempt += 1
     }
@@ -256,7 +237,8 @@ func exchange(
 ) async throws(APNsError) -> Exchange {
     do {
         if let engine {
-            return try await engine.exchange(checked: request, deadline: deadline ?? .now + engine.defaultTimeout)
+            let deadline = deadline ?? SendDeadline.of(timeout: nil, from: .now, engine: engine)
+            return try await engine.exchange(checked: request, deadline: deadline)
         }
         if let deadline { return Exchange(try await connector.perform(request, deadline: deadline)) }
         return Exchange(try await connector.perform(request))

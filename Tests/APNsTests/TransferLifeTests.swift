@@ -13,11 +13,11 @@ import Testing
         var all: [String] { delivered.withLock { $0 } }
     }
 
-    func transfer(_ results: Results, warmUp: Bool = false, owner: BulkOwner? = nil) -> Transfer {
+    func transfer(_ results: Results, warmUp: Bool = false, group: TransferGroup? = nil) -> Transfer {
         let transfer = Transfer(
             urlPrefix: "https://127.0.0.1:1/3/device/", urlSuffix: "ab", method: .post,
             headerList: CurlMultiLoop.noHeaders, body: CurlMultiLoop.noBody, deadline: ContinuousClock.now,
-            device: nil, owner: owner, isWarmUp: warmUp)
+            group: group, isWarmUp: warmUp)
         if warmUp {
             transfer.completion = .warmUp { error in
                 results.delivered.withLock { $0.append(error == nil ? "warm" : "cold") }
@@ -99,10 +99,10 @@ import Testing
         #expect(direct.retry == .cancelled)
         #expect(direct.life == .queued)
         #expect(direct.delivery == .notSent)
-        let owner = BulkOwner()
-        let owned = transfer(results, owner: owner)
+        let group = TransferGroup()
+        let owned = transfer(results, group: group)
         owned.taken()
-        owner.cancel()
+        group.cancel()
         _ = owned.willSend(localPort: 1)
         #expect(owned.retry == .cancelled)
         #expect(owned.delivery == .notSent)

@@ -172,3 +172,8 @@ public struct APNsEnvironment: Hashable, Sendable, CustomStringConvertible {
     /// A readable form for logs and test failures; it never contains a secret.
     public var description: String { "\(name) (\(device))" }
 }
+
+extension Connector {
+    /// 100, for connectors that do not say.
+    public var concurrencyLimit: Int { 100 }
+}

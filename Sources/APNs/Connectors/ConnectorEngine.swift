@@ -7,10 +7,14 @@ import Foundation
 /// send paths (single, bulk, broadcast, ``AnyConnector``) reach it through
 /// ``TransportConnector/engine``.
 ///
-/// It has no public members and no public initializer: only swift-apns' connectors have one.
+/// It has no public members and no public initializer: only swift-apns' connectors have one. It
+/// is public only because ``TransportConnector`` (public, so that code can ask for one of
+/// swift-apns' own connectors) names it as its one requirement, which keeps other types from
+/// conforming; it is left out of the documentation.
 ///
 /// Thread safety: `Sendable`; its parts are immutable, but for the token cache, which is behind a
 /// lock.
+@_documentation(visibility: internal)
 public final class ConnectorEngine: Sendable {
     let transport: CurlTransport
     let environment: APNsEnvironment
@@ -50,18 +54,13 @@ public final class ConnectorEngine: Sendable {
     /// Sends a request that passed `checkBeforeSending(_:via:engine:)` and reads APNs' answer once. On a token
     /// connection, an answer that calls the token expired is sent once more with a fresh token, and
     /// one that says the connection is tied to another key once more on a new connection
-    /// (``ProviderTokens/secondAttempt(after:sent:)``).
+    /// (``secondAttempt(after:sent:)``).
     func exchange(checked request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> Exchange {
         let endpoint = environment.endpoint(for: request.service)
-        guard case .token(let tokens) = credential else {
-            return Exchange(
-                try await transport.perform(request, endpoint: endpoint, authorization: nil, deadline: deadline))
-        }
-        let token = try tokens.current()
+        let token = try authorization()
         let first = Exchange(
-            try await transport.perform(request, endpoint: endpoint, authorization: token.header, deadline: deadline))
-        guard case .failure(let rejection) = first.answer,
-            let again = tokens.secondAttempt(after: rejection, sent: token)
+            try await transport.perform(request, endpoint: endpoint, authorization: token?.header, deadline: deadline))
+        guard case .failure(let rejection) = first.answer, let again = secondAttempt(after: rejection, sent: token)
         else { return first }
         return Exchange(
             try await transport.perform(request, endpoint: endpoint, authorization: again.header, deadline: deadline))
@@ -70,45 +69,52 @@ public final class ConnectorEngine: Sendable {
     /// Starts `template` once per device (each to the device's path) without a task each;
     /// `completion` gets exactly one call per device, on the transport's thread, with APNs' answer
     /// read once (or the failure). With `apnsID`, each device's request carries `apnsID(device)`.
-    /// On a token connection, a device whose answer calls for it is sent once more, as by
-    /// ``exchange(checked:deadline:)``.
+    /// A device whose answer calls for it is sent once more, as by ``exchange(checked:deadline:)``.
     func submit(
         checked template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)?,
-        deadline: ContinuousClock.Instant?, owner: BulkOwner,
-        completion: @escaping @Sendable (Device?, Result<APNsResponse, APNsError>) -> Void
+        deadline: ContinuousClock.Instant, group: TransferGroup,
+        completion: @escaping @Sendable (Device, Result<APNsResponse, APNsError>) -> Void
     ) {
-        let deadline = deadline ?? .now + transport.requestTimeout
-        let endpoint = environment.endpoint(for: template.service)
-        let interpreted: @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void = { device, result in
-            completion(device, ConnectorEngine.interpret(result))
-        }
-        guard case .token(let tokens) = credential else {
-            return transport.submit(
-                template, to: devices, apnsID: apnsID, endpoint: endpoint, authorization: nil, deadline: deadline,
-                owner: owner, completion: interpreted)
-        }
-        let token: ProviderTokens.Token
+        let token: ProviderTokens.Token?
         do {
-            token = try tokens.current()
+            token = try authorization()
         } catch {
             for device in devices { completion(device, .failure(.credential(error))) }
             return
         }
+        let endpoint = environment.endpoint(for: template.service)
+        let suffixes = devices.map(\.token)
+        let ids = apnsID.map { apnsID in devices.map { apnsID($0).description } }
         transport.submit(
-            template, to: devices, apnsID: apnsID, endpoint: endpoint, authorization: token.header,
-            deadline: deadline, owner: owner
-        ) { [transport] device, raw in
+            template, pathPrefix: Device.pathPrefix, suffixes: suffixes, apnsIDs: ids, endpoint: endpoint,
+            authorization: token?.header, deadline: deadline, group: group
+        ) { [self] index, raw in
+            let device = devices[index]
             let result = ConnectorEngine.interpret(raw)
-            if case .failure(.rejected(let rejection)) = result, let device,
-                let again = tokens.secondAttempt(after: rejection, sent: token)
-            {
-                transport.submit(
-                    template, to: [device], apnsID: apnsID, endpoint: endpoint, authorization: again.header,
-                    deadline: deadline, owner: owner, completion: interpreted)
-                return
-            }
-            completion(device, result)
+            guard case .failure(.rejected(let rejection)) = result,
+                let again = secondAttempt(after: rejection, sent: token)
+            else { return completion(device, result) }
+            transport.submit(
+                template, pathPrefix: Device.pathPrefix, suffixes: [suffixes[index]], apnsIDs: ids.map { [$0[index]] },
+                endpoint: endpoint, authorization: again.header, deadline: deadline, group: group
+            ) { _, raw in completion(device, ConnectorEngine.interpret(raw)) }
         }
+    }
+
+    /// The provider token a request carries on a token connection; nil on a certificate one.
+    private func authorization() throws(CredentialError) -> ProviderTokens.Token? {
+        guard case .token(let tokens) = credential else { return nil }
+        return try tokens.current()
+    }
+
+    /// The token to send a request with once more after APNs refused it with `token`, when the
+    /// refusal calls for it (``ProviderTokens/secondAttempt(after:sent:)``); never on a certificate
+    /// connection. The one place either send path decides it.
+    private func secondAttempt(
+        after rejection: APNsRejection, sent token: ProviderTokens.Token?
+    ) -> ProviderTokens.Token? {
+        guard case .token(let tokens) = credential, let token else { return nil }
+        return tokens.secondAttempt(after: rejection, sent: token)
     }
 
     /// What the transport's result for one request means, read once: the acceptance, the
@@ -120,10 +126,10 @@ public final class ConnectorEngine: Sendable {
         }
     }
 
-    /// Cancels what ``submit(checked:to:apnsID:deadline:owner:completion:)`` started with `owner`
-    /// and has not finished, and refuses what it starts with `owner` later.
-    func cancelAll(ownedBy owner: BulkOwner) {
-        transport.cancelAll(ownedBy: owner)
+    /// Cancels what ``submit(checked:to:apnsID:deadline:group:completion:)`` started with `group`
+    /// and has not finished, and refuses what it starts with `group` later.
+    func cancelAll(in group: TransferGroup) {
+        transport.cancelAll(in: group)
     }
 }
 

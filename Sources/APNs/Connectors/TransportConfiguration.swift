@@ -108,7 +108,7 @@ public struct TransportConfiguration: Sendable, Hashable {
     ///   - circuitBreaker: When to fail fast (``CircuitBreakerPolicy``); nil for never.
     ///   - shutdownGracePeriod: How long in-flight sends may finish on graceful shutdown (10 s).
     public init(
-        requestTimeout: Duration = .seconds(30),
+        requestTimeout: Duration = TransportConfiguration.defaultRequestTimeout,
         connectTimeout: Duration = .seconds(10),
         trustedCertificateAuthority: CredentialSource? = nil,
         maximumConnectionsPerHost: Int = 1,
@@ -128,6 +128,9 @@ public struct TransportConfiguration: Sendable, Hashable {
         self.tcpKeepAliveInterval = tcpKeepAliveInterval
         self.circuitBreaker = circuitBreaker
     }
+
+    /// A send's deadline when neither the send nor the configuration gives one: 30 s.
+    @usableFromInline static let defaultRequestTimeout: Duration = .seconds(30)
 
     /// The longest duration any setting, send timeout or retry back-off accepts: 24 hours. A
     /// longer one is refused with a typed error rather than clamped, since it is almost certainly

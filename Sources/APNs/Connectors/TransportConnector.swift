@@ -1,11 +1,11 @@
 import ServiceLifecycle
 
 /// swift-apns' own connectors, ``TokenConnector`` and ``CertificateConnector``: each holds HTTP/2
-/// connections to APNs on a thread of its own (a ``ConnectorEngine``). What they share is defined
+/// connections to APNs on a thread of its own. What they share is defined
 /// here, once: sending, shutting down, running as a service, the transport thread as a task
 /// executor, and the connection counts.
 ///
-/// Only swift-apns' connectors conform: ``engine`` is made by them alone. Code that needs one of
+/// Only swift-apns' connectors conform: the one requirement is made by them alone. Code that needs one of
 /// them, rather than any connector (a recording one in tests), takes `some TransportConnector`:
 ///
 /// ```swift
@@ -18,6 +18,7 @@ import ServiceLifecycle
 /// Thread safety: `Sendable`; use one connector from any number of tasks.
 public protocol TransportConnector: Connector, Service where Authentication: FixedAuthenticationKind {
     /// The machinery behind the connector; it has no public members.
+    @_documentation(visibility: internal)
     var engine: ConnectorEngine { get }
 }
 
@@ -29,7 +30,7 @@ extension TransportConnector {
     ///   ``APNsError/credential(_:)`` when a certificate does not cover it; otherwise what the
     ///   transport reports. A rejection is a response, not an error.
     public func perform(_ request: APNsRequest) async throws -> APNsHTTPResponse {
-        try await perform(request, deadline: .now + engine.defaultTimeout)
+        try await perform(request, deadline: SendDeadline.of(timeout: nil, from: .now, engine: engine))
     }
 
     /// Sends one request, giving up at `deadline`; checked as ``perform(_:)`` is.
@@ -41,7 +42,9 @@ extension TransportConnector {
     /// Sends `request` without checking its push type's rules: SPI for tests that show how a server
     /// answers a request the library would refuse (the mock server's own tests). Not public API.
     @_spi(RawRequests) public func performWithoutRuleCheck(_ request: APNsRequest) async throws -> APNsHTTPResponse {
-        try await engine.exchange(checked: request, deadline: .now + engine.defaultTimeout).response
+        try await engine.exchange(
+            checked: request, deadline: SendDeadline.of(timeout: nil, from: .now, engine: engine)
+        ).response
     }
 
     /// Stops taking sends, lets those in flight finish for up to `gracePeriod`, then fails the rest

@@ -115,7 +115,7 @@ public struct CertificateDetails: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether the certificate may send a push of `pushType` to `topic`
-    /// (``PushCertificate/covers(_:topic:pushType:)``). True when it names no topics at all.
+    /// (<doc:ProtocolReference#Certificate-authentication>). True when it names no topics at all.
     public func covers(topic: String, pushType: PushType) -> Bool {
         topics.isEmpty || PushCertificate.covers(topics, topic: topic, pushType: pushType)
     }

@@ -110,9 +110,8 @@ struct CircuitBreaker {
 
     private mutating func open(now: ContinuousClock.Instant) {
         trips += 1
-        var coolDown = policy.initialCoolDown
-        for _ in 0..<min(failedProbes, 30) where coolDown < policy.maximumCoolDown { coolDown = coolDown * 2 }
-        coolDown = min(coolDown, policy.maximumCoolDown).scaled(by: Double.random(in: 0.8...1.2))
+        let coolDown = Backoff(initial: policy.initialCoolDown, maximum: policy.maximumCoolDown)
+            .delay(beforeRetry: failedProbes + 1)
         self.coolDown = coolDown
         state = .open(until: now + coolDown)
     }

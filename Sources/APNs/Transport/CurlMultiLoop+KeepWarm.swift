@@ -20,7 +20,7 @@ extension CurlMultiLoop {
         idleConnectionStirred = false
         let transfer = Transfer(
             urlPrefix: warmURL, method: .get, headerList: CurlMultiLoop.noHeaders, body: CurlMultiLoop.noBody,
-            deadline: now + .milliseconds(settings.connectTimeoutMilliseconds) + .seconds(1), device: nil, owner: nil,
+            deadline: now + .milliseconds(settings.connectTimeoutMilliseconds) + .seconds(1),
             isWarmUp: true)
         transfer.completion = .warmUp { [self] failure in warmUpEnded(failure) }
         warmUp = transfer

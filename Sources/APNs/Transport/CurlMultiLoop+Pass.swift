@@ -36,7 +36,7 @@ extension CurlMultiLoop {
                     switch operation {
                     case .add(let transfer): enqueue(transfer)
                     case .cancel(let transfer): cancel(transfer, on: multi)
-                    case .cancelOwned(let owner): cancelAll(ownedBy: owner, on: multi)
+                    case .cancelGroup(let group): cancelAll(in: group, on: multi)
                     case .keepWarm(let url): warmURL = url
                     case .run(let job):
                         job.runSynchronously(on: asUnownedTaskExecutor())
@@ -332,11 +332,11 @@ extension CurlMultiLoop {
         // Otherwise its `add` has not been processed yet; `enqueue` sees `cancelled`.
     }
 
-    func cancelAll(ownedBy owner: BulkOwner, on multi: UnsafeMutableRawPointer) {
+    func cancelAll(in group: TransferGroup, on multi: UnsafeMutableRawPointer) {
         assertOnLoopThread()
-        owner.cancel()
-        for transfer in Array(active.values) where transfer.owner === owner { cancel(transfer, on: multi) }
-        for transfer in waiting[waitingHead...] where transfer.owner === owner { cancel(transfer, on: multi) }
+        group.cancel()
+        for transfer in Array(active.values) where transfer.group === group { cancel(transfer, on: multi) }
+        for transfer in waiting[waitingHead...] where transfer.group === group { cancel(transfer, on: multi) }
     }
 
     func enqueue(_ transfer: Transfer) {

@@ -58,8 +58,8 @@ final class CurlMultiLoop: @unchecked Sendable {
     enum Operation {
         case add(Transfer)
         case cancel(Transfer)
-        /// Cancels every transfer of one bulk send, in flight or queued.
-        case cancelOwned(BulkOwner)
+        /// Cancels every transfer of one group, in flight or queued.
+        case cancelGroup(TransferGroup)
         /// From now until shutdown, keep a connection to `url`'s host open (``keepWarm(url:)``).
         case keepWarm(url: String)
         /// A job of a task that prefers this loop as its executor (``enqueue(_:)``).
@@ -242,7 +242,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     func submit(_ operation: Operation) {
         switch operation {
         case .add(let transfer): submit(batch: [transfer])
-        case .cancel, .cancelOwned, .keepWarm, .run: post([operation], transfers: [])
+        case .cancel, .cancelGroup, .keepWarm, .run: post([operation], transfers: [])
         }
     }
 

@@ -207,45 +207,43 @@ final class CurlTransport: Sendable {
         Transfer(
             urlPrefix: endpoint.baseURL, urlSuffix: request.path, method: request.method,
             headerList: headerList(authorization: authorization, headers: request.headers),
-            body: RequestBody(request.body), deadline: deadline, device: nil, owner: nil)
+            body: RequestBody(request.body), deadline: deadline)
     }
 
-    /// Starts `template` once per device, each to the device's path, with no task per request:
-    /// `completion` is called on the transport's thread with each device's result, and must return
-    /// quickly. The batch shares one header list and one copy of the body. Every device gets
-    /// exactly one call, including when the transfer fails, times out or is cancelled with
-    /// ``cancelAll(ownedBy:)``.
+    /// Starts `template` once per suffix, each to `pathPrefix` and its suffix (with `apnsIDs`, each
+    /// carrying the apns-id at its index), with no task per request: `completion` is called on the
+    /// transport's thread with each request's index and result, and must return quickly. The batch
+    /// shares one header list and one copy of the body. Every request gets exactly one call,
+    /// including when the transfer fails, times out or is cancelled with ``cancelAll(in:)``.
     func submit(
-        _ template: APNsRequest, to devices: [Device], apnsID: (@Sendable (Device) -> APNsID)? = nil,
-        endpoint: APNsEnvironment.Endpoint, authorization: String?, deadline: ContinuousClock.Instant, owner: BulkOwner,
-        completion: @escaping @Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void
+        _ template: APNsRequest, pathPrefix: String, suffixes: [String], apnsIDs: [String]? = nil,
+        endpoint: APNsEnvironment.Endpoint, authorization: String?, deadline: ContinuousClock.Instant,
+        group: TransferGroup, completion: @escaping @Sendable (Int, Result<APNsHTTPResponse, any Error>) -> Void
     ) {
-        guard !devices.isEmpty else { return }
+        guard !suffixes.isEmpty else { return }
         let headers = headerList(authorization: authorization, headers: template.headers)
         let body = lastBody.value(for: template.body) { RequestBody(template.body) }
-        let urlPrefix = endpoint.baseURL + Device.pathPrefix
+        let urlPrefix = endpoint.baseURL + pathPrefix
         var transfers: [Transfer] = []
-        transfers.reserveCapacity(devices.count)
-        for device in devices {
-            // A device's own apns-id goes in one list node ahead of the shared list.
+        transfers.reserveCapacity(suffixes.count)
+        for (index, suffix) in suffixes.enumerated() {
+            // A request's own apns-id goes in one list node ahead of the shared list.
             let transfer = Transfer(
-                urlPrefix: urlPrefix, urlSuffix: device.token, method: template.method,
-                headerList: apnsID.map {
-                    HeaderList(first: HeaderList.apnsIDPrefix + $0(device).description, then: headers)
-                }
-                    ?? headers, body: body,
-                deadline: deadline, device: device, owner: owner)
+                urlPrefix: urlPrefix, urlSuffix: suffix, method: template.method,
+                headerList: apnsIDs.map { HeaderList(first: HeaderList.apnsIDPrefix + $0[index], then: headers) }
+                    ?? headers,
+                body: body, deadline: deadline, index: index, group: group)
             transfer.completion = .callback(completion)
             transfers.append(transfer)
         }
         loop.submit(batch: transfers)
     }
 
-    /// Cancels every transfer started by ``submit(_:to:endpoint:authorization:deadline:owner:completion:)``
-    /// with `owner`, in flight or queued, and refuses any started with it later.
-    func cancelAll(ownedBy owner: BulkOwner) {
-        owner.cancel()
-        loop.submit(.cancelOwned(owner))
+    /// Cancels every transfer submitted with `group`, in flight or queued, and refuses any
+    /// submitted with it later.
+    func cancelAll(in group: TransferGroup) {
+        group.cancel()
+        loop.submit(.cancelGroup(group))
     }
 
     /// The shared list when the headers are those of the last request, else a new one.

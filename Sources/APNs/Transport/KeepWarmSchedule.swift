@@ -86,8 +86,8 @@ struct KeepWarmSchedule: Equatable {
     @discardableResult
     mutating func failed(at now: ContinuousClock.Instant, jitter: Double) -> Duration {
         failures += 1
-        let backOff = min(Self.maximumBackOff, .seconds(1) * (1 << min(failures - 1, 6)))
-        let delay = backOff * jitter
+        let delay = Backoff(initial: .seconds(1), maximum: Self.maximumBackOff).delay(
+            beforeRetry: failures, factor: jitter)
         notBefore = now + delay
         return delay
     }

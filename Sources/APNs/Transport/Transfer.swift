@@ -33,7 +33,8 @@ final class Transfer: @unchecked Sendable {
     /// witnesses.
     enum Completion {
         case task(UnsafeContinuation<APNsHTTPResponse, any Error>)
-        case callback(@Sendable (Device?, Result<APNsHTTPResponse, any Error>) -> Void)
+        /// Called with the transfer's ``index`` in the batch it was submitted with.
+        case callback(@Sendable (Int, Result<APNsHTTPResponse, any Error>) -> Void)
         /// A keep-warm transfer (``isWarmUp``), on the loop thread: nil once its connection is
         /// ready, else why none could be made.
         case warmUp(@Sendable (TransportError?) -> Void)
@@ -63,19 +64,19 @@ final class Transfer: @unchecked Sendable {
         @exclusivity(unchecked) var ports: Set<Int32> = []
     }
 
-    /// The URL in two parts, written one after the other when the request is configured: a bulk
-    /// send's shared `https://host:port/3/device/` and each device's token, so no URL string is
-    /// built per push.
+    /// The URL in two parts, written one after the other when the request is configured: a
+    /// batch's shared `https://host:port/3/device/` and each request's own suffix, so no URL string
+    /// is built per push.
     let urlPrefix: String
     let urlSuffix: String
     let method: APNsRequest.Method
     /// Shared by every transfer with the same headers.
     let headerList: HeaderList
     let body: RequestBody
-    /// The device of a bulk transfer, handed back to its callback.
-    let device: Device?
-    /// The bulk send it belongs to, for ``CurlMultiLoop/Operation/cancelOwned(_:)``.
-    let owner: BulkOwner?
+    /// Its position in the batch it was submitted with, handed back to its callback.
+    let index: Int
+    /// The group it was submitted with, cancelled together (``CurlMultiLoop/Operation/cancelGroup(_:)``).
+    let group: TransferGroup?
     /// When the send gives up, wherever the request is waiting: set when the send is made.
     let deadline: ContinuousClock.Instant
 
@@ -141,7 +142,7 @@ final class Transfer: @unchecked Sendable {
     init(
         urlPrefix: String, urlSuffix: String = "", method: APNsRequest.Method, headerList: HeaderList,
         body: RequestBody,
-        deadline: ContinuousClock.Instant, device: Device?, owner: BulkOwner?, isWarmUp: Bool = false
+        deadline: ContinuousClock.Instant, index: Int = 0, group: TransferGroup? = nil, isWarmUp: Bool = false
     ) {
         self.isWarmUp = isWarmUp
         self.urlPrefix = urlPrefix
@@ -150,12 +151,12 @@ final class Transfer: @unchecked Sendable {
         self.headerList = headerList
         self.body = body
         self.deadline = deadline
-        self.device = device
-        self.owner = owner
+        self.index = index
+        self.group = group
     }
 
-    /// Whether the request has been given up on (cancelled directly or with its bulk send).
-    var isCancelled: Bool { cancelled || owner?.isCancelled == true }
+    /// Whether the request has been given up on (cancelled directly or with its group).
+    var isCancelled: Bool { cancelled || group?.isCancelled == true }
 
     /// The result was delivered.
     var isFinished: Bool { life == .finished }
@@ -263,7 +264,7 @@ final class Transfer: @unchecked Sendable {
         life = .finished
         switch completion {
         case .task(let continuation)?: continuation.resume(with: result)
-        case .callback(let deliver)?: deliver(device, result)
+        case .callback(let deliver)?: deliver(index, result)
         case .warmUp(let done)?:
             switch result {
             case .success: done(nil)
@@ -344,11 +345,11 @@ final class Transfer: @unchecked Sendable {
     }
 }
 
-/// One bulk send, as the transport sees it: cancelling it cancels its transfers wherever they are,
-/// and refuses any it starts later.
+/// Transfers submitted together (a bulk send's, as the transport sees them): cancelling the group
+/// cancels its transfers wherever they are, and refuses any submitted with it later.
 ///
 /// Thread safety: `Sendable`; `cancel()` may be called from any thread.
-final class BulkOwner: Sendable {
+final class TransferGroup: Sendable {
     private let cancelledFlag = Atomic<Bool>(false)
     var isCancelled: Bool { cancelledFlag.load(ordering: .acquiring) }
     func cancel() { cancelledFlag.store(true, ordering: .releasing) }

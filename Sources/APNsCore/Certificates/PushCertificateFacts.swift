@@ -12,15 +12,15 @@
 /// - Certificates without a topic list (older single-app ones) cover the subject's `UID`.
 public enum PushCertificate {
     /// The extension that marks a sandbox (development) certificate.
-    public static let sandboxOID = "1.2.840.113635.100.6.3.1"
+    package static let sandboxOID = "1.2.840.113635.100.6.3.1"
     /// The extension that marks a production certificate.
-    public static let productionOID = "1.2.840.113635.100.6.3.2"
+    package static let productionOID = "1.2.840.113635.100.6.3.2"
     /// The extension that lists the topics a certificate covers.
-    public static let topicsOID = "1.2.840.113635.100.6.3.6"
+    package static let topicsOID = "1.2.840.113635.100.6.3.6"
     /// The topic list of older VoIP Services certificates.
-    public static let voipTopicsOID = "1.2.840.113635.100.6.3.4"
+    package static let voipTopicsOID = "1.2.840.113635.100.6.3.4"
     /// The subject attribute that holds the bundle id (`UID`, RFC 4519 `userid`).
-    public static let userIDOID = "0.9.2342.19200300.100.1.1"
+    package static let userIDOID = "0.9.2342.19200300.100.1.1"
 
     /// An APNs environment a certificate is issued for.
     public enum Environment: String, Hashable, Sendable, CaseIterable, Comparable, CustomStringConvertible {
@@ -55,7 +55,7 @@ public enum PushCertificate {
 
     /// The topic-list kind that covers `pushType`: `voip` and `complication` have their own
     /// entries; every other push type a certificate can send is covered by the app's entry.
-    public static func topicKind(for pushType: PushType) -> String {
+    package static func topicKind(for pushType: PushType) -> String {
         switch pushType {
         case .voip: return "voip"
         case .complication: return "complication"
@@ -70,7 +70,7 @@ public enum PushCertificate {
     /// kind (``topicKind(for:)``) or says no kind. MDM topics (`com.apple.mgmt.…`) are covered
     /// only for MDM pushes. Apple does not document which kind covers Push to Talk, Live
     /// Activities or accessory responses; swift-apns takes the app's entry, and an answer of APNs says otherwise.
-    public static func covers(_ topics: [Topic], topic: String, pushType: PushType) -> Bool {
+    package static func covers(_ topics: [Topic], topic: String, pushType: PushType) -> Bool {
         if pushType != .mdm, let prefix = PushType.mdm.topicPrefix, topic.hasPrefix(prefix) { return false }
         let bundleID = pushType.bundleID(fromTopic: topic)
         let kind = topicKind(for: pushType)
@@ -81,7 +81,7 @@ public enum PushCertificate {
 
     /// The topic a certificate listing `topics` would send `pushType` to, or nil when it covers
     /// no topic of that push type.
-    public static func coveredTopic(of pushType: PushType, in topics: [Topic]) -> String? {
+    package static func coveredTopic(of pushType: PushType, in topics: [Topic]) -> String? {
         for entry in topics {
             for candidate in [entry.name, pushType.topic(forBundleID: entry.name)]
             where pushType.bundleID(fromTopic: candidate) != nil && covers(topics, topic: candidate, pushType: pushType)
@@ -95,7 +95,7 @@ public enum PushCertificate {
     /// Decodes the value of a topic-list extension (the contents of its `extnValue`).
     /// - Throws: ``MalformedExtension`` when it is not a DER `SEQUENCE` of strings and sequences of
     ///   strings.
-    public static func topics(fromExtensionValue der: [UInt8]) throws(MalformedExtension) -> [Topic] {
+    package static func topics(fromExtensionValue der: [UInt8]) throws(MalformedExtension) -> [Topic] {
         var reader = DERReader(der)
         let list = try reader.element(tag: DERReader.sequence)
         guard reader.isAtEnd else { throw MalformedExtension(detail: "bytes after the topic list") }
@@ -123,7 +123,7 @@ public enum PushCertificate {
     }
 
     /// The value of a topic-list extension for `topics`, as Apple encodes it (DER).
-    public static func extensionValue(for topics: [Topic]) -> [UInt8] {
+    package static func extensionValue(for topics: [Topic]) -> [UInt8] {
         var contents: [UInt8] = []
         for topic in topics {
             contents += DERReader.encode(tag: DERReader.utf8String, Array(topic.name.utf8))
@@ -137,11 +137,11 @@ public enum PushCertificate {
     }
 
     /// A topic-list extension that is not the DER shape Apple uses.
-    public struct MalformedExtension: Error, Hashable, Sendable, CustomStringConvertible {
+    package struct MalformedExtension: Error, Hashable, Sendable, CustomStringConvertible {
         /// What is wrong with it.
-        public let detail: String
+        package let detail: String
         /// What is wrong, for logs.
-        public var description: String { "The certificate's topic list is malformed: \(detail)." }
+        package var description: String { "The certificate's topic list is malformed: \(detail)." }
     }
 }
 

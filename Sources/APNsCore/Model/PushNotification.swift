@@ -58,6 +58,12 @@ extension PushNotification {
     /// ```
     /// - Throws: ``APNsValidationError`` before anything is sent.
     public func request(to device: Device) throws(APNsValidationError) -> APNsRequest {
+        try request(path: device.path)
+    }
+
+    /// The request to `path`; a bulk send builds it once with an empty path, which each device's
+    /// request replaces with its own.
+    func request(path: String) throws(APNsValidationError) -> APNsRequest {
         try validateTopic(topic)
         if Self.pushType.bundleID(fromTopic: topic) == nil {
             throw Self.pushType == .mdm
@@ -74,7 +80,7 @@ extension PushNotification {
             try collapseID.validate()
             headers.append(.init(.apnsCollapseID, value: collapseID.value))
         }
-        return APNsRequest(method: .post, service: .device, path: device.path, headers: headers, writer: try writer())
+        return APNsRequest(method: .post, service: .device, path: path, headers: headers, writer: try writer())
     }
 }
 
