@@ -61,10 +61,21 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        // What the tests and the benchmark read of a queue (query plans) and add to it (a long
+        // history), kept out of the stores the gateway runs.
+        .target(
+            name: "GatewayMeasuring",
+            dependencies: [
+                "APNsGateway",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
+        ),
         .executableTarget(
             name: "GatewayBenchmark",
             dependencies: [
                 "APNsGateway",
+                "GatewayMeasuring",
                 .product(name: "APNs", package: "swift-apns"),
                 .product(name: "APNsMockServer", package: "swift-apns"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -75,6 +86,7 @@ let package = Package(
             name: "APNsGatewayTests",
             dependencies: [
                 "APNsGateway",
+                "GatewayMeasuring",
                 // Built for the crash-safety tests, which run it and kill it.
                 "GatewayCommand",
                 .product(name: "APNs", package: "swift-apns"),

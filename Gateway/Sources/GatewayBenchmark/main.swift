@@ -1,5 +1,6 @@
 import APNs
 import APNsGateway
+import GatewayMeasuring
 import APNsMockServer
 import Foundation
 import Hummingbird

@@ -1,4 +1,5 @@
 import APNsGateway
+import GatewayMeasuring
 import Foundation
 import Testing
 

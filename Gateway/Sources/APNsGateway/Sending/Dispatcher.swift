@@ -67,6 +67,14 @@ public final class Dispatcher: Service, Sendable {
         public var maximumAge: Duration = .seconds(86_400)
         /// The library's retry policy inside one attempt.
         public var retry: RetryPolicy = .standard
+        /// When a device-send refused on its own account (429 TooManyRequests) is queued again:
+        /// ``maximumAttempts`` in all, one second doubling to a minute (±25 %), never sooner than
+        /// APNs' `Retry-After`.
+        public var requeue: RetryPolicy {
+            RetryPolicy(
+                maximumAttempts: maximumAttempts, initialBackoff: .seconds(1), maximumBackoff: .seconds(60),
+                jitter: 0.25)
+        }
         /// The deadline of each device-send.
         public var timeout: Duration = .seconds(30)
         /// This sender's name in claims: unique among live senders on one database (a second
@@ -116,27 +124,27 @@ public final class Dispatcher: Service, Sendable {
         }
     }
 
-    private let store: any GatewayStore
-    private let connector: AnyConnector
-    private let configuration: Configuration
-    private let logger: Logger
+    let store: any GatewayStore
+    let connector: AnyConnector
+    let configuration: Configuration
+    let logger: Logger
     /// This sender's name in leases.
     public let owner: String
     private let wakeUps: AsyncStream<Void>
     private let wakeUpContinuation: AsyncStream<Void>.Continuation
     /// Device-sends finished or queued again, by result: accepted, rejected, failed, expired,
     /// requeued.
-    private let results: [String: Counter]
+    let results: [String: Counter]
     /// Unfinished device-sends, read at each poll.
-    private let queueDepth: Gauge
+    let queueDepth: Gauge
     /// 1 while sending is paused for the cause, else 0.
-    private let paused: [UpstreamCause: Gauge]
+    let paused: [UpstreamCause: Gauge]
     /// This process's registration in the store.
-    private let identity: GatewayInstance
+    let identity: GatewayInstance
     /// Whether a send may start: the lease as the last heartbeats left it.
-    private let lease: Mutex<SenderLease>
+    let lease: Mutex<SenderLease>
     /// Whether sending is paused for a cause upstream.
-    private let pause = Mutex(UpstreamPause())
+    let pause = Mutex(UpstreamPause())
 
     /// - Parameters:
     ///   - metricsFactory: Where its metrics go; nil uses `MetricsSystem.factory`.
@@ -320,7 +328,7 @@ public final class Dispatcher: Service, Sendable {
     /// Whether a send may start now: its lease outlasts it by a heartbeat (judged at each call,
     /// so a heartbeat stuck on the database stops sends as surely as a failed one; always, when
     /// the sender was not registered by ``run()``), and sending is not paused.
-    private var mayStart: Bool {
+    var mayStart: Bool {
         let now = ContinuousClock.now
         return lease.withLock { $0.mayStart(at: now) } && pause.withLock { $0.mayStart(at: now) }
     }
@@ -381,487 +389,6 @@ public final class Dispatcher: Service, Sendable {
         if probe { pause.withLock { $0.probeEnded(at: .now) } }
         return claimed.reduce(0) { $0 + $1.deliveries.count }
     }
-
-    private func send(_ claimed: ClaimedNotification) async {
-        let spec: NotificationSpec
-        do {
-            spec = try NotificationRequest.notification(storedJSON: claimed.storedJSON)
-        } catch {
-            // Checked before it was stored: only a gateway of another version could get here.
-            logger.error(
-                "stored notification no longer valid",
-                metadata: ["notification": "\(claimed.id)", "problem": "\(error)"])
-            await write(
-                claimed.deliveries.map {
-                    finished(claimed, $0, app: "", kind: "invalid", delivery: .notSent, message: error.description)
-                })
-            return
-        }
-        let expiresAt = expiry(of: spec, acceptedAt: claimed.createdAt)
-        let expired = Date() >= expiresAt
-        var byToken: [String: ClaimedDelivery] = [:]
-        var ids: [String: APNsID] = [:]
-        var devices: [Device] = []
-        var pending: [DeliveryOutcome] = []
-        let atMostOnce = spec.delivery == .atMostOnce
-        for delivery in claimed.deliveries {
-            if atMostOnce, delivery.mayHaveBeenSent {
-                // Recorded as started by a sender that left no outcome (it crashed, or lost its
-                // lease): it may have reached APNs, and this notification forbids a second time.
-                pending.append(
-                    finished(
-                        claimed, delivery, app: spec.app, kind: "interrupted", delivery: .unknown,
-                        message:
-                            "the sender that started it stopped before its outcome was written; at-most-once: not sent again"
-                    ))
-                continue
-            }
-            if expired {
-                pending.append(self.expired(claimed, delivery, app: spec.app, at: expiresAt, after: nil))
-                continue
-            }
-            if delivery.token.hasPrefix(NotificationRequest.channelPrefix) {
-                if atMostOnce {
-                    guard await markStarted(claimed, [delivery], app: spec.app) else { continue }
-                }
-                pending.append(await broadcast(spec, claimed, delivery, expiresAt: expiresAt))
-                continue
-            }
-            do {
-                let device = try Device(token: delivery.token)
-                byToken[device.token] = delivery
-                ids[device.token] =
-                    spec.apnsID ?? Dispatcher.apnsID(notification: claimed.id, position: delivery.position)
-                devices.append(device)
-            } catch {
-                pending.append(
-                    finished(
-                        claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent,
-                        message: error.description))
-            }
-        }
-        await write(pending)
-        guard !devices.isEmpty else { return }
-        // Devices go through the bulk path (a channel's notification has none).
-        let sending = Sending(claimed: claimed, spec: spec, byToken: byToken, ids: ids, expiresAt: expiresAt)
-        guard atMostOnce else {
-            await bulk(devices, sending)
-            return
-        }
-        // At most once: each group is recorded as started before any of it may be written.
-        var groups = stride(from: 0, to: devices.count, by: configuration.startGroup).map {
-            devices[$0..<min($0 + configuration.startGroup, devices.count)]
-        }[...]
-        await withTaskGroup(of: Void.self) { group in
-            var inFlight = 0
-            while let next = groups.first {
-                // A group is recorded only when fewer than `startGroupsInFlight` are on the wire,
-                // and started only once its record is in.
-                if inFlight == configuration.startGroupsInFlight {
-                    await group.next()
-                    inFlight -= 1
-                }
-                guard mayStart else { break }  // this group and the rest are queued again below
-                groups = groups.dropFirst()
-                // When the record fails, markStarted queues this group again; the rest below.
-                guard await markStarted(claimed, next.compactMap { byToken[$0.token] }, app: spec.app) else { break }
-                inFlight += 1
-                group.addTask { await self.bulk(Array(next), sending) }
-            }
-        }
-        // Groups never recorded as started: provably unsent, queued again.
-        let unstarted = groups.flatMap { $0 }
-        if !unstarted.isEmpty {
-            let (retryAt, why) = notStarted()
-            await write(
-                unstarted.compactMap { byToken[$0.token] }.map {
-                    stopped(claimed, $0, app: spec.app, retryAt: retryAt, why: why)
-                })
-        }
-    }
-
-    /// When a notification expires: at its `expiration`, when it gave one (not 0), else
-    /// ``Configuration/maximumAge`` after it was accepted.
-    private func expiry(of spec: NotificationSpec, acceptedAt: Date) -> Date {
-        if let seconds = spec.notification.expiration?.unixSeconds, seconds > 0 {
-            return Date(timeIntervalSince1970: Double(seconds))
-        }
-        return acceptedAt.addingTimeInterval(configuration.maximumAge.seconds)
-    }
-
-    /// What ``bulk(_:_:)`` needs of the notification being sent.
-    private struct Sending: Sendable {
-        let claimed: ClaimedNotification
-        let spec: NotificationSpec
-        let byToken: [String: ClaimedDelivery]
-        let ids: [String: APNsID]
-        let expiresAt: Date
-    }
-
-    /// Records `deliveries` as started (an at-most-once notification's, before they may be sent);
-    /// whether all of them were. When not (the database failed, or the lease was lost), none is
-    /// sent, and they are queued again — they were not.
-    private func markStarted(_ claimed: ClaimedNotification, _ deliveries: [ClaimedDelivery], app: String) async -> Bool
-    {
-        do {
-            let marked = try await store.markStarted(
-                notificationID: claimed.id, positions: deliveries.map(\.position), owner: owner, now: Date())
-            if marked == deliveries.count { return true }
-            logger.warning(
-                "some device-sends of an at-most-once notification were no longer ours to start; not sending them",
-                metadata: ["notification": "\(claimed.id)", "held": "\(marked)", "of": "\(deliveries.count)"])
-        } catch {
-            logger.error(
-                "recording an at-most-once notification's sends as started failed; not sending them now",
-                metadata: ["notification": "\(claimed.id)", "error": "\(DatabaseFailure(error))"])
-        }
-        let why = "not started: its record as started could not be written"
-        await write(
-            deliveries.map { stopped(claimed, $0, app: app, retryAt: Date().addingTimeInterval(1), why: why) })
-        return false
-    }
-
-    /// Sends one notification to `devices` through the library's bulk path, writing outcomes as
-    /// they come; devices it never started (the lease came into doubt, or sending paused) are
-    /// queued again.
-    private func bulk(_ devices: [Device], _ sending: Sending) async {
-        let (claimed, spec, byToken, ids) = (sending.claimed, sending.spec, sending.byToken, sending.ids)
-        var pending: [DeliveryOutcome] = []
-        // The devices that have their outcome from the bulk send (some may be written already).
-        var answered: Set<String> = []
-        // The batch of outcomes being written, if any (awaited before the next, and at the end).
-        var writing: Task<Void, Never>?
-        // Read as sending progresses: none is started once the lease is in doubt or sending paused.
-        let startable = StoppableDevices(devices: devices) { [self] in !mayStart }
-        do {
-            let results = try bulkSendOutcomes(
-                spec.notification, via: connector, to: startable, timeout: configuration.timeout,
-                retry: configuration.retry,
-                apnsID: { device in ids[device.token] ?? APNsID() })
-            var lastWrite = ContinuousClock.now
-            for try await outcome in results {
-                guard let delivery = byToken[outcome.device.token] else { continue }
-                answered.insert(outcome.device.token)
-                pending.append(record(outcome.result, claimed, delivery, app: spec.app, expiresAt: sending.expiresAt))
-                if pending.count >= configuration.writeBatch
-                    || ContinuousClock.now - lastWrite >= configuration.writeInterval
-                {
-                    // One batch is written while the next is collected: the bulk send follows
-                    // this loop's pace, so waiting here for the database would idle the
-                    // connection. Never more than one write of this send in flight.
-                    await writing?.value
-                    let batch = pending
-                    writing = Task { await self.write(batch) }
-                    pending.removeAll(keepingCapacity: true)
-                    lastWrite = ContinuousClock.now
-                }
-            }
-        } catch {
-            // The connector refused the notification as a whole (its authentication cannot send
-            // this push type, say): every device-send ends with that reason, nothing was sent.
-            for device in devices where !answered.contains(device.token) {
-                guard let delivery = byToken[device.token] else { continue }
-                answered.insert(device.token)
-                pending.append(
-                    finished(
-                        claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: "\(error)"))
-            }
-        }
-        // Devices the bulk send never read were never started (the lease came into doubt, or
-        // sending paused): provably unsent, queued again.
-        let (retryAt, why) = notStarted()
-        for device in devices[startable.handedOut...] where !answered.contains(device.token) {
-            guard let delivery = byToken[device.token] else { continue }
-            pending.append(stopped(claimed, delivery, app: spec.app, retryAt: retryAt, why: why))
-        }
-        await writing?.value
-        await write(pending)
-    }
-
-    /// When device-sends this sender did not start are due again, and why they were not: the
-    /// pause's end while sending is paused, else (the lease in doubt) a second from now.
-    private func notStarted() -> (Date, String) {
-        let now = ContinuousClock.now
-        let (resumesAt, cause) = pause.withLock { ($0.resumesAt(now), $0.cause) }
-        guard let cause else {
-            return (
-                Date().addingTimeInterval(1), "not started: this instance stopped sending while its lease was in doubt"
-            )
-        }
-        return (
-            Date().addingTimeInterval((resumesAt - now).seconds), "not started: sending is paused (\(cause.rawValue))"
-        )
-    }
-
-    /// A device-send this instance did not start: queued again, not sent, no attempt spent.
-    private func stopped(
-        _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, app: String, retryAt: Date, why: String
-    ) -> DeliveryOutcome {
-        DeliveryOutcome(
-            notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app,
-            errorKind: "stopped", delivery: Delivery.notSent.rawValue, message: why, retryAt: retryAt,
-            countsAsAttempt: false)
-    }
-
-    /// Sends a Live Activity update or end to its broadcast channel (one request for every
-    /// subscribed device).
-    private func broadcast(
-        _ spec: NotificationSpec, _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, expiresAt: Date
-    ) async -> DeliveryOutcome {
-        let id = String(delivery.token.dropFirst(NotificationRequest.channelPrefix.count))
-        guard let notification = spec.notification as? any BroadcastDeliverable,
-            let channel = try? BroadcastChannel(id: id, bundleID: spec.app)
-        else {
-            return finished(
-                claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent,
-                message: "not a channel notification")
-        }
-        guard mayStart else {
-            let (retryAt, why) = notStarted()
-            return stopped(claimed, delivery, app: spec.app, retryAt: retryAt, why: why)
-        }
-        let result: Result<APNsResponse, APNsError>
-        do throws(APNsError) {
-            result = .success(
-                try await APNs.send(
-                    notification, via: connector, to: channel, timeout: configuration.timeout,
-                    retry: configuration.retry))
-        } catch {
-            result = .failure(error)
-        }
-        var outcome = record(result, claimed, delivery, app: spec.app, expiresAt: expiresAt)
-        if case .success(let response) = result, outcome.apnsID == nil { outcome.apnsID = response.requestID }
-        return outcome
-    }
-
-    public static func apnsID(notification: String, position: Int) -> APNsID {
-        var bytes = Array(SHA256.hash(data: Array("\(notification)/\(position)".utf8)).prefix(16))
-        bytes[6] = (bytes[6] & 0x0F) | 0x80  // version 8: custom
-        bytes[8] = (bytes[8] & 0x3F) | 0x80  // variant: RFC 9562
-        let uuid = UUID(
-            uuid: (
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
-            ))
-        return APNsID(uuid)
-    }
-
-    /// The outcome of one device-send's send: done, queued again, or finished as failed or
-    /// expired. A cause upstream pauses sending (``UpstreamPause``) and queues the device-send for
-    /// the pause's end without spending an attempt; any other answer from APNs ends a pause.
-    private func record(
-        _ result: Result<APNsResponse, APNsError>, _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery,
-        app: String, expiresAt: Date
-    ) -> DeliveryOutcome {
-        if let cause = UpstreamCause.of(result) {
-            let retryAt = paused(by: cause, result)
-            let (kind, message) = Self.failureText(result)
-            var outcome = DeliveryOutcome(
-                notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app,
-                errorKind: kind, delivery: Delivery.notSent.rawValue, message: message, retryAt: retryAt,
-                countsAsAttempt: false)
-            if retryAt >= expiresAt { outcome = expired(claimed, delivery, app: app, at: expiresAt, after: message) }
-            return outcome
-        }
-        var record = DeliveryOutcome(
-            notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app)
-        switch result {
-        case .success(let response):
-            resumed()
-            record.status = response.status
-            record.apnsID = response.apnsID?.description
-        case .failure(.rejected(let rejection)):
-            resumed()
-            if rejection.reason == .tooManyRequests, let retryAt = retry(delivery, notBefore: rejection.retryAfter),
-                retryAt < expiresAt
-            {
-                // Too many pushes to this device: its own failure, an attempt spent.
-                record.errorKind = "rejected"
-                record.delivery = Delivery.notSent.rawValue
-                record.message = rejection.description
-                record.retryAt = retryAt
-                return record
-            }
-            record.status = rejection.status
-            record.reason = rejection.reason?.rawValue
-            record.apnsID = rejection.apnsID?.description
-            record.invalidSince = rejection.timestamp
-            record.message = rejection.description
-        case .failure(.transport(let failure))
-        where failure.delivery == .notSent && (failure.kind == .cancelled || failure.kind == .shutDown):
-            // This sender stopping, not the device-send failing: queued again, no attempt spent.
-            record.errorKind = failure.kind.rawValue
-            record.delivery = failure.delivery.rawValue
-            record.message = failure.description
-            record.retryAt = Date().addingTimeInterval(1)
-            record.countsAsAttempt = false
-        case .failure(let error):
-            let (kind, message) = Self.failureText(result)
-            return finished(
-                claimed, delivery, app: app, kind: kind, delivery: error.mayHaveBeenDelivered ? .unknown : .notSent,
-                message: message)
-        }
-        return record
-    }
-
-    /// A failure's kind and message, as the outcome records them.
-    private static func failureText(_ result: Result<APNsResponse, APNsError>) -> (kind: String, message: String) {
-        switch result {
-        case .success: return ("", "")
-        case .failure(.transport(let failure)): return (failure.kind.rawValue, failure.description)
-        case .failure(.rejected(let rejection)): return ("rejected", rejection.description)
-        case .failure(.validation(let error)): return ("invalid", error.description)
-        case .failure(.credential(let error)): return ("credential", error.description)
-        case .failure(let error): return ("other", error.description)
-        }
-    }
-
-    /// When a device-send that failed on its own is due again (a back-off that doubles with each
-    /// attempt, capped, with jitter; no sooner than `notBefore`), or nil when its attempts are
-    /// spent.
-    private func retry(_ delivery: ClaimedDelivery, notBefore: Duration?) -> Date? {
-        guard delivery.attempts + 1 < configuration.maximumAttempts else { return nil }
-        let backOff = min(60, pow(2, Double(delivery.attempts))) * Double.random(in: 0.5...1)
-        return Date().addingTimeInterval(max(backOff, notBefore?.seconds ?? 0))
-    }
-
-    /// A final failure without an answer.
-    private func finished(
-        _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, app: String, kind: String, delivery sent: Delivery,
-        message: String
-    ) -> DeliveryOutcome {
-        DeliveryOutcome(
-            notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app,
-            errorKind: kind, delivery: sent.rawValue, message: message)
-    }
-
-    /// A device-send whose notification expired before it could be sent: finished, never sent.
-    private func expired(
-        _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, app: String, at expiry: Date, after last: String?
-    ) -> DeliveryOutcome {
-        var message =
-            "not sent: the notification expired (at \(Int(expiry.timeIntervalSince1970)) UNIX seconds) before it could be sent"
-        if let last { message += "; the last try: \(last)" }
-        var outcome = finished(claimed, delivery, app: app, kind: "expired", delivery: .notSent, message: message)
-        outcome.countsAsAttempt = false
-        return outcome
-    }
-
-    /// A send failed for `cause`: sending pauses (or stays paused); returns when the device-send
-    /// is due again.
-    private func paused(by cause: UpstreamCause, _ result: Result<APNsResponse, APNsError>) -> Date {
-        var retryAfter: Duration?
-        if case .failure(.rejected(let rejection)) = result { retryAfter = rejection.retryAfter }
-        let now = ContinuousClock.now
-        let (change, resumesAt) = pause.withLock {
-            ($0.failed(cause, retryAfter: retryAfter, at: now, jitter: Double.random(in: 0.8...1.2)), $0.resumesAt(now))
-        }
-        let probeIn = resumesAt - now
-        switch change {
-        case .paused(let cause, _)?:
-            for (each, gauge) in paused { gauge.record(each == cause ? 1 : 0) }
-            let (kind, message) = Self.failureText(result)
-            logger.warning(
-                "sending paused: \(Self.explanation(of: cause)); device-sends wait without spending attempts",
-                metadata: [
-                    "cause": "\(cause.rawValue)", "probe_in_ms": "\(Int(probeIn.seconds * 1000))",
-                    "error.type": "\(kind)", "error.message": "\(message)",
-                ])
-        case .stillPaused(let cause, _)?:
-            logger.info(
-                "still paused: the probe met the same cause",
-                metadata: ["cause": "\(cause.rawValue)", "probe_in_ms": "\(Int(probeIn.seconds * 1000))"])
-        case .resumed?, nil:
-            break
-        }
-        return Date().addingTimeInterval(probeIn.seconds)
-    }
-
-    /// APNs answered a send with something other than trouble upstream: a pause ends.
-    private func resumed() {
-        guard case .resumed(let cause)? = pause.withLock({ $0.answered() }) else { return }
-        for gauge in paused.values { gauge.record(0) }
-        logger.notice("sending resumed: APNs answered", metadata: ["cause": "\(cause.rawValue)"])
-    }
-
-    /// What a cause means, for the log.
-    private static func explanation(of cause: UpstreamCause) -> String {
-        switch cause {
-        case .unreachable: "APNs cannot be reached"
-        case .serverError: "APNs answers with server errors"
-        case .credentials: "APNs refuses the credential"
-        }
-    }
-
-    /// Writes outcomes back, then counts them (what was written, so a reader of the counter finds
-    /// them in the store).
-    private func write(_ outcomes: [DeliveryOutcome]) async {
-        guard !outcomes.isEmpty else { return }
-        // The outcome of a send is not lost to a passing database error: try again while the
-        // lease keeps the device-sends ours. After that they are claimed and sent again.
-        var delay: Duration = .milliseconds(50)
-        let giveUp = ContinuousClock.now + configuration.lease
-        while true {
-            do {
-                _ = try await store.complete(outcomes, owner: owner, now: Date())
-                for outcome in outcomes {
-                    let result =
-                        outcome.retryAt != nil
-                        ? "requeued"
-                        : outcome.status == 200
-                            ? "accepted"
-                            : outcome.status != nil ? "rejected" : outcome.errorKind == "expired" ? "expired" : "failed"
-                    results[result]?.increment()
-                }
-                return
-            } catch {
-                guard ContinuousClock.now + delay < giveUp else {
-                    logger.error(
-                        "writing outcomes failed until the lease ran out: these device-sends will be sent again",
-                        metadata: ["error": "\(DatabaseFailure(error))", "outcomes": "\(outcomes.count)"])
-                    return
-                }
-                logger.warning(
-                    "writing outcomes failed; retrying",
-                    metadata: ["error": "\(DatabaseFailure(error))", "outcomes": "\(outcomes.count)"])
-                try? await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(5))
-            }
-        }
-    }
-}
-
-/// The devices of a bulk send, read as it progresses, ending early once `stop` says so; how
-/// many were read (``handedOut``) tells the started from the never started.
-///
-/// Thread safety: `Sendable`; the count is behind a `Mutex` (the bulk send's producer reads,
-/// the dispatcher's task counts).
-final class StoppableDevices: Sequence, Sendable {
-    let devices: [Device]
-    let stop: @Sendable () -> Bool
-    private let read = Mutex(0)
-
-    init(devices: [Device], stop: @escaping @Sendable () -> Bool) {
-        self.devices = devices
-        self.stop = stop
-    }
-
-    /// How many devices the bulk send has read (and so started).
-    var handedOut: Int { read.withLock { $0 } }
-
-    struct Iterator: IteratorProtocol {
-        let owner: StoppableDevices
-        mutating func next() -> Device? {
-            guard !owner.stop() else { return nil }
-            return owner.read.withLock { index in
-                guard index < owner.devices.count else { return nil }
-                defer { index += 1 }
-                return owner.devices[index]
-            }
-        }
-    }
-
-    func makeIterator() -> Iterator { Iterator(owner: self) }
 }
 
 /// Dispatcher settings that cannot work together, or a start refused; the message says what to change.

@@ -148,9 +148,8 @@ struct UpstreamPause: Sendable, Equatable {
                 // Never sooner than APNs asked: the jitter only adds.
                 length = named * max(1, jitter)
             } else {
-                var backOff = Self.firstPause
-                for _ in 0..<min(pauses, 8) where backOff < Self.longestPause { backOff = backOff * 2 }
-                length = min(backOff, Self.longestPause) * jitter
+                length = Backoff(initial: Self.firstPause, maximum: Self.longestPause)
+                    .delay(beforeRetry: pauses + 1, factor: jitter)
             }
             pauses += 1
             self.cause = cause

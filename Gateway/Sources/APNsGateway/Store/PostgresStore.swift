@@ -31,8 +31,8 @@ import Synchronization
 /// Thread safety: `Sendable`; the pool serves any number of tasks, and a `Mutex` guards the
 /// cached depth.
 public final class PostgresStore: GatewayStore, Service {
-    private let client: PostgresClient
-    private let logger: Logger
+    package let client: PostgresClient
+    package let logger: Logger
     /// The last count of unfinished device-sends, when it was taken, plus what was queued since.
     private let depth = Mutex<(count: Int, at: ContinuousClock.Instant)?>(nil)
     /// How long a report to the unregistered list is held back from readers, so that one whose
@@ -259,7 +259,7 @@ public final class PostgresStore: GatewayStore, Service {
     }
 
     /// The queue's depth: the device-sends not finished, the sum of `queue_depth`'s 16 rows.
-    private static func depthQuery() -> PostgresQuery {
+    package static func depthQuery() -> PostgresQuery {
         "SELECT coalesce(sum(value), 0)::int8 FROM queue_depth"
     }
 
@@ -272,7 +272,7 @@ public final class PostgresStore: GatewayStore, Service {
     /// now` is a range of `deliveries_by_due`, walked in its order: the rows it reads and passes
     /// over are only those claimed (by live instances: what they have in flight), never those
     /// waiting for a later time, however many.
-    private static func claimQuery(
+    package static func claimQuery(
         owner: String, limit: Int, now: Double, leaseUntil: Double
     ) -> PostgresQuery {
         """
@@ -290,40 +290,6 @@ public final class PostgresStore: GatewayStore, Service {
         """
     }
 
-    /// PostgreSQL's plans (`EXPLAIN`, one line per step) for the claim, the queue's depth, a batch
-    /// of 500 outcomes and a batch of the retention's deletes, with the statistics the database has
-    /// now: for the test that they read `deliveries_by_due` and the primary key, not the whole history.
-    package func queryPlans() async throws -> (
-        claim: [String], depth: [String], finish: [String], prune: [String]
-    ) {
-        let now = Date().timeIntervalSince1970
-        let outcomes = (0..<500).map {
-            DeliveryOutcome(
-                notificationID: "plan", position: $0, token: String(repeating: "0", count: 64), app: "com.example.app",
-                status: 200)
-        }
-        return try await (
-            plan(of: Self.claimQuery(owner: "plan", limit: 2_000, now: now, leaseUntil: now + 60)),
-            plan(of: Self.depthQuery()),
-            plan(of: Self.finishQuery(Columns(outcomes, owner: "plan"), now: now)),
-            plan(of: Self.pruneQuery(before: now - 7 * 86_400, limit: 500))
-        )
-    }
-
-    /// `EXPLAIN` of the statement the store runs, with the same binds and planner settings.
-    private func plan(of query: PostgresQuery) async throws -> [String] {
-        let explain = PostgresQuery(unsafeSQL: "EXPLAIN " + query.sql, binds: query.binds)
-        let logger = self.logger
-        return try await client.withTransaction(logger: logger) { connection -> [String] in
-            try await Self.readByIndex(on: connection, logger: logger)
-            var lines: [String] = []
-            for try await line in try await connection.query(explain, logger: logger).decode(String.self) {
-                lines.append(line)
-            }
-            return lines
-        }
-    }
-
     /// For the rest of the transaction, the planner reads the queue by its indexes: the claim walks
     /// `deliveries_by_due` in its order and stops at its limit; an outcome finds each row by its
     /// primary key.
@@ -336,7 +302,7 @@ public final class PostgresStore: GatewayStore, Service {
     /// local to the transaction (`set_config(…, true)`), so no other statement is affected. A step
     /// left without an alternative (the sort of a batch's 410s) keeps its "disabled" cost of 10¹⁰,
     /// which would start JIT compilation, far dearer than the statement, so JIT is off too.
-    private static func readByIndex(on connection: PostgresConnection, logger: Logger) async throws {
+    package static func readByIndex(on connection: PostgresConnection, logger: Logger) async throws {
         _ = try await connection.query(
             """
             SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
@@ -395,30 +361,6 @@ public final class PostgresStore: GatewayStore, Service {
         }
     }
 
-    /// Adds `count` finished device-sends (notifications `history-…` of 1,000 each, finished a
-    /// year ago), as a long-running queue holds: for the benchmark of the claim against history.
-    /// Generated inside PostgreSQL, in one transaction.
-    package func addFinishedHistory(count: Int) async throws {
-        let notifications = (count + 999) / 1_000
-        let yearAgo = Date().timeIntervalSince1970 - 365 * 86_400
-        let logger = self.logger
-        try await client.withTransaction(logger: logger) { connection in
-            try await connection.query(
-                """
-                INSERT INTO notifications(id, key_name, push_type, app, request, created_at)
-                SELECT 'history-' || i, 'history', 'alert', 'com.example.app', '{}', \(yearAgo)
-                FROM generate_series(0, \(notifications - 1)) AS i
-                """, logger: logger)
-            try await connection.query(
-                """
-                INSERT INTO deliveries(notification_id, position, token, state, available_at, created_at, attempts, status, finished_at)
-                SELECT 'history-' || (i / 1000), i % 1000, lpad(to_hex(i), 64, '0'), 'done', \(yearAgo), \(yearAgo), 1, 200, \(yearAgo)
-                FROM generate_series(0, \(count - 1)) AS i
-                """, logger: logger)
-            try await connection.query("ANALYZE deliveries", logger: logger)
-        }
-    }
-
     public func markStarted(notificationID: String, positions: [Int], owner: String, now: Date) async throws -> Int {
         guard !positions.isEmpty else { return 0 }
         return try await client.query(
@@ -451,7 +393,7 @@ public final class PostgresStore: GatewayStore, Service {
     /// device-sends. Under ``readByIndex(on:logger:)`` each is found through `notifications_created`
     /// and its rows through the primary key; from young statistics PostgreSQL read the whole
     /// table of device-sends twice per batch instead.
-    private static func pruneQuery(before cutoff: Double, limit: Int) -> PostgresQuery {
+    package static func pruneQuery(before cutoff: Double, limit: Int) -> PostgresQuery {
         """
         WITH old AS (
             SELECT id FROM notifications n WHERE created_at < \(cutoff)
@@ -540,7 +482,7 @@ public final class PostgresStore: GatewayStore, Service {
     }
 
     /// A batch of outcomes as one array per column (see ``complete(_:owner:now:)``).
-    private struct Columns {
+    package struct Columns {
         var ids: [String] = [], positions: [Int] = [], statuses: [Int] = [], reasons: [String] = []
         var apnsIDs: [String] = [], kinds: [String] = [], deliveries: [String] = [], messages: [String] = []
         var retryAts: [Double] = [], apps: [String] = [], tokens: [String] = [], invalidSince: [Double] = []
@@ -548,7 +490,7 @@ public final class PostgresStore: GatewayStore, Service {
         var counted: [Int] = []
         /// The owner and the state a row must still have, once per row (see ``requeueQuery(_:)``).
         var owners: [String] = [], held: [String] = []
-        init(_ outcomes: [DeliveryOutcome], owner: String) {
+        package init(_ outcomes: [DeliveryOutcome], owner: String) {
             for outcome in outcomes {
                 ids.append(outcome.notificationID)
                 positions.append(outcome.position)
@@ -601,7 +543,7 @@ public final class PostgresStore: GatewayStore, Service {
     /// Final outcomes, in one statement: finish the batch, record its 410s among the rows this owner
     /// still held (a data-modifying CTE runs to completion whatever the outer query reads), and
     /// count them — no row travels back. Written as ``requeueQuery(_:)`` is.
-    private static func finishQuery(_ c: Columns, now: Double) -> PostgresQuery {
+    package static func finishQuery(_ c: Columns, now: Double) -> PostgresQuery {
         """
         WITH finished AS (
             UPDATE deliveries d SET state = 'done', lease_owner = NULL, lease_until = NULL, attempts = d.attempts + o.counted,

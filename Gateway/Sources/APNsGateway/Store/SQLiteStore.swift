@@ -8,7 +8,7 @@ import GRDB
 /// Thread safety: `Sendable`; GRDB runs every access on its own dispatch queues, never on a Swift
 /// concurrency thread.
 public final class SQLiteStore: GatewayStore {
-    private let pool: DatabasePool
+    package let pool: DatabasePool
 
     /// Opens (creating if needed) the database at `path`.
     public init(path: String) throws {
@@ -122,15 +122,6 @@ public final class SQLiteStore: GatewayStore {
             ORDER BY due LIMIT ?2)
         """
 
-    /// SQLite's plan for ``dueQuery``, one line per step.
-    package func dueQueryPlan() async throws -> [String] {
-        try await pool.read { db in
-            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.dueQuery, arguments: [0.0, 1]).map {
-                $0["detail"] as String
-            }
-        }
-    }
-
     public func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification] {
         try await pool.write { db in
             let due = try Int64.fetchAll(db, sql: SQLiteStore.dueQuery, arguments: [now.timeIntervalSince1970, limit])
@@ -170,28 +161,6 @@ public final class SQLiteStore: GatewayStore {
                 }
             }
             return claimed
-        }
-    }
-
-    /// Adds `count` finished device-sends (notifications `history-…` of 1,000 each, finished a
-    /// year ago, so retention would delete them at its next pass), as a long-running queue holds:
-    /// for the benchmark of the claim against history. Generated inside SQLite, in one transaction.
-    package func addFinishedHistory(count: Int) async throws {
-        try await pool.write { db in
-            let notifications = (count + 999) / 1_000
-            let yearAgo = Date().timeIntervalSince1970 - 365 * 86_400
-            try db.execute(
-                sql: """
-                    WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?)
-                    INSERT INTO notifications(id, key_name, push_type, app, request, created_at)
-                    SELECT 'history-' || i, 'history', 'alert', 'com.example.app', '{}', ? FROM n
-                    """, arguments: [notifications, yearAgo])
-            try db.execute(
-                sql: """
-                    WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?)
-                    INSERT INTO deliveries(notification_id, position, token, state, available_at, attempts, status, apns_id, finished_at)
-                    SELECT 'history-' || (i / 1000), i % 1000, printf('%064x', i), 'done', ?, 1, 200, NULL, ? FROM n
-                    """, arguments: [count, yearAgo, yearAgo])
         }
     }
 
