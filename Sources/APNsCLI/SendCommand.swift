@@ -1,4 +1,4 @@
-@_spi(RawRequests) import APNs
+@_spi(RawRequests) @_spi(Description) import APNs
 import ArgumentParser
 import Foundation
 import Synchronization
@@ -91,7 +91,7 @@ struct SendCommand: AsyncParsableCommand {
     var accessoryKeyID: String?
     @Option(
         name: .customLong("message-index"), parsing: .unconditional, help: "accessory: the ratchet's message index.")
-    var messageIndex: UInt64?
+    var messageIndex: Int?
     @Option(help: "liveactivity: start, update or end.") var event: String?
     @Option(name: .customLong("content-state"), help: "liveactivity: the content state as a JSON object.")
     var contentState: String?
@@ -267,22 +267,29 @@ struct SendCommand: AsyncParsableCommand {
     private static let truncationReported = Mutex(false)
 
     private func request(to device: Device) throws -> APNsRequest {
-        guard let type = PushType(rawValue: pushType) else {
-            throw UsageError(
-                "--push-type \(pushType) is not an APNs push type; use one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))"
-            )
-        }
-        let hasAlertFlags = title != nil || subtitle != nil || body != nil || badge != nil || sound != nil
-        if hasAlertFlags && ![PushType.alert, .liveactivity].contains(type) {
-            throw UsageError("\(pushType) has no alert, badge or sound; drop --title/--subtitle/--body/--badge/--sound")
-        }
-        if truncate, type != .alert || payload != nil {
+        if truncate, pushType != PushType.alert.rawValue || payload != nil {
             throw UsageError(
                 "--truncate shortens the text of --title/--subtitle/--body on an alert; it does not apply to \(payload != nil ? "a --payload file" : pushType)"
             )
         }
-        var request = try buildRequest(type, to: device, template: payload != nil)
+        var notification = try typedNotification()
+        if truncate, let alert = notification as? AlertNotification<RawJSONObject> {
+            let fitted = try alert.truncatedToFit()
+            notification = fitted.notification
+            if fitted.wasTruncated,
+                SendCommand.truncationReported.withLock({ reported in
+                    defer { reported = true }; return !reported
+                })
+            {
+                FileHandle.standardError.write(
+                    Data(
+                        ("apns: truncated to fit \(fitted.limit) bytes (was \(fitted.originalSize)): "
+                            + fitted.cuts.map(\.description).joined(separator: "; ") + "\n").utf8))
+            }
+        }
+        var request = try notification.request(to: device)
         if let payload {
+            let type = type(of: notification).pushType
             guard let bytes = FileManager.default.contents(atPath: payload) else {
                 throw UsageError("cannot read --payload \(payload)")
             }
@@ -298,128 +305,6 @@ struct SendCommand: AsyncParsableCommand {
         return request
     }
 
-    /// The request for `type`, built by the push type's own struct so its rules apply. With
-    /// `template`, the body is a placeholder that `--payload` replaces.
-    private func buildRequest(_ type: PushType, to device: Device, template: Bool) throws -> APNsRequest {
-        let appData = try RawJSONObject(data ?? "{}")
-        let identifier = try apnsID.map { text throws -> APNsID in
-            guard let id = APNsID(text) else {
-                throw UsageError("--apns-id \(text) is not a UUID (8-4-4-4-12 hex digits)")
-            }
-            return id
-        }
-        let expiry = try expiration.map { try Expiration(unixSeconds: $0) }
-        let collapse = collapseID.map { CollapseID($0) }
-        // --priority, checked by the push type; the typed notification's priority is then exact.
-        let checkedPriority = try priority.map { value throws(APNsValidationError) in try type.priority(value) }
-        func standard() -> StandardPriority { checkedPriority.flatMap(StandardPriority.init) ?? .immediate }
-        switch type {
-        case .alert:
-            let level = checkedPriority.map(AlertNotification<RawJSONObject>.Priority.init) ?? .immediate
-            var notification = AlertNotification(
-                bundleID: topic, appData: appData, priority: level, expiration: expiry, collapseID: collapse,
-                apnsID: identifier
-            ) {
-                if !template {
-                    if title != nil || subtitle != nil || body != nil {
-                        Alert {
-                            if let title { Title(title) }
-                            if let subtitle { Subtitle(subtitle) }
-                            if let body { Body(body) }
-                        }
-                    }
-                    if let badge { Badge(badge) }
-                    if let sound { Sound(sound) }
-                }
-            }
-            if truncate {
-                let fitted = try notification.truncatedToFit()
-                notification = fitted.notification
-                if fitted.wasTruncated,
-                    SendCommand.truncationReported.withLock({ reported in
-                        defer { reported = true }; return !reported
-                    })
-                {
-                    FileHandle.standardError.write(
-                        Data(
-                            ("apns: truncated to fit \(fitted.limit) bytes (was \(fitted.originalSize)): "
-                                + fitted.cuts.map(\.description).joined(separator: "; ") + "\n").utf8))
-                }
-            }
-            return try notification.request(to: device)
-        case .background:
-            return try BackgroundNotification(
-                bundleID: topic, appData: appData, expiration: expiry, collapseID: collapse, apnsID: identifier
-            )
-            .request(to: device)
-        case .widgets:
-            return try WidgetNotification(
-                bundleID: topic, priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier
-            ).request(to: device)
-        case .controls:
-            return try ControlsNotification(
-                bundleID: topic, priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier
-            ).request(to: device)
-        case .location:
-            return try LocationNotification(
-                bundleID: topic, priority: standard(), expiration: expiry, collapseID: collapse, apnsID: identifier
-            ).request(to: device)
-        case .fileprovider:
-            guard template || (containerIdentifier != nil && domain != nil) else {
-                throw UsageError("fileprovider needs --container-identifier and --domain (or --payload)")
-            }
-            return try FileProviderNotification(
-                bundleID: topic, containerIdentifier: containerIdentifier ?? "", domain: domain ?? "",
-                priority: standard(),
-                expiration: expiry, collapseID: collapse, apnsID: identifier
-            ).request(to: device)
-        case .mdm:
-            guard template || pushMagic != nil else { throw UsageError("mdm needs --push-magic (or --payload)") }
-            return try MDMNotification(
-                topic: topic, pushMagic: pushMagic ?? "", priority: standard(), expiration: expiry,
-                collapseID: collapse, apnsID: identifier
-            ).request(to: device)
-        case .pushtotalk:
-            if let expiration, let required = PushType.pushtotalk.requiredExpiration, expiration != required {
-                throw UsageError("--expiration \(expiration) is not allowed for pushtotalk: it is always \(required)")
-            }
-            return try PushToTalkNotification(
-                bundleID: topic, appData: appData, collapseID: collapse, apnsID: identifier
-            ).request(to: device)
-        case .voip:
-            return try VoIPNotification(
-                bundleID: topic, appData: appData, priority: standard(), expiration: expiry, collapseID: collapse,
-                apnsID: identifier
-            ).request(to: device)
-        case .complication:
-            return try ComplicationNotification(
-                bundleID: topic, appData: appData, priority: standard(), expiration: expiry, collapseID: collapse,
-                apnsID: identifier
-            ).request(to: device)
-        case .accessory:
-            guard
-                template
-                    || (encryptedData != nil && sessionIdentifier != nil && accessoryKeyID != nil
-                        && messageIndex != nil)
-            else {
-                throw UsageError(
-                    "accessory needs --encrypted-data, --session-identifier, --accessory-key-id and --message-index (or --payload)"
-                )
-            }
-            return try AccessoryNotification(
-                bundleID: topic, encryptedData: encryptedData ?? "AA==", sessionIdentifier: sessionIdentifier ?? "-",
-                keyID: accessoryKeyID ?? "AA==", messageIndex: messageIndex ?? 0, priority: standard(),
-                expiration: expiry, collapseID: collapse, apnsID: identifier
-            ).request(to: device)
-        case .liveactivity:
-            return try liveActivityRequest(
-                to: device, template: template, priority: standard(), expiry: expiry, collapse: collapse,
-                identifier: identifier)
-        default:
-            throw UsageError("apns send has no builder for --push-type \(type)")
-        }
-    }
-
     /// A Live Activity update or end to a broadcast channel (protocol reference, Broadcast channels).
     private func broadcastRequest(to channel: BroadcastChannel) throws -> APNsRequest {
         guard pushType == PushType.liveactivity.rawValue,
@@ -427,102 +312,77 @@ struct SendCommand: AsyncParsableCommand {
         else {
             throw UsageError("--channel takes --push-type liveactivity with --event update or end")
         }
-        guard let contentState else { throw UsageError("liveactivity needs --content-state JSON") }
-        if subtitle != nil || badge != nil || collapseID != nil || attributes != nil || inputPushToken
-            || inputPushChannel != nil
-        {
-            throw UsageError("a broadcast has no --subtitle, --badge, --collapse-id, --attributes or --input-push-*")
+        guard let broadcast = try typedNotification() as? any BroadcastDeliverable else {
+            throw UsageError("--channel takes --push-type liveactivity with --event update or end")
         }
-        let state = try RawJSONObject(contentState)
-        let time = Date(timeIntervalSince1970: TimeInterval(timestamp ?? Int(Date().timeIntervalSince1970)))
-        let stale = staleDate.map { Date(timeIntervalSince1970: TimeInterval($0)) }
-        let alert =
-            (title != nil || body != nil)
-            ? LiveActivityAlert(title: .text(title ?? ""), body: .text(body ?? ""), sound: sound) : nil
-        let level =
-            try priority.map { value throws(APNsValidationError) in try PushType.liveactivity.priority(value) }
-            .flatMap(StandardPriority.init) ?? .immediate
-        let expiry = try expiration.map { try Expiration(unixSeconds: $0) }
-        let identifier = apnsID.flatMap(APNsID.init)
-        if event == LiveActivityEvent.End.name {
-            return try LiveActivityNotification(
-                bundleID: topic, end: state, timestamp: time,
-                dismissalDate: dismissalDate.map { Date(timeIntervalSince1970: TimeInterval($0)) },
-                alert: alert, staleDate: stale, relevanceScore: relevanceScore, priority: level, expiration: expiry,
-                apnsID: identifier
-            ).request(to: channel)
-        }
-        if dismissalDate != nil { throw UsageError("--dismissal-date belongs to end") }
-        return try LiveActivityNotification(
-            bundleID: topic, update: state, timestamp: time, alert: alert, staleDate: stale,
-            relevanceScore: relevanceScore,
-            priority: level, expiration: expiry, apnsID: identifier
-        ).request(to: channel)
+        return try broadcast.request(to: channel)
     }
 
-    private func liveActivityRequest(
-        to device: Device, template: Bool, priority: StandardPriority, expiry: Expiration?, collapse: CollapseID?,
-        identifier: APNsID?
-    ) throws -> APNsRequest {
-        guard template || contentState != nil else {
-            throw UsageError("liveactivity needs --content-state JSON (or --payload)")
+    /// The push type's typed notification, read from the flags by the library's description of a
+    /// notification (the push gateway reads its JSON into the same one), so its rules apply. With
+    /// `--payload`, the fields only the payload carries may be left out.
+    private func typedNotification() throws -> any PushNotification {
+        var description = NotificationDescription(pushType: pushType)
+        description.app = topic
+        typealias Field<Value> = WritableKeyPath<NotificationDescription, Value?>
+        let texts: [(Field<String>, String?)] = [
+            (\.collapseID, collapseID), (\.apnsID, apnsID), (\.containerIdentifier, containerIdentifier),
+            (\.domain, domain), (\.encryptedData, encryptedData), (\.sessionIdentifier, sessionIdentifier),
+            (\.keyID, accessoryKeyID), (\.pushMagic, pushMagic), (\.event, event), (\.attributesType, attributesType),
+            (\.inputPushChannel, inputPushChannel),
+        ]
+        let numbers: [(Field<Int>, Int?)] = [
+            (\.priority, priority), (\.expiration, expiration), (\.badge, badge), (\.messageIndex, messageIndex),
+            (\.timestamp, timestamp), (\.dismissalDate, dismissalDate), (\.staleDate, staleDate),
+        ]
+        let objects: [(Field<RawJSONObject>, String?)] = [
+            (\.appData, data), (\.contentState, contentState), (\.attributes, attributes),
+        ]
+        for (field, value) in texts { description[keyPath: field] = value }
+        for (field, value) in numbers { description[keyPath: field] = value }
+        for (field, value) in objects { description[keyPath: field] = try value.map { try RawJSONObject($0) } }
+        if title != nil || subtitle != nil || body != nil {
+            description.alert = .init(
+                title: title.map(LocalizableText.text), subtitle: subtitle.map(LocalizableText.text),
+                body: body.map(LocalizableText.text))
         }
-        let state = try RawJSONObject(contentState ?? "{}")
-        let time = Date(timeIntervalSince1970: TimeInterval(timestamp ?? Int(Date().timeIntervalSince1970)))
-        let stale = staleDate.map { Date(timeIntervalSince1970: TimeInterval($0)) }
-        var alert: LiveActivityAlert?
-        if title != nil || body != nil {
-            alert = LiveActivityAlert(title: .text(title ?? ""), body: .text(body ?? ""), sound: sound)
+        description.sound = sound.map { Sound($0) }
+        description.relevanceScore = relevanceScore
+        description.inputPushToken = inputPushToken ? true : nil
+        do {
+            return try description.notification(now: Date(), payload: payload != nil ? .replaced : .built)
+        } catch {
+            let message = error.message(naming: { SendCommand.flag(for: $0, part: nil) })
+            let field = SendCommand.flag(for: error.field, part: error.part)
+            throw UsageError(error.form == .predicate ? "\(field) \(message)" : message)
         }
-        if subtitle != nil || badge != nil {
-            throw UsageError("a Live Activity alert has a title, body and sound only")
-        }
-        if template || event == LiveActivityEvent.Update.name {
-            if dismissalDate != nil || attributes != nil || inputPushToken || inputPushChannel != nil {
-                throw UsageError("--dismissal-date, --attributes and --input-push-* belong to other events")
+    }
+
+    /// The flag that gives `field`: a `switch` without `default`, so that a field the library adds
+    /// fails to compile here until `apns send` has a flag for it (or says it has none).
+    static func flag(for field: NotificationField, part: NotificationDescription.Problem.AlertPart?) -> String {
+        switch field {
+        case .pushType: "--push-type"
+        case .bundleID, .topic: "--topic"
+        case .alert:
+            switch part {
+            case .title?: "--title"
+            case .subtitle?: "--subtitle"
+            case .body?: "--body"
+            case .launchImage?: "the alert's launch image (apns send has no flag for it)"
+            case nil: "--title and --body"
             }
-            return try LiveActivityNotification(
-                bundleID: topic, update: state, timestamp: time, alert: alert, staleDate: stale,
-                relevanceScore: relevanceScore,
-                priority: priority, expiration: expiry, collapseID: collapse, apnsID: identifier
-            ).request(to: device)
-        }
-        switch event {
-        case LiveActivityEvent.End.name:
-            if attributes != nil || inputPushToken || inputPushChannel != nil {
-                throw UsageError("--attributes and --input-push-* belong to start")
-            }
-            return try LiveActivityNotification(
-                bundleID: topic, end: state, timestamp: time,
-                dismissalDate: dismissalDate.map { Date(timeIntervalSince1970: TimeInterval($0)) },
-                alert: alert, staleDate: stale, relevanceScore: relevanceScore, priority: priority, expiration: expiry,
-                collapseID: collapse, apnsID: identifier
-            ).request(to: device)
-        case LiveActivityEvent.Start.name:
-            guard let attributes, let attributesType, let alert else {
-                throw UsageError(
-                    "a Live Activity start needs --attributes, --attributes-type and an alert (--title and --body)")
-            }
-            if dismissalDate != nil { throw UsageError("--dismissal-date belongs to end") }
-            if inputPushToken && inputPushChannel != nil {
-                throw UsageError("give --input-push-token or --input-push-channel, not both")
-            }
-            let input: LiveActivityPushInput?
-            if inputPushToken {
-                input = .token
-            } else if let inputPushChannel {
-                input = .channel(try BroadcastChannel(id: inputPushChannel, bundleID: topic))
-            } else {
-                input = nil
-            }
-            return try LiveActivityNotification(
-                bundleID: topic, start: state, attributesType: attributesType,
-                attributes: try RawJSONObject(attributes), alert: alert,
-                timestamp: time, pushInput: input, staleDate: stale, relevanceScore: relevanceScore, priority: priority,
-                expiration: expiry, collapseID: collapse, apnsID: identifier
-            ).request(to: device)
-        default:
-            throw UsageError("liveactivity needs --event start, update or end")
+        case .keyID: "--accessory-key-id"
+        // Flags named as the field is.
+        case .appData, .inputPushToken, .priority, .expiration, .collapseID, .apnsID, .badge, .sound, .relevanceScore,
+            .containerIdentifier,
+            .domain, .encryptedData, .sessionIdentifier, .messageIndex, .pushMagic, .event, .contentState,
+            .timestamp, .dismissalDate, .staleDate, .attributesType, .attributes, .inputPushChannel:
+            "--" + field.rawValue
+        // What apns send does not offer: use --payload for a body that needs them.
+        case .threadID, .category, .interruptionLevel, .contentAvailable, .mutableContent, .targetContentID,
+            .filterCriteria:
+            "\(field.rawValue) (apns send has no flag for it; give the body with --payload)"
         }
     }
 }

@@ -1,4 +1,4 @@
-import APNs
+@_spi(Description) import APNs
 import Foundation
 
 /// The payload shape each push type must have (protocol reference, Push types to Live Activities), checked on parsed JSON.
@@ -27,7 +27,8 @@ enum PayloadShape {
     ) -> Bool {
         var aps = json["aps"] as? [String: Any]
         if !strict, let all = aps { aps = all.filter { knownKeys.contains($0.key) } }
-        switch pushType {
+        guard let name = PushType.Name(rawValue: pushType.rawValue) else { return false }
+        switch name {  // no default: a push type added to the library fails to compile here
         case .alert:
             guard let aps, Set(aps.keys).isSubset(of: alertKeys) else { return false }
             if let badge = aps["badge"] {
@@ -70,7 +71,7 @@ enum PayloadShape {
             }
             if event != "end" && aps["dismissal-date"] != nil { return false }
             return true
-        default:  // complication, voip: free-form JSON objects
+        case .complication, .voip:  // free-form JSON objects
             return true
         }
     }

@@ -424,7 +424,7 @@ import Testing
         #expect(missing.status == 2)
         #expect(
             missing.stderr
-                == "apns: accessory needs --encrypted-data, --session-identifier, --accessory-key-id and --message-index (or --payload)\n"
+                == "apns: accessory needs --encrypted-data, --session-identifier, --accessory-key-id and --message-index, as the accessory sent them\n"
         )
         let notBase64 = try Self.apns(
             accessory + [
@@ -439,12 +439,21 @@ import Testing
         ])
         #expect(
             start.stderr
-                == "apns: a Live Activity start needs --attributes, --attributes-type and an alert (--title and --body)\n"
+                == "apns: a Live Activity start needs --attributes-type and --attributes\n"
         )
         let badge = try Self.apns([
             "send", "--dry-run", "--push-type", "voip", "--badge", "1", "--topic", "a.b", "--token", "ab",
         ])
         #expect(badge.status == 2)
+        #expect(badge.stderr == "apns: --badge does not apply to voip (it belongs to alert)\n")
+        let data = try Self.apns([
+            "send", "--dry-run", "--push-type", "widgets", "--data", "{}", "--topic", "a.b", "--token", "ab",
+        ])
+        #expect(data.status == 2)
+        #expect(
+            data.stderr
+                == "apns: --data does not apply to widgets (it belongs to alert, background, complication, pushtotalk, voip)\n"
+        )
         let unknown = try Self.apns(["send", "--dry-run", "--push-type", "widget", "--topic", "a.b", "--token", "ab"])
         #expect(unknown.stderr.hasPrefix("apns: --push-type widget is not an APNs push type"))
     }

@@ -65,7 +65,7 @@ import Testing
              "devices": ["\(Self.token)"]}
             """)
         let wire = try request.notification.request(to: request.devices[0])
-        let expected = AlertNotification(bundleID: "com.example.app") {
+        let expected = AlertNotification(bundleID: "com.example.app", apnsID: APNsID(id)) {
             Alert {
                 Title(localizedKey: "GAME_TITLE", arguments: ["Lions"])
                 Subtitle("Final")
@@ -238,6 +238,16 @@ import Testing
             (
                 "{\"push-type\":\"liveactivity\",\"bundle-id\":\"a.b\",\"event\":\"update\",\"content-state\":{},\"dismissal-date\":1,\(device)}",
                 RequestProblem(field: "dismissal-date", "belongs to the end event")
+            ),
+            (
+                "{\"push-type\":\"liveactivity\",\"bundle-id\":\"a.b\",\"event\":\"update\",\"content-state\":{},\"alert\":\"x\",\"sound\":{},\(device)}",
+                RequestProblem(field: "sound", "is an object; give a string")
+            ),
+            (
+                "{\"push-type\":\"widgets\",\"bundle-id\":\"a.b\",\"data\":{},\(device)}",
+                RequestProblem(
+                    field: "data",
+                    "does not apply to widgets (it belongs to alert, background, complication, pushtotalk, voip)")
             ),
         ]
         for (body, expected) in cases {

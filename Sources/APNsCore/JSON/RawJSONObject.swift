@@ -28,6 +28,11 @@ public struct RawJSONObject: Encodable, Sendable, Hashable {
         compactText = RawJSONObject.compact(text)
     }
 
+    /// `{}`: an object with no keys.
+    static let empty = RawJSONObject(compact: "{}")
+
+    private init(compact text: String) { compactText = text }
+
     /// Decodes any JSON object, keeping its root keys; anything else fails to decode.
     private struct RootKeys: Decodable {
         var keys: [String]

@@ -17,14 +17,40 @@ public protocol PushNotification: Sendable {
     var topic: String { get }
     /// The `apns-priority` header value.
     var pushPriority: PushPriority { get }
-    /// The `apns-expiration` header value; `nil` omits the header.
+    /// The `apns-expiration` header value; `nil` sends none, which leaves storage to Apple's
+    /// policy.
     var expiration: Expiration? { get }
-    /// The `apns-collapse-id` header value; `nil` omits the header.
+    /// The `apns-collapse-id` header value (at most 64 bytes); `nil` sends none.
     var collapseID: CollapseID? { get }
-    /// The `apns-id` header value; `nil` lets APNs assign one.
+    /// The `apns-id` header value; `nil` lets APNs assign one (returned in the response).
     var apnsID: APNsID? { get }
     /// Checks the rules types cannot express, then writes the JSON body.
     func writePayload(to writer: inout JSONWriter) throws(APNsValidationError)
+}
+
+/// A push type addressed to an app by its bundle id — every push type but MDM, whose topic is its
+/// certificate's. Its ``PushNotification/topic`` is the bundle id and the push type's suffix,
+/// written here once for all of them.
+public protocol BundleAddressed: PushNotification {
+    /// The app's bundle id, without any push-type suffix (swift-apns appends it).
+    var bundleID: String { get }
+}
+
+extension BundleAddressed {
+    /// The `apns-topic` header value: the bundle id plus this push type's suffix.
+    public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
+}
+
+/// A push type whose priority is 10 or 5 (``StandardPriority``): its ``PushNotification/pushPriority``
+/// is the chosen one, written here once for all of them.
+public protocol StandardPrioritized: PushNotification {
+    /// The `apns-priority`: `.immediate` (10) or `.powerConsiderate` (5).
+    var priority: StandardPriority { get }
+}
+
+extension StandardPrioritized {
+    /// The `apns-priority` header value.
+    public var pushPriority: PushPriority { priority.pushPriority }
 }
 
 /// A push type that a token (JWT, `.p8` key) connector may send.

@@ -69,11 +69,9 @@ public struct PushType: Hashable, Sendable, CustomStringConvertible {
         return priority
     }
 
-    /// All twelve push types Apple defines (<doc:ProtocolReference#Push-types>).
-    public static let allCases: [PushType] = [
-        .accessory, .alert, .background, .complication, .controls, .fileprovider, .liveactivity, .location,
-        .mdm, .pushtotalk, .voip, .widgets,
-    ]
+    /// All twelve push types Apple defines (<doc:ProtocolReference#Push-types>), in the order of
+    /// their names.
+    public static let allCases: [PushType] = Name.allCases.map(\.pushType)
 
     /// The `apns-topic` for a bundle id: the bundle id plus this type's suffix.
     public func topic(forBundleID bundleID: String) -> String {

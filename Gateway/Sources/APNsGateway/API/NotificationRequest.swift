@@ -1,4 +1,4 @@
-import APNs
+@_spi(Description) import APNs
 import Foundation
 
 /// A `POST /v1/notifications` body, read into the library's typed notification for its push type,
@@ -154,7 +154,9 @@ public struct NotificationRequest: Sendable {
             default: kind = .invalid
             }
             var field = channel != nil ? "channel" : nil
-            if case .invalidAccessoryField(let name) = error { field = AccessoryFields.field(forPayloadKey: name) }
+            if case .invalidAccessoryField(let name) = error {
+                field = NotificationField(accessoryMember: name)?.rawValue
+            }
             throw RequestProblem(field: field, error.description, kind: kind)
         }
     }
@@ -228,8 +230,9 @@ enum DeliverySemantics: String, Sendable {
     case atMostOnce = "at-most-once"
 }
 
-/// The notification fields of a request (everything but `devices`), built into the push type's
-/// typed notification.
+/// The notification fields of a request (everything but `devices`), read into the library's
+/// description of a notification, which builds the push type's typed notification: the `apns`
+/// command reads its flags into the same description, so both follow one set of rules.
 struct NotificationSpec: Sendable {
     let pushType: PushType
     let app: String
@@ -239,333 +242,55 @@ struct NotificationSpec: Sendable {
     /// What a crash may cost: a repeat (`at-least-once`, the default) or a loss (`at-most-once`).
     let delivery: DeliverySemantics
 
-    /// The fields every push type takes.
-    static let common: Set<String> = [
-        "push-type", "bundle-id", "topic", "priority", "expiration", "collapse-id", "apns-id", "delivery",
-    ]
-    /// The fields each push type adds.
-    static let specific: [String: Set<String>] = [
-        "alert": [
-            "alert", "badge", "sound", "thread-id", "category", "interruption-level", "relevance-score",
-            "content-available", "mutable-content",
-            "target-content-id", "filter-criteria", "data",
-        ],
-        "background": ["data"],
-        "voip": ["data"],
-        "complication": ["data"],
-        "pushtotalk": ["data"],
-        "widgets": [],
-        "controls": [],
-        "location": [],
-        "fileprovider": ["container-identifier", "domain"],
-        "accessory": ["encrypted-data", "session-identifier", "key-id", "message-index"],
-        "mdm": ["push-magic"],
-        "liveactivity": [
-            "event", "content-state", "timestamp", "dismissal-date", "stale-date", "relevance-score", "alert", "sound",
-            "attributes-type", "attributes", "input-push-token", "input-push-channel",
-        ],
-    ]
+    /// The gateway's own field beside the notification's.
+    static let deliveryField = "delivery"
 
     init(_ fields: [String: JSONValue]) throws(RequestProblem) {
         let reader = FieldReader(fields: fields)
-        guard let typeName = try reader.string("push-type") else {
+        guard let typeName = try reader.string(NotificationField.pushType.rawValue) else {
             throw RequestProblem(
-                field: "push-type",
+                field: NotificationField.pushType.rawValue,
                 "is missing; give one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        guard let type = PushType(rawValue: typeName), let allowed = NotificationSpec.specific[typeName] else {
-            throw RequestProblem(
-                field: "push-type",
-                "\(typeName) is not an APNs push type; use one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))"
-            )
-        }
-        for key in fields.keys.sorted() where !NotificationSpec.common.contains(key) && !allowed.contains(key) {
-            let belongsTo = NotificationSpec.specific.filter { $0.value.contains(key) }.keys.sorted()
-            throw RequestProblem(
-                field: key,
-                belongsTo.isEmpty
-                    ? "is not a field of a notification request; see openapi.yaml"
-                    : "does not apply to \(typeName) (it belongs to \(belongsTo.joined(separator: ", ")))")
-        }
-        let appKey = type == .mdm ? "topic" : "bundle-id"
-        let otherKey = type == .mdm ? "bundle-id" : "topic"
-        if fields[otherKey] != nil {
-            throw RequestProblem(
-                field: otherKey,
-                type == .mdm
-                    ? "mdm is addressed by \"topic\" (the MDM push certificate's topic), not a bundle id"
-                    : "give the app as \"bundle-id\"; the topic follows from it and the push type")
-        }
-        guard let app = try reader.string(appKey), !app.isEmpty else {
-            throw RequestProblem(
-                field: appKey,
-                "is missing; give the app's \(type == .mdm ? "MDM topic" : "bundle id, e.g. com.example.app")")
-        }
-        self.pushType = type
-        self.app = app
-        if let text = try reader.string("apns-id") {
-            guard let id = APNsID(text) else {
-                throw RequestProblem(
-                    field: "apns-id", "\(text) is not a UUID; give one like 123e4567-e89b-12d3-a456-4266554400a0")
-            }
-            apnsID = id
-        } else {
-            apnsID = nil
-        }
-        if let text = try reader.string("delivery") {
-            guard let semantics = DeliverySemantics(rawValue: text) else {
-                throw RequestProblem(
-                    field: "delivery",
-                    "\(text) is not a delivery semantics; give at-least-once (the default: after a crash, what may have been sent is sent again) or at-most-once (it is reported failed with delivery unknown instead)"
-                )
-            }
-            delivery = semantics
-        } else {
-            delivery = .atLeastOnce
-        }
-        self.notification = try NotificationSpec.build(type, app: app, reader)
-    }
-
-    private static func build(
-        _ type: PushType, app: String, _ reader: FieldReader
-    ) throws(RequestProblem) -> any PushNotification {
-        var expiration: Expiration?
-        if let seconds = try reader.integer("expiration") {
-            do throws(APNsValidationError) {
-                expiration = try Expiration(unixSeconds: seconds)
-            } catch {
-                throw RequestProblem(field: "expiration", error.description)
+        var description = NotificationDescription(pushType: typeName)
+        let name: PushType.Name
+        do { name = try description.checkedPushType() } catch { throw RequestProblem(error) }
+        var delivery = DeliverySemantics.atLeastOnce
+        for key in fields.keys.sorted() {
+            if key == NotificationSpec.deliveryField {
+                delivery = try reader.delivery()
+            } else if let field = NotificationField(rawValue: key) {
+                try reader.read(field, into: &description, for: name)
+            } else {
+                throw RequestProblem(field: key, "is not a field of a notification request; see openapi.yaml")
             }
         }
-        let collapse = try reader.collapseID()
-        // Checked by the push type (the library's message); the typed priority is then exact.
-        let priority: PushPriority?
-        let number = try reader.integer("priority")
-        do throws(APNsValidationError) {
-            priority = try number.map { value throws(APNsValidationError) in try type.priority(value) }
+        do {
+            // A Live Activity's timestamp is fixed at acceptance (NotificationRequest), so `now`
+            // is never used for one read from a request or from the queue.
+            notification = try description.notification(now: Date(timeIntervalSince1970: 0))
         } catch {
-            throw RequestProblem(field: "priority", error.description)
+            throw RequestProblem(error)
         }
-        func standard() -> StandardPriority { priority.flatMap(StandardPriority.init) ?? .immediate }
-        func appData() throws(RequestProblem) -> RawJSONObject {
-            guard let data = reader.fields["data"] else { return try raw("{}", field: "data") }
-            guard case .object = data else {
-                throw RequestProblem(field: "data", "is \(data.typeName); app data is a JSON object")
-            }
-            return try raw(data.compactText, field: "data")
-        }
-        switch type {
-        case .alert:
-            let level = priority.map(AlertNotification<RawJSONObject>.Priority.init) ?? .immediate
-            let alert = try reader.alert()
-            let badge = try reader.integer("badge")
-            let sound = try reader.sound()
-            let thread = try reader.string("thread-id")
-            let category = try reader.string("category")
-            let interruption = try reader.interruptionLevel()
-            let relevance = try reader.number("relevance-score")
-            let available = try reader.bool("content-available") ?? false
-            let mutable = try reader.bool("mutable-content") ?? false
-            let target = try reader.string("target-content-id")
-            let filter = try reader.string("filter-criteria")
-            return AlertNotification(
-                bundleID: app, appData: try appData(), priority: level, expiration: expiration, collapseID: collapse
-            ) {
-                if let alert {
-                    Alert {
-                        if let title = alert.title { title.title }
-                        if let subtitle = alert.subtitle { subtitle.subtitle }
-                        if let body = alert.body { body.body }
-                        if let image = alert.launchImage { LaunchImage(image) }
-                    }
-                }
-                if let badge { Badge(badge) }
-                if let sound { sound }
-                if let thread { ThreadID(thread) }
-                if let category { APNs.Category(category) }
-                if let interruption { interruption }
-                if let relevance { RelevanceScore(relevance) }
-                if available { ContentAvailable() }
-                if mutable { MutableContent() }
-                if let target { TargetContentID(target) }
-                if let filter { FilterCriteria(filter) }
-            }
-        case .background:
-            return BackgroundNotification(
-                bundleID: app, appData: try appData(), expiration: expiration, collapseID: collapse)
-        case .voip:
-            return VoIPNotification(
-                bundleID: app, appData: try appData(), priority: standard(), expiration: expiration,
-                collapseID: collapse)
-        case .complication:
-            return ComplicationNotification(
-                bundleID: app, appData: try appData(), priority: standard(), expiration: expiration,
-                collapseID: collapse)
-        case .pushtotalk:
-            if let value = try reader.integer("expiration"), let required = type.requiredExpiration, value != required {
-                throw RequestProblem(
-                    field: "expiration", "pushtotalk notifications always expire at once (\(required)); leave it out")
-            }
-            return PushToTalkNotification(bundleID: app, appData: try appData(), collapseID: collapse)
-        case .widgets:
-            return WidgetNotification(bundleID: app, priority: standard(), expiration: expiration, collapseID: collapse)
-        case .controls:
-            return ControlsNotification(
-                bundleID: app, priority: standard(), expiration: expiration, collapseID: collapse)
-        case .location:
-            return LocationNotification(
-                bundleID: app, priority: standard(), expiration: expiration, collapseID: collapse)
-        case .fileprovider:
-            guard let container = try reader.string("container-identifier"), let domain = try reader.string("domain")
-            else {
-                throw RequestProblem(
-                    field: "container-identifier", "fileprovider needs \"container-identifier\" and \"domain\"")
-            }
-            return FileProviderNotification(
-                bundleID: app, containerIdentifier: container, domain: domain, priority: standard(),
-                expiration: expiration,
-                collapseID: collapse)
-        case .mdm:
-            guard let magic = try reader.string("push-magic") else {
-                throw RequestProblem(field: "push-magic", "mdm needs the device's \"push-magic\" string")
-            }
-            return MDMNotification(
-                topic: app, pushMagic: magic, priority: standard(), expiration: expiration, collapseID: collapse)
-        case .accessory:
-            let fields = try AccessoryFields(reader)
-            return AccessoryNotification(
-                bundleID: app, encryptedData: fields.encryptedData, sessionIdentifier: fields.sessionIdentifier,
-                keyID: fields.keyID, messageIndex: fields.messageIndex, priority: standard(), expiration: expiration,
-                collapseID: collapse)
-        case .liveactivity:
-            return try liveActivity(app: app, reader, priority: standard(), expiration: expiration, collapse: collapse)
-        default:
-            throw RequestProblem(field: "push-type", "the gateway does not send \(type.rawValue) notifications")
-        }
-    }
-
-    private static func liveActivity(
-        app: String, _ reader: FieldReader, priority: StandardPriority, expiration: Expiration?, collapse: CollapseID?
-    ) throws(RequestProblem) -> any PushNotification {
-        guard let stateValue = reader.fields["content-state"] else {
-            throw RequestProblem(
-                field: "content-state",
-                "liveactivity needs \"content-state\", the activity's ContentState as a JSON object")
-        }
-        guard case .object = stateValue else {
-            throw RequestProblem(field: "content-state", "is \(stateValue.typeName); it is a JSON object")
-        }
-        let state = try raw(stateValue.compactText, field: "content-state")
-        let timestamp = Date(timeIntervalSince1970: TimeInterval(try reader.integer("timestamp") ?? 0))
-        let stale = try reader.integer("stale-date").map { Date(timeIntervalSince1970: TimeInterval($0)) }
-        let relevance = try reader.number("relevance-score")
-        let sound = try reader.string("sound")
-        var alert: LiveActivityAlert?
-        if let text = try reader.alert() {
-            if text.subtitle != nil || text.launchImage != nil {
-                throw RequestProblem(
-                    field: text.subtitle != nil ? "alert.subtitle" : "alert.launch-image",
-                    "a Live Activity alert has a title and a body only")
-            }
-            alert = LiveActivityAlert(title: text.title ?? .text(""), body: text.body ?? .text(""), sound: sound)
-        } else if sound != nil {
-            throw RequestProblem(field: "sound", "a Live Activity plays a sound with its alert: give \"alert\" too")
-        }
-        let event = try reader.string("event") ?? ""
-        let startOnly = ["attributes-type", "attributes", "input-push-token", "input-push-channel"].filter {
-            reader.fields[$0] != nil
-        }
-        if event != "start", let first = startOnly.first {
-            throw RequestProblem(field: first, "belongs to the start event")
-        }
-        if event != "end", reader.fields["dismissal-date"] != nil {
-            throw RequestProblem(field: "dismissal-date", "belongs to the end event")
-        }
-        switch event {
-        case "update":
-            return LiveActivityNotification(
-                bundleID: app, update: state, timestamp: timestamp, alert: alert, staleDate: stale,
-                relevanceScore: relevance,
-                priority: priority, expiration: expiration, collapseID: collapse)
-        case "end":
-            let dismissal = try reader.integer("dismissal-date").map { Date(timeIntervalSince1970: TimeInterval($0)) }
-            return LiveActivityNotification(
-                bundleID: app, end: state, timestamp: timestamp, dismissalDate: dismissal, alert: alert,
-                staleDate: stale,
-                relevanceScore: relevance, priority: priority, expiration: expiration, collapseID: collapse)
-        case "start":
-            guard let attributesType = try reader.string("attributes-type"),
-                let attributesValue = reader.fields["attributes"]
-            else {
-                throw RequestProblem(
-                    field: "attributes", "a Live Activity start needs \"attributes-type\" and \"attributes\"")
-            }
-            guard case .object = attributesValue else {
-                throw RequestProblem(field: "attributes", "is \(attributesValue.typeName); it is a JSON object")
-            }
-            guard let alert else {
-                throw RequestProblem(field: "alert", "a Live Activity start needs an alert with a title and a body")
-            }
-            let wantsToken = try reader.bool("input-push-token") ?? false
-            let channel = try reader.string("input-push-channel")
-            let input: LiveActivityPushInput?
-            switch (wantsToken, channel) {
-            case (true, nil): input = .token
-            case (false, let id?):
-                do { input = .channel(try BroadcastChannel(id: id, bundleID: app)) } catch {
-                    throw RequestProblem(field: "input-push-channel", error.description)
-                }
-            case (false, nil): input = nil
-            case (true, _?):
-                throw RequestProblem(
-                    field: "input-push-channel", "give \"input-push-token\" or \"input-push-channel\", not both")
-            }
-            return LiveActivityNotification(
-                bundleID: app, start: state, attributesType: attributesType,
-                attributes: try raw(attributesValue.compactText, field: "attributes"),
-                alert: alert, timestamp: timestamp, pushInput: input, staleDate: stale, relevanceScore: relevance,
-                priority: priority,
-                expiration: expiration, collapseID: collapse)
-        default:
-            throw RequestProblem(field: "event", "liveactivity needs \"event\": \"start\", \"update\" or \"end\"")
-        }
-    }
-
-    private static func raw(_ text: String, field: String) throws(RequestProblem) -> RawJSONObject {
-        do { return try RawJSONObject(text) } catch { throw RequestProblem(field: field, error.description) }
+        self.pushType = name.pushType
+        self.app = description.app ?? ""
+        self.apnsID = notification.apnsID
+        self.delivery = delivery
     }
 }
 
-extension LocalizableText {
-    /// The alert's title, subtitle or body from this text.
-    var title: Title {
-        switch self {
-        case .text(let text): Title(text)
-        case .localized(let key, let arguments): Title(localizedKey: key, arguments: arguments)
-        }
-    }
-    var subtitle: Subtitle {
-        switch self {
-        case .text(let text): Subtitle(text)
-        case .localized(let key, let arguments): Subtitle(localizedKey: key, arguments: arguments)
-        }
-    }
-    var body: Body {
-        switch self {
-        case .text(let text): Body(text)
-        case .localized(let key, let arguments): Body(localizedKey: key, arguments: arguments)
-        }
+extension RequestProblem {
+    /// A description's problem in the gateway's words: fields by their JSON names.
+    init(_ problem: NotificationDescription.Problem) {
+        self.init(
+            field: problem.part.map { "alert.\($0.rawValue)" } ?? problem.field.rawValue,
+            problem.message(naming: { "\"\($0.rawValue)\"" }))
     }
 }
 
 /// Typed access to request fields, with messages that name the field and the type it needs.
-private struct FieldReader {
+struct FieldReader {
     let fields: [String: JSONValue]
-
-    struct AlertText {
-        var title, subtitle, body: LocalizableText?
-        var launchImage: String?
-    }
 
     func string(_ key: String) throws(RequestProblem) -> String? {
         switch fields[key] {
@@ -588,7 +313,7 @@ private struct FieldReader {
     /// `collapse-id`: 1 to 64 visible ASCII characters. The library takes any 64 bytes of UTF-8
     /// without control characters; the gateway takes the part of that which `openapi.yaml` can
     /// state exactly (a schema counts characters, not bytes), and an id is ASCII in practice.
-    func collapseID() throws(RequestProblem) -> CollapseID? {
+    func collapseID() throws(RequestProblem) -> String? {
         guard let text = try string("collapse-id") else { return nil }
         guard !text.isEmpty, text.utf8.count <= CollapseID.maximumLength,
             text.utf8.allSatisfy({ (0x20...0x7E).contains($0) })
@@ -598,7 +323,7 @@ private struct FieldReader {
                 "give 1 to \(CollapseID.maximumLength) visible ASCII characters (letters, digits, punctuation, space); it travels in an HTTP header"
             )
         }
-        return CollapseID(text)
+        return text
     }
 
     func number(_ key: String) throws(RequestProblem) -> Double? {
@@ -621,10 +346,10 @@ private struct FieldReader {
     /// `"alert": "text"` (the body) or an object: `title`, `subtitle`, `body`, each either as text
     /// or localized (`title-loc-key` with `title-loc-args`, `subtitle-loc-key` with
     /// `subtitle-loc-args`, `loc-key` with `loc-args`), and `launch-image`.
-    func alert() throws(RequestProblem) -> AlertText? {
+    func alert() throws(RequestProblem) -> NotificationDescription.AlertText? {
         switch fields["alert"] {
         case nil: return nil
-        case .string(let body)?: return AlertText(body: .text(body))
+        case .string(let body)?: return NotificationDescription.AlertText(body: .text(body))
         case .object(let members)?:
             for key in members.keys.sorted() where !FieldReader.alertKeys.contains(key) {
                 throw RequestProblem(
@@ -669,7 +394,7 @@ private struct FieldReader {
                         field: "alert.\(locKey)", "give \(textKey) or \(locKey) (localized by the app), not both")
                 }
             }
-            return AlertText(
+            return NotificationDescription.AlertText(
                 title: try part("title", "title-loc-key", "title-loc-args"),
                 subtitle: try part("subtitle", "subtitle-loc-key", "subtitle-loc-args"),
                 body: try part("body", "loc-key", "loc-args"), launchImage: try text("launch-image"))
@@ -729,55 +454,79 @@ private struct FieldReader {
         }
     }
 
-    func interruptionLevel() throws(RequestProblem) -> InterruptionLevel? {
-        guard let name = try string("interruption-level") else { return nil }
-        switch name {
-        case "passive": return .passive
-        case "active": return .active
-        case "time-sensitive": return .timeSensitive
-        case "critical": return .critical
-        default:
-            throw RequestProblem(
-                field: "interruption-level", "\(name) is not one of passive, active, time-sensitive, critical")
-        }
-    }
 }
 
-/// An accessory's response in the gateway's JSON: `encrypted-data`, `session-identifier`,
-/// `key-id` and `message-index`, named as the gateway names fields; the library checks their
-/// contents (base64, not empty) and the problem then names the gateway's field.
-private struct AccessoryFields {
-    let encryptedData: String
-    let sessionIdentifier: String
-    let keyID: String
-    let messageIndex: UInt64
-
-    init(_ reader: FieldReader) throws(RequestProblem) {
-        guard let encryptedData = try reader.string("encrypted-data"),
-            let sessionIdentifier = try reader.string("session-identifier"), let keyID = try reader.string("key-id")
-        else {
-            throw RequestProblem(
-                field: "encrypted-data",
-                "accessory needs \"encrypted-data\", \"session-identifier\", \"key-id\" and \"message-index\", as the accessory sent them"
-            )
+extension FieldReader {
+    /// Reads `field` into `description`; a `switch` without `default`, so that a field the library
+    /// adds fails to compile here until the gateway reads it (and `openapi.yaml` describes it).
+    func read(
+        _ field: NotificationField, into description: inout NotificationDescription, for pushType: PushType.Name
+    ) throws(RequestProblem) {
+        let key = field.rawValue
+        switch field {
+        case .pushType: break
+        case .bundleID, .topic:
+            guard (field == .topic) == (pushType == .mdm) else {
+                throw RequestProblem(
+                    field: key,
+                    pushType == .mdm
+                        ? "mdm is addressed by \"topic\" (the MDM push certificate's topic), not a bundle id"
+                        : "give the app as \"bundle-id\"; the topic follows from it and the push type")
+            }
+            description.app = try string(key)
+        case .priority: description.priority = try integer(key)
+        case .expiration: description.expiration = try integer(key)
+        case .collapseID: description.collapseID = try collapseID()
+        case .apnsID: description.apnsID = try string(key)
+        case .alert: description.alert = try alert()
+        case .badge: description.badge = try integer(key)
+        case .sound:
+            // A Live Activity's alert plays a sound by name only (openapi.yaml: a string).
+            description.sound = try pushType == .liveactivity ? string(key).map { Sound($0) } : sound()
+        case .threadID: description.threadID = try string(key)
+        case .category: description.category = try string(key)
+        case .interruptionLevel: description.interruptionLevel = try string(key)
+        case .relevanceScore: description.relevanceScore = try number(key)
+        case .contentAvailable: description.contentAvailable = try bool(key)
+        case .mutableContent: description.mutableContent = try bool(key)
+        case .targetContentID: description.targetContentID = try string(key)
+        case .filterCriteria: description.filterCriteria = try string(key)
+        case .appData: description.appData = try object(key, "app data is a JSON object")
+        case .containerIdentifier: description.containerIdentifier = try string(key)
+        case .domain: description.domain = try string(key)
+        case .encryptedData: description.encryptedData = try string(key)
+        case .sessionIdentifier: description.sessionIdentifier = try string(key)
+        case .keyID: description.keyID = try string(key)
+        case .messageIndex: description.messageIndex = try integer(key)
+        case .pushMagic: description.pushMagic = try string(key)
+        case .event: description.event = try string(key)
+        case .contentState: description.contentState = try object(key, "it is a JSON object")
+        case .timestamp: description.timestamp = try integer(key)
+        case .dismissalDate: description.dismissalDate = try integer(key)
+        case .staleDate: description.staleDate = try integer(key)
+        case .attributesType: description.attributesType = try string(key)
+        case .attributes: description.attributes = try object(key, "it is a JSON object")
+        case .inputPushToken: description.inputPushToken = try bool(key)
+        case .inputPushChannel: description.inputPushChannel = try string(key)
         }
-        guard let index = try reader.integer("message-index") else {
-            throw RequestProblem(field: "message-index", "accessory needs the ratchet's \"message-index\"")
-        }
-        guard index >= 0 else { throw RequestProblem(field: "message-index", "is negative; give 0 or more") }
-        self.encryptedData = encryptedData
-        self.sessionIdentifier = sessionIdentifier
-        self.keyID = keyID
-        messageIndex = UInt64(index)
     }
 
-    /// The gateway's field for a key of the accessory's `aps`.
-    static func field(forPayloadKey key: String) -> String {
-        switch key {
-        case "encryptedData": return "encrypted-data"
-        case "sessionIdentifier": return "session-identifier"
-        case "keyID": return "key-id"
-        default: return "message-index"
+    /// A JSON object, as the library's raw JSON; `rule` says what the field must be.
+    func object(_ key: String, _ rule: String) throws(RequestProblem) -> RawJSONObject? {
+        guard let value = fields[key] else { return nil }
+        guard case .object = value else { throw RequestProblem(field: key, "is \(value.typeName); \(rule)") }
+        do { return try RawJSONObject(value.compactText) } catch { throw RequestProblem(field: key, error.description) }
+    }
+
+    func delivery() throws(RequestProblem) -> DeliverySemantics {
+        let key = NotificationSpec.deliveryField
+        guard let text = try string(key) else { return .atLeastOnce }
+        guard let semantics = DeliverySemantics(rawValue: text) else {
+            throw RequestProblem(
+                field: key,
+                "\(text) is not a delivery semantics; give at-least-once (the default: after a crash, what may have been sent is sent again) or at-most-once (it is reported failed with delivery unknown instead)"
+            )
         }
+        return semantics
     }
 }

@@ -20,14 +20,13 @@
 /// `encryptedData` and `keyID` must be standard base64 and `sessionIdentifier` not empty
 /// (``APNsValidationError/invalidAccessoryField(_:)``). Where Apple's pages are silent:
 /// <doc:ProtocolReference#Push-types>.
-public struct AccessoryNotification: TokenDeliverable, CertificateDeliverable {
+public struct AccessoryNotification: TokenDeliverable, CertificateDeliverable, BundleAddressed, StandardPrioritized {
     /// 10 (default) or 5.
     public typealias Priority = StandardPriority
 
     /// The push type and its rules (<doc:ProtocolReference#Push-types>).
     public static var pushType: PushType { .accessory }
 
-    /// The companion app's bundle id, without the suffix (swift-apns appends it).
     public var bundleID: String
     /// The accessory's encrypted response, base64, as the accessory sent it.
     public var encryptedData: String
@@ -37,19 +36,10 @@ public struct AccessoryNotification: TokenDeliverable, CertificateDeliverable {
     public var keyID: String
     /// The ratchet step that encrypted the response (written as a decimal string).
     public var messageIndex: UInt64
-    /// The `apns-priority`, among the ones this push type allows (its nested `Priority`).
     public var priority: Priority
-    /// The `apns-expiration` header value; nil leaves storage to Apple's policy.
     public var expiration: Expiration?
-    /// The `apns-collapse-id` header value; nil sends none.
     public var collapseID: CollapseID?
-    /// The `apns-id` header value; nil lets APNs assign one (returned in the response).
     public var apnsID: APNsID?
-
-    /// The `apns-topic` header value: the bundle id plus this push type's suffix.
-    public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
-    /// The `apns-priority` header value.
-    public var pushPriority: PushPriority { priority.pushPriority }
 
     /// An accessory's response for the companion app `bundleID`.
     ///

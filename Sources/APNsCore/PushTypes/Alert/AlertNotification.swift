@@ -21,7 +21,9 @@
 ///
 /// Rules (<doc:ProtocolReference#Push-types>, `Alert+Rules.swift`): topic = bundle id; priority 10, 5 or 1
 /// (default 10); 4096 bytes; token or certificate connectors; device targets.
-public struct AlertNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable {
+public struct AlertNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable,
+    BundleAddressed
+{
     /// The priorities an alert may have.
     public enum Priority: Hashable, Sendable, CaseIterable {
         /// 10: deliver now (the default).
@@ -53,15 +55,11 @@ public struct AlertNotification<AppData: Encodable & Sendable>: TokenDeliverable
     /// The push type and its rules (<doc:ProtocolReference#Push-types>).
     public static var pushType: PushType { .alert }
 
-    /// The app's bundle id; the topic is the bundle id itself.
     public var bundleID: String
     /// The `apns-priority`, among the ones this push type allows (its nested `Priority`).
     public var priority: Priority
-    /// The `apns-expiration` header value; nil leaves storage to Apple's policy.
     public var expiration: Expiration?
-    /// The `apns-collapse-id` header value; nil sends none.
     public var collapseID: CollapseID?
-    /// The `apns-id` header value; nil lets APNs assign one (returned in the response).
     public var apnsID: APNsID?
     /// Written beside `aps`.
     public var appData: AppData
@@ -71,8 +69,6 @@ public struct AlertNotification<AppData: Encodable & Sendable>: TokenDeliverable
     /// The `aps` dictionary the components built.
     public var payload: AlertPayload
 
-    /// The `apns-topic` header value: the bundle id plus this push type's suffix.
-    public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
     /// The `apns-priority` header value.
     public var pushPriority: PushPriority { priority.pushPriority }
 

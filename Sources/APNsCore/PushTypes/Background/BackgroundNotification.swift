@@ -12,17 +12,15 @@
 ///
 /// Rules (<doc:ProtocolReference#Push-types>, `Background+Rules.swift`): topic = bundle id; priority 5 only;
 /// 4096 bytes; token or certificate connectors; device targets.
-public struct BackgroundNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable {
+public struct BackgroundNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable,
+    BundleAddressed
+{
     /// The push type and its rules (<doc:ProtocolReference#Push-types>).
     public static var pushType: PushType { .background }
 
-    /// The app's bundle id, without any push-type suffix (swift-apns appends it).
     public var bundleID: String
-    /// The `apns-expiration` header value; nil leaves storage to Apple's policy.
     public var expiration: Expiration?
-    /// The `apns-collapse-id` header value; nil sends none.
     public var collapseID: CollapseID?
-    /// The `apns-id` header value; nil lets APNs assign one (returned in the response).
     public var apnsID: APNsID?
     /// Your keys, written at the root of the payload (beside `aps` where the push type has one).
     public var appData: AppData
@@ -30,8 +28,6 @@ public struct BackgroundNotification<AppData: Encodable & Sendable>: TokenDelive
     /// (``AppDataEncoding``).
     public var appDataEncoding: AppDataEncoding = .default
 
-    /// The `apns-topic` header value: the bundle id plus this push type's suffix.
-    public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
     /// Always 5: Apple rejects background pushes at 10.
     public var pushPriority: PushPriority { Self.pushType.defaultPriority }
 

@@ -11,33 +11,25 @@
 ///
 /// Rules (`Complication+Rules.swift`): topic = bundle id + `.complication`; priority 10 or 5
 /// (default 10); $(PushType.complication.maximumPayloadSize) bytes; token or certificate connectors; device targets.
-public struct ComplicationNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable {
+public struct ComplicationNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable,
+    BundleAddressed, StandardPrioritized
+{
     /// 10 (default) or 5.
     public typealias Priority = StandardPriority
 
     /// The push type and its rules (<doc:ProtocolReference#Push-types>).
     public static var pushType: PushType { .complication }
 
-    /// The app's bundle id, without any push-type suffix (swift-apns appends it).
     public var bundleID: String
     /// The whole payload.
     public var appData: AppData
     /// How `appData` is encoded: `JSONEncoder`'s default strategies unless changed
     /// (``AppDataEncoding``).
     public var appDataEncoding: AppDataEncoding = .default
-    /// The `apns-priority`, among the ones this push type allows (its nested `Priority`).
     public var priority: Priority
-    /// The `apns-expiration` header value; nil leaves storage to Apple's policy.
     public var expiration: Expiration?
-    /// The `apns-collapse-id` header value; nil sends none.
     public var collapseID: CollapseID?
-    /// The `apns-id` header value; nil lets APNs assign one (returned in the response).
     public var apnsID: APNsID?
-
-    /// The `apns-topic` header value: the bundle id plus this push type's suffix.
-    public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
-    /// The `apns-priority` header value.
-    public var pushPriority: PushPriority { priority.pushPriority }
 
     /// A complication push for the app `bundleID`; every option has the default Apple applies.
     ///

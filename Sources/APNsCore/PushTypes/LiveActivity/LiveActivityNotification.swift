@@ -28,14 +28,13 @@
 /// 5 (default 10; 10 counts against a budget); 4096 bytes; token or certificate connectors.
 public struct LiveActivityNotification<
     ContentState: Encodable & Sendable, Attributes: Encodable & Sendable, Event: LiveActivityEventKind
->: TokenDeliverable, CertificateDeliverable {
+>: TokenDeliverable, CertificateDeliverable, BundleAddressed, StandardPrioritized {
     /// 10 (default) or 5.
     public typealias Priority = StandardPriority
 
     /// The push type and its rules (<doc:ProtocolReference#Push-types>).
     public static var pushType: PushType { .liveactivity }
 
-    /// The app's bundle id, without any push-type suffix (swift-apns appends it).
     public var bundleID: String
     /// The activity's `content-state`, encoded with ``contentEncoding``.
     public var contentState: ContentState
@@ -45,13 +44,9 @@ public struct LiveActivityNotification<
     public var staleDate: Date?
     /// Orders this activity among the app's others (any number).
     public var relevanceScore: Double?
-    /// The `apns-priority`, among the ones this push type allows (its nested `Priority`).
     public var priority: Priority
-    /// The `apns-expiration` header value; nil leaves storage to Apple's policy.
     public var expiration: Expiration?
-    /// The `apns-collapse-id` header value; nil sends none.
     public var collapseID: CollapseID?
-    /// The `apns-id` header value; nil lets APNs assign one (returned in the response).
     public var apnsID: APNsID?
     /// How `contentState` and the start's attributes are encoded. Keep the default
     /// (`JSONEncoder`'s, which ActivityKit decodes with) unless the app's `ContentState` decodes
@@ -64,11 +59,6 @@ public struct LiveActivityNotification<
     var startAttributes: (type: String, value: Attributes)?
     var startPushInput: LiveActivityPushInput?
     var endDismissalDate: Date?
-
-    /// The `apns-topic` header value: the bundle id plus this push type's suffix.
-    public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
-    /// The `apns-priority` header value.
-    public var pushPriority: PushPriority { priority.pushPriority }
 
     init(
         bundleID: String, contentState: ContentState, timestamp: Date, alert: LiveActivityAlert?, staleDate: Date?,

@@ -12,7 +12,7 @@
 ///
 /// Rules (`MDM+Rules.swift`): topic = the certificate's UID; priority 10 or 5 (default 10);
 /// 4096 bytes; certificate connectors only; device targets.
-public struct MDMNotification: CertificateDeliverable {
+public struct MDMNotification: CertificateDeliverable, StandardPrioritized {
     /// 10 (default) or 5.
     public typealias Priority = StandardPriority
 
@@ -23,17 +23,10 @@ public struct MDMNotification: CertificateDeliverable {
     public var topic: String
     /// The PushMagic string the device sent in its TokenUpdate check-in.
     public var pushMagic: String
-    /// The `apns-priority`, among the ones this push type allows (its nested `Priority`).
     public var priority: Priority
-    /// The `apns-expiration` header value; nil leaves storage to Apple's policy.
     public var expiration: Expiration?
-    /// The `apns-collapse-id` header value; nil sends none.
     public var collapseID: CollapseID?
-    /// The `apns-id` header value; nil lets APNs assign one (returned in the response).
     public var apnsID: APNsID?
-
-    /// The `apns-priority` header value.
-    public var pushPriority: PushPriority { priority.pushPriority }
 
     /// An MDM push to the device enrolled with `topic`.
     ///

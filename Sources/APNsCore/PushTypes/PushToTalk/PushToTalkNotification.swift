@@ -11,24 +11,21 @@
 ///
 /// Rules (`PushToTalk+Rules.swift`): topic = bundle id + `.voip-ptt`; priority 10 only;
 /// expiration 0 only; 4096 bytes; token or certificate connectors; device targets.
-public struct PushToTalkNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable {
+public struct PushToTalkNotification<AppData: Encodable & Sendable>: TokenDeliverable, CertificateDeliverable,
+    BundleAddressed
+{
     /// The push type and its rules (<doc:ProtocolReference#Push-types>).
     public static var pushType: PushType { .pushtotalk }
 
-    /// The app's bundle id, without any push-type suffix (swift-apns appends it).
     public var bundleID: String
     /// Your keys, written at the root of the payload (beside `aps` where the push type has one).
     public var appData: AppData
     /// How `appData` is encoded: `JSONEncoder`'s default strategies unless changed
     /// (``AppDataEncoding``).
     public var appDataEncoding: AppDataEncoding = .default
-    /// The `apns-collapse-id` header value; nil sends none.
     public var collapseID: CollapseID?
-    /// The `apns-id` header value; nil lets APNs assign one (returned in the response).
     public var apnsID: APNsID?
 
-    /// The `apns-topic` header value: the bundle id plus this push type's suffix.
-    public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
     /// Always 10.
     public var pushPriority: PushPriority { Self.pushType.defaultPriority }
     /// Always 0: deliver once, never store.

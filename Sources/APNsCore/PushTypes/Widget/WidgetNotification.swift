@@ -10,28 +10,18 @@
 ///
 /// Rules (`Widget+Rules.swift`): topic = bundle id + `.push-type.widgets`; priority 10 or 5
 /// (default 10); 4096 bytes; token connectors; device targets.
-public struct WidgetNotification: TokenDeliverable {
+public struct WidgetNotification: TokenDeliverable, BundleAddressed, StandardPrioritized {
     /// 10 (default) or 5.
     public typealias Priority = StandardPriority
 
     /// The push type and its rules (<doc:ProtocolReference#Push-types>).
     public static var pushType: PushType { .widgets }
 
-    /// The app's bundle id; the topic suffix is added for you.
     public var bundleID: String
-    /// The `apns-priority`, among the ones this push type allows (its nested `Priority`).
     public var priority: Priority
-    /// The `apns-expiration` header value; nil leaves storage to Apple's policy.
     public var expiration: Expiration?
-    /// The `apns-collapse-id` header value; nil sends none.
     public var collapseID: CollapseID?
-    /// The `apns-id` header value; nil lets APNs assign one (returned in the response).
     public var apnsID: APNsID?
-
-    /// The `apns-topic` header value: the bundle id plus this push type's suffix.
-    public var topic: String { Self.pushType.topic(forBundleID: bundleID) }
-    /// The `apns-priority` header value.
-    public var pushPriority: PushPriority { priority.pushPriority }
 
     /// A widgets push for the app `bundleID`; every option has the default Apple applies.
     ///
