@@ -16,7 +16,7 @@ struct GatewayCommand: AsyncParsableCommand {
         commandName: "apns-gateway",
         abstract:
             "An HTTP push gateway in front of APNs: a durable queue (SQLite), API keys per app, outcomes and unregistered tokens.",
-        subcommands: [Serve.self, AddKey.self, ListKeys.self, RevokeKey.self],
+        subcommands: [Serve.self, AddKey.self, ListKeys.self, RevokeKey.self, CredentialCommand.self],
         defaultSubcommand: Serve.self)
 
     /// Parses the command line completed from the environment and the configuration file
@@ -56,6 +56,50 @@ struct DatabaseOptions: ParsableArguments {
             "Connections to PostgreSQL this process may open (1 to 1000): every instance's together must stay under the server's max_connections, 100 by default."
     )
     var databaseConnections = 20
+    @Option(
+        name: .customLong("credential-key-file"),
+        help:
+            "The key-encryption key that seals the credentials kept in the queue: a file of 32 bytes, raw or base64 (`head -c 32 /dev/urandom | base64 > kek`). Never store it with the database."
+    )
+    var credentialKeyFile: String?
+    @Option(
+        name: .customLong("credential-key-env"),
+        help: "Environment variable holding the key-encryption key, base64 (instead of --credential-key-file).")
+    var credentialKeyEnvironment: String?
+
+    /// The vault of the key-encryption key given, or nil when none was.
+    func vault() throws -> CredentialVault? {
+        switch (credentialKeyFile, credentialKeyEnvironment) {
+        case (nil, nil):
+            return nil
+        case (_?, _?):
+            throw ValidationError("give --credential-key-file or --credential-key-env, not both")
+        case (let path?, nil):
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ValidationError("--credential-key-file \(path) cannot be read")
+            }
+            do { return try CredentialVault(key: Array(data)) } catch {
+                throw ValidationError("--credential-key-file \(path): \(error)")
+            }
+        case (nil, let name?):
+            guard let text = ProcessInfo.processInfo.environment[name] else {
+                throw ValidationError("the environment variable \(name) (--credential-key-env) is not set")
+            }
+            do { return try CredentialVault(key: Array(text.utf8)) } catch {
+                throw ValidationError("--credential-key-env \(name): \(error)")
+            }
+        }
+    }
+
+    /// ``vault()``, which a command that seals needs.
+    func requiredVault() throws -> CredentialVault {
+        guard let vault = try vault() else {
+            throw ValidationError(
+                "credentials are kept sealed: give the key-encryption key with --credential-key-file or --credential-key-env"
+            )
+        }
+        return vault
+    }
 
     /// Runs `body` with the store, its schema prepared; a PostgreSQL pool runs until `body` returns.
     /// A PostgreSQL server that does not answer within `--database-wait-seconds` is an error; SIGTERM
@@ -360,26 +404,37 @@ struct Serve: AsyncParsableCommand {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "apns-gateway")
 
-        let (connector, connectorService) = try makeConnector(logger: Logger(label: "apns"))
+        let transport = try transportConfiguration()
+        let fallback = try makeConnector(transport: transport, logger: Logger(label: "apns"))
+        let vault = try database.vault()
+        guard fallback != nil || vault != nil else {
+            throw ValidationError(
+                "give APNs credentials: --key-file/--key-id/--team-id or --p12/--password-env for every app, or the key-encryption key (--credential-key-file or --credential-key-env) of the credentials added with `apns-gateway credential add`"
+            )
+        }
         try await database.withStore(logger: logger) { store in
+            let connectors = CredentialConnectors(
+                store: store, vault: vault, fallback: fallback?.fallback, transport: transport,
+                logger: Logger(label: "apns"), gracePeriod: sending.timeout)
+            try await connectors.refresh()
             try await serve(
-                store: store, connector: connector, connectorService: connectorService, sending: sending,
+                store: store, connectors: connectors, connectorService: fallback?.service, sending: sending,
                 registry: registry, logger: logger)
         }
     }
 
     private func serve(
-        store: any GatewayStore, connector: AnyConnector, connectorService: any Service,
+        store: any GatewayStore, connectors: CredentialConnectors, connectorService: (any Service)?,
         sending: Dispatcher.Configuration,
         registry: PrometheusCollectorRegistry, logger: Logger
     ) async throws {
-        let dispatcher = Dispatcher(store: store, connector: connector, configuration: sending, logger: logger)
+        let dispatcher = Dispatcher(store: store, connectors: connectors, configuration: sending, logger: logger)
         var limits = GatewayAPI.Configuration()
         limits.maximumDevicesPerRequest = maximumDevices
         limits.maximumBodyBytes = GatewayAPI.Configuration.bodyBytes(forDevices: maximumDevices)
         limits.maximumQueueDepth = maximumQueueDepth
         let api = GatewayAPI(
-            store: store, configuration: limits, authenticationMethod: connector.authenticationMethod,
+            store: store, configuration: limits, credentials: { connectors.policy(for: $0) },
             metricsText: {
                 var buffer: [UInt8] = []
                 registry.emit(into: &buffer)
@@ -398,12 +453,14 @@ struct Serve: AsyncParsableCommand {
         // Shut down in reverse order: stop taking requests, finish claimed sends, close APNs connections.
         let group = ServiceGroup(
             configuration: .init(
-                services: [.init(service: connectorService), .init(service: dispatcher), .init(service: app)],
+                services: (connectorService.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? [])
+                    + [.init(service: connectors), .init(service: dispatcher), .init(service: app)],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
 
-    private func makeConnector(logger: Logger) throws -> (AnyConnector, any Service) {
+    /// Every connector's transport: trust, proxy, memory trim.
+    private func transportConfiguration() throws -> TransportConfiguration {
         var transport = TransportConfiguration()
         if let caFile { transport.trustedCertificateAuthority = .file(path: caFile) }
         guard memoryTrimSeconds == 0 || (memoryTrimSeconds >= 1 && memoryTrimSeconds <= 86_400) else {
@@ -420,6 +477,14 @@ struct Serve: AsyncParsableCommand {
             }
             transport.proxy = transport.proxy.with(credentials: .init(username: username, password: password))
         }
+        return transport
+    }
+
+    /// The connector of the credential flags, for every app no stored credential serves; nil
+    /// without those flags.
+    private func makeConnector(
+        transport: TransportConfiguration, logger: Logger
+    ) throws -> (fallback: CredentialConnectors.Fallback, service: any Service)? {
         var environment: APNsEnvironment = production ? .production : .sandbox
         if let apnsHost {
             guard let colon = apnsHost.lastIndex(of: ":"), let port = Int(apnsHost[apnsHost.index(after: colon)...]),
@@ -434,7 +499,9 @@ struct Serve: AsyncParsableCommand {
             let connector = try TokenConnector(
                 teamID: teamID, keyID: keyID, key: .file(path: keyFile), environment: environment, transport: transport,
                 logger: logger)
-            return (AnyConnector(connector), connector)
+            return (
+                .init(connector: AnyConnector(connector), environment: production ? .production : .sandbox), connector
+            )
         }
         if let pkcs12 {
             guard let passwordEnvironment, let password = ProcessInfo.processInfo.environment[passwordEnvironment]
@@ -444,8 +511,10 @@ struct Serve: AsyncParsableCommand {
             let connector = try CertificateConnector(
                 pkcs12: .file(path: pkcs12), password: password, environment: environment, transport: transport,
                 logger: logger)
-            return (AnyConnector(connector), connector)
+            return (
+                .init(connector: AnyConnector(connector), environment: production ? .production : .sandbox), connector
+            )
         }
-        throw ValidationError("give APNs credentials: --key-file/--key-id/--team-id or --p12/--password-env")
+        return nil
     }
 }

@@ -23,6 +23,7 @@ enum Settings {
     /// `apns-gateway serve --help`.)
     static let options: [(name: String, kind: Kind, allCommands: Bool)] = [
         ("database", .text, true), ("database-wait-seconds", .whole, true), ("database-connections", .whole, true),
+        ("credential-key-file", .text, true), ("credential-key-env", .text, true),
         ("host", .text, false), ("port", .whole, false),
         ("key-file", .text, false), ("key-id", .text, false), ("team-id", .text, false),
         ("p12", .text, false), ("password-env", .text, false), ("production", .flag, false),
@@ -38,7 +39,7 @@ enum Settings {
     /// swift-configuration's access log.
     static let mayHoldSecrets: Set<String> = ["database", "proxy"]
 
-    static let subcommands = ["serve", "add-key", "list-keys", "revoke-key"]
+    static let subcommands = ["serve", "add-key", "list-keys", "revoke-key", "credential"]
 
     /// `arguments` (without the program's name) completed from the environment and the file.
     static func complete(_ arguments: [String], environment: [String: String]) async throws(SettingsError) -> [String] {

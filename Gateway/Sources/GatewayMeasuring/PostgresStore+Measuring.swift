@@ -5,11 +5,12 @@ import PostgresNIO
 /// What the tests and the benchmark read of a PostgreSQL queue and add to it, kept out of the
 /// store the gateway runs.
 extension PostgresStore {
-    /// PostgreSQL's plans (`EXPLAIN`, one line per step) for the claim, the queue's depth, a batch
-    /// of 500 outcomes and a batch of the retention's deletes, with the statistics the database has
-    /// now: for the test that they read `deliveries_by_due` and the primary key, not the whole history.
+    /// PostgreSQL's plans (`EXPLAIN`, one line per step) for the claim's list of apps and one of
+    /// its rounds, the queue's depth, a batch of 500 outcomes and a batch of the retention's
+    /// deletes, with the statistics the database has now: for the test that they read
+    /// `deliveries_by_app` and the primary key, not the whole history.
     package func queryPlans() async throws -> (
-        claim: [String], depth: [String], finish: [String], prune: [String]
+        apps: [String], claim: [String], depth: [String], finish: [String], prune: [String]
     ) {
         let now = Date().timeIntervalSince1970
         let outcomes = (0..<500).map {
@@ -18,7 +19,11 @@ extension PostgresStore {
                 status: 200)
         }
         return try await (
-            plan(of: Self.claimQuery(owner: "plan", limit: 2_000, now: now, leaseUntil: now + 60)),
+            plan(of: Self.appsQuery()),
+            plan(
+                of: Self.claimQuery(
+                    owner: "plan", apps: ["com.example.app", "com.example.other"], share: 1_000, limit: 2_000, now: now,
+                    leaseUntil: now + 60)),
             plan(of: Self.depthQuery()),
             plan(of: Self.finishQuery(Columns(outcomes, owner: "plan"), now: now)),
             plan(of: Self.pruneQuery(before: now - 7 * 86_400, limit: 500))
@@ -55,8 +60,9 @@ extension PostgresStore {
                 """, logger: logger)
             try await connection.query(
                 """
-                INSERT INTO deliveries(notification_id, position, token, state, available_at, created_at, attempts, status, finished_at)
-                SELECT 'history-' || (i / 1000), i % 1000, lpad(to_hex(i), 64, '0'), 'done', \(yearAgo), \(yearAgo), 1, 200, \(yearAgo)
+                INSERT INTO deliveries(notification_id, position, token, state, available_at, created_at, attempts, status, finished_at, app)
+                SELECT 'history-' || (i / 1000), i % 1000, lpad(to_hex(i), 64, '0'), 'done', \(yearAgo), \(yearAgo), 1, 200, \(yearAgo),
+                    'com.example.app'
                 FROM generate_series(0, \(count - 1)) AS i
                 """, logger: logger)
             try await connection.query("ANALYZE deliveries", logger: logger)

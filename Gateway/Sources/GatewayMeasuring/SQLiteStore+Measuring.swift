@@ -5,12 +5,20 @@ import GRDB
 /// What the tests and the benchmark read of a SQLite queue and add to it, kept out of the store
 /// the gateway runs.
 extension SQLiteStore {
-    /// SQLite's plan for ``dueQuery``, one line per step.
-    package func dueQueryPlan() async throws -> [String] {
+    /// SQLite's plans for the claim's three queries (its apps, one app's due device-sends, and
+    /// those under an expired lease), one line per step.
+    package func claimPlans() async throws -> (apps: [String], due: [String], expired: [String]) {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.dueQuery, arguments: [0.0, 1]).map {
-                $0["detail"] as String
+            func plan(_ sql: String, _ arguments: StatementArguments) throws -> [String] {
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments).map {
+                    $0["detail"] as String
+                }
             }
+            return (
+                try plan(SQLiteStore.appsQuery, []),
+                try plan(SQLiteStore.dueQuery, ["com.example.app", 0.0, 1]),
+                try plan(SQLiteStore.expiredQuery, [0.0, 1])
+            )
         }
     }
 
@@ -30,8 +38,8 @@ extension SQLiteStore {
             try db.execute(
                 sql: """
                     WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?)
-                    INSERT INTO deliveries(notification_id, position, token, state, available_at, attempts, status, apns_id, finished_at)
-                    SELECT 'history-' || (i / 1000), i % 1000, printf('%064x', i), 'done', ?, 1, 200, NULL, ? FROM n
+                    INSERT INTO deliveries(notification_id, position, token, state, available_at, attempts, status, apns_id, finished_at, app)
+                    SELECT 'history-' || (i / 1000), i % 1000, printf('%064x', i), 'done', ?, 1, 200, NULL, ?, 'com.example.app' FROM n
                     """, arguments: [count, yearAgo, yearAgo])
         }
     }

@@ -6,22 +6,32 @@ import Testing
 /// History that does not slow the queue: the claim reads only indexes of unfinished rows, and
 /// finished notifications are deleted after their retention.
 @Suite struct HistoryTests {
-    /// SQLite's plan for the claim: each half searches its own partial index (no scan of the
-    /// deliveries table, whatever it holds).
+    /// SQLite's plans for the claim: the apps found by skipping through one partial index, each
+    /// app's due rows and the expired leases searched in their own (no scan of the deliveries
+    /// table, whatever it holds).
     @Test func theSQLiteClaimSearchesIndexesOnly() async throws {
         let queue = try await TestStore(.sqlite)
         let store = try #require(queue.store as? SQLiteStore)
-        let plan = try await store.dueQueryPlan()
-        let onDeliveries = plan.filter { $0.contains("deliveries") }
-        #expect(onDeliveries.count == 2, "\(plan)")
-        #expect(onDeliveries.contains { $0.hasPrefix("SEARCH deliveries USING INDEX deliveries_queued") }, "\(plan)")
-        #expect(onDeliveries.contains { $0.hasPrefix("SEARCH deliveries USING INDEX deliveries_expiring") }, "\(plan)")
-        #expect(!plan.contains { $0.hasPrefix("SCAN deliveries") }, "\(plan)")
+        let plans = try await store.claimPlans()
+        for plan in [plans.apps, plans.due, plans.expired] {
+            #expect(!plan.contains { $0.hasPrefix("SCAN deliveries") }, "\(plan)")
+        }
+        #expect(
+            plans.apps.contains { $0 == "SEARCH deliveries USING INDEX deliveries_queued_by_app (app>?)" },
+            "\(plans.apps)")
+        #expect(
+            plans.due.contains {
+                $0.hasPrefix("SEARCH deliveries USING INDEX deliveries_queued_by_app (app=? AND available_at<?)")
+            }, "\(plans.due)")
+        #expect(
+            plans.expired.contains { $0.hasPrefix("SEARCH deliveries USING INDEX deliveries_expiring") },
+            "\(plans.expired)")
         await queue.remove()
     }
 
     /// PostgreSQL's plans, with statistics of a long history (20,000 finished device-sends, a few
-    /// queued and claimed): the claim reads the partial index of unfinished rows by due time, the
+    /// queued and claimed): the claim reads the partial index of unfinished rows by app and due time
+    /// (and finds the apps in it by skipping from one to the next), the
     /// depth no device-send at all, and a batch of outcomes or of the retention's deletes finds its
     /// rows by their primary key.
     @Test func thePostgreSQLQueueIsReadByItsIndexes() async throws {
@@ -39,10 +49,13 @@ import Testing
         // Adds the history and brings the planner's statistics up to date (ANALYZE).
         try await store.addFinishedHistory(count: 20_000)
         let plans = try await store.queryPlans()
-        #expect(plans.claim.contains { $0.contains("using deliveries_by_due on deliveries") }, "\(plans.claim)")
+        #expect(plans.claim.contains { $0.contains("using deliveries_by_app on deliveries") }, "\(plans.claim)")
+        #expect(plans.apps.contains { $0.contains("using deliveries_by_app on deliveries") }, "\(plans.apps)")
+        #expect(!plans.apps.contains { $0.contains("Seq Scan on deliveries") }, "\(plans.apps)")
         #expect(!plans.claim.contains { $0.contains("Seq Scan on deliveries") }, "\(plans.claim)")
         // Up to now only: rows due later (a back-off, a pause) are not read.
-        #expect(plans.claim.contains { $0.contains("Index Cond: (available_at <=") }, "\(plans.claim)")
+        #expect(
+            plans.claim.contains { $0.contains("Index Cond: ((app = a.app) AND (available_at <=") }, "\(plans.claim)")
         // The depth is kept, not counted: it reads 16 rows, never the device-sends.
         #expect(plans.depth.contains { $0.contains("on queue_depth") }, "\(plans.depth)")
         #expect(!plans.depth.contains { $0.contains("deliveries") }, "\(plans.depth)")

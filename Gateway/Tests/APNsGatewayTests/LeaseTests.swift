@@ -308,6 +308,11 @@ struct HeartbeatFails: GatewayStore {
     func apiKey(hash: String) async throws -> APIKey? { try await base.apiKey(hash: hash) }
     func apiKeys() async throws -> [APIKey] { try await base.apiKeys() }
     func revokeAPIKey(name: String) async throws -> Bool { try await base.revokeAPIKey(name: name) }
+    func credentials() async throws -> [StoredCredential] { try await base.credentials() }
+    func saveCredential(_ credential: StoredCredential, replacing revision: Int?) async throws -> Bool {
+        try await base.saveCredential(credential, replacing: revision)
+    }
+    func removeCredential(name: String) async throws -> [String]? { try await base.removeCredential(name: name) }
     func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
         try await base.enqueue(notification, maximumQueueDepth: maximumQueueDepth)
     }

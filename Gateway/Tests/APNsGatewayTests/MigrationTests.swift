@@ -39,8 +39,11 @@ import Testing
         #expect(
             applied
                 == (backend == .sqlite
-                    ? ["1-release-0.1.0", "2-leases-and-retention", "3-at-most-once", "4-idempotency-keys"]
-                    : ["1", "2", "3", "4", "5", "6"]))
+                    ? [
+                        "1-release-0.1.0", "2-leases-and-retention", "3-at-most-once", "4-idempotency-keys",
+                        "5-apps-and-credentials",
+                    ]
+                    : ["1", "2", "3", "4", "5", "6", "7"]))
         let schema = try await Self.schema(of: queue)
         // A second start applies nothing and changes nothing.
         try await queue.store.prepare()
@@ -86,6 +89,8 @@ import Testing
         #expect(try await Self.schema(of: queue) == expected)
         #expect(try await queue.store.apiKey(hash: String(repeating: "0", count: 64))?.name == "ops")
         #expect(try await queue.store.queueDepth() == 1)
+        // The unfinished device-send has its notification's app, so that claims take turns.
+        #expect(try await queue.rows("SELECT app FROM deliveries") == ["com.example.app"])
         let now = Date()
         let claimed = try await queue.store.claim(
             owner: "t", limit: 10, now: now, leaseUntil: now.addingTimeInterval(60))

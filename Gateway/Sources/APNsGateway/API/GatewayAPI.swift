@@ -51,8 +51,9 @@ public struct GatewayAPI: Sendable {
 
     let store: any GatewayStore
     let configuration: Configuration
-    /// How the gateway's connector authenticates: what push types it can send.
-    let authenticationMethod: AuthenticationMethod
+    /// What serves each app: its credential's authentication (what push types it can send) and
+    /// environments; nil for an app no credential serves.
+    let credentials: @Sendable (String) -> CredentialPolicy?
     /// Called after a notification is stored (wakes the dispatcher).
     let onAccepted: @Sendable () -> Void
     /// `GET /metrics`' text, when metrics are served.
@@ -65,8 +66,26 @@ public struct GatewayAPI: Sendable {
     private let accepted: Counter
     private let replayed: Counter
 
+    /// An API whose every app is served by one credential authenticating with `authenticationMethod`,
+    /// in either environment.
     public init(
         store: any GatewayStore, configuration: Configuration = .init(), authenticationMethod: AuthenticationMethod,
+        metricsText: (@Sendable () -> String)? = nil, sendingStatus: (@Sendable () -> SendingStatus)? = nil,
+        metricsFactory: any MetricsFactory = MetricsSystem.factory, onAccepted: @escaping @Sendable () -> Void = {}
+    ) {
+        let policy = CredentialPolicy(
+            credential: "default", authenticationMethod: authenticationMethod, environments: [.sandbox, .production])
+        self.init(
+            store: store, configuration: configuration, credentials: { _ in policy }, metricsText: metricsText,
+            sendingStatus: sendingStatus, metricsFactory: metricsFactory, onAccepted: onAccepted)
+    }
+
+    /// - Parameters:
+    ///   - credentials: What serves an app (``CredentialConnectors/policy(for:)``); a notification
+    ///     for an app it answers nil for is refused.
+    public init(
+        store: any GatewayStore, configuration: Configuration = .init(),
+        credentials: @escaping @Sendable (String) -> CredentialPolicy?,
         metricsText: (@Sendable () -> String)? = nil, sendingStatus: (@Sendable () -> SendingStatus)? = nil,
         metricsFactory: any MetricsFactory = MetricsSystem.factory, onAccepted: @escaping @Sendable () -> Void = {}
     ) {
@@ -75,7 +94,7 @@ public struct GatewayAPI: Sendable {
         replayed = Counter(label: "apns_gateway_notifications_replayed_total", factory: metricsFactory)
         self.store = store
         self.configuration = configuration
-        self.authenticationMethod = authenticationMethod
+        self.credentials = credentials
         self.metricsText = metricsText
         self.sendingStatus = sendingStatus
         self.onAccepted = onAccepted
@@ -228,15 +247,26 @@ public struct GatewayAPI: Sendable {
         let notification: NotificationRequest
         do throws(RequestProblem) {
             notification = try NotificationRequest(body: body, maximumDevices: configuration.maximumDevicesPerRequest)
-            try notification.check(for: authenticationMethod)
         } catch {
             throw Problem(error)
         }
+        let appField = notification.pushType == .mdm ? "topic" : "bundle-id"
         guard key.apps.contains(notification.app) else {
             throw Problem(
                 .forbidden,
                 "the key \(key.name) may not send to \(notification.app); it may send to \(key.apps.sorted().joined(separator: ", "))",
-                field: notification.pushType == .mdm ? "topic" : "bundle-id")
+                field: appField)
+        }
+        guard let policy = credentials(notification.app) else {
+            throw Problem(
+                .forbidden,
+                "no APNs credential serves \(notification.app) in this gateway; its operator binds one with `apns-gateway credential add --app \(notification.app) …`",
+                field: appField)
+        }
+        do throws(RequestProblem) {
+            try notification.check(for: policy)
+        } catch {
+            throw Problem(error)
         }
         let id = UUID().uuidString.lowercased()
         let queued = QueuedNotification(

@@ -19,6 +19,8 @@ public struct NotificationRequest: Sendable {
     /// The app the notification is for: its bundle id (for `mdm`, the MDM topic). API keys are
     /// allowed by this name.
     public let app: String
+    /// The APNs environment it names (`"environment"`), or nil for its app's credential's default.
+    public let environment: GatewayEnvironment?
     /// The devices, each token checked; empty when the notification goes to a ``channel``.
     public let devices: [Device]
     /// The typed notification, every rule checked.
@@ -70,6 +72,7 @@ public struct NotificationRequest: Sendable {
         }
         self.pushType = spec.pushType
         self.app = spec.app
+        self.environment = spec.environment
         self.devices = devices
         self.notification = spec.notification
         self.storedJSON = JSONValue.object(fields).compactText
@@ -135,7 +138,19 @@ public struct NotificationRequest: Sendable {
     }
 
     /// Checks the rules that need a request (payload size, what the push type allows) and that
-    /// the gateway's connector, authenticating with `method`, may send this push type.
+    /// the app's credential (`policy`) may send this push type to the environment it names.
+    public func check(for policy: CredentialPolicy) throws(RequestProblem) {
+        if let environment, !policy.environments.contains(environment) {
+            throw RequestProblem(
+                field: NotificationSpec.environmentField,
+                "the credential that serves \(app) (\(policy.credential)) sends to \(policy.environments.map(\.rawValue).joined(separator: " and ")) only; leave \"environment\" out or give one of those",
+                kind: .notForThisGateway)
+        }
+        try check(for: policy.authenticationMethod)
+    }
+
+    /// Checks the rules that need a request (payload size, what the push type allows) and that
+    /// a connector authenticating with `method` may send this push type.
     public func check(for method: AuthenticationMethod) throws(RequestProblem) {
         do {
             if let channel, let broadcast = notification as? any BroadcastDeliverable {
@@ -242,8 +257,12 @@ struct NotificationSpec: Sendable {
     /// What a crash may cost: a repeat (`at-least-once`, the default) or a loss (`at-most-once`).
     let delivery: DeliverySemantics
 
-    /// The gateway's own field beside the notification's.
+    /// Where it is sent: nil for its app's credential's default (the first it allows).
+    let environment: GatewayEnvironment?
+
+    /// The gateway's own fields beside the notification's.
     static let deliveryField = "delivery"
+    static let environmentField = "environment"
 
     init(_ fields: [String: JSONValue]) throws(RequestProblem) {
         let reader = FieldReader(fields: fields)
@@ -256,9 +275,12 @@ struct NotificationSpec: Sendable {
         let name: PushType.Name
         do { name = try description.checkedPushType() } catch { throw RequestProblem(error) }
         var delivery = DeliverySemantics.atLeastOnce
+        var environment: GatewayEnvironment?
         for key in fields.keys.sorted() {
             if key == NotificationSpec.deliveryField {
                 delivery = try reader.delivery()
+            } else if key == NotificationSpec.environmentField {
+                environment = try reader.environment()
             } else if let field = NotificationField(rawValue: key) {
                 try reader.read(field, into: &description, for: name)
             } else {
@@ -276,6 +298,7 @@ struct NotificationSpec: Sendable {
         self.app = description.app ?? ""
         self.apnsID = notification.apnsID
         self.delivery = delivery
+        self.environment = environment
     }
 }
 
@@ -528,5 +551,17 @@ extension FieldReader {
             )
         }
         return semantics
+    }
+
+    func environment() throws(RequestProblem) -> GatewayEnvironment? {
+        let key = NotificationSpec.environmentField
+        guard let text = try string(key) else { return nil }
+        guard let environment = GatewayEnvironment(rawValue: text) else {
+            throw RequestProblem(
+                field: key,
+                "\(text) is not an APNs environment; give sandbox or production, or leave it out for the app's credential's default"
+            )
+        }
+        return environment
     }
 }

@@ -22,6 +22,28 @@ extension Dispatcher {
                 })
             return
         }
+        do {
+            try await connectors.withConnector(for: spec.app, environment: spec.environment) { connector in
+                await self.send(claimed, spec, via: connector)
+            }
+        } catch {
+            // No connector can send it (its app has no credential now, or not for its
+            // environment): nothing was sent by this try; one an earlier holder started may have
+            // been, and says so.
+            logger.error(
+                "no connector for a notification's app",
+                metadata: ["notification": "\(claimed.id)", "app": "\(spec.app)", "problem": "\(error)"])
+            await write(
+                claimed.deliveries.map {
+                    finished(
+                        claimed, $0, app: spec.app, kind: "credential",
+                        delivery: $0.mayHaveBeenSent ? .unknown : .notSent, message: error.description)
+                })
+        }
+    }
+
+    /// Sends a claimed notification through `connector`, its app's for its environment.
+    private func send(_ claimed: ClaimedNotification, _ spec: NotificationSpec, via connector: AnyConnector) async {
         let expiresAt = expiry(of: spec, acceptedAt: claimed.createdAt)
         let expired = Date() >= expiresAt
         var byToken: [String: ClaimedDelivery] = [:]
@@ -49,7 +71,7 @@ extension Dispatcher {
                 if atMostOnce {
                     guard await markStarted(claimed, [delivery], app: spec.app) else { continue }
                 }
-                pending.append(await broadcast(spec, claimed, delivery, expiresAt: expiresAt))
+                pending.append(await broadcast(spec, claimed, delivery, expiresAt: expiresAt, via: connector))
                 continue
             }
             do {
@@ -68,7 +90,8 @@ extension Dispatcher {
         await write(pending)
         guard !devices.isEmpty else { return }
         // Devices go through the bulk path (a channel's notification has none).
-        let sending = Sending(claimed: claimed, spec: spec, byToken: byToken, ids: ids, expiresAt: expiresAt)
+        let sending = Sending(
+            claimed: claimed, spec: spec, byToken: byToken, ids: ids, expiresAt: expiresAt, connector: connector)
         guard atMostOnce else {
             await bulk(devices, sending)
             return
@@ -121,6 +144,7 @@ extension Dispatcher {
         let byToken: [String: ClaimedDelivery]
         let ids: [String: APNsID]
         let expiresAt: Date
+        let connector: AnyConnector
     }
 
     /// Records `deliveries` as started (an at-most-once notification's, before they may be sent);
@@ -159,7 +183,7 @@ extension Dispatcher {
         let startable = StoppableDevices(devices: devices) { [self] in !mayStart }
         do {
             let results = try bulkSendOutcomes(
-                spec.notification, via: connector, to: startable, timeout: configuration.timeout,
+                spec.notification, via: sending.connector, to: startable, timeout: configuration.timeout,
                 retry: configuration.retry,
                 apnsID: { device in ids[device.token] ?? APNsID() })
             var lastWrite = ContinuousClock.now
@@ -230,7 +254,8 @@ extension Dispatcher {
     /// Sends a Live Activity update or end to its broadcast channel (one request for every
     /// subscribed device).
     func broadcast(
-        _ spec: NotificationSpec, _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, expiresAt: Date
+        _ spec: NotificationSpec, _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, expiresAt: Date,
+        via connector: AnyConnector
     ) async -> DeliveryOutcome {
         let id = String(delivery.token.dropFirst(NotificationRequest.channelPrefix.count))
         guard let notification = spec.notification as? any BroadcastDeliverable,

@@ -125,7 +125,8 @@ public final class Dispatcher: Service, Sendable {
     }
 
     let store: any GatewayStore
-    let connector: AnyConnector
+    /// The connector of each app's credential and environment.
+    let connectors: CredentialConnectors
     let configuration: Configuration
     let logger: Logger
     /// This sender's name in leases.
@@ -146,11 +147,22 @@ public final class Dispatcher: Service, Sendable {
     /// Whether sending is paused for a cause upstream.
     let pause = Mutex(UpstreamPause())
 
-    /// - Parameters:
-    ///   - metricsFactory: Where its metrics go; nil uses `MetricsSystem.factory`.
-    public init(
+    /// A dispatcher that sends every app's notifications through `connector`.
+    public convenience init(
         store: any GatewayStore, connector: AnyConnector, configuration: Configuration = .init(), logger: Logger,
         metricsFactory: (any MetricsFactory)? = nil
+    ) {
+        self.init(
+            store: store, connectors: CredentialConnectors(connector, logger: logger), configuration: configuration,
+            logger: logger, metricsFactory: metricsFactory)
+    }
+
+    /// - Parameters:
+    ///   - connectors: Each app's connector, by its credential and the notification's environment.
+    ///   - metricsFactory: Where its metrics go; nil uses `MetricsSystem.factory`.
+    public init(
+        store: any GatewayStore, connectors: CredentialConnectors, configuration: Configuration = .init(),
+        logger: Logger, metricsFactory: (any MetricsFactory)? = nil
     ) {
         let factory = metricsFactory ?? MetricsSystem.factory
         results = Dictionary(
@@ -167,7 +179,7 @@ public final class Dispatcher: Service, Sendable {
             })
         for gauge in paused.values { gauge.record(0) }  // listed from the start, not after a first pause
         self.store = store
-        self.connector = connector
+        self.connectors = connectors
         self.configuration = configuration
         self.logger = logger
         owner = configuration.instance

@@ -26,6 +26,17 @@ public protocol GatewayStore: Sendable {
     /// within their key cache's lifetime (5 s by default).
     func revokeAPIKey(name: String) async throws -> Bool
 
+    /// Every credential, by name, with the apps bound to it.
+    func credentials() async throws -> [StoredCredential]
+    /// Stores `credential` and binds its ``StoredCredential/apps`` to it (an app bound to another
+    /// credential moves; one bound to this one and left out is unbound), in one transaction: a new
+    /// credential when `revision` is nil (false when the name is taken), else the rotation of the
+    /// stored `revision` (false when the stored one is another: a rotation came in between).
+    func saveCredential(_ credential: StoredCredential, replacing revision: Int?) async throws -> Bool
+    /// Removes the credential called `name` and its apps' bindings; the apps that were bound, or
+    /// nil when there is no such credential.
+    func removeCredential(name: String) async throws -> [String]?
+
     /// Stores a notification and one queued device-send per device in one transaction, unless its
     /// devices would take the queue past `maximumQueueDepth` unfinished device-sends: then nothing
     /// is stored. A notification with an ``QueuedNotification/idempotency`` key its API key has
@@ -38,8 +49,11 @@ public protocol GatewayStore: Sendable {
     func queueDepth() async throws -> Int
 
     /// Claims up to `limit` device-sends that are due (queued and available, or claimed under an
-    /// expired lease) for `owner` until `leaseUntil`, the longest due first. Its cost does not grow
-    /// with the rows not due (waiting out a back-off or a pause), however many.
+    /// expired lease) for `owner` until `leaseUntil`, taking turns between apps: each app with due
+    /// work gets an equal share of `limit` (what an app leaves of its share goes to the others),
+    /// its longest due first, so one app's backlog delays another's new notification by one claim
+    /// at most. Its cost does not grow with the rows not due (waiting out a back-off or a pause),
+    /// however many; it grows with the apps that have work.
     func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification]
     /// Registers a starting sender under its name, in one transaction: refused while a live sender
     /// holds the name (``InstanceRegistration/nameInUse(host:processID:lastHeartbeat:)``); every

@@ -14,7 +14,9 @@ import PostgresNIO
 /// the third records when an at-most-once device-send may have started (`started_at`); the fourth
 /// (PostgreSQL) moves the renewed lease from each claimed device-send to its instance's row; the
 /// next keeps each notification's `Idempotency-Key` and body fingerprint, unique per API key; the
-/// sixth (PostgreSQL) keeps the queue's depth in rows and indexes unfinished rows by due time.
+/// sixth (PostgreSQL) keeps the queue's depth in rows and indexes unfinished rows by due time; the
+/// last gives each unfinished device-send its app, so that claims take turns between apps, and
+/// adds the credentials and the app each is bound to.
 enum Migrations {
     /// SQLite: (identifier, SQL) in order.
     static let sqlite: [(identifier: String, sql: String)] = [
@@ -69,6 +71,34 @@ enum Migrations {
                 WHERE idempotency_key IS NOT NULL;
             """
         ),
+        (
+            "5-apps-and-credentials",
+            """
+            ALTER TABLE deliveries ADD COLUMN app TEXT NOT NULL DEFAULT '';
+            UPDATE deliveries SET app = (SELECT app FROM notifications n WHERE n.id = deliveries.notification_id)
+                WHERE state <> 'done';
+            DROP INDEX IF EXISTS deliveries_queued;
+            CREATE INDEX deliveries_queued_by_app ON deliveries(app, available_at) WHERE state = 'queued';
+            \(credentialTables.joined(separator: ";\n"));
+            """
+        ),
+    ]
+
+    /// The credentials and the app each is bound to, the same on both backends. A secret is stored
+    /// only sealed (``CredentialVault``); `fingerprint` names it without revealing it; `revision`
+    /// grows with every rotation, and running instances replace a connector made from an earlier one.
+    static let credentialTables = [
+        """
+        CREATE TABLE IF NOT EXISTS credentials (
+            name TEXT PRIMARY KEY, kind TEXT NOT NULL, team_id TEXT, key_id TEXT, environments TEXT NOT NULL,
+            apns_host TEXT, sealed TEXT NOT NULL, fingerprint TEXT NOT NULL, revision INTEGER NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL)
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS app_credentials (
+            app TEXT PRIMARY KEY, credential TEXT NOT NULL REFERENCES credentials(name) ON DELETE CASCADE)
+        """,
+        "CREATE INDEX IF NOT EXISTS app_credentials_by_credential ON app_credentials(credential)",
     ]
 
     /// PostgreSQL: (version, name, statements) in order; a version's statements run in the
@@ -166,6 +196,26 @@ enum Migrations {
                 """,
                 "DROP INDEX IF EXISTS deliveries_open",
             ]
+        ),
+        (
+            7, "apps and credentials",
+            [
+                // Each device-send's app, so that a claim takes turns between apps: the unfinished
+                // rows' (a finished one is never claimed again).
+                "ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS app text NOT NULL DEFAULT ''",
+                """
+                UPDATE deliveries d SET app = n.app FROM notifications n
+                WHERE n.id = d.notification_id AND d.finished_at IS NULL
+                """,
+                // Unfinished rows by app, then by when they are due: a claim reads each app's due
+                // rows up to its share and stops; the apps are found by skipping from one to the
+                // next. A claim changes none of these columns, so it still rewrites in place.
+                """
+                CREATE INDEX IF NOT EXISTS deliveries_by_app ON deliveries (app, available_at, notification_id, position)
+                WHERE finished_at IS NULL
+                """,
+                "DROP INDEX IF EXISTS deliveries_by_due",
+            ] + credentialTables
         ),
     ]
 

@@ -14,8 +14,9 @@ import Synchronization
 /// device-send each heartbeat rewrote thousands of rows a second. No index reads a device-send's
 /// state or lease, so a claim rewrites its row in place (a heap-only update, in the room
 /// `fillfactor = 50` leaves on each page), and the only index an unfinished row is in,
-/// `deliveries_by_due` (by `available_at`, which a claim leaves as it is), is the one the claim
-/// reads: up to the due time, so rows waiting out a back-off or a pause are never read.
+/// `deliveries_by_app` (by app and `available_at`, which a claim leaves as it is), is the one the
+/// claim reads: each app's rows up to the due time, so rows waiting out a back-off or a pause are
+/// never read.
 ///
 /// It is a `Service`: run it (in the gateway's `ServiceGroup`, or a task of its own) and then
 /// ``prepare()`` it, which waits until ``run()`` has started; its connections close when ``run()``
@@ -175,6 +176,83 @@ public final class PostgresStore: GatewayStore, Service {
             > 0
     }
 
+    public func credentials() async throws -> [StoredCredential] {
+        var apps: [String: Set<String>] = [:]
+        for try await (app, credential) in try await client.query(
+            "SELECT app, credential FROM app_credentials", logger: logger
+        ).decode((String, String).self) {
+            apps[credential, default: []].insert(app)
+        }
+        var credentials: [StoredCredential] = []
+        for try await row in try await client.query(
+            """
+            SELECT name, kind, team_id, key_id, environments, apns_host, sealed, fingerprint, revision::int8, updated_at
+            FROM credentials ORDER BY name
+            """, logger: logger
+        ).decode((String, String, String?, String?, String, String?, String, String, Int, Double).self) {
+            credentials.append(
+                try StoredCredential(
+                    row: CredentialRow(
+                        name: row.0, kind: row.1, teamID: row.2, keyID: row.3, environments: row.4, apnsHost: row.5,
+                        sealed: row.6, fingerprint: row.7, revision: row.8, updatedAt: row.9),
+                    apps: apps[row.0] ?? []))
+        }
+        return credentials
+    }
+
+    public func saveCredential(_ credential: StoredCredential, replacing revision: Int?) async throws -> Bool {
+        let row = CredentialRow(credential)
+        let apps = credential.apps.sorted()
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection -> Bool in
+            let saved: Int
+            if let revision {
+                saved = try await connection.query(
+                    """
+                    UPDATE credentials SET kind = \(row.kind), team_id = \(row.teamID), key_id = \(row.keyID),
+                        environments = \(row.environments), apns_host = \(row.apnsHost), sealed = \(row.sealed),
+                        fingerprint = \(row.fingerprint), revision = \(row.revision), updated_at = \(row.updatedAt)
+                    WHERE name = \(row.name) AND revision = \(revision) RETURNING 1
+                    """, logger: logger
+                ).collect().count
+            } else {
+                saved = try await connection.query(
+                    """
+                    INSERT INTO credentials(name, kind, team_id, key_id, environments, apns_host, sealed, fingerprint,
+                        revision, updated_at)
+                    VALUES (\(row.name), \(row.kind), \(row.teamID), \(row.keyID), \(row.environments), \(row.apnsHost),
+                        \(row.sealed), \(row.fingerprint), \(row.revision), \(row.updatedAt))
+                    ON CONFLICT (name) DO NOTHING RETURNING 1
+                    """, logger: logger
+                ).collect().count
+            }
+            guard saved == 1 else { return false }
+            try await connection.query("DELETE FROM app_credentials WHERE credential = \(row.name)", logger: logger)
+            try await connection.query(
+                """
+                INSERT INTO app_credentials(app, credential) SELECT a, \(row.name) FROM unnest(\(apps)::text[]) AS a
+                ON CONFLICT (app) DO UPDATE SET credential = excluded.credential
+                """, logger: logger)
+            return true
+        }
+    }
+
+    public func removeCredential(name: String) async throws -> [String]? {
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection -> [String]? in
+            var apps: [String] = []
+            for try await app in try await connection.query(
+                "DELETE FROM app_credentials WHERE credential = \(name) RETURNING app", logger: logger
+            ).decode(String.self) {
+                apps.append(app)
+            }
+            let removed = try await connection.query(
+                "DELETE FROM credentials WHERE name = \(name) RETURNING 1", logger: logger
+            ).collect().count
+            return removed > 0 ? apps.sorted() : nil
+        }
+    }
+
     public func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
         if let idempotency = notification.idempotency,
             let first = try await firstUse(of: idempotency, keyName: notification.keyName)
@@ -239,8 +317,8 @@ public final class PostgresStore: GatewayStore, Service {
                 ON CONFLICT (key_name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
                 RETURNING id),
             devices AS (
-                INSERT INTO deliveries(notification_id, position, token, state, available_at, created_at)
-                SELECT notification.id, p, t, 'queued', \(created), \(created)
+                INSERT INTO deliveries(notification_id, position, token, state, available_at, created_at, app)
+                SELECT notification.id, p, t, 'queued', \(created), \(created), \(notification.app)
                 FROM notification, unnest(\(positions)::integer[], \(notification.tokens)::text[]) AS u(p, t)),
             depth AS (
                 UPDATE queue_depth SET value = value + \(positions.count)
@@ -266,32 +344,48 @@ public final class PostgresStore: GatewayStore, Service {
     /// The row of `queue_depth` a write adds to or subtracts from.
     private static func depthSlot() -> Int { Int.random(in: 0..<16) }
 
-    /// The claim: the oldest due device-sends (queued and available, or claimed with a lapsed
-    /// lease whose instance's lease lapsed too), locked past other instances' claims, taken by
-    /// `owner` until `leaseUntil`, the longest due first. `finished_at IS NULL AND available_at <=
-    /// now` is a range of `deliveries_by_due`, walked in its order: the rows it reads and passes
-    /// over are only those claimed (by live instances: what they have in flight), never those
-    /// waiting for a later time, however many.
+    /// The apps with unfinished device-sends, found by skipping from one app to the next in
+    /// `deliveries_by_app` (a few index look-ups per app, whatever the backlog).
+    package static func appsQuery() -> PostgresQuery {
+        """
+        WITH RECURSIVE apps(app) AS (
+            (SELECT app FROM deliveries WHERE finished_at IS NULL ORDER BY app LIMIT 1)
+            UNION ALL
+            SELECT (SELECT d.app FROM deliveries d WHERE d.finished_at IS NULL AND d.app > apps.app ORDER BY d.app LIMIT 1)
+            FROM apps WHERE apps.app IS NOT NULL)
+        SELECT app FROM apps WHERE app IS NOT NULL
+        """
+    }
+
+    /// One round of a claim (``FairShares``): for each of `apps`, up to `share` of its due
+    /// device-sends (queued and available, or claimed with a lapsed lease whose instance's lease
+    /// lapsed too), the longest due first, locked past other instances' claims, and at most
+    /// `limit` in all, taken by `owner` until `leaseUntil`. Each app's part is a range of
+    /// `deliveries_by_app` (`app`, then `available_at <= now`) walked in its order: the rows it
+    /// reads and passes over are only those claimed (by live instances: what they have in flight),
+    /// never those waiting for a later time, however many.
     package static func claimQuery(
-        owner: String, limit: Int, now: Double, leaseUntil: Double
+        owner: String, apps: [String], share: Int, limit: Int, now: Double, leaseUntil: Double
     ) -> PostgresQuery {
         """
         WITH due AS (
-            SELECT notification_id, position FROM deliveries d
-            WHERE finished_at IS NULL AND available_at <= \(now) AND (state = 'queued'
-                OR (state = 'claimed' AND lease_until < \(now) AND NOT EXISTS (
-                    SELECT 1 FROM instances i WHERE i.name = d.lease_owner AND i.lease_until >= \(now))))
-            ORDER BY available_at, notification_id, position
-            LIMIT \(limit)
-            FOR UPDATE SKIP LOCKED)
+            SELECT due.notification_id, due.position FROM unnest(\(apps)::text[]) AS a(app) CROSS JOIN LATERAL (
+                SELECT notification_id, position FROM deliveries d
+                WHERE d.app = a.app AND finished_at IS NULL AND available_at <= \(now) AND (state = 'queued'
+                    OR (state = 'claimed' AND lease_until < \(now) AND NOT EXISTS (
+                        SELECT 1 FROM instances i WHERE i.name = d.lease_owner AND i.lease_until >= \(now))))
+                ORDER BY available_at, notification_id, position
+                LIMIT \(share)
+                FOR UPDATE SKIP LOCKED) due
+            LIMIT \(limit))
         UPDATE deliveries d SET state = 'claimed', lease_owner = \(owner), lease_until = \(leaseUntil)
         FROM due WHERE d.notification_id = due.notification_id AND d.position = due.position
-        RETURNING d.notification_id, d.position, d.token, d.attempts, d.created_at, d.started_at IS NOT NULL
+        RETURNING d.notification_id, d.position, d.token, d.attempts, d.created_at, d.started_at IS NOT NULL, d.app
         """
     }
 
     /// For the rest of the transaction, the planner reads the queue by its indexes: the claim walks
-    /// `deliveries_by_due` in its order and stops at its limit; an outcome finds each row by its
+    /// `deliveries_by_app` in its order and stops at its share; an outcome finds each row by its
     /// primary key.
     ///
     /// A queue's rows change faster than ANALYZE follows them, and from statistics taken a moment
@@ -325,14 +419,27 @@ public final class PostgresStore: GatewayStore, Service {
         return try await client.withTransaction(logger: logger) { connection -> [ClaimedNotification] in
             try await Self.readByIndex(on: connection, logger: logger)
             let nowSeconds = now.timeIntervalSince1970
-            let rows = try await connection.query(
-                Self.claimQuery(
-                    owner: owner, limit: limit, now: nowSeconds, leaseUntil: leaseUntil.timeIntervalSince1970),
-                logger: logger)
+            var apps: [String] = []
+            for try await app in try await connection.query(Self.appsQuery(), logger: logger).decode(String.self) {
+                apps.append(app)
+            }
             var claimed: [(id: String, position: Int, token: String, attempts: Int, created: Double, started: Bool)] =
                 []
-            for try await row in rows.decode((String, Int, String, Int, Double, Bool).self) {
-                claimed.append((row.0, row.1, row.2, row.3, row.4, row.5))
+            // Apps take turns (FairShares), one statement per round; a row claimed in a round is
+            // no longer due, so the next round reads on from where it stopped.
+            var shares = FairShares(limit: limit, apps: apps)
+            while let round = shares.nextRound {
+                let rows = try await connection.query(
+                    Self.claimQuery(
+                        owner: owner, apps: round.apps, share: round.share, limit: shares.remaining, now: nowSeconds,
+                        leaseUntil: leaseUntil.timeIntervalSince1970),
+                    logger: logger)
+                var taken: [String: Int] = [:]
+                for try await row in rows.decode((String, Int, String, Int, Double, Bool, String).self) {
+                    claimed.append((row.0, row.1, row.2, row.3, row.4, row.5))
+                    taken[row.6, default: 0] += 1
+                }
+                shares.finishRound(share: round.share, taken: taken)
             }
             guard !claimed.isEmpty else { return [] }
             claimed.sort { ($0.created, $0.id, $0.position) < ($1.created, $1.id, $1.position) }

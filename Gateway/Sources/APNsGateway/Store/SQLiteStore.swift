@@ -59,6 +59,71 @@ public final class SQLiteStore: GatewayStore {
         }
     }
 
+    public func credentials() async throws -> [StoredCredential] {
+        try await pool.read { db in
+            var apps: [String: Set<String>] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT app, credential FROM app_credentials") {
+                apps[row["credential"], default: []].insert(row["app"])
+            }
+            return try Row.fetchAll(db, sql: "SELECT * FROM credentials ORDER BY name").map { row in
+                try StoredCredential(
+                    row: CredentialRow(
+                        name: row["name"], kind: row["kind"], teamID: row["team_id"], keyID: row["key_id"],
+                        environments: row["environments"], apnsHost: row["apns_host"], sealed: row["sealed"],
+                        fingerprint: row["fingerprint"], revision: row["revision"], updatedAt: row["updated_at"]),
+                    apps: apps[row["name"]] ?? [])
+            }
+        }
+    }
+
+    public func saveCredential(_ credential: StoredCredential, replacing revision: Int?) async throws -> Bool {
+        let row = CredentialRow(credential)
+        return try await pool.write { db in
+            if let revision {
+                try db.execute(
+                    sql: """
+                        UPDATE credentials SET kind = ?, team_id = ?, key_id = ?, environments = ?, apns_host = ?,
+                            sealed = ?, fingerprint = ?, revision = ?, updated_at = ?
+                        WHERE name = ? AND revision = ?
+                        """,
+                    arguments: [
+                        row.kind, row.teamID, row.keyID, row.environments, row.apnsHost, row.sealed, row.fingerprint,
+                        row.revision, row.updatedAt, row.name, revision,
+                    ])
+                guard db.changesCount == 1 else { return false }
+            } else {
+                guard
+                    try Int.fetchOne(db, sql: "SELECT 1 FROM credentials WHERE name = ?", arguments: [row.name]) == nil
+                else { return false }
+                try db.execute(
+                    sql: """
+                        INSERT INTO credentials(name, kind, team_id, key_id, environments, apns_host, sealed, fingerprint,
+                            revision, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        row.name, row.kind, row.teamID, row.keyID, row.environments, row.apnsHost, row.sealed,
+                        row.fingerprint, row.revision, row.updatedAt,
+                    ])
+            }
+            try db.execute(sql: "DELETE FROM app_credentials WHERE credential = ?", arguments: [row.name])
+            let bind = try db.cachedStatement(
+                sql: "INSERT OR REPLACE INTO app_credentials(app, credential) VALUES (?, ?)")
+            for app in credential.apps.sorted() { try bind.execute(arguments: [app, row.name]) }
+            return true
+        }
+    }
+
+    public func removeCredential(name: String) async throws -> [String]? {
+        try await pool.write { db in
+            let apps = try String.fetchAll(
+                db, sql: "SELECT app FROM app_credentials WHERE credential = ? ORDER BY app", arguments: [name])
+            try db.execute(sql: "DELETE FROM app_credentials WHERE credential = ?", arguments: [name])
+            try db.execute(sql: "DELETE FROM credentials WHERE name = ?", arguments: [name])
+            return db.changesCount > 0 ? apps : nil
+        }
+    }
+
     public func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
         try await pool.write { db in
             // One writer at a time: the key read here cannot be stored by another request before
@@ -87,10 +152,10 @@ public final class SQLiteStore: GatewayStore {
                 ])
             let insert = try db.cachedStatement(
                 sql:
-                    "INSERT INTO deliveries(notification_id, position, token, state, available_at) VALUES (?, ?, ?, 'queued', ?)"
+                    "INSERT INTO deliveries(notification_id, position, token, state, available_at, app) VALUES (?, ?, ?, 'queued', ?, ?)"
             )
             for (position, token) in notification.tokens.enumerated() {
-                try insert.execute(arguments: [notification.id, position, token, created])
+                try insert.execute(arguments: [notification.id, position, token, created, notification.app])
             }
             try db.execute(
                 sql: "UPDATE counters SET value = value + ? WHERE name = 'queue_depth'",
@@ -105,29 +170,51 @@ public final class SQLiteStore: GatewayStore {
         }
     }
 
-    /// The device-sends due at `?1` (queued and available, or claimed under an expired lease), at
-    /// most `?2`, the longest due first. Each half reads its own partial index in order and stops
-    /// at the limit, so finished rows (any number of them) are never read: the claim takes as long
-    /// on a queue with millions of finished device-sends as on a new one (`EXPLAIN QUERY PLAN`
-    /// is checked by a test).
-    package static let dueQuery = """
-        SELECT id FROM (
-            SELECT id, due FROM (
-                SELECT rowid AS id, available_at AS due FROM deliveries
-                WHERE state = 'queued' AND available_at <= ?1 ORDER BY available_at LIMIT ?2)
+    /// The apps with queued device-sends, found by skipping from one app to the next in
+    /// `deliveries_queued_by_app` (a few index look-ups per app, whatever the backlog).
+    package static let appsQuery = """
+        WITH RECURSIVE apps(app) AS (
+            SELECT min(app) FROM deliveries WHERE state = 'queued'
             UNION ALL
-            SELECT id, due FROM (
-                SELECT rowid AS id, lease_until AS due FROM deliveries
-                WHERE state = 'claimed' AND lease_until < ?1 ORDER BY lease_until LIMIT ?2)
-            ORDER BY due LIMIT ?2)
+            SELECT (SELECT min(app) FROM deliveries WHERE state = 'queued' AND app > apps.app)
+            FROM apps WHERE apps.app IS NOT NULL)
+        SELECT app FROM apps WHERE app IS NOT NULL
+        """
+
+    /// One app's device-sends queued and due at `?2`, at most `?3`, the longest due first: a range of
+    /// `deliveries_queued_by_app` read in order up to the limit, so rows waiting for a later time
+    /// and finished rows (any number of them) are never read (`EXPLAIN QUERY PLAN` is checked by a
+    /// test).
+    package static let dueQuery = """
+        SELECT rowid FROM deliveries
+        WHERE state = 'queued' AND app = ?1 AND available_at <= ?2 ORDER BY available_at LIMIT ?3
+        """
+
+    /// Device-sends claimed under a lease that expired before `?1` (their sender died), at most `?2`.
+    package static let expiredQuery = """
+        SELECT rowid FROM deliveries WHERE state = 'claimed' AND lease_until < ?1 ORDER BY lease_until LIMIT ?2
         """
 
     public func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification] {
         try await pool.write { db in
-            let due = try Int64.fetchAll(db, sql: SQLiteStore.dueQuery, arguments: [now.timeIntervalSince1970, limit])
-            guard !due.isEmpty else { return [] }
+            let nowSeconds = now.timeIntervalSince1970
             let update = try db.cachedStatement(
                 sql: "UPDATE deliveries SET state = 'claimed', lease_owner = ?, lease_until = ? WHERE rowid = ?")
+            var due = try Int64.fetchAll(db, sql: SQLiteStore.expiredQuery, arguments: [nowSeconds, limit])
+            for rowid in due { try update.execute(arguments: [owner, leaseUntil.timeIntervalSince1970, rowid]) }
+            // Apps take turns: each gets an equal share of what is left, and what some leave goes
+            // to those that filled theirs. A claimed row is no longer queued, so each round reads
+            // on from where the last stopped.
+            let apps = try String.fetchAll(db, sql: SQLiteStore.appsQuery)
+            let dueForApp = try db.cachedStatement(sql: SQLiteStore.dueQuery)
+            var shares = FairShares(limit: limit - due.count, apps: apps)
+            try shares.takeAll { app, share in
+                let rows = try Int64.fetchAll(dueForApp, arguments: [app, nowSeconds, share])
+                for rowid in rows { try update.execute(arguments: [owner, leaseUntil.timeIntervalSince1970, rowid]) }
+                due += rows
+                return rows.count
+            }
+            guard !due.isEmpty else { return [] }
             let read = try db.cachedStatement(
                 sql: """
                     SELECT d.notification_id, d.position, d.token, d.attempts, d.started_at IS NOT NULL AS started, n.request, n.created_at
@@ -136,7 +223,6 @@ public final class SQLiteStore: GatewayStore {
             var rows: [(created: Double, id: String, delivery: ClaimedDelivery, request: String)] = []
             rows.reserveCapacity(due.count)
             for rowid in due {
-                try update.execute(arguments: [owner, leaseUntil.timeIntervalSince1970, rowid])
                 guard let row = try Row.fetchOne(read, arguments: [rowid]) else { continue }
                 rows.append(
                     (

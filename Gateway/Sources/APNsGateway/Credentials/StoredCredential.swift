@@ -1,0 +1,162 @@
+import APNs
+import Crypto
+import Foundation
+
+/// An APNs environment a notification is sent to: the gateway's `"environment"` field, and what a
+/// credential allows.
+public enum GatewayEnvironment: String, Sendable, Hashable, CaseIterable, Codable {
+    case sandbox, production
+
+    /// The library's environment, or another server (`HOST:PORT`) in its place.
+    func apnsEnvironment(host: String?) -> APNsEnvironment {
+        if let host, let colon = host.lastIndex(of: ":"), let port = Int(host[host.index(after: colon)...]) {
+            return .custom(host: String(host[..<colon]), port: port)
+        }
+        return self == .production ? .production : .sandbox
+    }
+}
+
+/// A credential as the queue keeps it: what it is and where it may send, in the clear; its secret
+/// sealed under the gateway's key-encryption key (``CredentialVault``), which never enters the
+/// queue. Each app (bundle id, or MDM topic) is bound to at most one credential.
+///
+/// Thread safety: a value type; `Sendable`. Its `description` shows no secret (and the sealed bytes
+/// are not one without the key-encryption key).
+public struct StoredCredential: Sendable, Hashable, CustomStringConvertible {
+    /// A token key (`.p8`) or a certificate.
+    public enum Kind: String, Sendable, Hashable { case token, certificate }
+
+    /// The operator's name for it, unique.
+    public var name: String
+    public var kind: Kind
+    /// A token key's team id (`iss`) and key id (`kid`).
+    public var teamID: String?
+    public var keyID: String?
+    /// The environments it may send to; the first is a notification's when it names none.
+    public var environments: [GatewayEnvironment]
+    /// Another APNs server (`HOST:PORT`, a mock or a relay) in place of Apple's, for both environments.
+    public var apnsHost: String?
+    /// The secret, sealed (``CredentialVault/seal(_:for:revision:)``), base64.
+    public var sealed: String
+    /// SHA-256 of the credential's public part (a token key's public key, a certificate's DER), hex:
+    /// tells two keys apart without revealing either.
+    public var fingerprint: String
+    /// Grows with every rotation; a connector made from an earlier revision is replaced.
+    public var revision: Int
+    /// The apps bound to it.
+    public var apps: Set<String>
+    public var updatedAt: Date
+
+    public init(
+        name: String, kind: Kind, teamID: String? = nil, keyID: String? = nil, environments: [GatewayEnvironment],
+        apnsHost: String? = nil, sealed: String, fingerprint: String, revision: Int, apps: Set<String>, updatedAt: Date
+    ) {
+        self.name = name
+        self.kind = kind
+        self.teamID = teamID
+        self.keyID = keyID
+        self.environments = environments
+        self.apnsHost = apnsHost
+        self.sealed = sealed
+        self.fingerprint = fingerprint
+        self.revision = revision
+        self.apps = apps
+        self.updatedAt = updatedAt
+    }
+
+    /// How connectors made from it authenticate.
+    public var authenticationMethod: AuthenticationMethod { kind == .token ? .token : .certificate }
+
+    public var description: String {
+        var parts = ["\(name)", kind.rawValue]
+        if let teamID, let keyID { parts.append("team \(teamID) key \(keyID)") }
+        parts.append("revision \(revision)")
+        parts.append("sha256 \(fingerprint.prefix(16))…")
+        return parts.joined(separator: " ")
+    }
+}
+
+/// A credential's secret, as sealed: a `.p8` key's PEM, or a certificate with its key (a PKCS#12
+/// bundle and its password, or PEM certificate and key with an optional passphrase).
+///
+/// Thread safety: a value type; `Sendable`. Its `description` is redacted.
+public enum CredentialSecret: Sendable, Hashable, Codable, CustomStringConvertible, CustomDebugStringConvertible {
+    case signingKey(pem: String)
+    case pkcs12(bytes: Data, password: String)
+    case pem(certificate: String, privateKey: String, passphrase: String?)
+
+    public var description: String { "CredentialSecret(redacted)" }
+    public var debugDescription: String { description }
+}
+
+/// Seals and opens credential secrets with AES-GCM under a 256-bit key-encryption key that lives
+/// in a file or the environment, never in the queue: the database file, a backup of it or a
+/// PostgreSQL dump hold only ciphertext. Each sealed secret is bound to its credential's name and
+/// revision (the additional authenticated data), so a sealed value copied onto another credential
+/// or an earlier revision does not open.
+///
+/// Thread safety: an immutable value; `Sendable`.
+public struct CredentialVault: Sendable {
+    private let key: SymmetricKey
+
+    /// A vault with `key`: 32 bytes, raw or as base64 text (surrounding whitespace ignored).
+    public init(key material: [UInt8]) throws(CredentialVaultError) {
+        if material.count == 32 {
+            key = SymmetricKey(data: material)
+            return
+        }
+        let text = String(decoding: material, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let decoded = Data(base64Encoded: text), decoded.count == 32 else {
+            throw CredentialVaultError(
+                "the key-encryption key is not 32 bytes, raw or base64: make one with `head -c 32 /dev/urandom | base64`"
+            )
+        }
+        key = SymmetricKey(data: decoded)
+    }
+
+    /// A new random key, base64: what `apns-gateway credential new-key` prints.
+    public static func newKey() -> String {
+        SymmetricKey(size: .bits256).withUnsafeBytes { Data($0).base64EncodedString() }
+    }
+
+    /// `secret` sealed for the credential `name` at `revision`, base64.
+    public func seal(_ secret: CredentialSecret, for name: String, revision: Int) throws(CredentialVaultError) -> String
+    {
+        do {
+            let plain = try JSONEncoder().encode(secret)
+            let box = try AES.GCM.seal(plain, using: key, authenticating: Self.binding(name, revision))
+            guard let combined = box.combined else { throw CredentialVaultError("sealing failed") }
+            return combined.base64EncodedString()
+        } catch let error as CredentialVaultError {
+            throw error
+        } catch {
+            throw CredentialVaultError("sealing the credential \(name) failed")
+        }
+    }
+
+    /// The secret of `credential`; an error when this vault's key is not the one it was sealed with.
+    public func open(_ credential: StoredCredential) throws(CredentialVaultError) -> CredentialSecret {
+        do {
+            guard let combined = Data(base64Encoded: credential.sealed) else { throw CocoaError(.coderReadCorrupt) }
+            let box = try AES.GCM.SealedBox(combined: combined)
+            let plain = try AES.GCM.open(
+                box, using: key, authenticating: Self.binding(credential.name, credential.revision))
+            return try JSONDecoder().decode(CredentialSecret.self, from: plain)
+        } catch {
+            throw CredentialVaultError(
+                "the credential \(credential.name) (revision \(credential.revision)) does not open with this key-encryption key: give the --credential-key-file (or --credential-key-env) it was added with, or add the credential again"
+            )
+        }
+    }
+
+    private static func binding(_ name: String, _ revision: Int) -> Data {
+        Data("apns-gateway credential\u{0}\(name)\u{0}\(revision)".utf8)
+    }
+}
+
+/// A key-encryption key that cannot be used, or a secret that does not open; the message says what
+/// to do and holds no secret.
+public struct CredentialVaultError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

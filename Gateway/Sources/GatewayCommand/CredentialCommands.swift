@@ -1,0 +1,249 @@
+import APNs
+import APNsGateway
+import ArgumentParser
+import Foundation
+import Logging
+
+/// `apns-gateway credential add|rotate|remove|list`: APNs credentials kept in the queue, sealed
+/// under the key-encryption key, each serving the apps bound to it. Running gateways pick a change
+/// up within seconds.
+struct CredentialCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "credential",
+        abstract: "Manage the APNs credentials kept in the queue (sealed) and the apps each serves.",
+        subcommands: [AddCredential.self, RotateCredential.self, RemoveCredential.self, ListCredentials.self])
+}
+
+/// The secret of a credential, from files and environment variables (never from the command line).
+struct SecretOptions: ParsableArguments {
+    @Option(name: .customLong("key-file"), help: "A .p8 signing key (token authentication).") var keyFile: String?
+    @Option(name: .customLong("key-id"), help: "The key's 10-character id.") var keyID: String?
+    @Option(name: .customLong("team-id"), help: "The 10-character team id.") var teamID: String?
+    @Option(name: .customLong("p12"), help: "A PKCS#12 bundle (certificate authentication).") var pkcs12: String?
+    @Option(name: .customLong("password-env"), help: "Environment variable holding the --p12 password.")
+    var passwordEnvironment: String?
+    @Option(help: "A PEM certificate (certificate authentication, with --private-key).") var certificate: String?
+    @Option(name: .customLong("private-key"), help: "The certificate's PEM private key.") var privateKey: String?
+    @Option(name: .customLong("passphrase-env"), help: "Environment variable holding the private key's passphrase.")
+    var passphraseEnvironment: String?
+
+    /// The secret and, for a token key, its team and key ids.
+    func secret() throws -> (secret: CredentialSecret, kind: StoredCredential.Kind, teamID: String?, keyID: String?) {
+        let given = [keyFile != nil, pkcs12 != nil, certificate != nil].filter { $0 }.count
+        guard given == 1 else {
+            throw ValidationError(
+                "give one credential: --key-file with --key-id and --team-id, --p12 with --password-env, or --certificate with --private-key"
+            )
+        }
+        if let keyFile {
+            guard let keyID, let teamID else { throw ValidationError("--key-file needs --key-id and --team-id") }
+            return (.signingKey(pem: try Self.text(keyFile, option: "--key-file")), .token, teamID, keyID)
+        }
+        if let pkcs12 {
+            guard let passwordEnvironment, let password = ProcessInfo.processInfo.environment[passwordEnvironment]
+            else { throw ValidationError("--p12 needs --password-env naming a set environment variable") }
+            return (.pkcs12(bytes: try Self.bytes(pkcs12, option: "--p12"), password: password), .certificate, nil, nil)
+        }
+        guard let certificate, let privateKey else { throw ValidationError("--certificate needs --private-key") }
+        var passphrase: String?
+        if let passphraseEnvironment {
+            guard let value = ProcessInfo.processInfo.environment[passphraseEnvironment] else {
+                throw ValidationError("the environment variable \(passphraseEnvironment) is not set")
+            }
+            passphrase = value
+        }
+        return (
+            .pem(
+                certificate: try Self.text(certificate, option: "--certificate"),
+                privateKey: try Self.text(privateKey, option: "--private-key"), passphrase: passphrase),
+            .certificate, nil, nil
+        )
+    }
+
+    private static func bytes(_ path: String, option: String) throws -> Data {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("\(option) \(path) cannot be read")
+        }
+        return data
+    }
+
+    private static func text(_ path: String, option: String) throws -> String {
+        String(decoding: try bytes(path, option: option), as: UTF8.self)
+    }
+}
+
+/// Where a credential sends: its environments and, for a mock or a relay, another server.
+struct PlacementOptions: ParsableArguments {
+    @Option(
+        help:
+            "An APNs environment the credential may send to: sandbox or production; repeat for both. The first is a notification's when it names none."
+    )
+    var environment: [String] = []
+    @Option(
+        name: .customLong("apns-host"),
+        help: "HOST:PORT of another APNs server (a mock, a relay) for both environments.")
+    var apnsHost: String?
+
+    func environments(required: Bool) throws -> [GatewayEnvironment]? {
+        guard !environment.isEmpty else {
+            if required {
+                throw ValidationError(
+                    "give --environment production, --environment sandbox, or both (the first is the default)")
+            }
+            return nil
+        }
+        var chosen: [GatewayEnvironment] = []
+        for name in environment {
+            guard let value = GatewayEnvironment(rawValue: name) else {
+                throw ValidationError("--environment \(name) is not sandbox or production")
+            }
+            if !chosen.contains(value) { chosen.append(value) }
+        }
+        return chosen
+    }
+
+    func checkedHost() throws -> String? {
+        guard let apnsHost else { return nil }
+        guard let colon = apnsHost.lastIndex(of: ":"), let port = Int(apnsHost[apnsHost.index(after: colon)...]),
+            (1...65535).contains(port), colon > apnsHost.startIndex
+        else { throw ValidationError("--apns-host \(apnsHost) is not HOST:PORT") }
+        return apnsHost
+    }
+}
+
+extension StoredCredential {
+    /// `credential` with `secret` sealed into it at its revision, after a connector was made from
+    /// it for each of its environments (which checks the key, the password, and that a certificate
+    /// is for the environment), and its fingerprint taken.
+    static func sealing(
+        _ credential: StoredCredential, secret: CredentialSecret, vault: CredentialVault,
+        transport: TransportConfiguration
+    ) async throws -> StoredCredential {
+        var sealed = credential
+        for environment in credential.environments {
+            let connector: AnyConnector
+            do {
+                connector = try CredentialConnectors.connector(
+                    for: credential, secret: secret, environment: environment, transport: transport, logger: nil)
+            } catch {
+                throw ValidationError("the credential cannot send to \(environment.rawValue): \(error)")
+            }
+            sealed.fingerprint = try CredentialConnectors.fingerprint(of: secret, connector: connector)
+            await connector.shutdown(gracePeriod: .zero)
+        }
+        sealed.sealed = try vault.seal(secret, for: credential.name, revision: credential.revision)
+        return sealed
+    }
+}
+
+struct AddCredential: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add", abstract: "Add a credential (sealed in the queue) and bind apps to it.")
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "A name for the credential (shown in logs and listings).") var name: String
+    @Option(help: "A bundle id (or MDM topic) it serves; repeat for more. An app bound to another credential moves.")
+    var app: [String] = []
+    @OptionGroup var secret: SecretOptions
+    @OptionGroup var placement: PlacementOptions
+
+    func run() async throws {
+        guard !app.isEmpty else { throw ValidationError("give at least one --app the credential serves") }
+        let vault = try database.requiredVault()
+        let (secret, kind, teamID, keyID) = try self.secret.secret()
+        let draft = StoredCredential(
+            name: name, kind: kind, teamID: teamID, keyID: keyID,
+            environments: try placement.environments(required: true) ?? [], apnsHost: try placement.checkedHost(),
+            sealed: "", fingerprint: "", revision: 1, apps: Set(app), updatedAt: Date())
+        let credential = try await StoredCredential.sealing(
+            draft, secret: secret, vault: vault, transport: TransportConfiguration())
+        let name = self.name
+        let saved = try await database.withStore(logger: Logger(label: "apns-gateway")) { store in
+            try await store.saveCredential(credential, replacing: nil)
+        }
+        guard saved else {
+            throw ValidationError("a credential is called \(name): rotate it with `apns-gateway credential rotate`")
+        }
+        print("added \(credential)")
+    }
+}
+
+struct RotateCredential: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rotate",
+        abstract: "Replace a credential's secret; running gateways sign with the new one within seconds.")
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "The credential's name.") var name: String
+    @Option(help: "Bind these apps instead of those it serves now; repeat for more.") var app: [String] = []
+    @OptionGroup var secret: SecretOptions
+    @OptionGroup var placement: PlacementOptions
+
+    func run() async throws {
+        let vault = try database.requiredVault()
+        let (secret, kind, teamID, keyID) = try self.secret.secret()
+        let name = self.name
+        let apps = app
+        let environments = try placement.environments(required: false)
+        let host = try placement.checkedHost()
+        let transport = TransportConfiguration()
+        let rotated = try await database.withStore(logger: Logger(label: "apns-gateway")) {
+            store -> StoredCredential in
+            guard let current = try await store.credentials().first(where: { $0.name == name }) else {
+                throw ValidationError("no credential is called \(name); `apns-gateway credential list` shows them")
+            }
+            let draft = StoredCredential(
+                name: name, kind: kind, teamID: teamID, keyID: keyID,
+                environments: environments ?? current.environments,
+                apnsHost: host ?? current.apnsHost, sealed: "", fingerprint: "", revision: current.revision + 1,
+                apps: apps.isEmpty ? current.apps : Set(apps), updatedAt: Date())
+            let credential = try await StoredCredential.sealing(
+                draft, secret: secret, vault: vault, transport: transport)
+            guard try await store.saveCredential(credential, replacing: current.revision) else {
+                throw ValidationError("\(name) was changed by another command meanwhile; run this one again")
+            }
+            return credential
+        }
+        print("rotated \(rotated)")
+    }
+}
+
+struct RemoveCredential: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "remove", abstract: "Remove a credential; the apps it served have none until bound again.")
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "The credential's name.") var name: String
+
+    func run() async throws {
+        let name = self.name
+        let apps = try await database.withStore(logger: Logger(label: "apns-gateway")) { store in
+            try await store.removeCredential(name: name)
+        }
+        guard let apps else {
+            throw ValidationError("no credential is called \(name); `apns-gateway credential list` shows them")
+        }
+        print("removed \(name)" + (apps.isEmpty ? "" : "; no credential serves \(apps.joined(separator: ", ")) now"))
+    }
+}
+
+struct ListCredentials: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "Print each credential's name, kind, ids, environments, fingerprint and apps (never a secret).")
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        let credentials = try await database.withStore(logger: Logger(label: "apns-gateway")) { store in
+            try await store.credentials()
+        }
+        for credential in credentials {
+            let ids =
+                credential.kind == .token ? "team \(credential.teamID ?? "?") key \(credential.keyID ?? "?")" : "-"
+            print(
+                [
+                    credential.name, credential.kind.rawValue, ids,
+                    credential.environments.map(\.rawValue).joined(separator: ","),
+                    "sha256:\(credential.fingerprint)", "revision \(credential.revision)",
+                    credential.apps.sorted().joined(separator: ","),
+                ].joined(separator: "\t"))
+        }
+    }
+}
