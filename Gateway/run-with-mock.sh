@@ -107,7 +107,7 @@ echo "list-keys -> $keys"
 [[ "$keys" != *"$api_key"* ]] || fail "list-keys printed the key itself"
 metrics=$(curl -s "http://$address/metrics")
 echo "$metrics" | grep -E '^apns_gateway_' | sort
-echo "$metrics" | grep -qE '^apns_gateway_device_sends_total\{result="accepted"\} 1$' || fail "/metrics has no accepted device-send"
+echo "$metrics" | grep -qE '^apns_gateway_device_sends_total\{result="accepted",app="[^"]+"\} 1$' || fail "/metrics has no accepted device-send with its app"
 kill -TERM "$gateway_pid"
 wait "$gateway_pid" || fail "the gateway did not stop cleanly on SIGTERM"
 echo "smoke: ok (through a proxy: POST, outcome, 401 without a key, list-keys, /metrics, graceful SIGTERM)"

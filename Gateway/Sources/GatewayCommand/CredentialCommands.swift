@@ -247,3 +247,64 @@ struct ListCredentials: AsyncParsableCommand {
         }
     }
 }
+
+/// `apns-gateway app limit|list`: each app's quota and rate, and the credential that serves it.
+struct AppCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "app", abstract: "Set and show each app's limits and credential.",
+        subcommands: [LimitApp.self, ListApps.self])
+}
+
+struct LimitApp: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "limit",
+        abstract:
+            "Set an app's queue quota and accepted device-sends a second (0 for none); running gateways apply them within 5 seconds."
+    )
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "The bundle id (or MDM topic).") var app: String
+    @Option(
+        name: .customLong("max-queued"),
+        help: "Unfinished device-sends the app may have queued; a request past it is answered 429 (0: no quota).")
+    var maximumQueued = 0
+    @Option(
+        name: .customLong("device-sends-per-second"),
+        help:
+            "Device-sends a second the app may have accepted, on average, by each gateway instance; a request over it is answered 429 with Retry-After (0: no limit)."
+    )
+    var deviceSendsPerSecond = 0.0
+
+    func run() async throws {
+        guard maximumQueued >= 0 else { throw ValidationError("--max-queued \(maximumQueued) must be 0 or more") }
+        guard deviceSendsPerSecond >= 0, deviceSendsPerSecond.isFinite else {
+            throw ValidationError("--device-sends-per-second \(deviceSendsPerSecond) must be 0 or a positive number")
+        }
+        let (app, quota, rate) = (
+            self.app, maximumQueued > 0 ? maximumQueued : nil, deviceSendsPerSecond > 0 ? deviceSendsPerSecond : nil
+        )
+        try await database.withStore(logger: Logger(label: "apns-gateway")) { store in
+            try await store.setLimits(of: app, maximumQueued: quota, deviceSendsPerSecond: rate)
+        }
+        print("\(app): quota \(quota.map { "\($0)" } ?? "none"), \(rate.map { "\($0)/s" } ?? "no rate limit")")
+    }
+}
+
+struct ListApps: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "Print each app with settings: its credential, quota and rate.")
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        let apps = try await database.withStore(logger: Logger(label: "apns-gateway")) { store in
+            try await store.appSettings()
+        }
+        for app in apps {
+            print(
+                [
+                    app.app, app.credential ?? "(the --key-file or --p12 flags)",
+                    app.maximumQueued.map { "quota \($0)" } ?? "no quota",
+                    app.deviceSendsPerSecond.map { "\($0)/s" } ?? "no rate limit",
+                ].joined(separator: "\t"))
+        }
+    }
+}

@@ -16,7 +16,7 @@ struct GatewayCommand: AsyncParsableCommand {
         commandName: "apns-gateway",
         abstract:
             "An HTTP push gateway in front of APNs: a durable queue (SQLite), API keys per app, outcomes and unregistered tokens.",
-        subcommands: [Serve.self, AddKey.self, ListKeys.self, RevokeKey.self, CredentialCommand.self],
+        subcommands: [Serve.self, AddKey.self, ListKeys.self, RevokeKey.self, CredentialCommand.self, AppCommand.self],
         defaultSubcommand: Serve.self)
 
     /// Parses the command line completed from the environment and the configuration file

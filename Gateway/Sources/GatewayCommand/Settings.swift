@@ -39,7 +39,7 @@ enum Settings {
     /// swift-configuration's access log.
     static let mayHoldSecrets: Set<String> = ["database", "proxy"]
 
-    static let subcommands = ["serve", "add-key", "list-keys", "revoke-key", "credential"]
+    static let subcommands = ["serve", "add-key", "list-keys", "revoke-key", "credential", "app"]
 
     /// `arguments` (without the program's name) completed from the environment and the file.
     static func complete(_ arguments: [String], environment: [String: String]) async throws(SettingsError) -> [String] {

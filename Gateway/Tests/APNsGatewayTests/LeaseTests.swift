@@ -313,12 +313,21 @@ struct HeartbeatFails: GatewayStore {
         try await base.saveCredential(credential, replacing: revision)
     }
     func removeCredential(name: String) async throws -> [String]? { try await base.removeCredential(name: name) }
-    func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
-        try await base.enqueue(notification, maximumQueueDepth: maximumQueueDepth)
+    func appSettings() async throws -> [AppSettings] { try await base.appSettings() }
+    func setLimits(of app: String, maximumQueued: Int?, deviceSendsPerSecond: Double?) async throws {
+        try await base.setLimits(of: app, maximumQueued: maximumQueued, deviceSendsPerSecond: deviceSendsPerSecond)
+    }
+    func queueDepth(of app: String) async throws -> Int { try await base.queueDepth(of: app) }
+    func enqueue(
+        _ notification: QueuedNotification, maximumQueueDepth: Int, maximumAppDepth: Int?
+    ) async throws -> EnqueueResult {
+        try await base.enqueue(notification, maximumQueueDepth: maximumQueueDepth, maximumAppDepth: maximumAppDepth)
     }
     func queueDepth() async throws -> Int { try await base.queueDepth() }
-    func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification] {
-        try await base.claim(owner: owner, limit: limit, now: now, leaseUntil: leaseUntil)
+    func claim(
+        owner: String, limit: Int, now: Date, leaseUntil: Date, apps: AppFilter
+    ) async throws -> [ClaimedNotification] {
+        try await base.claim(owner: owner, limit: limit, now: now, leaseUntil: leaseUntil, apps: apps)
     }
     func register(_ instance: GatewayInstance, now: Date, staleAfter: Duration) async throws -> InstanceRegistration {
         try await base.register(instance, now: now, staleAfter: staleAfter)

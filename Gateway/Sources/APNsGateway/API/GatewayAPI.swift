@@ -62,8 +62,13 @@ public struct GatewayAPI: Sendable {
     let sendingStatus: (@Sendable () -> SendingStatus)?
     private let keys: KeyCache
     private let limiter = RateLimiter()
+    /// Each app's settings as read at most ``Configuration/keyCacheLifetime`` ago.
+    private let apps: AppSettingsCache
+    /// Each app's device-sends a second (``AppSettings/deviceSendsPerSecond``).
+    private let devices = DeviceRateLimiter()
     private let metricsFactory: any MetricsFactory
-    private let accepted: Counter
+    /// Notifications accepted, by app.
+    private let accepted: AppCounters
     private let replayed: Counter
 
     /// An API whose every app is served by one credential authenticating with `authenticationMethod`,
@@ -90,7 +95,7 @@ public struct GatewayAPI: Sendable {
         metricsFactory: any MetricsFactory = MetricsSystem.factory, onAccepted: @escaping @Sendable () -> Void = {}
     ) {
         self.metricsFactory = metricsFactory
-        accepted = Counter(label: "apns_gateway_notifications_accepted_total", factory: metricsFactory)
+        accepted = AppCounters(label: "apns_gateway_notifications_accepted_total", factory: metricsFactory)
         replayed = Counter(label: "apns_gateway_notifications_replayed_total", factory: metricsFactory)
         self.store = store
         self.configuration = configuration
@@ -99,6 +104,7 @@ public struct GatewayAPI: Sendable {
         self.sendingStatus = sendingStatus
         self.onAccepted = onAccepted
         keys = KeyCache(lifetime: configuration.keyCacheLifetime, unknownPerSecond: configuration.unknownKeysPerSecond)
+        apps = AppSettingsCache(lifetime: configuration.keyCacheLifetime)
     }
 
     /// The SHA-256 of an API key, lower-case hex: what the store keeps instead of the key.
@@ -292,9 +298,31 @@ public struct GatewayAPI: Sendable {
                         ?? ["id": .string(id), "devices": .integer(Int64(queued.tokens.count))]),
                 headers: headers)
         }
-        switch try await store.enqueue(queued, maximumQueueDepth: configuration.maximumQueueDepth) {
+        let limits = try await apps.settings(of: notification.app, store: store)
+        if let rate = limits?.deviceSendsPerSecond,
+            let wait = devices.admit(app: notification.app, devices: queued.tokens.count, rate: rate)
+        {
+            throw Problem(
+                .tooManyRequests,
+                "\(notification.app) may have \(rate) device-sends a second accepted, and its recent requests used them up: try again in \(Int(wait.rounded(.up))) s, or send fewer devices at a time",
+                retryAfter: max(1, Int(wait.rounded(.up))))
+        }
+        let result: EnqueueResult
+        do {
+            result = try await store.enqueue(
+                queued, maximumQueueDepth: configuration.maximumQueueDepth, maximumAppDepth: limits?.maximumQueued)
+        } catch {
+            if let rate = limits?.deviceSendsPerSecond {
+                devices.giveBack(app: notification.app, devices: queued.tokens.count, rate: rate)
+            }
+            throw error
+        }
+        if result != .accepted, let rate = limits?.deviceSendsPerSecond {
+            devices.giveBack(app: notification.app, devices: queued.tokens.count, rate: rate)
+        }
+        switch result {
         case .accepted:
-            accepted.increment()
+            accepted.increment(app: notification.app)
             onAccepted()
             return acceptedAnswer(id: id, replayed: false)
         case .replayed(let first):
@@ -309,6 +337,11 @@ public struct GatewayAPI: Sendable {
             throw Problem(
                 .serviceUnavailable,
                 "the queue holds \(depth) unfinished device-sends and these \(queued.tokens.count) would take it past its limit (\(configuration.maximumQueueDepth)); nothing was queued, try again later",
+                retryAfter: configuration.queueFullRetryAfter)
+        case .appQuotaFull(let depth, let quota):
+            throw Problem(
+                .tooManyRequests,
+                "\(notification.app) has \(depth) unfinished device-sends and these \(queued.tokens.count) would take it past its quota (\(quota)); nothing was queued, try again once some are sent",
                 retryAfter: configuration.queueFullRetryAfter)
         }
     }
@@ -540,6 +573,60 @@ final class RateLimiter: Sendable {
             guard var bucket = buckets[key] else { return }
             bucket.tokens = min(max(1, rate * 2), bucket.tokens + 1)
             buckets[key] = bucket
+        }
+    }
+}
+
+/// Each app's settings (``AppSettings``), read from the store at most once per `lifetime`: a
+/// limit set with `apns-gateway app limit` applies within it.
+///
+/// Thread safety: a `Mutex` guards the cached settings; two requests that find them stale at once
+/// may both read the store.
+final class AppSettingsCache: Sendable {
+    private let lifetime: Duration
+    private let cached = Mutex<(settings: [String: AppSettings], at: ContinuousClock.Instant)?>(nil)
+
+    init(lifetime: Duration) { self.lifetime = lifetime }
+
+    func settings(of app: String, store: any GatewayStore) async throws -> AppSettings? {
+        let now = ContinuousClock.now
+        if let fresh = cached.withLock({ $0 }), now - fresh.at < lifetime { return fresh.settings[app] }
+        let all = Dictionary(try await store.appSettings().map { ($0.app, $0) }) { first, _ in first }
+        cached.withLock { $0 = (all, now) }
+        return all[app]
+    }
+}
+
+/// Device-sends a second per app: a bucket of one second's worth that a request may overdraw, so
+/// that a request of more devices than a second allows is accepted when the bucket is not in
+/// debt, and the next waits until the debt is paid: on average, `rate` a second, and never a
+/// request refused for being larger than the rate. Per gateway instance.
+///
+/// Thread safety: a `Mutex` guards the buckets.
+final class DeviceRateLimiter: Sendable {
+    private let buckets = Mutex<[String: (tokens: Double, at: ContinuousClock.Instant)]>([:])
+
+    /// Takes `devices` from `app`'s bucket and returns nil, or returns the seconds until it is out
+    /// of debt (nothing taken).
+    func admit(app: String, devices: Int, rate: Double, now: ContinuousClock.Instant = .now) -> Double? {
+        guard rate > 0 else { return 1 }
+        return buckets.withLock { buckets in
+            var bucket = buckets[app] ?? (rate, now)
+            bucket.tokens = min(rate, bucket.tokens + (now - bucket.at).seconds * rate)
+            bucket.at = now
+            defer { buckets[app] = bucket }
+            guard bucket.tokens > 0 else { return (1 - bucket.tokens) / rate }
+            bucket.tokens -= Double(devices)
+            return nil
+        }
+    }
+
+    /// Returns what ``admit(app:devices:rate:now:)`` took (nothing was queued).
+    func giveBack(app: String, devices: Int, rate: Double) {
+        buckets.withLock { buckets in
+            guard var bucket = buckets[app] else { return }
+            bucket.tokens = min(rate, bucket.tokens + Double(devices))
+            buckets[app] = bucket
         }
     }
 }

@@ -41,7 +41,10 @@ public final class CredentialConnectors: Service, Sendable {
         public var policy: CredentialPolicy
         public var connector: AnyConnector
 
-        public init(connector: AnyConnector, environment: GatewayEnvironment, name: String = "default") {
+        /// The fallback's name, unless it is given another.
+        public static let defaultName = "default"
+
+        public init(connector: AnyConnector, environment: GatewayEnvironment, name: String = defaultName) {
             policy = CredentialPolicy(
                 credential: name, authenticationMethod: connector.authenticationMethod, environments: [environment])
             self.connector = connector
@@ -118,6 +121,12 @@ public final class CredentialConnectors: Service, Sendable {
             fallback: Fallback(connector: connector, environment: .sandbox), logger: logger)
     }
 
+    /// The name of the credential that serves `app` (the fallback's for an app no stored
+    /// credential serves): what its sends pause by.
+    public func credentialName(for app: String) -> String {
+        state.withLock { $0.catalog[app]?.name } ?? fallback?.policy.credential ?? Fallback.defaultName
+    }
+
     /// What serves `app`: its stored credential's policy, else the fallback's, else nil.
     public func policy(for app: String) -> CredentialPolicy? {
         if let credential = state.withLock({ $0.catalog[app] }) {
@@ -165,14 +174,14 @@ public final class CredentialConnectors: Service, Sendable {
         await shut(closing)
     }
 
-    /// Runs `body` with the connector for `app` in `environment` (nil: its credential's first),
-    /// made if it does not exist yet. A connector retired meanwhile is shut down only after
-    /// `body` returns.
+    /// Runs `body` with the connector for `app` in `environment` (nil: its credential's first)
+    /// and its credential's name, the connector made if it does not exist yet. A connector
+    /// retired meanwhile is shut down only after `body` returns.
     func withConnector<T: Sendable>(
-        for app: String, environment: GatewayEnvironment?, _ body: (AnyConnector) async -> T
+        for app: String, environment: GatewayEnvironment?, _ body: (AnyConnector, String) async -> T
     ) async throws(LookupError) -> T {
         let (connector, key) = try acquire(app: app, environment: environment)
-        let result = await body(connector)
+        let result = await body(connector, key?.credential ?? fallback?.policy.credential ?? Fallback.defaultName)
         if let key { await release(key, connector) }
         return result
     }
@@ -327,6 +336,11 @@ public final class CredentialConnectors: Service, Sendable {
                 }
             }
         }
+        await shutdown()
+    }
+
+    /// Shuts every connector made so far down, letting their sends finish for ``gracePeriod``.
+    public func shutdown() async {
         let all = state.withLock { state -> [AnyConnector] in
             let all = state.connectors.values.map(\.connector) + state.retired.map(\.entry.connector)
             state.connectors = [:]

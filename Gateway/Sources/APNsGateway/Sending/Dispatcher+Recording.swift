@@ -11,10 +11,10 @@ extension Dispatcher {
     /// the pause's end without spending an attempt; any other answer from APNs ends a pause.
     func record(
         _ result: Result<APNsResponse, APNsError>, _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery,
-        app: String, expiresAt: Date
+        app: String, credential: String, expiresAt: Date
     ) -> DeliveryOutcome {
         if let cause = UpstreamCause.of(result) {
-            let retryAt = paused(by: cause, result)
+            let retryAt = paused(credential, by: cause, result)
             let (kind, message) = Self.failureText(result)
             var outcome = DeliveryOutcome(
                 notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app,
@@ -27,11 +27,11 @@ extension Dispatcher {
             notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app)
         switch result {
         case .success(let response):
-            resumed()
+            resumed(credential)
             record.status = response.status
             record.apnsID = response.apnsID?.description
         case .failure(.rejected(let rejection)):
-            resumed()
+            resumed(credential)
             if rejection.reason == .tooManyRequests, let retryAt = retry(delivery, after: rejection),
                 retryAt < expiresAt
             {
@@ -107,41 +107,51 @@ extension Dispatcher {
         return outcome
     }
 
-    /// A send failed for `cause`: sending pauses (or stays paused); returns when the device-send
-    /// is due again.
-    func paused(by cause: UpstreamCause, _ result: Result<APNsResponse, APNsError>) -> Date {
+    /// A send through `credential` failed for `cause`: its sending pauses (or stays paused);
+    /// returns when the device-send is due again.
+    func paused(_ credential: String, by cause: UpstreamCause, _ result: Result<APNsResponse, APNsError>) -> Date {
         var retryAfter: Duration?
         if case .failure(.rejected(let rejection)) = result { retryAfter = rejection.retryAfter }
         let now = ContinuousClock.now
-        let (change, resumesAt) = pause.withLock {
-            ($0.failed(cause, retryAfter: retryAfter, at: now, jitter: Double.random(in: 0.8...1.2)), $0.resumesAt(now))
+        let (change, resumesAt) = pauses.withLock {
+            (
+                $0.failed(
+                    credential, cause, retryAfter: retryAfter, at: now, jitter: Double.random(in: 0.8...1.2)),
+                $0.resumesAt(credential, now)
+            )
         }
         let probeIn = resumesAt - now
         switch change {
         case .paused(let cause, _)?:
-            for (each, gauge) in paused { gauge.record(each == cause ? 1 : 0) }
+            paused.paused(credential, cause)
             let (kind, message) = Self.failureText(result)
             logger.warning(
                 "sending paused: \(Self.explanation(of: cause)); device-sends wait without spending attempts",
                 metadata: [
-                    "cause": "\(cause.rawValue)", "probe_in_ms": "\(Int(probeIn.seconds * 1000))",
-                    "error.type": "\(kind)", "error.message": "\(message)",
+                    "cause": "\(cause.rawValue)", "credential": "\(credential)",
+                    "probe_in_ms": "\(Int(probeIn.seconds * 1000))", "error.type": "\(kind)",
+                    "error.message": "\(message)",
                 ])
         case .stillPaused(let cause, _)?:
             logger.info(
                 "still paused: the probe met the same cause",
-                metadata: ["cause": "\(cause.rawValue)", "probe_in_ms": "\(Int(probeIn.seconds * 1000))"])
+                metadata: [
+                    "cause": "\(cause.rawValue)", "credential": "\(credential)",
+                    "probe_in_ms": "\(Int(probeIn.seconds * 1000))",
+                ])
         case .resumed?, nil:
             break
         }
         return Date().addingTimeInterval(probeIn.seconds)
     }
 
-    /// APNs answered a send with something other than trouble upstream: a pause ends.
-    func resumed() {
-        guard case .resumed(let cause)? = pause.withLock({ $0.answered() }) else { return }
-        for gauge in paused.values { gauge.record(0) }
-        logger.notice("sending resumed: APNs answered", metadata: ["cause": "\(cause.rawValue)"])
+    /// APNs answered a send through `credential` with something other than trouble upstream:
+    /// its pause ends.
+    func resumed(_ credential: String) {
+        guard case .resumed(let cause)? = pauses.withLock({ $0.answered(credential) }) else { return }
+        paused.clear(credential)
+        logger.notice(
+            "sending resumed: APNs answered", metadata: ["cause": "\(cause.rawValue)", "credential": "\(credential)"])
     }
 
     /// What a cause means, for the log.
@@ -165,6 +175,7 @@ extension Dispatcher {
         while true {
             do {
                 _ = try await store.complete(outcomes, owner: owner, now: Date())
+                var counts: [[String]: Int] = [:]
                 for outcome in outcomes {
                     let result =
                         outcome.retryAt != nil
@@ -172,8 +183,9 @@ extension Dispatcher {
                         : outcome.status == 200
                             ? "accepted"
                             : outcome.status != nil ? "rejected" : outcome.errorKind == "expired" ? "expired" : "failed"
-                    results[result]?.increment()
+                    counts[[result, outcome.app], default: 0] += 1
                 }
+                for (key, count) in counts { results.increment(app: key[1], [("result", key[0])], by: count) }
                 return
             } catch {
                 failures += 1

@@ -23,8 +23,8 @@ extension Dispatcher {
             return
         }
         do {
-            try await connectors.withConnector(for: spec.app, environment: spec.environment) { connector in
-                await self.send(claimed, spec, via: connector)
+            try await connectors.withConnector(for: spec.app, environment: spec.environment) { connector, credential in
+                await self.send(claimed, spec, via: connector, of: credential)
             }
         } catch {
             // No connector can send it (its app has no credential now, or not for its
@@ -42,8 +42,11 @@ extension Dispatcher {
         }
     }
 
-    /// Sends a claimed notification through `connector`, its app's for its environment.
-    private func send(_ claimed: ClaimedNotification, _ spec: NotificationSpec, via connector: AnyConnector) async {
+    /// Sends a claimed notification through `connector`, its app's for its environment, of the
+    /// credential named `credential`.
+    private func send(
+        _ claimed: ClaimedNotification, _ spec: NotificationSpec, via connector: AnyConnector, of credential: String
+    ) async {
         let expiresAt = expiry(of: spec, acceptedAt: claimed.createdAt)
         let expired = Date() >= expiresAt
         var byToken: [String: ClaimedDelivery] = [:]
@@ -71,7 +74,8 @@ extension Dispatcher {
                 if atMostOnce {
                     guard await markStarted(claimed, [delivery], app: spec.app) else { continue }
                 }
-                pending.append(await broadcast(spec, claimed, delivery, expiresAt: expiresAt, via: connector))
+                pending.append(
+                    await broadcast(spec, claimed, delivery, expiresAt: expiresAt, via: connector, of: credential))
                 continue
             }
             do {
@@ -91,7 +95,8 @@ extension Dispatcher {
         guard !devices.isEmpty else { return }
         // Devices go through the bulk path (a channel's notification has none).
         let sending = Sending(
-            claimed: claimed, spec: spec, byToken: byToken, ids: ids, expiresAt: expiresAt, connector: connector)
+            claimed: claimed, spec: spec, byToken: byToken, ids: ids, expiresAt: expiresAt, connector: connector,
+            credential: credential)
         guard atMostOnce else {
             await bulk(devices, sending)
             return
@@ -109,7 +114,7 @@ extension Dispatcher {
                     await group.next()
                     inFlight -= 1
                 }
-                guard mayStart else { break }  // this group and the rest are queued again below
+                guard mayStart(credential) else { break }  // this group and the rest are queued again below
                 groups = groups.dropFirst()
                 // When the record fails, markStarted queues this group again; the rest below.
                 guard await markStarted(claimed, next.compactMap { byToken[$0.token] }, app: spec.app) else { break }
@@ -120,7 +125,7 @@ extension Dispatcher {
         // Groups never recorded as started: provably unsent, queued again.
         let unstarted = groups.flatMap { $0 }
         if !unstarted.isEmpty {
-            let (retryAt, why) = notStarted()
+            let (retryAt, why) = notStarted(credential)
             await write(
                 unstarted.compactMap { byToken[$0.token] }.map {
                     stopped(claimed, $0, app: spec.app, retryAt: retryAt, why: why)
@@ -145,6 +150,7 @@ extension Dispatcher {
         let ids: [String: APNsID]
         let expiresAt: Date
         let connector: AnyConnector
+        let credential: String
     }
 
     /// Records `deliveries` as started (an at-most-once notification's, before they may be sent);
@@ -180,7 +186,8 @@ extension Dispatcher {
         // The batch of outcomes being written, if any (awaited before the next, and at the end).
         var writing: Task<Void, Never>?
         // Read as sending progresses: none is started once the lease is in doubt or sending paused.
-        let startable = StoppableDevices(devices: devices) { [self] in !mayStart }
+        let credential = sending.credential
+        let startable = StoppableDevices(devices: devices) { [self] in !mayStart(credential) }
         do {
             let results = try bulkSendOutcomes(
                 spec.notification, via: sending.connector, to: startable, timeout: configuration.timeout,
@@ -190,7 +197,10 @@ extension Dispatcher {
             for try await outcome in results {
                 guard let delivery = byToken[outcome.device.token] else { continue }
                 answered.insert(outcome.device.token)
-                pending.append(record(outcome.result, claimed, delivery, app: spec.app, expiresAt: sending.expiresAt))
+                pending.append(
+                    record(
+                        outcome.result, claimed, delivery, app: spec.app, credential: credential,
+                        expiresAt: sending.expiresAt))
                 if pending.count >= configuration.writeBatch
                     || ContinuousClock.now - lastWrite >= configuration.writeInterval
                 {
@@ -217,7 +227,7 @@ extension Dispatcher {
         }
         // Devices the bulk send never read were never started (the lease came into doubt, or
         // sending paused): provably unsent, queued again.
-        let (retryAt, why) = notStarted()
+        let (retryAt, why) = notStarted(credential)
         for device in devices[startable.handedOut...] where !answered.contains(device.token) {
             guard let delivery = byToken[device.token] else { continue }
             pending.append(stopped(claimed, delivery, app: spec.app, retryAt: retryAt, why: why))
@@ -226,11 +236,12 @@ extension Dispatcher {
         await write(pending)
     }
 
-    /// When device-sends this sender did not start are due again, and why they were not: the
-    /// pause's end while sending is paused, else (the lease in doubt) a second from now.
-    func notStarted() -> (Date, String) {
+    /// When device-sends of `credential` this sender did not start are due again, and why they
+    /// were not: the pause's end while its sending is paused, else (the lease in doubt) a second
+    /// from now.
+    func notStarted(_ credential: String) -> (Date, String) {
         let now = ContinuousClock.now
-        let (resumesAt, cause) = pause.withLock { ($0.resumesAt(now), $0.cause) }
+        let (resumesAt, cause) = pauses.withLock { ($0.resumesAt(credential, now), $0.cause(of: credential)) }
         guard let cause else {
             return (
                 Date().addingTimeInterval(1), "not started: this instance stopped sending while its lease was in doubt"
@@ -255,7 +266,7 @@ extension Dispatcher {
     /// subscribed device).
     func broadcast(
         _ spec: NotificationSpec, _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, expiresAt: Date,
-        via connector: AnyConnector
+        via connector: AnyConnector, of credential: String
     ) async -> DeliveryOutcome {
         let id = String(delivery.token.dropFirst(NotificationRequest.channelPrefix.count))
         guard let notification = spec.notification as? any BroadcastDeliverable,
@@ -265,8 +276,8 @@ extension Dispatcher {
                 claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent,
                 message: "not a channel notification")
         }
-        guard mayStart else {
-            let (retryAt, why) = notStarted()
+        guard mayStart(credential) else {
+            let (retryAt, why) = notStarted(credential)
             return stopped(claimed, delivery, app: spec.app, retryAt: retryAt, why: why)
         }
         let result: Result<APNsResponse, APNsError>
@@ -278,7 +289,7 @@ extension Dispatcher {
         } catch {
             result = .failure(error)
         }
-        var outcome = record(result, claimed, delivery, app: spec.app, expiresAt: expiresAt)
+        var outcome = record(result, claimed, delivery, app: spec.app, credential: credential, expiresAt: expiresAt)
         if case .success(let response) = result, outcome.apnsID == nil { outcome.apnsID = response.requestID }
         return outcome
     }

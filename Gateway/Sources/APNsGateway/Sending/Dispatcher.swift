@@ -133,19 +133,19 @@ public final class Dispatcher: Service, Sendable {
     public let owner: String
     private let wakeUps: AsyncStream<Void>
     private let wakeUpContinuation: AsyncStream<Void>.Continuation
-    /// Device-sends finished or queued again, by result: accepted, rejected, failed, expired,
-    /// requeued.
-    let results: [String: Counter]
+    /// Device-sends finished or queued again, by result (accepted, rejected, failed, expired,
+    /// requeued) and app.
+    let results: AppCounters
     /// Unfinished device-sends, read at each poll.
     let queueDepth: Gauge
-    /// 1 while sending is paused for the cause, else 0.
-    let paused: [UpstreamCause: Gauge]
+    /// 1 while a credential's sending is paused for the cause, else 0.
+    let paused: PauseGauges
     /// This process's registration in the store.
     let identity: GatewayInstance
     /// Whether a send may start: the lease as the last heartbeats left it.
     let lease: Mutex<SenderLease>
-    /// Whether sending is paused for a cause upstream.
-    let pause = Mutex(UpstreamPause())
+    /// Whether each credential's sending is paused for a cause upstream.
+    let pauses = Mutex(CredentialPauses())
 
     /// A dispatcher that sends every app's notifications through `connector`.
     public convenience init(
@@ -165,19 +165,11 @@ public final class Dispatcher: Service, Sendable {
         logger: Logger, metricsFactory: (any MetricsFactory)? = nil
     ) {
         let factory = metricsFactory ?? MetricsSystem.factory
-        results = Dictionary(
-            uniqueKeysWithValues: ["accepted", "rejected", "failed", "expired", "requeued"].map {
-                ($0, Counter(label: "apns_gateway_device_sends_total", dimensions: [("result", $0)], factory: factory))
-            })
+        results = AppCounters(label: "apns_gateway_device_sends_total", factory: factory)
         queueDepth = Gauge(label: "apns_gateway_queue_depth", factory: factory)
-        paused = Dictionary(
-            uniqueKeysWithValues: UpstreamCause.allCases.map {
-                (
-                    $0,
-                    Gauge(label: "apns_gateway_sending_paused", dimensions: [("cause", $0.rawValue)], factory: factory)
-                )
-            })
-        for gauge in paused.values { gauge.record(0) }  // listed from the start, not after a first pause
+        paused = PauseGauges(factory: factory)
+        // The flags' credential is listed from the start, not after a first pause.
+        if let fallback = connectors.fallback { paused.clear(fallback.policy.credential) }
         self.store = store
         self.connectors = connectors
         self.configuration = configuration
@@ -193,14 +185,11 @@ public final class Dispatcher: Service, Sendable {
     public func wake() { wakeUpContinuation.yield() }
 
     /// Whether the dispatcher sends, or waits out a cause upstream (for readiness).
+    ///
+    /// Paused when any credential is (the one whose probe comes first); the log and
+    /// `apns_gateway_sending_paused` say which.
     public var status: SendingStatus {
-        let (state, cause) = pause.withLock { ($0.state, $0.cause) }
-        guard let cause else { return .sending }
-        switch state {
-        case .sending: return .sending
-        case .paused(let until, _): return .paused(cause, probeIn: max(.zero, until - .now))
-        case .probing: return .paused(cause, probeIn: .zero)
-        }
+        pauses.withLock { $0.status(at: .now) }
     }
 
     /// Registers this sender (refused while a live one holds its name), takes back what dead
@@ -337,12 +326,13 @@ public final class Dispatcher: Service, Sendable {
         }
     }
 
-    /// Whether a send may start now: its lease outlasts it by a heartbeat (judged at each call,
-    /// so a heartbeat stuck on the database stops sends as surely as a failed one; always, when
-    /// the sender was not registered by ``run()``), and sending is not paused.
-    var mayStart: Bool {
+    /// Whether a send through `credential` may start now: its lease outlasts it by a heartbeat
+    /// (judged at each call, so a heartbeat stuck on the database stops sends as surely as a
+    /// failed one; always, when the sender was not registered by ``run()``), and the credential's
+    /// sending is not paused.
+    func mayStart(_ credential: String) -> Bool {
         let now = ContinuousClock.now
-        return lease.withLock { $0.mayStart(at: now) } && pause.withLock { $0.mayStart(at: now) }
+        return lease.withLock { $0.mayStart(at: now) } && pauses.withLock { $0.mayStart(credential, at: now) }
     }
 
     /// ``dispatchOnce(now:)``, with a failure to claim logged (the next wake-up tries again)
@@ -368,37 +358,52 @@ public final class Dispatcher: Service, Sendable {
     /// Called on its own (without ``run()``, as tests do), it claims under the lease alone: no
     /// registration and no heartbeat renews it.
     ///
-    /// While sending is paused it claims nothing; when the pause is over, one device-send, the
-    /// probe (``UpstreamPause``).
+    /// The apps of a credential whose sending is paused are left out of the claim; when its pause
+    /// is over, one device-send of its apps is claimed alone, the probe (``UpstreamPause``). The
+    /// other credentials' apps are claimed as usual.
     @discardableResult
     public func dispatchOnce(now: Date = Date()) async throws -> Int {
         guard lease.withLock({ $0.mayStart(at: .now) }) else { return 0 }
-        let decision = pause.withLock { $0.claim(at: .now) }
-        if decision == .nothing { return 0 }
-        let probe = decision == .probe
-        let limit = probe ? 1 : configuration.claimBatch
-        let claimed: [ClaimedNotification]
-        do {
-            claimed = try await store.claim(
-                owner: owner, limit: limit, now: now, leaseUntil: now.addingTimeInterval(configuration.lease.seconds))
-        } catch {
-            if probe { pause.withLock { $0.probeEnded(at: .now) } }
-            throw error
+        let (blocked, probes) = pauses.withLock { $0.claims(at: .now) }
+        let connectors = self.connectors
+        let leaseUntil = now.addingTimeInterval(configuration.lease.seconds)
+        var claimed: [ClaimedNotification] = []
+        var failure: (any Error)?
+        for probe in probes {
+            do {
+                claimed += try await store.claim(
+                    owner: owner, limit: 1, now: now, leaseUntil: leaseUntil,
+                    apps: AppFilter { connectors.credentialName(for: $0) == probe })
+            } catch {
+                failure = error
+            }
         }
-        // Finish what was claimed even if shutdown begins meanwhile: a lease left to expire would
-        // delay these sends by its length.
+        if failure == nil {
+            let apps =
+                blocked.isEmpty ? AppFilter.all : AppFilter { !blocked.contains(connectors.credentialName(for: $0)) }
+            do {
+                claimed += try await store.claim(
+                    owner: owner, limit: configuration.claimBatch, now: now, leaseUntil: leaseUntil, apps: apps)
+            } catch {
+                failure = error
+            }
+        }
+        // Finish what was claimed even if shutdown begins meanwhile (or a later claim failed): a
+        // lease left to expire would delay these sends by its length.
         // (An unstructured task: cancelling the caller does not cancel it.)
         if !claimed.isEmpty {
+            let batch = claimed
             await Task {
                 await withDiscardingTaskGroup { group in
-                    for notification in claimed {
+                    for notification in batch {
                         group.addTask { await self.send(notification) }
                     }
                 }
             }.value
         }
         // A probe that found nothing to send, or ended without a verdict: the next claim probes.
-        if probe { pause.withLock { $0.probeEnded(at: .now) } }
+        pauses.withLock { pauses in for probe in probes { pauses.probeEnded(probe, at: .now) } }
+        if let failure { throw failure }
         return claimed.reduce(0) { $0 + $1.deliveries.count }
     }
 }

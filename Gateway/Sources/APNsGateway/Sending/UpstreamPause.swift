@@ -184,3 +184,81 @@ public enum SendingStatus: Sendable, Equatable {
     /// `probeIn` (zero: one is out, or goes with the next claim).
     case paused(UpstreamCause, probeIn: Duration)
 }
+
+/// Each credential's ``UpstreamPause``: an outage or a refused credential pauses the apps that
+/// credential serves, and the others go on sending. A value given the time and what sends report;
+/// it reads no clock and does no I/O.
+///
+/// A credential's name is the stored credential's, or the fallback's (`default`) for apps the
+/// credential flags serve. Most causes (APNs unreachable, its server errors) would pause every
+/// credential in turn, each finding the outage with its own first failure and probing on its own.
+///
+/// Thread safety: a value; the dispatcher keeps it behind a `Mutex`.
+struct CredentialPauses: Sendable, Equatable {
+    private(set) var byCredential: [String: UpstreamPause] = [:]
+
+    /// What a claim at `now` may take: the credentials whose apps it must leave out (paused, or
+    /// probing), and those whose probe is due now (taken by this call).
+    mutating func claims(at now: ContinuousClock.Instant) -> (blocked: Set<String>, probes: [String]) {
+        var blocked: Set<String> = []
+        var probes: [String] = []
+        for name in byCredential.keys.sorted() {
+            switch byCredential[name]?.claim(at: now) {
+            case .batch?, nil: break
+            case .probe?:
+                blocked.insert(name)
+                probes.append(name)
+            case .nothing?:
+                blocked.insert(name)
+            }
+        }
+        return (blocked, probes)
+    }
+
+    func mayStart(_ credential: String, at now: ContinuousClock.Instant) -> Bool {
+        byCredential[credential]?.mayStart(at: now) ?? true
+    }
+
+    func resumesAt(_ credential: String, _ now: ContinuousClock.Instant) -> ContinuousClock.Instant {
+        byCredential[credential]?.resumesAt(now) ?? now
+    }
+
+    func cause(of credential: String) -> UpstreamCause? { byCredential[credential]?.cause }
+
+    mutating func failed(
+        _ credential: String, _ cause: UpstreamCause, retryAfter: Duration?, at now: ContinuousClock.Instant,
+        jitter: Double
+    ) -> UpstreamPause.Change? {
+        byCredential[credential, default: UpstreamPause()].failed(
+            cause, retryAfter: retryAfter, at: now, jitter: jitter)
+    }
+
+    mutating func answered(_ credential: String) -> UpstreamPause.Change? {
+        guard byCredential[credential] != nil else { return nil }
+        defer { byCredential[credential] = nil }
+        return byCredential[credential]?.answered()
+    }
+
+    mutating func probeEnded(_ credential: String, at now: ContinuousClock.Instant) {
+        byCredential[credential]?.probeEnded(at: now)
+    }
+
+    /// Sending, or the pause of a paused credential (the one whose probe comes first), for
+    /// readiness; the log and `apns_gateway_sending_paused` name each credential.
+    func status(at now: ContinuousClock.Instant) -> SendingStatus {
+        var soonest: (UpstreamCause, Duration)?
+        for pause in byCredential.values {
+            guard let cause = pause.cause else { continue }
+            let probeIn: Duration
+            switch pause.state {
+            case .sending: continue
+            case .paused(let until, _): probeIn = max(.zero, until - now)
+            case .probing: probeIn = .zero
+            }
+            if let earlier = soonest, earlier.1 <= probeIn { continue }
+            soonest = (cause, probeIn)
+        }
+        guard let soonest else { return .sending }
+        return .paused(soonest.0, probeIn: soonest.1)
+    }
+}

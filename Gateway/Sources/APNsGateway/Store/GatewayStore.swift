@@ -36,17 +36,25 @@ public protocol GatewayStore: Sendable {
     /// Removes the credential called `name` and its apps' bindings; the apps that were bound, or
     /// nil when there is no such credential.
     func removeCredential(name: String) async throws -> [String]?
+    /// Every app with settings of its own (a credential, limits), by app.
+    func appSettings() async throws -> [AppSettings]
+    /// Sets `app`'s limits (nil: none), keeping its credential.
+    func setLimits(of app: String, maximumQueued: Int?, deviceSendsPerSecond: Double?) async throws
 
     /// Stores a notification and one queued device-send per device in one transaction, unless its
-    /// devices would take the queue past `maximumQueueDepth` unfinished device-sends: then nothing
-    /// is stored. A notification with an ``QueuedNotification/idempotency`` key its API key has
+    /// devices would take the queue past `maximumQueueDepth` unfinished device-sends, or its app's
+    /// past `maximumAppDepth`: then nothing is stored. A notification with an ``QueuedNotification/idempotency`` key its API key has
     /// used before (for a notification still kept) is not stored again: the answer names the
     /// first (``EnqueueResult/replayed(id:)``, or ``EnqueueResult/keyReused(id:)`` when the
     /// bodies differ), also when the two requests race.
-    func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult
+    func enqueue(
+        _ notification: QueuedNotification, maximumQueueDepth: Int, maximumAppDepth: Int?
+    ) async throws -> EnqueueResult
     /// Unfinished device-sends (queued or claimed), kept as the queue changes: reading it costs
     /// the same whatever the backlog.
     func queueDepth() async throws -> Int
+    /// `app`'s unfinished device-sends, kept as ``queueDepth()`` is.
+    func queueDepth(of app: String) async throws -> Int
 
     /// Claims up to `limit` device-sends that are due (queued and available, or claimed under an
     /// expired lease) for `owner` until `leaseUntil`, taking turns between apps: each app with due
@@ -54,7 +62,12 @@ public protocol GatewayStore: Sendable {
     /// its longest due first, so one app's backlog delays another's new notification by one claim
     /// at most. Its cost does not grow with the rows not due (waiting out a back-off or a pause),
     /// however many; it grows with the apps that have work.
-    func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification]
+    ///
+    /// Only the apps `apps` admits take part (those of a credential whose sending is paused are
+    /// left out); device-sends under an expired lease may be of any app on SQLite.
+    func claim(
+        owner: String, limit: Int, now: Date, leaseUntil: Date, apps: AppFilter
+    ) async throws -> [ClaimedNotification]
     /// Registers a starting sender under its name, in one transaction: refused while a live sender
     /// holds the name (``InstanceRegistration/nameInUse(host:processID:lastHeartbeat:)``); every
     /// dead sender's claims (its heartbeat older than `staleAfter`, or its process gone from this
@@ -92,6 +105,49 @@ public protocol GatewayStore: Sendable {
     func unregistered(apps: Set<String>, after cursor: Int64, limit: Int) async throws -> [UnregisteredToken]
     /// Forgets reported tokens of `app` (the caller has removed them); returns how many.
     func acknowledgeUnregistered(app: String, tokens: [String]) async throws -> Int
+}
+
+/// Which apps a claim may take device-sends of.
+public struct AppFilter: Sendable {
+    /// Whether the app's device-sends may be claimed.
+    public let admits: @Sendable (String) -> Bool
+
+    public init(_ admits: @escaping @Sendable (String) -> Bool) { self.admits = admits }
+
+    /// Every app.
+    public static let all = AppFilter { _ in true }
+}
+
+extension GatewayStore {
+    /// ``claim(owner:limit:now:leaseUntil:apps:)`` of every app.
+    public func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification] {
+        try await claim(owner: owner, limit: limit, now: now, leaseUntil: leaseUntil, apps: .all)
+    }
+
+    /// ``enqueue(_:maximumQueueDepth:maximumAppDepth:)`` without a quota for the app.
+    public func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
+        try await enqueue(notification, maximumQueueDepth: maximumQueueDepth, maximumAppDepth: nil)
+    }
+}
+
+/// An app's own settings: the credential it is bound to and its limits (nil: none).
+public struct AppSettings: Sendable, Hashable {
+    /// The bundle id (or MDM topic).
+    public var app: String
+    /// The stored credential that serves it; nil for the gateway's credential flags.
+    public var credential: String?
+    /// Unfinished device-sends it may have in the queue; a request past it is refused (429).
+    public var maximumQueued: Int?
+    /// Device-sends a second it may have accepted, on average, per gateway instance.
+    public var deviceSendsPerSecond: Double?
+
+    public init(app: String, credential: String? = nil, maximumQueued: Int? = nil, deviceSendsPerSecond: Double? = nil)
+    {
+        self.app = app
+        self.credential = credential
+        self.maximumQueued = maximumQueued
+        self.deviceSendsPerSecond = deviceSendsPerSecond
+    }
 }
 
 /// A running sender (one gateway process), as registered in the store.
@@ -239,6 +295,9 @@ public enum EnqueueResult: Sendable, Equatable {
     /// Nothing was stored: the API key's notification `id` was stored under the same idempotency
     /// key with another body.
     case keyReused(id: String)
+    /// Nothing was stored: the app had `depth` unfinished device-sends, and the notification's
+    /// devices would have taken it past its `quota`.
+    case appQuotaFull(depth: Int, quota: Int)
 }
 
 /// A notification with the device-sends claimed for it.

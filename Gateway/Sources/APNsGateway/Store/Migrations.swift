@@ -79,14 +79,18 @@ enum Migrations {
                 WHERE state <> 'done';
             DROP INDEX IF EXISTS deliveries_queued;
             CREATE INDEX deliveries_queued_by_app ON deliveries(app, available_at) WHERE state = 'queued';
+            INSERT OR REPLACE INTO counters(name, value)
+                SELECT 'app:' || app, count(*) FROM deliveries WHERE state <> 'done' GROUP BY app;
             \(credentialTables.joined(separator: ";\n"));
             """
         ),
     ]
 
-    /// The credentials and the app each is bound to, the same on both backends. A secret is stored
-    /// only sealed (``CredentialVault``); `fingerprint` names it without revealing it; `revision`
-    /// grows with every rotation, and running instances replace a connector made from an earlier one.
+    /// The credentials and each app's credential and limits, the same on both backends. A secret
+    /// is stored only sealed (``CredentialVault``); `fingerprint` names it without revealing it;
+    /// `revision` grows with every rotation, and running instances replace a connector made from
+    /// an earlier one. An app without a row (or without a credential in it) is served by the
+    /// gateway's credential flags, if it has them.
     static let credentialTables = [
         """
         CREATE TABLE IF NOT EXISTS credentials (
@@ -95,10 +99,11 @@ enum Migrations {
             updated_at DOUBLE PRECISION NOT NULL)
         """,
         """
-        CREATE TABLE IF NOT EXISTS app_credentials (
-            app TEXT PRIMARY KEY, credential TEXT NOT NULL REFERENCES credentials(name) ON DELETE CASCADE)
+        CREATE TABLE IF NOT EXISTS app_settings (
+            app TEXT PRIMARY KEY, credential TEXT REFERENCES credentials(name) ON DELETE SET NULL,
+            max_queued INTEGER, device_sends_per_second DOUBLE PRECISION)
         """,
-        "CREATE INDEX IF NOT EXISTS app_credentials_by_credential ON app_credentials(credential)",
+        "CREATE INDEX IF NOT EXISTS app_settings_by_credential ON app_settings(credential)",
     ]
 
     /// PostgreSQL: (version, name, statements) in order; a version's statements run in the
@@ -215,6 +220,16 @@ enum Migrations {
                 WHERE finished_at IS NULL
                 """,
                 "DROP INDEX IF EXISTS deliveries_by_due",
+                // Each app's unfinished device-sends, kept as `queue_depth` is (in one of 16 rows
+                // per app, chosen at random by each write), for its quota.
+                """
+                CREATE TABLE IF NOT EXISTS app_depth (
+                    app text NOT NULL, slot integer NOT NULL, value bigint NOT NULL, PRIMARY KEY (app, slot))
+                """,
+                """
+                INSERT INTO app_depth (app, slot, value)
+                SELECT app, 0, count(*) FROM deliveries WHERE finished_at IS NULL GROUP BY app ON CONFLICT DO NOTHING
+                """,
             ] + credentialTables
         ),
     ]

@@ -179,7 +179,7 @@ public final class PostgresStore: GatewayStore, Service {
     public func credentials() async throws -> [StoredCredential] {
         var apps: [String: Set<String>] = [:]
         for try await (app, credential) in try await client.query(
-            "SELECT app, credential FROM app_credentials", logger: logger
+            "SELECT app, credential FROM app_settings WHERE credential IS NOT NULL", logger: logger
         ).decode((String, String).self) {
             apps[credential, default: []].insert(app)
         }
@@ -227,10 +227,11 @@ public final class PostgresStore: GatewayStore, Service {
                 ).collect().count
             }
             guard saved == 1 else { return false }
-            try await connection.query("DELETE FROM app_credentials WHERE credential = \(row.name)", logger: logger)
+            try await connection.query(
+                "UPDATE app_settings SET credential = NULL WHERE credential = \(row.name)", logger: logger)
             try await connection.query(
                 """
-                INSERT INTO app_credentials(app, credential) SELECT a, \(row.name) FROM unnest(\(apps)::text[]) AS a
+                INSERT INTO app_settings(app, credential) SELECT a, \(row.name) FROM unnest(\(apps)::text[]) AS a
                 ON CONFLICT (app) DO UPDATE SET credential = excluded.credential
                 """, logger: logger)
             return true
@@ -242,7 +243,7 @@ public final class PostgresStore: GatewayStore, Service {
         return try await client.withTransaction(logger: logger) { connection -> [String]? in
             var apps: [String] = []
             for try await app in try await connection.query(
-                "DELETE FROM app_credentials WHERE credential = \(name) RETURNING app", logger: logger
+                "UPDATE app_settings SET credential = NULL WHERE credential = \(name) RETURNING app", logger: logger
             ).decode(String.self) {
                 apps.append(app)
             }
@@ -253,11 +254,49 @@ public final class PostgresStore: GatewayStore, Service {
         }
     }
 
-    public func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
+    public func appSettings() async throws -> [AppSettings] {
+        var settings: [AppSettings] = []
+        for try await (app, credential, maximum, rate) in try await client.query(
+            "SELECT app, credential, max_queued::int8, device_sends_per_second FROM app_settings ORDER BY app",
+            logger: logger
+        ).decode((String, String?, Int?, Double?).self) {
+            settings.append(
+                AppSettings(app: app, credential: credential, maximumQueued: maximum, deviceSendsPerSecond: rate))
+        }
+        return settings
+    }
+
+    public func setLimits(of app: String, maximumQueued: Int?, deviceSendsPerSecond: Double?) async throws {
+        try await client.query(
+            """
+            INSERT INTO app_settings(app, max_queued, device_sends_per_second)
+            VALUES (\(app), \(maximumQueued), \(deviceSendsPerSecond))
+            ON CONFLICT (app) DO UPDATE SET max_queued = excluded.max_queued,
+                device_sends_per_second = excluded.device_sends_per_second
+            """, logger: logger)
+    }
+
+    public func queueDepth(of app: String) async throws -> Int {
+        try await client.query(
+            "SELECT coalesce(sum(value), 0)::int8 FROM app_depth WHERE app = \(app)", logger: logger
+        ).collect().first?.decode(Int.self) ?? 0
+    }
+
+    public func enqueue(
+        _ notification: QueuedNotification, maximumQueueDepth: Int, maximumAppDepth: Int?
+    ) async throws -> EnqueueResult {
         if let idempotency = notification.idempotency,
             let first = try await firstUse(of: idempotency, keyName: notification.keyName)
         {
             return first
+        }
+        // The app's quota is read as it is now (several instances may together pass it by what
+        // they accept at the same moment).
+        if let maximumAppDepth {
+            let appDepth = try await queueDepth(of: notification.app)
+            guard appDepth + notification.tokens.count <= maximumAppDepth else {
+                return .appQuotaFull(depth: appDepth, quota: maximumAppDepth)
+            }
         }
         let counted = try await recentDepth()
         let devices = notification.tokens.count
@@ -322,7 +361,11 @@ public final class PostgresStore: GatewayStore, Service {
                 FROM notification, unnest(\(positions)::integer[], \(notification.tokens)::text[]) AS u(p, t)),
             depth AS (
                 UPDATE queue_depth SET value = value + \(positions.count)
-                WHERE slot = \(Self.depthSlot()) AND EXISTS (SELECT 1 FROM notification))
+                WHERE slot = \(Self.depthSlot()) AND EXISTS (SELECT 1 FROM notification)),
+            app_counted AS (
+                INSERT INTO app_depth(app, slot, value)
+                SELECT \(notification.app), \(Self.depthSlot()), \(positions.count) FROM notification
+                ON CONFLICT (app, slot) DO UPDATE SET value = app_depth.value + excluded.value)
             SELECT count(*) FROM notification
             """, logger: logger)
         for try await stored in rows.decode(Int.self) { return stored == 1 }
@@ -414,13 +457,16 @@ public final class PostgresStore: GatewayStore, Service {
         return try await queueDepth()
     }
 
-    public func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification] {
+    public func claim(
+        owner: String, limit: Int, now: Date, leaseUntil: Date, apps filter: AppFilter
+    ) async throws -> [ClaimedNotification] {
         let logger = self.logger
         return try await client.withTransaction(logger: logger) { connection -> [ClaimedNotification] in
             try await Self.readByIndex(on: connection, logger: logger)
             let nowSeconds = now.timeIntervalSince1970
             var apps: [String] = []
-            for try await app in try await connection.query(Self.appsQuery(), logger: logger).decode(String.self) {
+            for try await app in try await connection.query(Self.appsQuery(), logger: logger).decode(String.self)
+            where filter.admits(app) {
                 apps.append(app)
             }
             var claimed: [(id: String, position: Int, token: String, attempts: Int, created: Double, started: Bool)] =
@@ -665,9 +711,13 @@ public final class PostgresStore: GatewayStore, Service {
                     invalid_since, counted, owner, held)
             WHERE d.notification_id = o.notification_id AND d.position = o.position
                 AND d.state = o.held AND d.lease_owner = o.owner
-            RETURNING o.status, o.app, o.token, o.invalid_since),
+            RETURNING o.status, o.app, o.token, o.invalid_since, d.app AS row_app),
         depth AS (
             UPDATE queue_depth SET value = value - (SELECT count(*) FROM finished) WHERE slot = \(depthSlot())),
+        app_counted AS (
+            INSERT INTO app_depth(app, slot, value)
+            SELECT row_app, \(depthSlot()), -count(*) FROM finished GROUP BY row_app
+            ON CONFLICT (app, slot) DO UPDATE SET value = app_depth.value + excluded.value),
         reported AS (
             INSERT INTO unregistered(app, token, invalid_since, reported_at)
             SELECT DISTINCT ON (app, token) app, token, NULLIF(invalid_since, 'NaN'), \(now)

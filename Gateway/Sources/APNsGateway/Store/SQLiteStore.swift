@@ -62,7 +62,9 @@ public final class SQLiteStore: GatewayStore {
     public func credentials() async throws -> [StoredCredential] {
         try await pool.read { db in
             var apps: [String: Set<String>] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT app, credential FROM app_credentials") {
+            for row in try Row.fetchAll(
+                db, sql: "SELECT app, credential FROM app_settings WHERE credential IS NOT NULL")
+            {
                 apps[row["credential"], default: []].insert(row["app"])
             }
             return try Row.fetchAll(db, sql: "SELECT * FROM credentials ORDER BY name").map { row in
@@ -106,9 +108,12 @@ public final class SQLiteStore: GatewayStore {
                         row.fingerprint, row.revision, row.updatedAt,
                     ])
             }
-            try db.execute(sql: "DELETE FROM app_credentials WHERE credential = ?", arguments: [row.name])
+            try db.execute(sql: "UPDATE app_settings SET credential = NULL WHERE credential = ?", arguments: [row.name])
             let bind = try db.cachedStatement(
-                sql: "INSERT OR REPLACE INTO app_credentials(app, credential) VALUES (?, ?)")
+                sql: """
+                    INSERT INTO app_settings(app, credential) VALUES (?, ?)
+                    ON CONFLICT (app) DO UPDATE SET credential = excluded.credential
+                    """)
             for app in credential.apps.sorted() { try bind.execute(arguments: [app, row.name]) }
             return true
         }
@@ -117,14 +122,43 @@ public final class SQLiteStore: GatewayStore {
     public func removeCredential(name: String) async throws -> [String]? {
         try await pool.write { db in
             let apps = try String.fetchAll(
-                db, sql: "SELECT app FROM app_credentials WHERE credential = ? ORDER BY app", arguments: [name])
-            try db.execute(sql: "DELETE FROM app_credentials WHERE credential = ?", arguments: [name])
+                db, sql: "SELECT app FROM app_settings WHERE credential = ? ORDER BY app", arguments: [name])
+            try db.execute(sql: "UPDATE app_settings SET credential = NULL WHERE credential = ?", arguments: [name])
             try db.execute(sql: "DELETE FROM credentials WHERE name = ?", arguments: [name])
             return db.changesCount > 0 ? apps : nil
         }
     }
 
-    public func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
+    public func appSettings() async throws -> [AppSettings] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM app_settings ORDER BY app").map { row in
+                AppSettings(
+                    app: row["app"], credential: row["credential"], maximumQueued: row["max_queued"],
+                    deviceSendsPerSecond: row["device_sends_per_second"])
+            }
+        }
+    }
+
+    public func setLimits(of app: String, maximumQueued: Int?, deviceSendsPerSecond: Double?) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO app_settings(app, max_queued, device_sends_per_second) VALUES (?, ?, ?)
+                    ON CONFLICT (app) DO UPDATE SET max_queued = excluded.max_queued,
+                        device_sends_per_second = excluded.device_sends_per_second
+                    """, arguments: [app, maximumQueued, deviceSendsPerSecond])
+        }
+    }
+
+    public func queueDepth(of app: String) async throws -> Int {
+        try await pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT value FROM counters WHERE name = ?", arguments: ["app:" + app]) ?? 0
+        }
+    }
+
+    public func enqueue(
+        _ notification: QueuedNotification, maximumQueueDepth: Int, maximumAppDepth: Int?
+    ) async throws -> EnqueueResult {
         try await pool.write { db in
             // One writer at a time: the key read here cannot be stored by another request before
             // this transaction ends.
@@ -139,6 +173,14 @@ public final class SQLiteStore: GatewayStore {
             }
             let depth = try Int.fetchOne(db, sql: "SELECT value FROM counters WHERE name = 'queue_depth'") ?? 0
             guard depth + notification.tokens.count <= maximumQueueDepth else { return .queueFull(depth: depth) }
+            let appCounter = "app:" + notification.app
+            if let maximumAppDepth {
+                let appDepth =
+                    try Int.fetchOne(db, sql: "SELECT value FROM counters WHERE name = ?", arguments: [appCounter]) ?? 0
+                guard appDepth + notification.tokens.count <= maximumAppDepth else {
+                    return .appQuotaFull(depth: appDepth, quota: maximumAppDepth)
+                }
+            }
             let created = notification.createdAt.timeIntervalSince1970
             try db.execute(
                 sql: """
@@ -160,6 +202,11 @@ public final class SQLiteStore: GatewayStore {
             try db.execute(
                 sql: "UPDATE counters SET value = value + ? WHERE name = 'queue_depth'",
                 arguments: [notification.tokens.count])
+            try db.execute(
+                sql: """
+                    INSERT INTO counters(name, value) VALUES (?, ?)
+                    ON CONFLICT (name) DO UPDATE SET value = value + excluded.value
+                    """, arguments: [appCounter, notification.tokens.count])
             return .accepted
         }
     }
@@ -195,7 +242,9 @@ public final class SQLiteStore: GatewayStore {
         SELECT rowid FROM deliveries WHERE state = 'claimed' AND lease_until < ?1 ORDER BY lease_until LIMIT ?2
         """
 
-    public func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification] {
+    public func claim(
+        owner: String, limit: Int, now: Date, leaseUntil: Date, apps filter: AppFilter
+    ) async throws -> [ClaimedNotification] {
         try await pool.write { db in
             let nowSeconds = now.timeIntervalSince1970
             let update = try db.cachedStatement(
@@ -205,7 +254,7 @@ public final class SQLiteStore: GatewayStore {
             // Apps take turns: each gets an equal share of what is left, and what some leave goes
             // to those that filled theirs. A claimed row is no longer queued, so each round reads
             // on from where the last stopped.
-            let apps = try String.fetchAll(db, sql: SQLiteStore.appsQuery)
+            let apps = try String.fetchAll(db, sql: SQLiteStore.appsQuery).filter(filter.admits)
             let dueForApp = try db.cachedStatement(sql: SQLiteStore.dueQuery)
             var shares = FairShares(limit: limit - due.count, apps: apps)
             try shares.takeAll { app, share in
@@ -363,6 +412,7 @@ public final class SQLiteStore: GatewayStore {
                     UPDATE deliveries SET state = 'done', lease_owner = NULL, lease_until = NULL, attempts = attempts + ?,
                         status = ?, reason = ?, apns_id = ?, error_kind = ?, delivery = ?, message = ?, finished_at = ?
                     WHERE notification_id = ? AND position = ? AND state = 'claimed' AND lease_owner = ?
+                    RETURNING app
                     """)
             let requeue = try db.cachedStatement(
                 sql: """
@@ -375,6 +425,7 @@ public final class SQLiteStore: GatewayStore {
                     INSERT OR REPLACE INTO unregistered(app, token, invalid_since, reported_at) VALUES (?, ?, ?, ?)
                     """)
             var finished = 0
+            var finishedByApp: [String: Int] = [:]
             for outcome in outcomes {
                 if let retryAt = outcome.retryAt {
                     try requeue.execute(arguments: [
@@ -385,14 +436,18 @@ public final class SQLiteStore: GatewayStore {
                     ])
                     continue
                 }
-                try finish.execute(arguments: [
-                    outcome.countsAsAttempt ? 1 : 0, outcome.status, outcome.reason, outcome.apnsID, outcome.errorKind,
-                    outcome.delivery,
-                    outcome.message,
-                    now.timeIntervalSince1970, outcome.notificationID, outcome.position, owner,
-                ])
-                guard db.changesCount == 1 else { continue }
+                // The row's own app (the one its enqueue counted), when it was still this owner's.
+                guard
+                    let app = try String.fetchOne(
+                        finish,
+                        arguments: [
+                            outcome.countsAsAttempt ? 1 : 0, outcome.status, outcome.reason, outcome.apnsID,
+                            outcome.errorKind, outcome.delivery, outcome.message, now.timeIntervalSince1970,
+                            outcome.notificationID, outcome.position, owner,
+                        ])
+                else { continue }
                 finished += 1
+                finishedByApp[app, default: 0] += 1
                 if outcome.status == 410 {
                     try unregistered.execute(arguments: [
                         outcome.app, outcome.token, outcome.invalidSince?.timeIntervalSince1970,
@@ -402,6 +457,10 @@ public final class SQLiteStore: GatewayStore {
             }
             try db.execute(
                 sql: "UPDATE counters SET value = value - ? WHERE name = 'queue_depth'", arguments: [finished])
+            for (app, count) in finishedByApp {
+                try db.execute(
+                    sql: "UPDATE counters SET value = value - ? WHERE name = ?", arguments: [count, "app:" + app])
+            }
             return finished
         }
     }

@@ -1,0 +1,111 @@
+@testable import APNsGateway
+import APNs
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import Testing
+
+/// Each app's queue quota and accepted device-sends a second: kept per app by the stores,
+/// answered 429 by the API, without touching another app.
+@Suite struct AppLimitsTests {
+    @Test(arguments: Backend.allCases)
+    func anAppsQuotaCountsItsUnfinishedDeviceSendsOnly(_ backend: Backend) async throws {
+        let queue = try await TestStore(backend)
+        let store = queue.store
+        let now = Date()
+        try await store.setLimits(of: "com.example.a", maximumQueued: 15, deviceSendsPerSecond: 200)
+        #expect(
+            try await store.appSettings() == [
+                AppSettings(app: "com.example.a", maximumQueued: 15, deviceSendsPerSecond: 200)
+            ])
+        let first = FairnessTests.notification("a1", app: "com.example.a", devices: 0..<10, at: now)
+        #expect(try await store.enqueue(first, maximumQueueDepth: 1_000, maximumAppDepth: 15) == .accepted)
+        let second = FairnessTests.notification("a2", app: "com.example.a", devices: 10..<20, at: now)
+        #expect(
+            try await store.enqueue(second, maximumQueueDepth: 1_000, maximumAppDepth: 15)
+                == .appQuotaFull(depth: 10, quota: 15))
+        // Another app is not held by it.
+        let other = FairnessTests.notification("b1", app: "com.example.b", devices: 0..<20, at: now)
+        #expect(try await store.enqueue(other, maximumQueueDepth: 1_000, maximumAppDepth: nil) == .accepted)
+        #expect(try await store.queueDepth(of: "com.example.a") == 10)
+        #expect(try await store.queueDepth(of: "com.example.b") == 20)
+
+        // Finished device-sends leave the app's count; requeued ones stay in it.
+        let claimed = try await store.claim(owner: "t", limit: 100, now: now, leaseUntil: now.addingTimeInterval(60))
+        let ofA = try #require(claimed.first { $0.id == "a1" })
+        let outcomes = ofA.deliveries.enumerated().map { index, delivery in
+            DeliveryOutcome(
+                notificationID: "a1", position: delivery.position, token: delivery.token, app: "com.example.a",
+                status: index < 8 ? 200 : nil, retryAt: index < 8 ? nil : now)
+        }
+        #expect(try await store.complete(outcomes, owner: "t", now: now) == 8)
+        #expect(try await store.queueDepth(of: "com.example.a") == 2)
+        #expect(try await store.queueDepth() == 22)
+        #expect(try await store.enqueue(second, maximumQueueDepth: 1_000, maximumAppDepth: 15) == .accepted)
+
+        // Binding a credential keeps the limits; clearing the limits keeps the credential.
+        let vault = try CredentialVault(key: Array(repeating: 3, count: 32))
+        let credential = try CredentialsTests.credential(
+            "team-a", apps: ["com.example.a"], vault: vault, secret: .signingKey(pem: "key"))
+        #expect(try await store.saveCredential(credential, replacing: nil))
+        try await store.setLimits(of: "com.example.a", maximumQueued: nil, deviceSendsPerSecond: nil)
+        #expect(try await store.appSettings() == [AppSettings(app: "com.example.a", credential: "team-a")])
+        await queue.remove()
+    }
+
+    @Test func aRequestMayOverdrawItsAppsSecondAndTheNextWaitsForTheDebt() throws {
+        let limiter = DeviceRateLimiter()
+        let start = ContinuousClock.now
+        // A request larger than a second's worth is accepted from a full bucket…
+        #expect(limiter.admit(app: "a", devices: 5_000, rate: 100, now: start) == nil)
+        // …and the next waits until the 4,900 overdrawn are paid back.
+        let wait = try #require(limiter.admit(app: "a", devices: 1, rate: 100, now: start + .seconds(1)))
+        #expect(wait > 47 && wait < 49)
+        #expect(limiter.admit(app: "b", devices: 1, rate: 100, now: start + .seconds(1)) == nil, "another app")
+        #expect(limiter.admit(app: "a", devices: 1, rate: 100, now: start + .seconds(50)) == nil)
+        // What was given back (nothing queued) is not owed.
+        limiter.giveBack(app: "a", devices: 1, rate: 100)
+        #expect(limiter.admit(app: "a", devices: 1, rate: 100, now: start + .seconds(50)) == nil)
+    }
+
+    @Test func theAPIAnswers429ForAnAppOverItsQuotaOrRateWithWhatToDo() async throws {
+        let setup = try await GatewayAPITests.Setup.start(.sqlite) { $0.keyCacheLifetime = .zero }
+        try await setup.store.setLimits(of: "com.example.app", maximumQueued: 3, deviceSendsPerSecond: nil)
+        let key = setup.key
+        let tokens = (1...4).map { String(format: "%064x", $0) }
+        try await setup.client { client in
+            try await client.execute(
+                uri: "/v1/notifications", method: .post, headers: GatewayAPITests.bearer(key),
+                body: ByteBuffer(string: GatewayAPITests.alert(to: Array(tokens.prefix(2)))),
+            ) { response in #expect(response.status == .accepted) }
+            try await client.execute(
+                uri: "/v1/notifications", method: .post, headers: GatewayAPITests.bearer(key),
+                body: ByteBuffer(string: GatewayAPITests.alert(to: Array(tokens.suffix(2)))),
+            ) { response in
+                #expect(response.status == .tooManyRequests)
+                #expect(response.headers[.retryAfter] != nil)
+                #expect(
+                    String(buffer: response.body).contains(
+                        "com.example.app has 2 unfinished device-sends and these 2 would take it past its quota (3)"))
+            }
+        }
+        try await setup.store.setLimits(of: "com.example.app", maximumQueued: nil, deviceSendsPerSecond: 1)
+        try await setup.client { client in
+            try await client.execute(
+                uri: "/v1/notifications", method: .post, headers: GatewayAPITests.bearer(key),
+                body: ByteBuffer(string: GatewayAPITests.alert(to: tokens)),
+            ) { response in #expect(response.status == .accepted) }
+            try await client.execute(
+                uri: "/v1/notifications", method: .post, headers: GatewayAPITests.bearer(key),
+                body: ByteBuffer(string: GatewayAPITests.alert(to: tokens)),
+            ) { response in
+                #expect(response.status == .tooManyRequests)
+                #expect(String(buffer: response.body).contains("com.example.app may have 1.0 device-sends a second"))
+            }
+        }
+        try await setup.stop()
+    }
+}
