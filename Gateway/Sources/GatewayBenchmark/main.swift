@@ -29,6 +29,11 @@ import Synchronization
 //              (claimed once and queued again for later, as a pause or a device's back-off leaves
 //              them), then behind N: the two should cost the same
 //
+//   fairness   with --fairness N alone: app A posts N devices; once they are being sent, app B
+//              posts one; how long after its POST B's device is accepted by APNs, how much of A's
+//              backlog was still queued then, and how long A's backlog took to drain (what B
+//              would have waited behind it first-in first-out)
+//
 //   CPU        per device-send in the direct and the end-to-end phase: the whole machine's (Linux,
 //              /proc/stat: the benchmark, the mock and PostgreSQL together) and this process's own
 //
@@ -49,6 +54,8 @@ struct Options {
     var concurrentBatches: Int?
     /// Waiting device-sends for the backlog figures (0: the throughput figures instead).
     var backlog = 0
+    /// App A's backlog for the fairness figures (0: none).
+    var fairness = 0
 
     init(_ arguments: [String]) throws {
         var iterator = arguments.dropFirst().makeIterator()
@@ -74,12 +81,13 @@ struct Options {
             case "--backlog":
                 backlog = try positive(argument)
                 guard backlog > 10_000 else { throw SetupError("--backlog takes more than 10000") }
+            case "--fairness": fairness = try positive(argument)
             case "--instances":
                 instances = try positive(argument)
                 guard instances <= 8 else { throw SetupError("--instances takes 1 to 8") }
             default:
                 throw SetupError(
-                    "unknown option \(argument); use --devices N --per-request N --accept-requests N [--postgres URL] [--claim-history N] [--instances N] [--claim-batch N] [--concurrent-batches N] | [--postgres URL] --backlog N"
+                    "unknown option \(argument); use --devices N --per-request N --accept-requests N [--postgres URL] [--claim-history N] [--instances N] [--claim-batch N] [--concurrent-batches N] | [--postgres URL] --backlog N | [--postgres URL] --fairness N"
                 )
             }
         }
@@ -153,8 +161,8 @@ func post(
     return ((response as? HTTPURLResponse)?.statusCode ?? 0, id)
 }
 
-func alert(to tokens: some Sequence<String>) -> String {
-    #"{"push-type":"alert","bundle-id":"com.example.app","alert":{"title":"Hi","body":"There"},"devices":["#
+func alert(to tokens: some Sequence<String>, app: String = "com.example.app") -> String {
+    #"{"push-type":"alert","bundle-id":"\#(app)","alert":{"title":"Hi","body":"There"},"devices":["#
         + tokens.map { "\"\($0)\"" }.joined(separator: ",") + "]}"
 }
 
@@ -503,8 +511,98 @@ func bestClaim(_ store: any GatewayStore) async throws -> Double {
     return best
 }
 
+/// The fairness figures (`--fairness N`): app B's one device behind app A's N, through the API
+/// and the dispatcher, against one mock APNs.
+func fairnessBenchmark(_ options: Options) async throws {
+    let signingKey = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+    var mockConfiguration = MockAPNsServer.Configuration(signingKeys: [signingKey])
+    mockConfiguration.recordsRequests = false
+    let server = try await MockAPNsServer.start(mockConfiguration)
+    var transport = TransportConfiguration()
+    transport.trustedCertificateAuthority = .pem(server.certificateAuthorityPEM)
+    let connector = try TokenConnector(
+        teamID: signingKey.teamID, keyID: signingKey.keyID, key: .pem(signingKey.privateKeyPEM),
+        environment: .custom(host: server.host, port: server.port), transport: transport)
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-fairness-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let (store, pool) = try await preparedStore(options, in: folder)
+    let key = GatewayAPI.makeAPIKey()
+    try await store.addAPIKey(
+        APIKey(
+            name: "fairness-\(UUID().uuidString.prefix(8))", hash: GatewayAPI.hash(apiKey: key),
+            apps: ["com.example.a", "com.example.b"], requestsPerSecond: 1e9))
+    var sending = Dispatcher.Configuration()
+    sending.instance = "fairness-\(UUID().uuidString.prefix(8))"
+    let dispatcher = Dispatcher(
+        store: store, connector: AnyConnector(connector), configuration: sending, logger: Logger(label: "benchmark"))
+    let api = GatewayAPI(store: store, authenticationMethod: .token, onAccepted: { dispatcher.wake() })
+    let port = Mutex<Int?>(nil)
+    var quiet = Logger(label: "benchmark-http")
+    quiet.logLevel = .critical
+    let app = Application(
+        router: api.router(), configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+        onServerRunning: { channel in port.withLock { $0 = channel.localAddress?.port } }, logger: quiet)
+    let serving = Task { try await app.runService() }
+    while port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+    let endpoint = URL(string: "http://127.0.0.1:\(port.withLock { $0 } ?? 0)/v1/notifications")!
+    let session = URLSession(configuration: .ephemeral)
+    print(
+        "gateway fairness benchmark: app A \(options.fairness) devices, then app B 1, queue \(options.postgres == nil ? "SQLite" : "PostgreSQL")"
+    )
+
+    let running = Task { try await dispatcher.run() }
+    let started = ContinuousClock.now
+    var offset = 0
+    while offset < options.fairness {
+        let count = min(5_000, options.fairness - offset)
+        let tokens = (offset..<(offset + count)).map { String(format: "%064x", $0 + 1) }
+        let (status, _) = try await post(
+            alert(to: tokens, app: "com.example.a"), to: endpoint, key: key, session: session)
+        guard status == 202 else { throw SetupError("A's POST answered \(status)") }
+        offset += count
+    }
+    let (status, id) = try await post(
+        alert(to: [String(format: "%064x", 1)], app: "com.example.b"), to: endpoint, key: key, session: session)
+    guard status == 202, let id else { throw SetupError("B's POST answered \(status)") }
+    let posted = ContinuousClock.now
+    var waitedFor: Duration?
+    var aQueued = 0
+    while waitedFor == nil {
+        if let progress = try await store.progress(of: id), progress.deliveries.allSatisfy({ $0.state == "done" }) {
+            guard progress.deliveries.first?.status == 200 else { throw SetupError("B's device: \(progress)") }
+            waitedFor = ContinuousClock.now - posted
+            aQueued = try await store.queueDepth(of: "com.example.a")
+        } else {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+    while try await store.queueDepth() > 0 { try await Task.sleep(for: .milliseconds(20)) }
+    let drained = ContinuousClock.now - started
+    running.cancel()
+    _ = await running.result
+    serving.cancel()
+    await connector.shutdown()
+    pool?.cancel()
+    try await server.stop()
+    let milliseconds = Int(((waitedFor ?? .zero).seconds * 1000).rounded())
+    print(
+        "app B's device accepted       \(milliseconds) ms after its POST (target ≤ 2000: \(milliseconds <= 2_000 ? "met" : "NOT met"))"
+    )
+    print("app A's device-sends queued   \(aQueued) of \(options.fairness) when B's was accepted")
+    print(
+        "app A's backlog drained in    \(String(format: "%.1f", drained.seconds)) s from its first POST (B's wait first-in first-out)"
+    )
+}
+
 do {
-    if options.backlog > 0 { try await backlogBenchmark(options) } else { try await benchmark(options) }
+    if options.fairness > 0 {
+        try await fairnessBenchmark(options)
+    } else if options.backlog > 0 {
+        try await backlogBenchmark(options)
+    } else {
+        try await benchmark(options)
+    }
 } catch {
     FileHandle.standardError.write(Data("GatewayBenchmark: \(error)\n".utf8))
     exit(1)
