@@ -1,8 +1,9 @@
 import APNs
-import APNsGateway
+@testable import APNsGateway
 import APNsMockServer
 import APNsTesting
 import Foundation
+import Logging
 import Testing
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -104,7 +105,8 @@ import Testing
         return String(decoding: data, as: UTF8.self)
     }
 
-    @Test func twoTeamsAndACertificateInOneGatewayRotatedWhileServing() async throws {
+    @Test(arguments: Backend.allCases)
+    func twoTeamsAndACertificateInOneGatewayRotatedWhileServing(_ backend: Backend) async throws {
         let authority = try MockCertificateAuthority()
         let keyA = MockCertificateAuthority.makeSigningKey(teamID: "TEAMAAAAA1", keyID: "KEYAAAAAA1")
         let rotatedA = MockCertificateAuthority.makeSigningKey(teamID: "TEAMAAAAA1", keyID: "KEYAAAAAA2")
@@ -137,7 +139,7 @@ import Testing
         ).write(to: p12)
         let kek = try file("kek", CredentialVault.newKey())
         let caFile = try file("ca.pem", authority.certificatePEM)
-        let queue = try await TestStore(.sqlite)
+        let queue = try await TestStore(backend)
         let database = ["--database", queue.url, "--credential-key-file", kek]
         func add(_ arguments: [String]) throws {
             let (status, output) = try Self.run(
@@ -159,7 +161,8 @@ import Testing
         ])
         let (listed, listing) = try Self.run(["credential", "list"] + database)
         #expect(listed == 0)
-        #expect(listing.split(separator: "\n").count == 3, "\(listing)")
+        // One line a credential (PostgreSQL's first connection may log a line beside them).
+        #expect(listing.split(separator: "\n").filter { $0.contains("\t") }.count == 3, "\(listing)")
         #expect(listing.contains("team-a\ttoken\tteam TEAMAAAAA1 key KEYAAAAAA1\tsandbox\tsha256:"), "\(listing)")
 
         let apiKey = GatewayAPI.makeAPIKey()
@@ -240,11 +243,22 @@ import Testing
         }
         let logs = try String(contentsOf: log, encoding: .utf8)
         #expect(logs.contains("made a connector"), "the logs were read")
-        var stored = Data()
-        for suffix in ["", "-wal", "-shm"] {
-            stored += FileManager.default.contents(atPath: queue.url + suffix) ?? Data()
+        let storedText: String
+        switch backend {
+        case .sqlite:
+            var stored = Data()
+            for suffix in ["", "-wal", "-shm"] {
+                stored += FileManager.default.contents(atPath: queue.url + suffix) ?? Data()
+            }
+            storedText = String(decoding: stored, as: UTF8.self)
+        case .postgres:
+            // Every row of every table that holds credentials or what was sent, as text.
+            var rows: [String] = []
+            for table in ["credentials", "app_settings", "notifications", "deliveries", "api_keys"] {
+                rows += try await queue.rows("SELECT t::text FROM \(table) t")
+            }
+            storedText = rows.joined(separator: "\n")
         }
-        let storedText = String(decoding: stored, as: UTF8.self)
         #expect(storedText.contains("team-a"), "the database was read")
         for secret in secrets {
             #expect(!logs.contains(secret))
@@ -254,6 +268,63 @@ import Testing
         try await peerA.stop()
         try await peerB.stop()
         try await peerC.stop()
+        await queue.remove()
+    }
+}
+
+/// Connectors by need: one per credential and environment, shared, retired on rotation once its
+/// sends end, shut when idle; refused for an environment or an app the credentials do not serve.
+@Suite struct CredentialConnectorsTests {
+    @Test func connectorsAreSharedRetiredOnRotationAndShutWhenIdle() async throws {
+        let queue = try await TestStore(.sqlite)
+        let vault = try CredentialVault(key: Array(repeating: 5, count: 32))
+        let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAMAAAAA1", keyID: "KEYAAAAAA1")
+        func credential(revision: Int) throws -> StoredCredential {
+            StoredCredential(
+                name: "team-a", kind: .token, teamID: key.teamID, keyID: key.keyID, environments: [.sandbox],
+                sealed: try vault.seal(.signingKey(pem: key.privateKeyPEM), for: "team-a", revision: revision),
+                fingerprint: "-", revision: revision, apps: ["com.example.a"], updatedAt: Date())
+        }
+        #expect(try await queue.store.saveCredential(try credential(revision: 1), replacing: nil))
+        let connectors = CredentialConnectors(
+            store: queue.store, vault: vault, fallback: nil, logger: Logger(label: "test"),
+            idleAfter: .milliseconds(200))
+        try await connectors.refresh()
+        #expect(connectors.policy(for: "com.example.a")?.environments == [.sandbox])
+        #expect(connectors.policy(for: "com.example.other") == nil)
+
+        let first = try await connectors.withConnector(for: "com.example.a", environment: nil) { connector, name in
+            "\(name) \(connector.authenticationMethod)"
+        }
+        #expect(first == "team-a token")
+        _ = try await connectors.withConnector(for: "com.example.a", environment: .sandbox) { _, _ in 0 }
+        #expect(connectors.openConnectors == 1, "one connector per credential and environment, shared")
+
+        // Rotated while a send uses the connector: retired, and shut once that send is over.
+        let rotated = try credential(revision: 2)
+        try await connectors.withConnector(for: "com.example.a", environment: nil) { _, _ in
+            _ = try? await queue.store.saveCredential(rotated, replacing: 1)
+            try? await connectors.refresh()
+            #expect(connectors.openConnectors == 1, "still in use")
+        }
+        #expect(connectors.openConnectors == 0)
+        _ = try await connectors.withConnector(for: "com.example.a", environment: nil) { _, _ in 0 }
+        #expect(connectors.openConnectors == 1, "a new one, of revision 2")
+        try await Task.sleep(for: .milliseconds(300))
+        try await connectors.refresh()
+        #expect(connectors.openConnectors == 0, "shut when idle")
+
+        let production = await #expect(throws: CredentialConnectors.LookupError.self) {
+            try await connectors.withConnector(for: "com.example.a", environment: .production) { _, _ in 0 }
+        }
+        #expect(production?.description.contains("may send to sandbox, not production") == true)
+        #expect(try await queue.store.removeCredential(name: "team-a") == ["com.example.a"])
+        try await connectors.refresh()
+        let removed = await #expect(throws: CredentialConnectors.LookupError.self) {
+            try await connectors.withConnector(for: "com.example.a", environment: nil) { _, _ in 0 }
+        }
+        #expect(removed?.description.contains("credential add --app com.example.a") == true)
+        await connectors.shutdown()
         await queue.remove()
     }
 }
