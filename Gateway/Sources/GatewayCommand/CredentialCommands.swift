@@ -112,6 +112,19 @@ struct PlacementOptions: ParsableArguments {
 }
 
 extension StoredCredential {
+    /// Refuses a key-encryption key that does not open the credentials already stored: every
+    /// credential of a queue is sealed under one key.
+    static func checkKey(_ vault: CredentialVault, opens credentials: [StoredCredential]) throws {
+        guard let first = credentials.first else { return }
+        do {
+            _ = try vault.open(first)
+        } catch {
+            throw ValidationError(
+                "this key-encryption key does not open the credentials already in the queue (\(first.name) among them): give the one they were sealed with"
+            )
+        }
+    }
+
     /// `credential` with `secret` sealed into it at its revision, after a connector was made from
     /// it for each of its environments (which checks the key, the password, and that a certificate
     /// is for the environment), and its fingerprint taken.
@@ -158,7 +171,9 @@ struct AddCredential: AsyncParsableCommand {
             draft, secret: secret, vault: vault, transport: TransportConfiguration())
         let name = self.name
         let saved = try await database.withStore(logger: Logger(label: "apns-gateway")) { store in
-            try await store.saveCredential(credential, replacing: nil)
+            let existing = try await store.credentials()
+            try StoredCredential.checkKey(vault, opens: existing)
+            return try await store.saveCredential(credential, replacing: nil)
         }
         guard saved else {
             throw ValidationError("a credential is called \(name): rotate it with `apns-gateway credential rotate`")
@@ -187,7 +202,9 @@ struct RotateCredential: AsyncParsableCommand {
         let transport = TransportConfiguration()
         let rotated = try await database.withStore(logger: Logger(label: "apns-gateway")) {
             store -> StoredCredential in
-            guard let current = try await store.credentials().first(where: { $0.name == name }) else {
+            let all = try await store.credentials()
+            try StoredCredential.checkKey(vault, opens: all)
+            guard let current = all.first(where: { $0.name == name }) else {
                 throw ValidationError("no credential is called \(name); `apns-gateway credential list` shows them")
             }
             let draft = StoredCredential(

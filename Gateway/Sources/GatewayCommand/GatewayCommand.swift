@@ -413,6 +413,16 @@ struct Serve: AsyncParsableCommand {
             )
         }
         try await database.withStore(logger: logger) { store in
+            // A key-encryption key that is not the one the stored credentials were sealed with
+            // stops the start, before any of their notifications could fail for it.
+            let stored = try await store.credentials()
+            if let vault {
+                for credential in stored { _ = try vault.open(credential) }
+            } else if !stored.isEmpty {
+                throw ValidationError(
+                    "the queue holds \(stored.count) credential(s) (\(stored.map(\.name).joined(separator: ", "))), sealed: give their key-encryption key with --credential-key-file or --credential-key-env"
+                )
+            }
             let connectors = CredentialConnectors(
                 store: store, vault: vault, fallback: fallback?.fallback, transport: transport,
                 logger: Logger(label: "apns"), gracePeriod: sending.timeout)

@@ -165,6 +165,22 @@ import Testing
         #expect(listing.split(separator: "\n").filter { $0.contains("\t") }.count == 3, "\(listing)")
         #expect(listing.contains("team-a\ttoken\tteam TEAMAAAAA1 key KEYAAAAAA1\tsandbox\tsha256:"), "\(listing)")
 
+        // Another key-encryption key is refused by the commands and by a start, before anything
+        // could be sealed or sent with it.
+        let wrongKey = [
+            "--database", queue.url, "--credential-key-file", try file("other-kek", CredentialVault.newKey()),
+        ]
+        let (refusedAdd, refusal) = try Self.run(
+            [
+                "credential", "add", "--name", "other", "--app", "com.example.d", "--environment", "sandbox",
+                "--key-file",
+                try file("d.p8", keyB.privateKeyPEM), "--key-id", keyB.keyID, "--team-id", keyB.teamID,
+            ] + wrongKey)
+        #expect(refusedAdd != 0 && refusal.contains("does not open the credentials already in the queue"), "\(refusal)")
+        let (refusedStart, startRefusal) = try Self.run(["serve", "--port", "0"] + wrongKey)
+        #expect(
+            refusedStart != 0 && startRefusal.contains("does not open with this key-encryption key"), "\(startRefusal)")
+
         let apiKey = GatewayAPI.makeAPIKey()
         try await queue.store.addAPIKey(
             APIKey(
