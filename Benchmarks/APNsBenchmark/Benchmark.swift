@@ -35,6 +35,7 @@ struct Benchmark: AsyncParsableCommand {
     @Flag(name: .customLong("skip-h2load")) var skipH2load = false
     @Flag(name: .customLong("serve"), help: .hidden) var serve = false
     @Option(name: .customLong("serve-delay"), help: .hidden) var serveDelay = 0
+    @Flag(name: .customLong("serve-nio"), help: .hidden) var serveNIO = false
     @Option(
         name: .customLong("rtts"),
         help: "Round-trip times in ms for the far-from-APNs table, comma-separated (empty skips it).")
@@ -48,7 +49,7 @@ struct Benchmark: AsyncParsableCommand {
     @Option(
         name: .customLong("far-server"),
         help:
-            "The delayed server of the far-from-APNs table: mock (the mock APNs, the default) or nginx (nginx with its echo module, which answers a burst of 1,000 on time where the mock cannot)."
+            "The delayed server of the far-from-APNs table: mock (the mock APNs, the default), nginx (nginx with its echo module, which answers a burst of 1,000 on time where the mock cannot) or nio (SwiftNIO's HTTP/2 server as it comes, answering on a schedule and checking nothing)."
     )
     var farServer = "mock"
     @Option(
@@ -70,6 +71,12 @@ struct Benchmark: AsyncParsableCommand {
     ) var only: String?
 
     func run() async throws {
+        if serveNIO {
+            return try await NIODelayServer.serve(
+                delayMilliseconds: serveDelay,
+                streams: farStreams.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+                    .max() ?? 1_000)
+        }
         if serve {
             return try await MockServerProcess.serve(
                 keyFile: keyFile, threads: serverThreads, delayMilliseconds: serveDelay)
@@ -447,7 +454,9 @@ extension Benchmark {
                 )
             }
             launch = { try NginxDelayServer.launch(nginx, delayMilliseconds: $0, streams: streams.max() ?? 1_000) }
-        default: throw ValidationError("--far-server is mock or nginx")
+        case "nio":
+            launch = { try NIODelayServer.launch(delayMilliseconds: $0, streams: streams.max() ?? 1_000) }
+        default: throw ValidationError("--far-server is mock, nginx or nio")
         }
         let points = try await FarFromAPNs.measure(
             notification, key: key, rtts: rtts, connections: list(farConnections), streams: streams, pushes: farCount,
@@ -456,7 +465,8 @@ extension Benchmark {
             (
                 "far from APNs: the delayed server",
                 farServer == "mock"
-                    ? "the mock APNs (answers late beyond about 5,000/s per connection)" : "nginx with echo_sleep"
+                    ? "the mock APNs (answers late beyond about 5,000/s per connection)"
+                    : farServer == "nio" ? "SwiftNIO's HTTP/2 server, answers scheduled" : "nginx with echo_sleep"
             )
         ]
             + FarFromAPNs.rows(points)
