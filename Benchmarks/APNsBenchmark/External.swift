@@ -23,16 +23,21 @@ struct MockServerProcess {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let keyFile = folder.appendingPathComponent("key.json")
         try writeKey(key, to: keyFile.path)
+        return try child(
+            [
+                "--serve", "--key-file", keyFile.path, "--server-threads", String(threads),
+                "--serve-delay", String(delayMilliseconds),
+            ], what: "the mock server")
+    }
+
+    /// This executable re-run with `arguments` as a server: its first line is `port <n> ca <path>`.
+    static func child(_ arguments: [String], what: String) throws -> MockServerProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        process.arguments = [
-            "--serve", "--key-file", keyFile.path, "--server-threads", String(threads),
-            "--serve-delay", String(delayMilliseconds),
-        ]
+        process.arguments = arguments
         let output = Pipe()
         process.standardOutput = output
         try process.run()
-        // First line: "port <n> ca <path>".
         var line = Data()
         while true {
             let byte = output.fileHandleForReading.readData(ofLength: 1)
@@ -42,7 +47,7 @@ struct MockServerProcess {
         let parts = String(decoding: line, as: UTF8.self).split(separator: " ")
         guard parts.count == 4, let port = Int(parts[1]) else {
             process.terminate()
-            throw BenchmarkError("the mock server process did not start: \(String(decoding: line, as: UTF8.self))")
+            throw BenchmarkError("\(what) process did not start: \(String(decoding: line, as: UTF8.self))")
         }
         return MockServerProcess(process: process, port: port, caPath: String(parts[3]))
     }

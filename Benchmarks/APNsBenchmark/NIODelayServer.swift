@@ -17,26 +17,9 @@ import NIOSSL
 enum NIODelayServer {
     /// Starts the child: it prints `port <n> ca <path>` once it listens.
     static func launch(delayMilliseconds: Int, streams: Int) throws -> MockServerProcess {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        process.arguments = [
-            "--serve-nio", "--serve-delay", String(delayMilliseconds), "--far-streams", String(streams),
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        var line = Data()
-        while true {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
-            line.append(byte)
-        }
-        let parts = String(decoding: line, as: UTF8.self).split(separator: " ")
-        guard parts.count == 4, let port = Int(parts[1]) else {
-            process.terminate()
-            throw BenchmarkError("the SwiftNIO server did not start: \(String(decoding: line, as: UTF8.self))")
-        }
-        return MockServerProcess(process: process, port: port, caPath: String(parts[3]))
+        try MockServerProcess.child(
+            ["--serve-nio", "--serve-delay", String(delayMilliseconds), "--far-streams", String(streams)],
+            what: "the SwiftNIO server")
     }
 
     /// Serves until killed (the child's side of ``launch(delayMilliseconds:streams:)``).
