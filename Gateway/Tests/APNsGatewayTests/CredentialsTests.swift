@@ -330,6 +330,15 @@ import Testing
         try await connectors.refresh()
         #expect(connectors.openConnectors == 0, "shut when idle")
 
+        // Removed and added again under the same name (its revision 1 again) between two reads:
+        // the connector of the earlier secret is not reused.
+        _ = try await connectors.withConnector(for: "com.example.a", environment: nil) { _, _ in 0 }
+        #expect(connectors.openConnectors == 1)
+        #expect(try await queue.store.removeCredential(name: "team-a") == ["com.example.a"])
+        #expect(try await queue.store.saveCredential(try credential(revision: 1), replacing: nil))
+        try await connectors.refresh()
+        #expect(connectors.openConnectors == 0, "the earlier secret's connector is shut")
+
         let production = await #expect(throws: CredentialConnectors.LookupError.self) {
             try await connectors.withConnector(for: "com.example.a", environment: .production) { _, _ in 0 }
         }

@@ -69,9 +69,13 @@ public final class CredentialConnectors: Service, Sendable {
     /// How long a retired connector's sends may take to finish once it is shut down.
     public let gracePeriod: Duration
 
+    /// A connector's credential as it was sealed when the connector was made: a rotation, or a
+    /// removal and an add under the same name (whose revision starts again at 1), seals anew,
+    /// and each seal is unique (its nonce is random), so a connector is never reused for another
+    /// secret.
     private struct Key: Hashable {
         let credential: String
-        let revision: Int
+        let sealed: String
         let environment: GatewayEnvironment
     }
 
@@ -159,7 +163,7 @@ public final class CredentialConnectors: Service, Sendable {
             state.byName = byName
             var closing: [AnyConnector] = []
             for (key, entry) in state.connectors {
-                let current = byName[key.credential]?.revision == key.revision
+                let current = byName[key.credential]?.sealed == key.sealed
                 let idle = entry.users == 0 && now - entry.lastUsed >= idleAfter
                 guard !current || idle else { continue }
                 state.connectors[key] = nil
@@ -203,7 +207,7 @@ public final class CredentialConnectors: Service, Sendable {
                 "the credential \(credential.name) of \(app) may send to \(credential.environments.map(\.rawValue).joined(separator: " and ")), not \(chosen.rawValue)"
             )
         }
-        let key = Key(credential: credential.name, revision: credential.revision, environment: chosen)
+        let key = Key(credential: credential.name, sealed: credential.sealed, environment: chosen)
         let now = ContinuousClock.now
         if let existing = state.withLock({ state -> AnyConnector? in
             guard var entry = state.connectors[key] else { return nil }
