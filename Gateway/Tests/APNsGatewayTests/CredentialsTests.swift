@@ -202,6 +202,22 @@ import Testing
                 try await Task.sleep(for: .milliseconds(20))
             }
         }
+        /// Returns once the gateway has logged reading a change of the credentials (`change`, as
+        /// its log line's metadata shows it): what it does on its own schedule is awaited, not
+        /// slept through.
+        func readByTheGateway(_ change: String) async throws {
+            let by = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < by {
+                let logs = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+                if logs.split(separator: "\n").contains(where: {
+                    $0.contains("credentials changed") && $0.contains(change)
+                }) {
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            Issue.record("the gateway never logged \(change)")
+        }
         #expect(try await post("com.example.a", device: 1) == 202)
         #expect(try await post("com.example.b", device: 2) == 202)
         #expect(try await post("com.example.c", device: 3) == 202)
@@ -232,7 +248,7 @@ import Testing
                 "--key-id", rotatedA.keyID, "--team-id", rotatedA.teamID,
             ] + database)
         #expect(rotated == 0, "\(output)")
-        try await Task.sleep(for: .seconds(3))  // the gateway reads the credentials every 2 s
+        try await readByTheGateway("rotated=team-a")
         #expect(try await post("com.example.a", device: 5) == 202)
         try await drained()
         let kids = peerA.requests.map { request -> String in
@@ -245,7 +261,7 @@ import Testing
         // Removed: the app is refused at once, with what to do.
         let (removed, removal) = try Self.run(["credential", "remove", "--name", "team-b"] + database)
         #expect(removed == 0 && removal.contains("no credential serves com.example.b now"), "\(removal)")
-        try await Task.sleep(for: .seconds(3))
+        try await readByTheGateway("removed=team-b")
         #expect(try await post("com.example.b", device: 6) == 403)
         #expect(gateway.terminate() == 0)
 
@@ -326,8 +342,8 @@ import Testing
         #expect(connectors.openConnectors == 0)
         _ = try await connectors.withConnector(for: "com.example.a", environment: nil) { _, _ in 0 }
         #expect(connectors.openConnectors == 1, "a new one, of revision 2")
-        try await Task.sleep(for: .milliseconds(300))
-        try await connectors.refresh()
+        // Idle past `idleAfter`: the time is given, not waited for.
+        try await connectors.refresh(at: .now + .seconds(1))
         #expect(connectors.openConnectors == 0, "shut when idle")
 
         // Removed and added again under the same name (its revision 1 again) between two reads:

@@ -146,8 +146,9 @@ public final class CredentialConnectors: Service, Sendable {
 
     /// Reads the credentials again: an added one serves its apps from now on; connectors of a
     /// rotated or removed one are retired (shut down when their sends end); those idle for
-    /// ``idleAfter`` are shut down.
-    public func refresh() async throws {
+    /// ``idleAfter`` at `now` are shut down. A change is logged (`credentials changed`, with the
+    /// names added, rotated and removed).
+    public func refresh(at now: ContinuousClock.Instant = .now) async throws {
         guard let store else { return }
         let credentials = try await store.credentials()
         var catalog: [String: StoredCredential] = [:]
@@ -156,9 +157,9 @@ public final class CredentialConnectors: Service, Sendable {
             byName[credential.name] = credential
             for app in credential.apps { catalog[app] = credential }
         }
-        let now = ContinuousClock.now
         let idleAfter = self.idleAfter
-        let closing = state.withLock { state -> [AnyConnector] in
+        let (closing, before) = state.withLock { state -> ([AnyConnector], [String: StoredCredential]) in
+            let before = state.byName
             state.catalog = catalog
             state.byName = byName
             var closing: [AnyConnector] = []
@@ -173,7 +174,18 @@ public final class CredentialConnectors: Service, Sendable {
                     state.retired.append((key, entry))
                 }
             }
-            return closing
+            return (closing, before)
+        }
+        let added = byName.keys.filter { before[$0] == nil }.sorted()
+        let rotated = byName.keys.filter { before[$0] != nil && before[$0]?.sealed != byName[$0]?.sealed }.sorted()
+        let removed = before.keys.filter { byName[$0] == nil }.sorted()
+        if !added.isEmpty || !rotated.isEmpty || !removed.isEmpty {
+            logger.info(
+                "credentials changed",
+                metadata: [
+                    "added": "\(added.joined(separator: ","))", "rotated": "\(rotated.joined(separator: ","))",
+                    "removed": "\(removed.joined(separator: ","))",
+                ])
         }
         await shut(closing)
     }
