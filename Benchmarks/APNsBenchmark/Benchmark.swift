@@ -67,7 +67,7 @@ struct Benchmark: AsyncParsableCommand {
     @Option(
         name: .customLong("only"),
         help:
-            "Run one contender for --count pushes and exit, for counting instructions under valgrind --tool=callgrind: 'observed', 'unobserved', 'watching' (bulk sends through those connectors), 'executor' (the observed bulk send from a task preferring the connector's task executor), 'singles' (a task group of single sends), 'libcurl' (the C multi loop) or 'coalesced' (the C loop corking its connection as swift-apns does); also 'far' (the far-from-APNs table alone) and 'user' (bulk against single sends in a user's code, over --rounds alternating rounds). Differences of totals between two counts give instructions per push."
+            "Run one contender for --count pushes and exit, for counting instructions under valgrind --tool=callgrind: 'observed', 'unobserved', 'watching' (bulk sends through those connectors), 'executor' (the observed bulk send from a task preferring the connector's task executor), 'singles' (a task group of single sends), 'libcurl' (the C multi loop) or 'coalesced' (the C loop corking its connection as swift-apns does); also 'far' (the far-from-APNs table alone), 'user' (bulk against single sends in a user's code, over --rounds alternating rounds) and 'actors' (the bulk send and its AsyncSequence read from the main actor and from nonisolated code, over --rounds rounds). Differences of totals between two counts give instructions per push."
     ) var only: String?
 
     func run() async throws {
@@ -136,11 +136,15 @@ struct Benchmark: AsyncParsableCommand {
         let h2load = skipH2load ? nil : H2Load.find()
         if let only {
             guard
-                ["observed", "unobserved", "watching", "singles", "libcurl", "coalesced", "executor", "far", "user"]
-                    .contains(only)
+                [
+                    "observed", "unobserved", "watching", "singles", "libcurl", "coalesced", "executor", "far", "user",
+                    "actors",
+                ]
+                .contains(only)
             else {
                 throw ValidationError(
-                    "--only takes observed, unobserved, watching, executor, singles, libcurl, coalesced, far or user")
+                    "--only takes observed, unobserved, watching, executor, singles, libcurl, coalesced, far, user or actors"
+                )
             }
             if only == "user" {
                 // The bulk send against single sends in a user's code (Data tokens), alone; with
@@ -154,6 +158,13 @@ struct Benchmark: AsyncParsableCommand {
                     Format.table(
                         try await UserStyle.compare(
                             notification, via: via, count: count, rounds: rounds, inFlight: streams)))
+                return
+            }
+            if only == "actors" {
+                // The same bulk send read from the main actor and from nonisolated code.
+                print(
+                    Format.table(
+                        try await Isolation.compare(notification, via: connector, count: count, rounds: rounds)))
                 return
             }
             if only == "far" {
@@ -484,15 +495,14 @@ struct DroppingLogHandler: LogHandler {
     func log(event: LogEvent) {}
 }
 
-/// The entry point: a synchronous `main` that runs the command on a detached task (not on the main
-/// actor, whose thread waits) and waits for it. Debian 12's valgrind (3.19) crashes on a Swift
-/// `async` main, and `valgrind --tool=callgrind` is how this benchmark's instruction counts are
-/// taken (Benchmarks/callgrind.sh); a synchronous main that waits on a semaphore runs under it.
-/// The main thread is not a concurrency thread, so blocking it costs nothing.
+/// The entry point: a synchronous `main` that runs the command on a detached task and gives the
+/// main thread to the main run loop, which runs the main queue, so main-actor code runs as in any
+/// program (the `actors` rows need it). Debian 12's valgrind (3.19) crashes on a Swift `async` main
+/// and on `dispatchMain()`, and `valgrind --tool=callgrind` is how this benchmark's instruction
+/// counts are taken (Benchmarks/callgrind.sh); a synchronous main in the run loop runs under it.
 @main
 enum BenchmarkMain {
     static func main() {
-        let done = DispatchSemaphore(value: 0)
         Task.detached {
             do {
                 var command = try Benchmark.parseAsRoot()
@@ -504,8 +514,8 @@ enum BenchmarkMain {
             } catch {
                 Benchmark.exit(withError: error)
             }
-            done.signal()
+            Benchmark.exit()
         }
-        done.wait()
+        while true { RunLoop.main.run() }
     }
 }

@@ -2,6 +2,7 @@ import APNs
 import APNsMockServer
 import APNsTesting
 import Foundation
+import Synchronization
 import Testing
 
 @Suite struct BulkSendTests {
@@ -366,5 +367,60 @@ import Testing
         #expect(summary.accepted == 7 && summary.rejected == 3 && summary.failed == 0 && !summary.cancelled)
         #expect(summary.description == "7 accepted, 3 rejected, 0 failed (0 may have been delivered)")
         #expect(Set(seen) == Set(devices.map(\.token)) && seen.count == 10)
+    }
+
+    /// An actor whose executor counts the jobs enqueued on it: each time a task hops onto the
+    /// actor is one job.
+    actor CountingActor {
+        final class Executor: SerialExecutor {
+            let queue = DispatchQueue(label: "counting-actor")
+            let jobs = Mutex(0)
+            func enqueue(_ job: consuming ExecutorJob) {
+                jobs.withLock { $0 += 1 }
+                let job = UnownedJob(job)
+                queue.async { job.runSynchronously(on: self.asUnownedSerialExecutor()) }
+            }
+        }
+        let executor = Executor()
+        nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+        var accepted = 0
+
+        func sendEagerly(to devices: [Device], via connector: TokenConnector) async throws -> BulkSendSummary {
+            try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: devices) {
+                outcome in if outcome.isAccepted { accepted += 1 }
+            }
+        }
+
+        func iterate(_ devices: [Device], via connector: TokenConnector) async throws {
+            for try await outcome in try bulkSendOutcomes(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: devices)
+            where outcome.isAccepted {
+                accepted += 1
+            }
+        }
+    }
+
+    /// Outcomes read on an actor cost a hop per batch the transport delivers, not one per outcome:
+    /// the eager send runs on its caller's actor, where `onOutcome` was written, and a reader
+    /// waiting for outcomes is resumed on its actor directly.
+    @Test func outcomesReadOnAnActorDoNotHopPerOutcome() async throws {
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let devices = Self.devices(2000)
+            let actor = CountingActor()
+            let before = actor.executor.jobs.withLock { $0 }
+            let summary = try await actor.sendEagerly(to: devices, via: connector)
+            let eager = actor.executor.jobs.withLock { $0 } - before
+            #expect(summary.accepted == devices.count)
+            #expect(await actor.accepted == devices.count)
+            // One job per outcome (at least 2,000) when each onOutcome hopped onto the actor.
+            #expect(eager < devices.count / 2, "\(eager) jobs on the actor for \(devices.count) outcomes")
+
+            let beforeReading = actor.executor.jobs.withLock { $0 }
+            try await actor.iterate(devices, via: connector)
+            let reading = actor.executor.jobs.withLock { $0 } - beforeReading
+            #expect(await actor.accepted == 2 * devices.count)
+            #expect(reading < devices.count / 2, "\(reading) jobs on the actor for \(devices.count) outcomes")
+        }
     }
 }

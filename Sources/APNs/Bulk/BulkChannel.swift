@@ -230,7 +230,8 @@ final class BulkChannel<Element: Sendable>: Sendable {
     }
 
     /// The next outcome, or nil once everything started was read (or the channel was closed).
-    func receive() async -> Element? {
+    /// Waits on the caller's actor (`isolation`), so the wake-up resumes the consumer there.
+    func receive(isolation: isolated (any Actor)? = #isolation) async -> Element? {
         func attempt(_ state: inout State, continuation: UnsafeContinuation<Element?, Never>?) -> ReceiveAction {
             if let item = state.popFirst() {
                 state.taken -= 1
@@ -247,7 +248,8 @@ final class BulkChannel<Element: Sendable>: Sendable {
         case .end:
             return nil
         case .wait:
-            return await withUnsafeContinuation { (continuation: UnsafeContinuation<Element?, Never>) in
+            return await withUnsafeContinuation(isolation: isolation) {
+                (continuation: UnsafeContinuation<Element?, Never>) in
                 switch state.withLock({ attempt(&$0, continuation: continuation) }) {
                 case .item(let item, let producer):
                     continuation.resume(returning: item)

@@ -28,6 +28,9 @@
 ///   - timeout: Each device's deadline, counted from when its request is started, retries
 ///     included; nil uses the connector's `TransportConfiguration.requestTimeout`.
 ///   - retry: When a device's send tries again on its own (``RetryPolicy``); none by default.
+///   - isolation: Where the outcomes are read and `onOutcome` runs: by default the caller's actor,
+///     so an `onOutcome` written in main-actor or actor code uses that actor's state and costs no
+///     hop per outcome (<doc:BulkSends>).
 ///   - onOutcome: Called once per device, in the order answers arrive.
 /// - Returns: The outcomes, counted.
 /// - Throws: ``APNsError/validation(_:)`` before anything is sent if the notification or an
@@ -37,14 +40,15 @@
 public func send<Notification: TokenDeliverable, Via: Connector, Devices: Sequence & Sendable>(
     _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil,
     timeout: Duration? = nil,
-    retry: RetryPolicy = .none, onOutcome: (BulkOutcome) async -> Void = { _ in }
+    retry: RetryPolicy = .none, isolation: isolated (any Actor)? = #isolation,
+    onOutcome: (BulkOutcome) async -> Void = { _ in }
 ) async throws(APNsError) -> BulkSendSummary
 where Via.Authentication == TokenAuthentication, Devices.Element == Device {
     await BulkSendResults.drain(
         try BulkSendResults(
             notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight,
             timeout: timeout, retry: retry),
-        into: onOutcome)
+        isolation: isolation, into: onOutcome)
 }
 
 /// Sends one notification to many devices through a certificate connector; see the token variant.
@@ -56,14 +60,15 @@ where Via.Authentication == TokenAuthentication, Devices.Element == Device {
 public func send<Notification: CertificateDeliverable, Via: Connector, Devices: Sequence & Sendable>(
     _ notification: Notification, via connector: Via, to devices: Devices, maximumInFlight: Int? = nil,
     timeout: Duration? = nil,
-    retry: RetryPolicy = .none, onOutcome: (BulkOutcome) async -> Void = { _ in }
+    retry: RetryPolicy = .none, isolation: isolated (any Actor)? = #isolation,
+    onOutcome: (BulkOutcome) async -> Void = { _ in }
 ) async throws(APNsError) -> BulkSendSummary
 where Via.Authentication == CertificateAuthentication, Devices.Element == Device {
     await BulkSendResults.drain(
         try BulkSendResults(
             notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight,
             timeout: timeout, retry: retry),
-        into: onOutcome)
+        isolation: isolation, into: onOutcome)
 }
 
 /// Sends one notification to many devices through a connector chosen at run time; the push
@@ -71,13 +76,14 @@ where Via.Authentication == CertificateAuthentication, Devices.Element == Device
 @discardableResult
 public func send<Notification: PushNotification, Devices: Sequence & Sendable>(
     _ notification: Notification, via connector: AnyConnector, to devices: Devices, maximumInFlight: Int? = nil,
-    timeout: Duration? = nil, retry: RetryPolicy = .none, onOutcome: (BulkOutcome) async -> Void = { _ in }
+    timeout: Duration? = nil, retry: RetryPolicy = .none, isolation: isolated (any Actor)? = #isolation,
+    onOutcome: (BulkOutcome) async -> Void = { _ in }
 ) async throws(APNsError) -> BulkSendSummary where Devices.Element == Device {
     await BulkSendResults.drain(
         try BulkSendResults(
             notification: notification, connector: connector, devices: devices, maximumInFlight: maximumInFlight,
             timeout: timeout, retry: retry),
-        into: onOutcome)
+        isolation: isolation, into: onOutcome)
 }
 
 /// The outcomes of sending one notification to many devices through a token connector, as an

@@ -111,13 +111,17 @@ public struct BulkSendResults: AsyncSequence, Sendable {
     }
 
     /// Reads every outcome of `results` into `onOutcome` and counts them: the eager bulk send.
-
-    static func drain(_ results: BulkSendResults, into onOutcome: (BulkOutcome) async -> Void) async -> BulkSendSummary
-    {
+    ///
+    /// Runs on the caller's actor (`isolation`), as `onOutcome` does when the caller wrote it there:
+    /// calling it is then no hop at all, and waiting for the next outcomes is one hop per batch the
+    /// transport delivers, not two per outcome (to the actor and back).
+    static func drain(
+        _ results: BulkSendResults, isolation: isolated (any Actor)?, into onOutcome: (BulkOutcome) async -> Void
+    ) async -> BulkSendSummary {
         var summary = BulkSendSummary()
         var iterator = results.makeAsyncIterator()
         // A fresh value's first iterator never throws; a second iteration is the only failure.
-        while let outcome = try? await iterator.next() {
+        while let outcome = try? await iterator.next(isolation: isolation) {
             summary.count(outcome)
             await onOutcome(outcome)
         }
@@ -165,20 +169,23 @@ public struct BulkSendResults: AsyncSequence, Sendable {
             return try await Iterator.receive(from: channel, producer: producer)
         }
 
-        /// The next outcome, or nil when every device has one (or the send was cancelled).
+        /// The next outcome, or nil when every device has one (or the send was cancelled); a
+        /// `for try await` loop calls this one, with its own actor. When no outcome is waiting, the
+        /// reader waits on that actor too: the transport's next batch resumes it there directly.
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(APNsError) -> BulkOutcome? {
             if let channel, !Task.isCancelled, let finished = channel.receiveIfReady() {
                 return Iterator.outcome(finished, producer: producer)
             }
-            return try await Iterator.receive(from: channel, producer: producer)
+            return try await Iterator.receive(from: channel, producer: producer, isolation: actor)
         }
 
         private static func receive(
-            from channel: BulkChannel<DeviceResult>?, producer: Producer?
+            from channel: BulkChannel<DeviceResult>?, producer: Producer?,
+            isolation actor: isolated (any Actor)? = nil
         ) async throws(APNsError) -> BulkOutcome? {
             guard let channel else { throw .bulkResultsAlreadyIterated }
             let finished = await withTaskCancellationHandler {
-                await channel.receive()
+                await channel.receive(isolation: actor)
             } onCancel: { [producer] in
                 producer?.cancel()
             }
