@@ -36,6 +36,12 @@ struct Benchmark: AsyncParsableCommand {
     @Flag(name: .customLong("serve"), help: .hidden) var serve = false
     @Option(name: .customLong("serve-delay"), help: .hidden) var serveDelay = 0
     @Flag(name: .customLong("serve-nio"), help: .hidden) var serveNIO = false
+    @Flag(
+        name: .customLong("far-server-statistics"),
+        help:
+            "With --far-server nio: the server prints, each second, the requests it holds, how late its answers leave and how long a stream it answered stays empty before the next request arrives."
+    )
+    var farServerStatistics = false
     @Option(
         name: .customLong("rtts"),
         help: "Round-trip times in ms for the far-from-APNs table, comma-separated (empty skips it).")
@@ -75,7 +81,7 @@ struct Benchmark: AsyncParsableCommand {
             return try await NIODelayServer.serve(
                 delayMilliseconds: serveDelay,
                 streams: farStreams.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-                    .max() ?? 1_000)
+                    .max() ?? 1_000, statistics: farServerStatistics)
         }
         if serve {
             return try await MockServerProcess.serve(
@@ -466,7 +472,10 @@ extension Benchmark {
             }
             launch = { try NginxDelayServer.launch(nginx, delayMilliseconds: $0, streams: streams.max() ?? 1_000) }
         case "nio":
-            launch = { try NIODelayServer.launch(delayMilliseconds: $0, streams: streams.max() ?? 1_000) }
+            launch = {
+                try NIODelayServer.launch(
+                    delayMilliseconds: $0, streams: streams.max() ?? 1_000, statistics: farServerStatistics)
+            }
         default: throw ValidationError("--far-server is mock, nginx or nio")
         }
         let points = try await FarFromAPNs.measure(

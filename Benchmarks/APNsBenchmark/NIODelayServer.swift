@@ -5,6 +5,7 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// A third delayed server for the far-from-APNs table: SwiftNIO's HTTP/2 server as it comes
 /// (swift-nio-http2's own flow control, window updates and frame batching), answering every
@@ -16,14 +17,16 @@ import NIOSSL
 /// own, as nginx has.
 enum NIODelayServer {
     /// Starts the child: it prints `port <n> ca <path>` once it listens.
-    static func launch(delayMilliseconds: Int, streams: Int) throws -> MockServerProcess {
+    /// With `statistics`, it prints ``Statistics`` to standard error each second.
+    static func launch(delayMilliseconds: Int, streams: Int, statistics: Bool) throws -> MockServerProcess {
         try MockServerProcess.child(
-            ["--serve-nio", "--serve-delay", String(delayMilliseconds), "--far-streams", String(streams)],
+            ["--serve-nio", "--serve-delay", String(delayMilliseconds), "--far-streams", String(streams)]
+                + (statistics ? ["--far-server-statistics"] : []),
             what: "the SwiftNIO server")
     }
 
-    /// Serves until killed (the child's side of ``launch(delayMilliseconds:streams:)``).
-    static func serve(delayMilliseconds: Int, streams: Int) async throws {
+    /// Serves until killed (the child's side of ``launch(delayMilliseconds:streams:statistics:)``).
+    static func serve(delayMilliseconds: Int, streams: Int, statistics: Bool) async throws {
         let authority = try MockCertificateAuthority(name: "swift-apns benchmark CA")
         let certificate = try authority.issueServerCertificate()
         var tls = TLSConfiguration.makeServerConfiguration(
@@ -69,7 +72,10 @@ enum NIODelayServer {
         ).path
         try Data(authority.certificatePEM.utf8).write(to: URL(fileURLWithPath: caPath))
         FileHandle.standardOutput.write(Data("port \(channel.localAddress?.port ?? 0) ca \(caPath)\n".utf8))
-        while true { try await Task.sleep(for: .seconds(3600)) }
+        while true {
+            try await Task.sleep(for: .seconds(1))
+            if statistics { Statistics.shared.report() }
+        }
     }
 
     /// Answers a stream's request `delay` after its end arrived: `:status 200`, no body.
@@ -88,6 +94,8 @@ enum NIODelayServer {
             default: ended = false
             }
             guard ended else { return }
+            let arrival = NIODeadline.now()
+            Statistics.shared.arrived(arrival)
             let answer = HTTP2Frame.FramePayload.headers(
                 .init(headers: HPACKHeaders([(":status", "200")]), endStream: true))
             guard delay > .zero else {
@@ -97,8 +105,98 @@ enum NIODelayServer {
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             context.eventLoop.scheduleTask(in: delay) {
                 let (handler, context) = bound.value
+                Statistics.shared.answered(NIODeadline.now(), due: arrival + handler.delay)
                 context.writeAndFlush(handler.wrapOutboundOut(answer), promise: nil)
             }
+        }
+    }
+
+    /// What the server sees of a client, reported each second: requests received a second; the
+    /// requests it holds on average (received, not yet answered: rate × delay when the client
+    /// keeps every stream busy); how late the answers leave after their due time; and the slot
+    /// gap, from an answer leaving to the next request arriving, paired first in first out — how
+    /// long a stream the server answered stays empty, client and both directions of the
+    /// connection included.
+    final class Statistics: Sendable {
+        static let shared = Statistics()
+        struct State {
+            var held = 0
+            var last: NIODeadline = .now()
+            var heldSeconds = 0.0
+            var since: NIODeadline = .now()
+            var arrivals = 0
+            var answered = 0
+            var lateness = 0.0
+            var latest = 0.0
+            /// When answers left that no request has filled yet, oldest first.
+            var freed: [NIODeadline] = []
+            var freedHead = 0
+            var gaps: [Double] = []
+
+            init() {}
+
+            /// A new second's counts; what is held and what waits to be filled carry over.
+            init(freed: [NIODeadline], freedHead: Int, held: Int, now: NIODeadline) {
+                self.freed = freed
+                self.freedHead = freedHead
+                self.held = held
+                last = now
+                since = now
+            }
+
+            mutating func advance(to now: NIODeadline) {
+                heldSeconds += Double(held) * Double((now - last).nanoseconds) / 1e9
+                last = now
+            }
+        }
+        let state = Mutex(State())
+
+        func arrived(_ now: NIODeadline) {
+            state.withLock { state in
+                state.advance(to: now)
+                state.held += 1
+                state.arrivals += 1
+                guard state.freedHead < state.freed.count else { return }
+                state.gaps.append(Double((now - state.freed[state.freedHead]).nanoseconds) / 1e6)
+                state.freedHead += 1
+                if state.freedHead > 4096 {
+                    state.freed.removeFirst(state.freedHead)
+                    state.freedHead = 0
+                }
+            }
+        }
+
+        func answered(_ now: NIODeadline, due: NIODeadline) {
+            state.withLock { state in
+                state.advance(to: now)
+                state.held -= 1
+                state.answered += 1
+                state.freed.append(now)
+                let late = Double((now - due).nanoseconds) / 1e6
+                state.lateness += late
+                state.latest = max(state.latest, late)
+            }
+        }
+
+        func report() {
+            let line = state.withLock { state -> String? in
+                let now = NIODeadline.now()
+                state.advance(to: now)
+                let seconds = Double((now - state.since).nanoseconds) / 1e9
+                defer { state = State(freed: state.freed, freedHead: state.freedHead, held: state.held, now: now) }
+                guard state.answered > 0, seconds > 0 else { return nil }
+                let gaps = state.gaps.sorted()
+                func at(_ fraction: Double) -> Double {
+                    gaps.isEmpty ? 0 : gaps[min(gaps.count - 1, Int(fraction * Double(gaps.count)))]
+                }
+                let mean = gaps.isEmpty ? 0 : gaps.reduce(0, +) / Double(gaps.count)
+                return String(
+                    format:
+                        "nio server: %.0f requests/s, %.0f held, answers late by %.2f ms (at most %.1f); slot gap mean %.2f, p10 %.2f, p50 %.2f, p90 %.2f ms\n",
+                    Double(state.arrivals) / seconds, state.heldSeconds / seconds,
+                    state.lateness / Double(state.answered), state.latest, mean, at(0.1), at(0.5), at(0.9))
+            }
+            if let line { FileHandle.standardError.write(Data(line.utf8)) }
         }
     }
 }
