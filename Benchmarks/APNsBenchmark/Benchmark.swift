@@ -53,6 +53,10 @@ struct Benchmark: AsyncParsableCommand {
     @Option(name: .customLong("far-count"), help: "Pushes per point of the far-from-APNs table, at most.")
     var farCount = 30_000
     @Option(
+        name: .customLong("far-rounds"),
+        help: "Rounds each point of the far-from-APNs table is split into, each against its own zero-delay run.")
+    var farRounds = 3
+    @Option(
         name: .customLong("far-server"),
         help:
             "The delayed server of the far-from-APNs table: mock (the mock APNs, the default), nginx (nginx with its echo module, which answers a burst of 1,000 on time where the mock cannot) or nio (SwiftNIO's HTTP/2 server as it comes, answering on a schedule and checking nothing)."
@@ -480,7 +484,7 @@ extension Benchmark {
         }
         let points = try await FarFromAPNs.measure(
             notification, key: key, rtts: rtts, connections: list(farConnections), streams: streams, pushes: farCount,
-            request: request, token: token, h2load: skipH2load ? nil : H2Load.find(), launch: launch)
+            rounds: farRounds, request: request, token: token, h2load: skipH2load ? nil : H2Load.find(), launch: launch)
         return [
             (
                 "far from APNs: the delayed server",
