@@ -12,6 +12,8 @@ struct MockServerProcess {
     /// What ``stop()`` sends: SIGKILL for the mock (see there); nginx's master needs SIGTERM to
     /// take its worker with it.
     var stopSignal = SIGKILL
+    /// Files and folders made for this server, removed by ``stop()``.
+    var leftovers: [String] = []
 
     /// Starts the child; with `delayMilliseconds`, it answers each request that long after it arrived
     /// (a round trip to a server far away).
@@ -23,11 +25,13 @@ struct MockServerProcess {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let keyFile = folder.appendingPathComponent("key.json")
         try writeKey(key, to: keyFile.path)
-        return try child(
+        var server = try child(
             [
                 "--serve", "--key-file", keyFile.path, "--server-threads", String(threads),
                 "--serve-delay", String(delayMilliseconds),
             ], what: "the mock server")
+        server.leftovers = [folder.path]  // the key and the CA the child wrote beside it
+        return server
     }
 
     /// This executable re-run with `arguments` as a server: its first line is `port <n> ca <path>`.
@@ -85,6 +89,7 @@ struct MockServerProcess {
         guard let process else { return }
         kill(process.processIdentifier, stopSignal)
         process.waitUntilExit()
+        for path in leftovers { try? FileManager.default.removeItem(atPath: path) }
     }
 
     /// A signing key as the server and the client share it: a JSON array of its four fields.
@@ -138,6 +143,7 @@ enum H2Load {
         let body = FileManager.default.temporaryDirectory.appendingPathComponent(
             "apns-bench-body-\(UUID().uuidString.prefix(8)).json")
         try Data(request.body).write(to: body)
+        defer { try? FileManager.default.removeItem(at: body) }
         var arguments = [
             "-n", String(count), "-c", "1", "-t", "1", "-m", String(streams), "-d", body.path, "-H",
             "authorization: bearer \(token)",

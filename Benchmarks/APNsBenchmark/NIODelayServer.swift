@@ -19,10 +19,12 @@ enum NIODelayServer {
     /// Starts the child: it prints `port <n> ca <path>` once it listens.
     /// With `statistics`, it prints ``Statistics`` to standard error each second.
     static func launch(delayMilliseconds: Int, streams: Int, statistics: Bool) throws -> MockServerProcess {
-        try MockServerProcess.child(
+        var server = try MockServerProcess.child(
             ["--serve-nio", "--serve-delay", String(delayMilliseconds), "--far-streams", String(streams)]
                 + (statistics ? ["--far-server-statistics"] : []),
             what: "the SwiftNIO server")
+        server.leftovers = [server.caPath]
+        return server
     }
 
     /// Serves until killed (the child's side of ``launch(delayMilliseconds:streams:statistics:)``).

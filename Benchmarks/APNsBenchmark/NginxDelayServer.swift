@@ -74,7 +74,8 @@ enum NginxDelayServer {
         // Listening when a connection is accepted.
         for _ in 0..<100 {
             if canConnect(port: port) {
-                return MockServerProcess(process: process, port: port, caPath: caPath, stopSignal: SIGTERM)
+                return MockServerProcess(
+                    process: process, port: port, caPath: caPath, stopSignal: SIGTERM, leftovers: [folder.path])
             }
             usleep(50_000)
         }
