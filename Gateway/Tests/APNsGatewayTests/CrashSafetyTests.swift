@@ -2,6 +2,7 @@ import APNs
 import APNsGateway
 import APNsMockServer
 import Foundation
+import Synchronization
 import Testing
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -35,11 +36,16 @@ import Testing
 
     /// A running `apns-gateway serve` and its address.
     final class Gateway: @unchecked Sendable {
-        // @unchecked: `process` is only touched by the test that made it, one call at a time.
+        // @unchecked: `process` is only touched by the test that made it, one call at a time;
+        // `output` is behind its mutex.
         let process = Process()
         let address: String
         /// Run as PID 1 of its own process namespace, under `unshare`.
         let asPID1: Bool
+        /// What the gateway logged so far, and the waits for a line to come.
+        private let output = LogOutput()
+        /// Left when the log has reached its file whole (the gateway closed its end).
+        private let logWritten = DispatchGroup()
 
         init(arguments: [String], environment: [String: String] = [:], log: URL, asPID1: Bool = false) throws {
             self.asPID1 = asPID1
@@ -56,8 +62,25 @@ import Testing
             }
             let out = Pipe()
             process.standardOutput = out
+            // The log goes to `log` and, line by line, to the waits of ``logged(count:_:)``: a
+            // test awaits what the gateway does on its own schedule instead of polling for it.
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-            process.standardError = try FileHandle(forWritingTo: log)
+            let file = try FileHandle(forWritingTo: log)
+            let errors = Pipe()
+            process.standardError = errors
+            logWritten.enter()
+            errors.fileHandleForReading.readabilityHandler = { [output, logWritten] handle in
+                let chunk = handle.availableData
+                guard !chunk.isEmpty else {
+                    handle.readabilityHandler = nil
+                    try? file.close()
+                    logWritten.leave()
+                    output.lines.withLock { $0.finish() }.forEach { $0.resume(returning: false) }
+                    return
+                }
+                file.write(chunk)
+                output.lines.withLock { $0.append(chunk) }.forEach { $0.resume(returning: true) }
+            }
             try process.run()
             // The first line is `listening HOST:PORT`.
             var line = Data()
@@ -81,16 +104,92 @@ import Testing
             }
         }
 
+        /// Returns true once the gateway has logged `count` lines that `matches` accepts (counting
+        /// from its start), false if it stops logging first or `limit` passes.
+        func logged(
+            count: Int = 1, within limit: Duration = .seconds(60), _ matches: @escaping @Sendable (Substring) -> Bool
+        ) async -> Bool {
+            let id = UUID()
+            let deadline = Task { [output] in
+                try await Task.sleep(for: limit)
+                output.lines.withLock { $0.cancel(id) }?.resume(returning: false)
+            }
+            defer { deadline.cancel() }
+            return await withCheckedContinuation { continuation in
+                let now = output.lines.withLock {
+                    $0.wait(id, count: count, matches: matches, continuation: continuation)
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        }
+
         func kill9() {
             send(SIGKILL)
             process.waitUntilExit()
+            logWritten.wait()  // the log file is whole for the test to read
         }
 
         func terminate() -> Int32 {
             send(SIGTERM)  // graceful shutdown
             process.waitUntilExit()
+            logWritten.wait()
             return process.terminationStatus
         }
+    }
+
+    /// A gateway's log, shared with the handler that reads it.
+    final class LogOutput: Sendable {
+        let lines = Mutex(LogLines())
+    }
+
+    /// The lines a gateway logged and the tests waiting for some of them.
+    struct LogLines {
+        struct Wait {
+            let count: Int
+            let matches: @Sendable (Substring) -> Bool
+            let continuation: CheckedContinuation<Bool, Never>
+        }
+        private var partial = ""
+        private var complete: [String] = []
+        private var waits: [UUID: Wait] = [:]
+        private var finished = false
+
+        /// A chunk of the log; the waits it completes, to resume with true.
+        mutating func append(_ chunk: Data) -> [CheckedContinuation<Bool, Never>] {
+            partial += String(decoding: chunk, as: UTF8.self)
+            while let newline = partial.firstIndex(of: "\n") {
+                complete.append(String(partial[..<newline]))
+                partial = String(partial[partial.index(after: newline)...])
+            }
+            let done = waits.filter { isMet($0.value) }
+            for id in done.keys { waits[id] = nil }
+            return done.values.map(\.continuation)
+        }
+
+        /// The log ended: every wait left, to resume with false.
+        mutating func finish() -> [CheckedContinuation<Bool, Never>] {
+            finished = true
+            defer { waits = [:] }
+            return waits.values.map(\.continuation)
+        }
+
+        /// Registers a wait; returns its answer at once when there is one.
+        mutating func wait(
+            _ id: UUID, count: Int, matches: @escaping @Sendable (Substring) -> Bool,
+            continuation: CheckedContinuation<Bool, Never>
+        ) -> Bool? {
+            let wait = Wait(count: count, matches: matches, continuation: continuation)
+            if isMet(wait) { return true }
+            if finished { return false }
+            waits[id] = wait
+            return nil
+        }
+
+        mutating func cancel(_ id: UUID) -> CheckedContinuation<Bool, Never>? {
+            waits.removeValue(forKey: id)?.continuation
+        }
+
+        private func isMet(_ wait: Wait) -> Bool { complete.count { wait.matches($0[...]) } >= wait.count }
     }
 
     static func post(_ body: String, to address: String, key: String) async throws -> Int {

@@ -196,34 +196,27 @@ import Testing
                 #"{"push-type":"alert","bundle-id":"\#(app)","alert":"Hi"\#(field),"devices":["\#(String(format: "%064x", device))"]}"#,
                 to: gateway.address, key: apiKey)
         }
-        func drained() async throws {
-            let by = ContinuousClock.now + .seconds(30)
-            while try await queue.store.queueDepth() > 0, ContinuousClock.now < by {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+        /// Returns once the gateway has logged APNs accepting `count` pushes since it started
+        /// (each peer records a request before it answers): what the gateway does on its own
+        /// schedule is awaited, not polled.
+        func accepted(_ count: Int) async {
+            #expect(
+                await gateway.logged(count: count) { $0.contains("APNs accepted the push") },
+                "the gateway never logged \(count) accepted pushes")
         }
         /// Returns once the gateway has logged reading a change of the credentials (`change`, as
-        /// its log line's metadata shows it): what it does on its own schedule is awaited, not
-        /// slept through.
+        /// its log line's metadata shows it).
         func readByTheGateway(_ change: String) async throws {
-            let by = ContinuousClock.now + .seconds(60)
-            while ContinuousClock.now < by {
-                let logs = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-                if logs.split(separator: "\n").contains(where: {
-                    $0.contains("credentials changed") && $0.contains(change)
-                }) {
-                    return
-                }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            Issue.record("the gateway never logged \(change)")
+            #expect(
+                await gateway.logged { $0.contains("credentials changed") && $0.contains(change) },
+                "the gateway never logged \(change)")
         }
         #expect(try await post("com.example.a", device: 1) == 202)
         #expect(try await post("com.example.b", device: 2) == 202)
         #expect(try await post("com.example.c", device: 3) == 202)
         // A credential for sandbox alone refuses production before anything is queued.
         #expect(try await post("com.example.a", device: 4, environment: "production") == 403)
-        try await drained()
+        await accepted(3)
 
         // Each peer got its own app's push alone, signed by its own team (the strict mock answers
         // 403 to any other), or over the certificate.
@@ -250,7 +243,7 @@ import Testing
         #expect(rotated == 0, "\(output)")
         try await readByTheGateway("rotated=team-a")
         #expect(try await post("com.example.a", device: 5) == 202)
-        try await drained()
+        await accepted(4)
         let kids = peerA.requests.map { request -> String in
             if case .token(_, let keyID, _) = request.authentication { return keyID }
             return "none"
