@@ -68,11 +68,12 @@ while [ $# -gt 0 ]; do
 done
 # The tests, through SwiftPM or (--direct) straight from the binary, which takes Swift Testing's
 # own options (--filter, --skip, --no-parallel) as `swift test` passes them on.
+# Each under Scripts/watchdog.sh: a test that hangs ends its run with every thread's stack.
 run_tests() {
   if [ -n "$direct" ]; then
-    "$direct" --testing-library swift-testing "$@"
+    bash Scripts/watchdog.sh "$direct" --testing-library swift-testing "$@"
   else
-    swift test "$@"
+    bash Scripts/watchdog.sh swift test "$@"
   fi
 }
 for tier in $tiers; do

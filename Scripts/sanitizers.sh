@@ -41,7 +41,7 @@ for one in ${@:-thread address}; do
   echo "== $one sanitizer: $suites (started at $((SECONDS)) s)"
   (
     status=0
-    "$work/$one.xctest" --testing-library swift-testing --no-parallel --filter "\\.($suites)\\b" \
+    bash Scripts/watchdog.sh "$work/$one.xctest" --testing-library swift-testing --no-parallel --filter "\\.($suites)\\b" \
       >"$work/$one.log" 2>&1 || status=$?
     echo "$status" >"$work/$one.status"
   ) &

@@ -18,7 +18,9 @@
 #   on exit, pass or fail, removes it if it created it, stops it if it started it, and leaves it
 #   running if it was already (Scripts/start-postgres.sh);
 # - every server a test starts (the mock APNs, proxies, the gateway) is on 127.0.0.1 and ends with
-#   its test.
+#   its test;
+# - a test run still going after 25 minutes is ended, with every thread's stack printed
+#   (Scripts/watchdog.sh).
 # It uninstalls no package and removes nothing it did not make.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +39,9 @@ url=$(APNS_GATEWAY_PG_STATE=$state bash Scripts/start-postgres.sh)
 # one at a time after the rest; side by side on two cores they made one another's sends time out.
 gateway_serial="\\.(DeliverySemanticsTests|LeaseTests|CrashSafetyTests|GatewayAPITests)\\b"
 export APNS_GATEWAY_POSTGRES_URL=$url
-bash Scripts/package.sh Gateway test --skip "$gateway_serial"
-bash Scripts/package.sh Gateway test --skip-build --no-parallel --filter "$gateway_serial"
-bash Scripts/package.sh VaporIntegration test
+# Each run under Scripts/watchdog.sh: a test that hangs ends its run with every thread's stack.
+bash Scripts/package.sh Gateway build --build-tests
+bash Scripts/watchdog.sh bash Scripts/package.sh Gateway test --skip-build --skip "$gateway_serial"
+bash Scripts/watchdog.sh bash Scripts/package.sh Gateway test --skip-build --no-parallel --filter "$gateway_serial"
+bash Scripts/package.sh VaporIntegration build --build-tests
+bash Scripts/watchdog.sh bash Scripts/package.sh VaporIntegration test --skip-build

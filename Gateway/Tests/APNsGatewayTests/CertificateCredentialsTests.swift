@@ -48,7 +48,7 @@ import Testing
         while try await queue.store.queueDepth() > 0, ContinuousClock.now < doneBy {
             try await Task.sleep(for: .milliseconds(50))
         }
-        #expect(gateway.terminate() == 0, "the gateway stops cleanly on SIGTERM")
+        #expect(await gateway.terminate() == 0, "the gateway stops cleanly on SIGTERM")
 
         // Sent with the certificate: the mock verified it and accepted all three.
         #expect(Set(server.requests.map { String($0.path.dropFirst("/3/device/".count)) }) == Set(tokens))

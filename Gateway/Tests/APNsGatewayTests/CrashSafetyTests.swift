@@ -36,16 +36,18 @@ import Testing
 
     /// A running `apns-gateway serve` and its address.
     final class Gateway: @unchecked Sendable {
-        // @unchecked: `process` is only touched by the test that made it, one call at a time;
-        // `output` is behind its mutex.
+        // @unchecked: `process` is configured and started in `init` and afterwards only signalled
+        // and read once it has exited (``exited``); `output` is behind its mutex.
         let process = Process()
         let address: String
         /// Run as PID 1 of its own process namespace, under `unshare`.
         let asPID1: Bool
         /// What the gateway logged so far, and the waits for a line to come.
         private let output = LogOutput()
-        /// Left when the log has reached its file whole (the gateway closed its end).
-        private let logWritten = DispatchGroup()
+        /// Happens when the process has exited.
+        private let exited = Event()
+        /// Happens when the log has reached its file whole (every writer of the pipe is gone).
+        private let logWritten = Event()
 
         init(arguments: [String], environment: [String: String] = [:], log: URL, asPID1: Bool = false) throws {
             self.asPID1 = asPID1
@@ -68,20 +70,27 @@ import Testing
             let file = try FileHandle(forWritingTo: log)
             let errors = Pipe()
             process.standardError = errors
-            logWritten.enter()
-            errors.fileHandleForReading.readabilityHandler = { [output, logWritten] handle in
-                let chunk = handle.availableData
-                guard !chunk.isEmpty else {
-                    handle.readabilityHandler = nil
-                    try? file.close()
-                    logWritten.leave()
-                    output.lines.withLock { $0.finish() }.forEach { $0.resume(returning: false) }
-                    return
-                }
-                file.write(chunk)
-                output.lines.withLock { $0.append(chunk) }.forEach { $0.resume(returning: true) }
-            }
+            process.terminationHandler = { [exited] _ in exited.signal() }
             try process.run()
+            // A thread of its own reads the log until its end: blocking reads, so the end is seen
+            // when the last writer goes (Foundation's `readabilityHandler` once missed it, and the
+            // test waited forever), and no Swift concurrency thread waits for the gateway.
+            // read(2) returns what has arrived; FileHandle's `read(upToCount:)` waits for the count.
+            let reader = errors.fileHandleForReading
+            Thread { [output, logWritten] in
+                var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+                while true {
+                    let count = buffer.withUnsafeMutableBytes { read(reader.fileDescriptor, $0.baseAddress, $0.count) }
+                    if count < 0, errno == EINTR { continue }
+                    guard count > 0 else { break }  // the end (or an error: nothing more will come)
+                    let chunk = Data(buffer[..<count])
+                    file.write(chunk)
+                    output.lines.withLock { $0.append(chunk) }.forEach { $0.resume(returning: true) }
+                }
+                try? file.close()
+                logWritten.signal()
+                output.lines.withLock { $0.finish() }.forEach { $0.resume(returning: false) }
+            }.start()
             // The first line is `listening HOST:PORT`.
             var line = Data()
             while let byte = try out.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
@@ -123,21 +132,48 @@ import Testing
             }
         }
 
-        func kill9() {
+        /// Kills the gateway with SIGKILL; returns once it has exited and its log file is whole.
+        func kill9() async {
             send(SIGKILL)
-            process.waitUntilExit()
-            logWritten.wait()  // the log file is whole for the test to read
+            await exited.wait()
+            await logWritten.wait()  // the log file is whole for the test to read
         }
 
-        func terminate() -> Int32 {
-            send(SIGTERM)  // graceful shutdown
-            process.waitUntilExit()
-            logWritten.wait()
+        /// Asks the gateway to shut down (SIGTERM); returns its exit status once it has exited and
+        /// its log file is whole.
+        func terminate() async -> Int32 {
+            send(SIGTERM)
+            await exited.wait()
+            await logWritten.wait()
             return process.terminationStatus
         }
     }
 
-    /// A gateway's log, shared with the handler that reads it.
+    /// Something that happens once, awaited without holding a thread.
+    final class Event: Sendable {
+        private let state = Mutex<(happened: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+        func signal() {
+            let waiters = state.withLock { state in
+                state.happened = true
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            waiters.forEach { $0.resume() }
+        }
+
+        func wait() async {
+            await withCheckedContinuation { continuation in
+                let happened = state.withLock { state in
+                    if !state.happened { state.waiters.append(continuation) }
+                    return state.happened
+                }
+                if happened { continuation.resume() }
+            }
+        }
+    }
+
+    /// A gateway's log, shared with the thread that reads it.
     final class LogOutput: Sendable {
         let lines = Mutex(LogLines())
     }
@@ -292,7 +328,7 @@ import Testing
                 if (300...700).contains(sent % 1_000) { break }
                 try await Task.sleep(for: .milliseconds(20))
             }
-            gateway.kill9()
+            await gateway.kill9()
             let killed = (server.requests.count, try await store.queueDepth())
             // Mid-run (on a very busy machine the 90 s may pass first).
             #expect(killed.1 > 0, "the kill came after everything was sent: the test proves nothing")
@@ -309,7 +345,7 @@ import Testing
         while try await store.queueDepth() > 0, ContinuousClock.now < doneBy {
             try await Task.sleep(for: .milliseconds(100))
         }
-        #expect(third.terminate() == 0, "the restarted gateway stops cleanly on SIGTERM")
+        #expect(await third.terminate() == 0, "the restarted gateway stops cleanly on SIGTERM")
 
         #expect(try await store.queueDepth() == 0)
         var perToken: [String: Int] = [:]
@@ -395,7 +431,7 @@ import Testing
         #expect(try await Self.post(body, to: first.address, key: apiKey) == 202)
         let killAt = ContinuousClock.now + .seconds(60)
         while server.requests.count < 300, ContinuousClock.now < killAt { try await Task.sleep(for: .milliseconds(20)) }
-        first.kill9()
+        await first.kill9()
         let claimed = try await queue.rows("SELECT token FROM deliveries WHERE state = 'claimed'").count
         #expect(claimed > 0, "the kill left no claims behind: the test proves nothing")
         let sentBeforeRestart = server.requests.count
@@ -416,7 +452,7 @@ import Testing
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(try await queue.store.queueDepth() == 0)
-        #expect(second.terminate() == 0, "the restarted gateway ran, and stops cleanly on SIGTERM")
+        #expect(await second.terminate() == 0, "the restarted gateway ran, and stops cleanly on SIGTERM")
         let logs = try ["first.log", "second.log"].map {
             try String(contentsOf: folder.appendingPathComponent($0), encoding: .utf8)
         }

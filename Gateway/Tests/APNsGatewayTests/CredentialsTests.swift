@@ -256,7 +256,7 @@ import Testing
         #expect(removed == 0 && removal.contains("no credential serves com.example.b now"), "\(removal)")
         try await readByTheGateway("removed=team-b")
         #expect(try await post("com.example.b", device: 6) == 403)
-        #expect(gateway.terminate() == 0)
+        #expect(await gateway.terminate() == 0)
 
         // No private key or password in the database file (with its WAL), a log line, or an answer.
         func lines(_ pem: String) -> [String] {
