@@ -56,8 +56,14 @@ enum Workload {
         var seconds = 0.0
         var cpuSeconds = 0.0
         var outcomes = 0
+        /// With a warmup (``Workload/run(_:via:devices:inFlight:warmup:)``): its pushes, and the
+        /// seconds from the send's start, first round trip included.
+        var warmupPushes = 0
+        var wholeSeconds = 0.0
 
         var rate: Double { seconds > 0 ? Double(pushes) / seconds : 0 }
+        /// The rate from the send's start, the first round trip included.
+        var wholeRate: Double { wholeSeconds > 0 ? Double(pushes + warmupPushes) / wholeSeconds : rate }
         var cpuPer100k: Double { pushes > 0 ? cpuSeconds / Double(pushes) * 100_000 : 0 }
 
         mutating func add(_ other: Result) {
@@ -65,6 +71,8 @@ enum Workload {
             seconds += other.seconds
             cpuSeconds += other.cpuSeconds
             outcomes += other.outcomes
+            warmupPushes += other.warmupPushes
+            wholeSeconds += other.wholeSeconds
         }
     }
 
@@ -77,19 +85,35 @@ enum Workload {
 
     /// A bulk send to `devices` devices; `inFlight` nil takes the bulk send's default (the
     /// connector's capacity and a reserve), as a user's call does.
+    ///
+    /// With `warmup`, that many more devices are sent first and the clocks start at the warmup-th
+    /// outcome, as the C loop's do (`libcurl_reference_run`): the rate is then the steady state's,
+    /// without the first round trip, in which no client can have an answer.
     static func run(
-        _ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, inFlight: Int?
+        _ notification: AlertNotification<Game>, via connector: TokenConnector, devices: Int, inFlight: Int?,
+        warmup: Int = 0
     ) async throws -> Result {
-        let cpuBefore = Usage.cpuSeconds()
-        let start = ContinuousClock.now
+        var cpuBefore = Usage.cpuSeconds()
+        let sendStart = ContinuousClock.now
+        var start = sendStart
+        var seen = 0
         let summary = try await send(
-            notification, via: connector, to: Devices(count: devices), maximumInFlight: inFlight)
-        let outcomes = summary.total
+            notification, via: connector, to: Devices(count: devices + warmup), maximumInFlight: inFlight
+        ) { _ in
+            seen += 1
+            if seen == warmup {
+                start = .now
+                cpuBefore = Usage.cpuSeconds()
+            }
+        }
+        let outcomes = summary.total - min(warmup, summary.total)
         let failures = summary.total - summary.accepted
-        let elapsed = (ContinuousClock.now - start).seconds
+        let end = ContinuousClock.now
         let cpu = Usage.cpuSeconds() - cpuBefore
         if failures > 0 { print("warning: \(failures) sends were not accepted") }
-        return Result(pushes: devices, seconds: elapsed, cpuSeconds: cpu, outcomes: outcomes)
+        return Result(
+            pushes: devices, seconds: (end - start).seconds, cpuSeconds: cpu, outcomes: outcomes,
+            warmupPushes: warmup, wholeSeconds: warmup > 0 ? (end - sendStart).seconds : 0)
     }
 
     /// The naive alternative to the bulk send, the one a reader compares it with: a task group that
