@@ -73,6 +73,23 @@ static inline CURLcode ccurl_easy_getinfo_pointer(CURL *easy, CURLINFO info, voi
 static inline CURLMcode ccurl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);
 }
+static inline CURLMcode ccurl_multi_setopt_pointer(CURLM *multi, CURLMoption option, void *value) {
+    return curl_multi_setopt(multi, option, value);
+}
+/// `CURLMOPT_SOCKETFUNCTION`: which sockets libcurl waits on, and for what.
+static inline CURLMcode ccurl_multi_setopt_socket(CURLM *multi, curl_socket_callback callback) {
+    return curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, callback);
+}
+/// Runs every transfer, as `curl_multi_perform` does, and tells the socket callback what each now
+/// waits for (deprecated for everyday use, which is why it is wrapped; this module is a system
+/// module, so the warning stays here).
+static inline CURLMcode ccurl_multi_socket_all(CURLM *multi, int *running) {
+    return curl_multi_socket_all(multi, running);
+}
+/// `CURLMOPT_TIMERFUNCTION`: when libcurl next wants to run what is due.
+static inline CURLMcode ccurl_multi_setopt_timer(CURLM *multi, curl_multi_timer_callback callback) {
+    return curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, callback);
+}
 static inline CURLcode ccurl_easy_getinfo_off_t(CURL *easy, CURLINFO info, curl_off_t *value) {
     return curl_easy_getinfo(easy, info, value);
 }

@@ -1,6 +1,6 @@
 internal import CCurl
 
-/// Gathers what the transport's loop writes in one pass of `curl_multi_perform` into few TCP
+/// Gathers what the transport's loop writes in one pass (libcurl's turn in it) into few TCP
 /// segments.
 ///
 /// libcurl 7.88 writes what each step of each transfer produced (a request's frames, a window
@@ -8,7 +8,7 @@ internal import CCurl
 /// segment that could wake the server, whose answers came back as many small segments too. How many
 /// segments a run made, and the client's kernel time with them, swung severalfold from one run to
 /// the next. The loop therefore corks its connections (`TCP_CORK`)
-/// for the length of `curl_multi_perform` and uncorks them straight after, which sends what the
+/// while libcurl runs in a pass and uncorks them straight after, which sends what the
 /// pass wrote in full segments. Every ``requestsPerFlush``-th request of a pass it uncorks and
 /// corks again, so the server starts on the first requests while the loop writes the rest: one cork
 /// over a whole pass held them all back and slowed the task-executor bulk send (Docs/Benchmarking.md,
@@ -18,7 +18,7 @@ internal import CCurl
 /// at the latest; the loop never sleeps with a connection corked.
 ///
 /// Thread safety: not `Sendable`. Each loop thread makes one with `install()`
-/// (``LoopThreadObject``), and only that thread reaches it: the loop around `curl_multi_perform`,
+/// (``LoopThreadObject``), and only that thread reaches it: the loop around libcurl's turn,
 /// and libcurl's pre-request callback (inside it) through `current`.
 final class CoalescedWrites: LoopThreadObject {
     /// Requests written between two flushes within a pass.

@@ -163,6 +163,7 @@ extension CurlMultiLoop {
         assertOnLoopThread()
         let port = localPort(of: socket)
         let wasOpen = openSockets.remove(socket) != nil
+        runEveryTransfer = true
         CoalescedWrites.current?.forget(socket)
         if wasOpen, openSockets.isEmpty { awaitingConnection = true }
         if wasOpen, observability.isEnabled {

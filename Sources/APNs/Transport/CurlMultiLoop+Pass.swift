@@ -16,7 +16,6 @@ extension CurlMultiLoop {
         // What a pass writes leaves in few TCP segments, not one per libcurl write.
         let writes = CoalescedWrites.install()
         defer { writes.uninstall() }
-        var running: Int32 = 0
         while true {
             var phase = Phase.running
             var ranJobs = true
@@ -56,13 +55,13 @@ extension CurlMultiLoop {
             sweepExpiredWaiting()
             startWaiting(on: multi)
             if !active.isEmpty { writes.begin(openSockets) }
-            curl_multi_perform(multi, &running)
+            runLibcurl(multi)
             writes.end()
             collectFinished(on: multi)
-            let afterPerform = ContinuousClock.now
-            sweepExpiredActive(on: multi, now: afterPerform)
-            trimIdleHandles(now: afterPerform)
-            if memoryTrim?.isDue(at: afterPerform) == true { trimFreedMemory() }
+            let afterLibcurl = ContinuousClock.now
+            sweepExpiredActive(on: multi, now: afterLibcurl)
+            trimIdleHandles(now: afterLibcurl)
+            if memoryTrim?.isDue(at: afterLibcurl) == true { trimFreedMemory() }
             startWaiting(on: multi)
             if warmURL != nil, case .running = phase { warmUpIfNeeded(on: multi) }
             if waitingHead < waiting.count { pollLimit = min(pollLimit, CurlMultiLoop.deadlineSweepInterval) }
@@ -81,30 +80,6 @@ extension CurlMultiLoop {
 
     /// Nothing waits in the queue and nothing in libcurl is unfinished: a drain can end.
     var isIdle: Bool { waitingHead == waiting.count && active.values.allSatisfy(\.isFinished) }
-
-    /// Sleeps in `curl_multi_poll` until libcurl's sockets, a wake-up or `limit`; while keeping
-    /// warm with nothing in flight, also until an idle connection's socket is readable.
-    func poll(_ multi: UnsafeMutableRawPointer, upTo limit: Duration, phase: Phase) {
-        assertOnLoopThread()
-        var limit = limit
-        let keepingWarm: Bool
-        if warmURL != nil, case .running = phase, warmUp == nil, active.isEmpty {
-            let now = ContinuousClock.now
-            let nextWarmUp = keepWarmSchedule.notBefore
-            if nextWarmUp > now { limit = min(limit, nextWarmUp - now) }  // the next attempt on time
-            keepingWarm = nextWarmUp <= now
-        } else {
-            keepingWarm = false
-        }
-        let milliseconds = Int32(clamping: max(1, limit.millisecondsRoundedUp))
-        guard keepingWarm, !openSockets.isEmpty else {
-            curl_multi_poll(multi, nil, 0, milliseconds, nil)
-            return
-        }
-        var watched = openSockets.map { curl_waitfd(fd: $0, events: Int16(CURL_WAIT_POLLIN), revents: 0) }
-        curl_multi_poll(multi, &watched, UInt32(watched.count), milliseconds, nil)
-        if watched.contains(where: { $0.revents != 0 }) { idleConnectionStirred = true }
-    }
 
     /// Fails everything left, releases libcurl, and tells whoever awaits the shutdown.
     func stop(on multi: UnsafeMutableRawPointer) {

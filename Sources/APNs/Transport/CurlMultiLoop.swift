@@ -4,11 +4,10 @@ import Logging
 
 /// The thread that owns one libcurl multi handle and every easy handle on it.
 ///
-/// Tasks hand it work through a locked inbox and wake it with `curl_multi_wakeup`; the thread adds
-/// easy handles, runs `curl_multi_perform`, resumes the continuations of finished transfers and
-/// sleeps in `curl_multi_poll`. No libcurl call happens anywhere else, except `curl_multi_wakeup`,
-/// which libcurl allows from any thread and which is only made under the inbox lock while the
-/// multi handle is known to be alive.
+/// Tasks hand it work through a locked inbox and wake it through a pipe (``WakePipe``); the thread
+/// adds easy handles, lets libcurl act on its ready sockets and due timers
+/// (`curl_multi_socket_action`, `+Sockets` says why not `curl_multi_perform`), resumes the
+/// continuations of finished transfers and sleeps in poll(2). No libcurl call happens anywhere else.
 ///
 /// Every transfer handed to it completes exactly once: with the response, or with a
 /// ``TransportError`` whose ``TransportError/delivery`` says whether the request may have reached a
@@ -19,9 +18,10 @@ import Logging
 /// Jobs wait in the same inbox as operations, in order. One the loop will no longer run (it is
 /// draining or stopped) goes to the global concurrent executor instead: no task is stranded.
 ///
-/// `@unchecked Sendable`: `multi`, `active`, `idle`, `waiting` and `handles` are touched only
-/// on the loop thread (after `init`, which runs before the thread starts, or, if the thread never
-/// started, by the one `shutdown` call that finds it so); shared state is in the `inbox` mutex.
+/// `@unchecked Sendable`: `multi`, `active`, `idle`, `waiting`, `handles` and the sockets libcurl
+/// watches are touched only on the loop thread (after `init`, which runs before the thread starts,
+/// or, if the thread never started, by the one `shutdown` call that finds it so); shared state is in
+/// the `inbox` mutex, and any thread may signal the wake-up pipe.
 /// Every function that must run on the loop thread says so with ``assertOnLoopThread()``, which
 /// debug builds (and so every test run) check.
 /// The loop-thread state on the send path is marked `@exclusivity(unchecked)`: one thread touches
@@ -30,10 +30,10 @@ import Logging
 /// instructions an access, on every push.
 ///
 /// The class is split by concern: this file holds its state and what other threads call; the
-/// loop's passes and queue (`+Pass`), easy handles (`+EasyHandles`), outcomes and the circuit
-/// breaker (`+Outcomes`), connections, stalls and GOAWAY (`+Connections`) and keep-warm
-/// (`+KeepWarm`) are extensions in their own files. Loop-thread state is internal only so those
-/// files can share it; nothing outside them touches it.
+/// loop's passes and queue (`+Pass`), libcurl's sockets and the sleep (`+Sockets`), easy handles
+/// (`+EasyHandles`), outcomes and the circuit breaker (`+Outcomes`), connections, stalls and GOAWAY
+/// (`+Connections`) and keep-warm (`+KeepWarm`) are extensions in their own files. Loop-thread
+/// state is internal only so those files can share it; nothing outside them touches it.
 final class CurlMultiLoop: @unchecked Sendable {
     struct Settings: Sendable {
         var connectTimeoutMilliseconds: Int
@@ -86,7 +86,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         /// Easy handles that exist (in libcurl or idle), for the soak's memory figures.
         var easyHandles = 0
         var circuitTrips = 0
-        /// The loop is (about to be) asleep in `curl_multi_poll`: a submit must wake it.
+        /// The loop is (about to be) asleep in poll(2): a submit must wake it.
         var sleeping = false
         /// A wake-up was already sent since the loop went to sleep.
         var wakePending = false
@@ -143,6 +143,9 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// deadlines, the idle easy handles against the recent need.
     var waitingSweep = Periodic(every: CurlMultiLoop.deadlineSweepInterval)
     var activeSweep = Periodic(every: CurlMultiLoop.activeSweepInterval)
+    /// While anything is in flight, every transfer in libcurl runs at least this often
+    /// (``runLibcurl(_:)``).
+    var everyTransfer = Periodic(every: CurlMultiLoop.activeSweepInterval)
     var idleTrim = Periodic(every: CurlMultiLoop.idleTrimInterval)
     var memoryTrim: Periodic?
     /// The most transfers in libcurl at once since the idle handles were last trimmed.
@@ -154,6 +157,18 @@ final class CurlMultiLoop: @unchecked Sendable {
     @exclusivity(unchecked) var finishedInPass: [(UnsafeMutableRawPointer, CURLcode)] = []
     /// The sockets libcurl opened through this loop and has not closed.
     @exclusivity(unchecked) var openSockets: Set<Int32> = []
+    /// The sockets libcurl waits on, with what it waits for (poll(2)'s events), as its socket
+    /// callback said; those poll(2) found ready, for the next pass; the set poll(2) is given (kept
+    /// for its capacity); and when libcurl's timer is due (nil: none is set).
+    @exclusivity(unchecked) var watched: [Int32: Int16] = [:]
+    @exclusivity(unchecked) var ready: [Int32] = []
+    @exclusivity(unchecked) var pollSet: [pollfd] = []
+    @exclusivity(unchecked) var timerDue: ContinuousClock.Instant?
+    /// The next pass runs every transfer in libcurl (a connection closed), as it does once per
+    /// ``activeSweepInterval`` while any is in flight (``runLibcurl(_:)``).
+    @exclusivity(unchecked) var runEveryTransfer = false
+    /// Wakes the loop from poll(2).
+    let wake: WakePipe
     /// Local ports of connections already shut down as stalled, or being retired (every transfer
     /// sees them).
     let stalled = Transfer.StalledPorts()
@@ -209,6 +224,12 @@ final class CurlMultiLoop: @unchecked Sendable {
         streamLimit = streamsPerConnection
         maximumInFlight = connectionsPerHost * streamsPerConnection
         memoryTrim = settings.memoryTrimInterval.map { Periodic(every: $0, startingAfterOne: true) }
+        guard let wake = WakePipe() else {
+            throw TransportError(
+                kind: .other, delivery: .notSent, curlCode: 0,
+                message: "the transport could not open its wake-up pipe (errno \(errno)); nothing was written")
+        }
+        self.wake = wake
         multi = curl_multi_init()
         share = curl_share_init()
         if let multi {
@@ -227,6 +248,7 @@ final class CurlMultiLoop: @unchecked Sendable {
                 try require(
                     ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, streamsPerConnection),
                     "CURLMOPT_MAX_CONCURRENT_STREAMS")
+                try installSocketCallbacks(on: multi)
             } catch {
                 curl_multi_cleanup(multi)
                 share.map { _ = curl_share_cleanup($0) }
@@ -264,7 +286,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// `transfers` are the transfers among `operations`: failed at once, never sent, if the loop
     /// no longer takes work.
     func post(_ operations: [Operation], transfers: [Transfer]) {
-        guard let multi else {
+        guard multi != nil else {
             let failure = TransportError(
                 kind: .other, delivery: .notSent, curlCode: 2, message: "curl_multi_init failed")
             for transfer in transfers { transfer.resume(.failure(failure)) }
@@ -279,10 +301,10 @@ final class CurlMultiLoop: @unchecked Sendable {
                 return (true, false)
             }
             // Only a sleeping loop needs the wake-up syscall; an awake one drains the inbox before
-            // it sleeps again. Made under the lock, so the multi handle cannot be cleaned up meanwhile.
+            // it sleeps again.
             if state.sleeping && !state.wakePending {
                 state.wakePending = true
-                curl_multi_wakeup(multi)
+                wake.signal()
             }
             return (false, false)
         }
@@ -330,7 +352,7 @@ final class CurlMultiLoop: @unchecked Sendable {
                 return true
             }
             state.wakePending = true
-            curl_multi_wakeup(multi)
+            wake.signal()
             return false
         }
         if cleanUpHere {

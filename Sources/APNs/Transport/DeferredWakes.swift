@@ -2,7 +2,7 @@ import Foundation
 
 /// Wake-ups the transport's loop thread holds back until the end of a pass of its loop.
 ///
-/// One `curl_multi_perform` pass often finishes many requests of the same bulk send. Waking the
+/// One pass of the loop often finishes many requests of the same bulk send. Waking the
 /// bulk send's reader for each of them costs a task resumption and, most of the time, a
 /// worker-thread wake-up (a futex call) per push; waking it once after the pass, for everything
 /// the pass delivered, costs one. ``BulkChannel`` asks `current` whether it runs on a loop thread:

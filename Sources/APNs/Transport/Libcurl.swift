@@ -10,9 +10,7 @@ internal import CCurl
 /// | `CURLOPT_PREREQFUNCTION` | 7.80.0 | the `notSent` / `unknown` split (``Transfer``) |
 /// | `CURLOPT_CAINFO_BLOB`, `CURLOPT_PROXY_CAINFO_BLOB` | 7.77.0 | trusting one CA from memory (APNs', an HTTPS proxy's) |
 /// | `CURLOPT_SSLCERT_BLOB`, `CURLOPT_SSLKEY_BLOB` | 7.71.0 | certificate connectors |
-/// | `curl_multi_wakeup` | 7.68.0 | waking the transport thread |
 /// | `CURLMOPT_MAX_CONCURRENT_STREAMS` | 7.67.0 | the stream limit |
-/// | `curl_multi_poll` | 7.66.0 | the transport's sleep |
 /// | `CURLOPT_MAXAGE_CONN` | 7.65.0 | keeping idle connections |
 /// | `CURLOPT_UPLOAD_BUFFERSIZE` | 7.62.0 | a smaller upload buffer for each reused handle |
 ///
