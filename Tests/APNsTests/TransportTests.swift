@@ -1,4 +1,4 @@
-import APNs
+@testable import APNs
 import APNsMockServer
 import APNsTesting
 import Foundation
@@ -162,6 +162,26 @@ struct SilentServer {
         #expect(error.flatMap(transportFailure)?.kind == .connect)
         #expect(error.flatMap(transportFailure)?.delivery == .notSent)
         #expect(error?.retryAdvice == .safe)
+    }
+
+    /// An idle connector sleeps: with its connection open and nothing to send, the loop waits in
+    /// poll(2) for libcurl's sockets, its timer and a wake-up, and makes a pass only when one of
+    /// them says so (or its one-second limit passes). A loop that polled without waiting (a timer
+    /// it took for due and never ran, say) would make thousands of passes a second, however busy
+    /// the machine; and the next send is answered.
+    @Test func anIdleConnectorSleeps() async throws {
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector(reportingTo: AwaitableReports())
+            let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
+            #expect(try await send(notification, via: connector, to: .test).status == 200)
+            let transport = connector.engine.transport
+            let before = transport.inboxTakes
+            try await Task.sleep(for: .seconds(1))
+            let passes = transport.inboxTakes - before
+            #expect(passes < 50, "the loop made \(passes) passes in one idle second")
+            #expect(try await send(notification, via: connector, to: .test).status == 200)
+            await connector.shutdown()
+        }
     }
 
     @Test func validationFailsBeforeAnyIO() async throws {

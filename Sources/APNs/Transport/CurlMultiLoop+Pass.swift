@@ -26,6 +26,7 @@ extension CurlMultiLoop {
                 let operations: [Operation]
                 (operations, phase) = inbox.withLock { state -> ([Operation], Phase) in
                     state.sleeping = false
+                    state.inboxTakes += 1
                     state.wakePending = false
                     var taken: [Operation] = []
                     swap(&taken, &state.operations)

@@ -86,6 +86,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         /// Easy handles that exist (in libcurl or idle), for the soak's memory figures.
         var easyHandles = 0
         var circuitTrips = 0
+        /// Times the loop took its inbox: once or twice a pass (for tests: an idle loop sleeps).
+        var inboxTakes = 0
         /// The loop is (about to be) asleep in poll(2): a submit must wake it.
         var sleeping = false
         /// A wake-up was already sent since the loop went to sleep.
@@ -379,6 +381,9 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     /// Times the circuit breaker opened.
     var circuitTrips: Int { inbox.withLock { $0.circuitTrips } }
+
+    /// Times the loop took its inbox (``Inbox/inboxTakes``).
+    var inboxTakes: Int { inbox.withLock { $0.inboxTakes } }
 
     /// Connections closed because they stopped answering.
     var stalledConnectionsClosed: Int { inbox.withLock { $0.stalledConnectionsClosed } }

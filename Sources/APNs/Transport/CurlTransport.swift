@@ -180,6 +180,9 @@ final class CurlTransport: Sendable {
     /// Times the circuit breaker opened.
     var circuitTrips: Int { loop.circuitTrips }
 
+    /// Times the loop took its inbox (for tests: an idle loop sleeps).
+    var inboxTakes: Int { loop.inboxTakes }
+
     /// Sends `request` to `endpoint`, adding `authorization` when given, giving up at `deadline`.
     func perform(
         _ request: APNsRequest, endpoint: APNsEnvironment.Endpoint, authorization: String?,
