@@ -39,13 +39,18 @@ import Testing
         // `--proxy direct` ignores it.
         let direct = try CLITests.apns(send + ["--proxy", "direct"], environment: environment)
         #expect(direct.status == 0, "\(direct.stdout) \(direct.stderr)")
+        // A host no_proxy names (NO_PROXY, the lowercase one being empty) is reached directly.
+        var exempt = environment
+        exempt["NO_PROXY"] = "127.0.0.1"
+        let exempted = try CLITests.apns(send, environment: exempt)
+        #expect(exempted.status == 0, "\(exempted.stdout) \(exempted.stderr)")
         // An explicit proxy with its password from the environment goes through.
         let through = try CLITests.apns(
             send + ["--proxy", "http://apns@127.0.0.1:\(proxy.port)", "--proxy-password-env", "PROXY_PASSWORD"],
             environment: environment)
         #expect(through.status == 0, "\(through.stdout) \(through.stderr)")
         #expect(through.stdout.hasPrefix("\(CLITests.tokenA) 200"), "\(through.stdout)")
-        for run in [fromEnvironment, direct, through] {
+        for run in [fromEnvironment, direct, exempted, through] {
             #expect(!run.stdout.contains(Self.password) && !run.stderr.contains(Self.password))
         }
         try await server.stop()

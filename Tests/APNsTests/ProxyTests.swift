@@ -241,6 +241,16 @@ import Testing
         #expect(CurlTransport.proxyRoute(.environment, environment: [:]) == nil)
         #expect(CurlTransport.proxyRoute(.direct, environment: environment) == nil)
         #expect(CurlTransport.proxyRoute(.http(host: "h", port: 1), environment: environment) == "http://h:1")
+        // What the transport hands libcurl, read once: an empty variable counts as unset, as it
+        // does for libcurl, so the next one in the order applies.
+        let route = Proxy.EnvironmentRoute([
+            "https_proxy": "", "HTTPS_PROXY": "", "all_proxy": "socks5h://egress:1080", "no_proxy": "",
+            "NO_PROXY": "api.push.apple.com",
+        ])
+        #expect(route.proxy?.url == "socks5h://egress:1080" && route.proxy?.variable == "all_proxy")
+        #expect(route.noProxy == "api.push.apple.com")
+        #expect(Proxy.EnvironmentRoute(["http_proxy": "http://egress:3128"]).proxy == nil)  // not for https
+        #expect(Proxy.EnvironmentRoute(environment).proxy?.variable == "HTTPS_PROXY")
     }
 
     private func expectTransportFailure(

@@ -14,9 +14,10 @@ import Foundation
 /// **The environment rule.** With ``environment`` (the default), the proxy variables apply as they
 /// do for curl and most HTTP clients: `https_proxy` (or `HTTPS_PROXY`, else `all_proxy` /
 /// `ALL_PROXY`) names the proxy for APNs' `https` URL, and a host listed in `no_proxy` / `NO_PROXY`
-/// is reached directly. A connector that finds such a variable logs the proxy once, at `info`,
-/// with any credentials redacted. An explicit proxy ignores every one of these variables, and
-/// ``direct`` ignores them too.
+/// is reached directly. A connector reads these variables once, when it is made (as Go's
+/// `ProxyFromEnvironment` does), so changing them later changes nothing for it; one that finds a
+/// proxy logs it once, at `info`, with any credentials redacted. An explicit proxy ignores every
+/// one of these variables, and ``direct`` ignores them too.
 ///
 /// **What each kind does.** ``http(host:port:credentials:)`` opens a tunnel with HTTP `CONNECT`;
 /// ``https(host:port:credentials:trustedCertificateAuthority:)`` does the same over TLS to the
@@ -89,6 +90,28 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible, CustomDebugStr
     let route: Route
 
     private init(route: Route) { self.route = route }
+
+    /// What the environment names for APNs' `https` URL, read by libcurl's rules (7.80–8.x): the
+    /// proxy is the first non-empty one of `https_proxy`, `HTTPS_PROXY`, `all_proxy` and
+    /// `ALL_PROXY`, the exemptions the first non-empty one of `no_proxy` and `NO_PROXY`.
+    ///
+    /// The transport reads it once and hands both to libcurl (`CURLOPT_PROXY`, `CURLOPT_NOPROXY`),
+    /// which then matches APNs' host against the exemptions as it would have; left to itself,
+    /// libcurl reads those six variables for every request.
+    struct EnvironmentRoute: Sendable {
+        /// The proxy URL as the variable gives it, and which variable that is; nil for none.
+        let proxy: (url: String, variable: String)?
+        /// The hosts reached directly (`no_proxy`'s syntax); nil for none.
+        let noProxy: String?
+
+        init(_ environment: [String: String]) {
+            func first(_ names: [String]) -> (value: String, name: String)? {
+                names.lazy.compactMap { name in environment[name].flatMap { $0.isEmpty ? nil : ($0, name) } }.first
+            }
+            proxy = first(["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"]).map { ($0.value, $0.name) }
+            noProxy = first(["no_proxy", "NO_PROXY"])?.value
+        }
+    }
 
     /// The proxy the environment names, if any (the default; see the environment rule above).
     public static let environment = Proxy(route: .environment)

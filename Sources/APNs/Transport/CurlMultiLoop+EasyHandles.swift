@@ -279,14 +279,19 @@ extension CurlMultiLoop {
         }
     }
 
-    /// The proxy options (``TransportConfiguration/proxy``): nothing for the environment's proxy
-    /// (libcurl reads `https_proxy`, `all_proxy` and `no_proxy` itself); an empty `CURLOPT_PROXY`
-    /// for none; for an explicit proxy its URL, an empty `CURLOPT_NOPROXY` (so `no_proxy` cannot
-    /// bypass it), its credentials in their own options (no URL encoding to get wrong) and the
-    /// CA for an HTTPS proxy.
+    /// The proxy options (``TransportConfiguration/proxy``): the environment's proxy and
+    /// exemptions as the connector read them (an empty `CURLOPT_PROXY` when it names none); an
+    /// empty `CURLOPT_PROXY` for none; for an explicit proxy its URL, an empty `CURLOPT_NOPROXY`
+    /// (so `no_proxy` cannot bypass it), its credentials in their own options (no URL encoding to
+    /// get wrong) and the CA for an HTTPS proxy.
     func configureProxy(_ easy: UnsafeMutableRawPointer) throws(RefusedOption) {
         switch settings.proxy.route {
-        case .environment: return
+        case .environment:
+            // The environment as it was read once (``Proxy/EnvironmentRoute``): libcurl, given
+            // both options, reads no variable itself.
+            let route = settings.environmentProxy
+            try require(ccurl_easy_setopt_string(easy, CURLOPT_PROXY, route.proxy?.url ?? ""), "CURLOPT_PROXY")
+            try require(ccurl_easy_setopt_string(easy, CURLOPT_NOPROXY, route.noProxy ?? ""), "CURLOPT_NOPROXY")
         case .direct: try require(ccurl_easy_setopt_string(easy, CURLOPT_PROXY, ""), "CURLOPT_PROXY")
         case .explicit(let endpoint):
             try require(ccurl_easy_setopt_string(easy, CURLOPT_PROXY, endpoint.curlURL), "CURLOPT_PROXY")

@@ -45,6 +45,9 @@ final class CurlMultiLoop: @unchecked Sendable {
         /// How connections reach APNs (``TransportConfiguration/proxy``), and the CA an HTTPS
         /// proxy's certificate is checked against, loaded.
         var proxy: Proxy = .environment
+        /// What the environment named when the connector was made, applied when `proxy` is
+        /// ``Proxy/environment``.
+        var environmentProxy = Proxy.EnvironmentRoute([:])
         var proxyCA: [UInt8]?
         /// Connection events go to its logger and metrics; the logger was captured when the
         /// connector was made (task-locals do not reach this thread).

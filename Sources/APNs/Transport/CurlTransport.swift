@@ -56,6 +56,8 @@ final class CurlTransport: Sendable {
         if let source = configuration.trustedCertificateAuthority {
             do throws(CredentialError) { trustedCA = try OpenSSL.load(source) } catch { throw .credential(error) }
         }
+        // Read once: the proxy it names (if the route is the environment's) is applied from this.
+        let environment = ProcessInfo.processInfo.environment
         var proxyCA: [UInt8]?
         if case .explicit(let endpoint) = configuration.proxy.route, let source = endpoint.trustedCertificateAuthority {
             do throws(CredentialError) { proxyCA = try OpenSSL.load(source) } catch { throw .credential(error) }
@@ -67,7 +69,8 @@ final class CurlTransport: Sendable {
                     maximumIdleSeconds: Int(configuration.maximumIdleTime.components.seconds),
                     tcpKeepAliveSeconds: configuration.tcpKeepAliveInterval.map { max(1, Int($0.components.seconds)) },
                     circuitBreaker: configuration.circuitBreaker,
-                    trustedCA: trustedCA, identity: identity, proxy: configuration.proxy, proxyCA: proxyCA,
+                    trustedCA: trustedCA, identity: identity, proxy: configuration.proxy,
+                    environmentProxy: Proxy.EnvironmentRoute(environment), proxyCA: proxyCA,
                     observability: observability,
                     reportsGoAway: configuration.reportsGoAway && libcurl.reportsGoAway,
                     memoryTrimInterval: configuration.memoryTrimInterval),
@@ -76,13 +79,13 @@ final class CurlTransport: Sendable {
         } catch {
             throw .transport(error)
         }
-        if observability.isEnabled, let route = CurlTransport.proxyRoute(configuration.proxy) {
+        if observability.isEnabled, let route = Self.proxyRoute(configuration.proxy, environment: environment) {
             observability.logger.info("APNs connections go through a proxy", metadata: ["apns.proxy": "\(route)"])
             if case .environment = configuration.proxy.route, route.lowercased().hasPrefix("https://"),
                 !libcurl.carriesHTTP2ThroughAnHTTPSProxy
             {
-                // An explicit HTTPS proxy is refused above; one the environment names is libcurl's
-                // to apply, per request, so it is only warned of.
+                // An explicit HTTPS proxy is refused above; one the environment names is only
+                // warned of, as it was when libcurl read the environment itself.
                 observability.logger.warning(
                     "APNs connections may stall: this libcurl stalls HTTP/2 through an HTTPS proxy, and the environment names one",
                     metadata: [
@@ -116,15 +119,10 @@ final class CurlTransport: Sendable {
         case .direct: return nil
         case .explicit: return proxy.description
         case .environment:
-            // libcurl's order for an https URL: https_proxy, HTTPS_PROXY, all_proxy, ALL_PROXY.
-            let named = ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"].lazy
-                .compactMap { name in
-                    environment[name].flatMap { $0.isEmpty ? nil : "\(Proxy.redacting($0)) (from \(name))" }
-                }
-                .first
-            guard let named else { return nil }
-            let exempt = (environment["no_proxy"] ?? environment["NO_PROXY"]).map { ", except no_proxy: \($0)" } ?? ""
-            return named + exempt
+            let route = Proxy.EnvironmentRoute(environment)
+            guard let proxy = route.proxy else { return nil }
+            let exempt = route.noProxy.map { ", except no_proxy: \($0)" } ?? ""
+            return "\(Proxy.redacting(proxy.url)) (from \(proxy.variable))" + exempt
         }
     }
 
