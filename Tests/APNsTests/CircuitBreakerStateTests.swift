@@ -28,13 +28,13 @@ import Testing
 
     /// The breaker after `threshold` failures at time 0: open.
     func tripped() -> CircuitBreaker {
-        var breaker = CircuitBreaker(policy: policy)
+        let breaker = CircuitBreaker(policy: policy)
         for _ in 0..<policy.failureThreshold { breaker.record(.failing("dns: no such host"), probe: false, now: at(0)) }
         return breaker
     }
 
     @Test func failuresBelowTheThresholdKeepItClosed() {
-        var breaker = CircuitBreaker(policy: policy)
+        let breaker = CircuitBreaker(policy: policy)
         #expect(breaker.isSteady)
         breaker.record(.failing("connect: refused"), probe: false, now: at(0))
         breaker.record(.failing("connect: refused"), probe: false, now: at(0))
@@ -53,7 +53,7 @@ import Testing
     }
 
     @Test func theThresholdOpensItAndSendsFailFastUntilTheCoolDown() throws {
-        var breaker = tripped()
+        let breaker = tripped()
         #expect(!breaker.isClosed && breaker.trips == 1)
         let coolDown = try #require(breaker.coolDown)
         #expect(coolDown >= .milliseconds(800) && coolDown <= .milliseconds(1200))  // 1 s ± 20 %
@@ -68,7 +68,7 @@ import Testing
     }
 
     @Test func aHealthyProbeClosesIt() throws {
-        var breaker = tripped()
+        let breaker = tripped()
         let coolDown = try #require(breaker.coolDown)
         #expect(isProbe(breaker.admit(now: start + coolDown)))
         breaker.record(.healthy, probe: true, now: start + coolDown)
@@ -77,7 +77,7 @@ import Testing
     }
 
     @Test func eachFailedProbeDoublesTheCoolDownUpToTheMaximum() throws {
-        var breaker = tripped()
+        let breaker = tripped()
         var now = start
         // Cool-downs 1, 2, 4, then capped at 4 (each ± 20 %).
         for expected in [2.0, 4.0, 4.0, 4.0] {
@@ -92,7 +92,7 @@ import Testing
     }
 
     @Test func aProbeWithoutAnAnswerTriesAgainAfterTheSameCoolDown() throws {
-        var breaker = tripped()
+        let breaker = tripped()
         let first = try #require(breaker.coolDown)
         #expect(isProbe(breaker.admit(now: start + first)))
         breaker.record(.neutral, probe: true, now: start + first)

@@ -27,8 +27,13 @@ public struct CircuitBreakerPolicy: Sendable, Hashable {
     }
 }
 
-/// The breaker's state, owned by the transport's loop thread (not thread-safe on its own).
-struct CircuitBreaker {
+/// The breaker's state machine, given the time with every event (tested with a test clock).
+///
+/// Thread safety: not `Sendable`; the transport's loop thread owns it. A class, not a struct: the
+/// loop asks it on every send and every outcome, and reading a struct with a string in it through
+/// the loop's optional copied (and retained) the whole value each time. Its state is
+/// `@exclusivity(unchecked)` as the loop's is: one thread, no overlapping access.
+final class CircuitBreaker {
     enum Admission {
         case go
         /// The first send after a cool-down: its outcome decides.
@@ -50,12 +55,12 @@ struct CircuitBreaker {
     }
 
     let policy: CircuitBreakerPolicy
-    private var state = State.closed
-    private var consecutiveFailures = 0
+    @exclusivity(unchecked) private var state = State.closed
+    @exclusivity(unchecked) private var consecutiveFailures = 0
     /// Failed probes since the circuit last closed: the cool-down doubles with each.
-    private var failedProbes = 0
-    private(set) var lastFailure = ""
-    private(set) var trips = 0
+    @exclusivity(unchecked) private var failedProbes = 0
+    @exclusivity(unchecked) private(set) var lastFailure = ""
+    @exclusivity(unchecked) private(set) var trips = 0
 
     /// Whether sends go through without a probe.
     var isClosed: Bool {
@@ -68,11 +73,11 @@ struct CircuitBreaker {
     var isSteady: Bool { isClosed && consecutiveFailures == 0 && failedProbes == 0 }
 
     /// The cool-down of an open circuit: how long from when it opened until a probe.
-    private(set) var coolDown: Duration?
+    @exclusivity(unchecked) private(set) var coolDown: Duration?
 
     init(policy: CircuitBreakerPolicy) { self.policy = policy }
 
-    mutating func admit(now: ContinuousClock.Instant) -> Admission {
+    func admit(now: ContinuousClock.Instant) -> Admission {
         switch state {
         case .closed:
             return .go
@@ -86,7 +91,7 @@ struct CircuitBreaker {
         }
     }
 
-    mutating func record(_ signal: Signal, probe: Bool, now: ContinuousClock.Instant) {
+    func record(_ signal: Signal, probe: Bool, now: ContinuousClock.Instant) {
         switch signal {
         case .healthy:
             consecutiveFailures = 0
@@ -108,7 +113,7 @@ struct CircuitBreaker {
         }
     }
 
-    private mutating func open(now: ContinuousClock.Instant) {
+    private func open(now: ContinuousClock.Instant) {
         trips += 1
         let coolDown = Backoff(initial: policy.initialCoolDown, maximum: policy.maximumCoolDown)
             .delay(beforeRetry: failedProbes + 1)

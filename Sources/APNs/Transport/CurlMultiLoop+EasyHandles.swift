@@ -18,7 +18,7 @@ extension CurlMultiLoop {
             transfer.resume(.failure(TransportError.timedOut(delivery: transfer.delivery)))
             return
         }
-        // Mutated in place: a copy of the breaker costs more than the check.
+        // A closed breaker (nearly always) admits without reading the clock.
         switch breaker?.isClosed == true ? .go : breaker?.admit(now: .now) {
         case nil, .go?: break
         case .probe?: transfer.isProbe = true

@@ -187,7 +187,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     weak var quietTransfer: Transfer?
     /// GOAWAY frames are watched for (``TransportConfiguration/reportsGoAway`` and someone listening).
     let watchesGoAway: Bool
-    @exclusivity(unchecked) var breaker: CircuitBreaker?
+    let breaker: CircuitBreaker?
     let maximumInFlight: Int
     /// The pool's size and each connection's stream limit, as configured.
     let connectionsPerHost: Int
