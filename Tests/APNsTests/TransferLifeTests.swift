@@ -122,4 +122,21 @@ import Testing
         #expect(warmUp.life == .finished)
         #expect(results.all == ["warm"])
     }
+
+    /// A transfer's timeout for libcurl is its remaining time in whole milliseconds, rounded up (a
+    /// positive time never becomes 0, "no timeout"), saturating instead of trapping; a send's
+    /// duration for metrics is whole nanoseconds, saturating too.
+    @Test func durationsBecomeLibcurlMillisecondsAndMetricsNanoseconds() {
+        #expect(Duration.zero.millisecondsRoundedUp == 0)
+        #expect(Duration.nanoseconds(-5).millisecondsRoundedUp == 0)
+        #expect(Duration.nanoseconds(1).millisecondsRoundedUp == 1)
+        #expect(Duration.milliseconds(250).millisecondsRoundedUp == 250)
+        #expect((Duration.milliseconds(250) + .nanoseconds(1)).millisecondsRoundedUp == 251)
+        #expect(Duration.seconds(86_400).millisecondsRoundedUp == 86_400_000)
+        #expect(Duration.seconds(Int64.max).millisecondsRoundedUp == Int.max)
+        #expect(Duration.nanoseconds(1_234_567_891).nanoseconds == 1_234_567_891)
+        #expect((Duration.nanoseconds(7) + .seconds(1e-10)).nanoseconds == 7)
+        #expect(Duration.nanoseconds(-7).nanoseconds == -7)
+        #expect(Duration.seconds(Int64.max).nanoseconds == Int64.max)
+    }
 }

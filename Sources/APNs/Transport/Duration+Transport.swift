@@ -2,13 +2,12 @@ extension Duration {
     /// Whole milliseconds, rounded up, so that a positive duration never becomes 0 ("no timeout"
     /// to libcurl).
     /// Saturates at `Int.max` (and 0 for a negative duration): no value overflows, whatever a
-    /// caller passed.
+    /// caller passed. One division of the 128-bit count (`components` takes more): every transfer's
+    /// timeout is converted.
     var millisecondsRoundedUp: Int {
-        let (seconds, attoseconds) = components
-        guard seconds >= 0, attoseconds >= 0 else { return 0 }
-        guard seconds < Int64.max / 1000 - 1 else { return Int.max }
-        let perMillisecond: Int64 = 1_000_000_000_000_000
-        return Int(seconds) * 1000 + Int((attoseconds + perMillisecond - 1) / perMillisecond)
+        let attoseconds = self.attoseconds
+        guard attoseconds > 0 else { return 0 }
+        return Int(clamping: (attoseconds - 1) / 1_000_000_000_000_000 + 1)
     }
 
     /// This duration times `factor` (for jitter), to the nanosecond.

@@ -6,10 +6,10 @@ extension Duration {
         return Double(seconds) + Double(attoseconds) / 1e18
     }
 
-    /// Whole nanoseconds, saturating (for swift-metrics timers and NIO's `TimeAmount`).
+    /// Whole nanoseconds, towards zero, saturating (for swift-metrics timers and NIO's
+    /// `TimeAmount`). One division of the 128-bit count: `components` takes two and more, and
+    /// every send's duration is converted.
     package var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : product + attoseconds / 1_000_000_000
+        Int64(clamping: attoseconds / 1_000_000_000)
     }
 }
