@@ -193,11 +193,14 @@ import Testing
         let id = APNsID("7F3C9A2B-1D4E-4F5A-8B6C-9D0E1F2A3B4C")
         #expect(id?.uuid == UUID(uuidString: "7F3C9A2B-1D4E-4F5A-8B6C-9D0E1F2A3B4C"))
         #expect(APNsID("7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c") == id)
+        // The last digit replaced by the characters either side of each digit range.
+        let edges = [":", "@", "`", "G", "/", "{", " "].map { "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4" + $0 }
         for bad in [
             "", "7f3c9a2b1d4e4f5a8b6c9d0e1f2a3b4c", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4",
             "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4g",
             "7f3c9a2b_1d4e-4f5a-8b6c-9d0e1f2a3b4c", "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4cc",
-        ] {
+            "7f3c9a2b-1d4e-4f5a-8b6c-9d0e-f2a3b4c",
+        ] + edges {
             #expect(APNsID(bad) == nil, "\(bad)")
         }
     }
