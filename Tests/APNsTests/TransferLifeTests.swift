@@ -139,4 +139,22 @@ import Testing
         #expect(Duration.nanoseconds(-7).nanoseconds == -7)
         #expect(Duration.seconds(Int64.max).nanoseconds == Int64.max)
     }
+
+    /// libcurl's raw header lines become the response's headers: names lowercase (APNs' own kept as
+    /// they are, any other lowercased), values trimmed, and a status line starts a new response.
+    @Test func headerLinesBecomeTheResponsesHeaders() {
+        let transfer = transfer(Results())
+        for line in [
+            "HTTP/2 503\r\n", "apns-id: stale\r\n", "HTTP/2 200\r\n",
+            "apns-id: 7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c\r\n", "Apns-Unique-Id:  u-1 \r\n",
+            "content-typo: x\r\n", "apns-i: short\r\n", "retry-after:\t5\r\n", "no colon\r\n", "\r\n",
+        ] {
+            Array(line.utf8).withUnsafeBytes { transfer.receiveHeaderLine($0) }
+        }
+        #expect(
+            transfer.responseHeaders.map { "\($0.name)=\($0.value)" } == [
+                "apns-id=7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c", "apns-unique-id=u-1", "content-typo=x",
+                "apns-i=short", "retry-after=5",
+            ])
+    }
 }

@@ -293,14 +293,14 @@ final class Transfer: @unchecked Sendable {
             responseHeaders.removeAll()
             return
         }
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
+        var colon = 0
+        while colon < line.count, line[colon] != UInt8(ascii: ":") { colon += 1 }
+        guard colon < line.count else { return }
         // HTTP/2 header names arrive in lowercase; lowercase only when a server sent otherwise.
         let rawName = UnsafeRawBufferPointer(rebasing: line[..<colon])
         let name: String
-        if let known = Transfer.knownHeaderNames.first(where: {
-            $0.bytes.count == rawName.count && $0.bytes.elementsEqual(rawName)
-        }) {
-            name = known.name  // APNs' own headers: no new string
+        if let known = Transfer.knownHeaderName(rawName) {
+            name = known  // APNs' own headers: no new string
         } else if rawName.contains(where: { (65...90).contains($0) }) {
             name = String(decoding: rawName, as: UTF8.self).lowercased()
         } else {
@@ -320,11 +320,26 @@ final class Transfer: @unchecked Sendable {
         responseHeaders.append(.init(name: name, value: String(decoding: line[start..<end], as: UTF8.self)))
     }
 
-    /// The response headers APNs sends, as they arrive (lowercase).
-    private static let knownHeaderNames: [(name: String, bytes: [UInt8])] = [
-        APNsRequest.Header.Name.apnsID, .apnsUniqueID, .contentType, .retryAfter,
-    ]
-    .map { ($0.rawValue, Array($0.rawValue.utf8)) }
+    /// The known header `rawName` spells, if it is one: those of one length are compared, byte by
+    /// byte (APNs' own have a length each, so that is one comparison at most).
+    private static func knownHeaderName(_ rawName: UnsafeRawBufferPointer) -> String? {
+        guard rawName.count < knownHeaderNames.count else { return nil }
+        for known in knownHeaderNames[rawName.count] {
+            var index = 0
+            while index < rawName.count, known.bytes[index] == rawName[index] { index += 1 }
+            if index == rawName.count { return known.name }
+        }
+        return nil
+    }
+
+    /// The response headers APNs sends, as they arrive (lowercase), by the length of their name.
+    private static let knownHeaderNames: [[(name: String, bytes: [UInt8])]] = {
+        let names = [APNsRequest.Header.Name.apnsID, .apnsUniqueID, .contentType, .retryAfter].map(\.rawValue)
+        let longest = names.map(\.utf8.count).max() ?? 0
+        var byLength = Array(repeating: [(name: String, bytes: [UInt8])](), count: longest + 1)
+        for name in names { byLength[name.utf8.count].append((name, Array(name.utf8))) }
+        return byLength
+    }()
 
     /// The transport failure libcurl reported with `code`, classified by the code alone.
     static func failure(code: CURLcode, message: String, delivery: Delivery) -> TransportError {
