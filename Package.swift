@@ -93,6 +93,7 @@ let package = Package(
             name: "APNsTests",
             dependencies: [
                 "APNs", "APNsTesting", "APNsMockServer", "TestFixtures",
+                "CCurl",  // to ask libcurl's own URL parser what the transport assumes of it
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),

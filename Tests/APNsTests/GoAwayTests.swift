@@ -55,7 +55,9 @@ import Testing
     }
 
     /// GOAWAY every 50 streams while 1,000 requests are in flight: most requests are refused again
-    /// and again, past libcurl's own five retries. Each must still be sent exactly once.
+    /// and again, past libcurl's own five retries. Each must still be sent exactly once, and to its
+    /// own device, though the transport sends it again on whichever easy handle is free, each of
+    /// which carried other devices' requests before.
     @Test func harshGoAwayLosesNothing() async throws {
         try await Fixture.with(adjust: { $0.goAwayAfterStreams = 50 }) { fixture in
             // as above
@@ -63,12 +65,13 @@ import Testing
                 $0.requestTimeout = .seconds(240).scaledForSanitizers
             })
             let count = 2_000.scaledDownForSanitizers
+            let devices = try (0..<count).map { try Device(token: String(repeating: "0", count: 56) + hex(index: $0)) }
             let failures = await withTaskGroup(of: String?.self) { group in
                 for index in 0..<count {
                     group.addTask {
                         let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("n\(index)") }
                         do {
-                            try await send(notification, via: connector, to: .test)
+                            try await send(notification, via: connector, to: devices[index])
                             return nil
                         } catch {
                             return String(describing: error)
@@ -90,6 +93,17 @@ import Testing
             let bodies = Dictionary(grouping: fixture.server.requests.map(\.bodyText), by: { $0 })
             #expect(bodies.count >= count - failures.count)
             #expect(bodies.values.allSatisfy { $0.count == 1 })
+            let misdirected = fixture.server.requests.filter { request in
+                guard let index = Int(request.path.suffix(8), radix: 16), index < count else { return true }
+                return request.path != devices[index].path || !request.bodyText.contains("\"n\(index)\"")
+            }
+            #expect(misdirected.isEmpty, "\(misdirected.count) to another device; first: \(misdirected.prefix(2))")
         }
+    }
+
+    /// Eight hex digits of `index`, the end of its device's token.
+    func hex(index: Int) -> String {
+        let digits = String(index, radix: 16)
+        return String(repeating: "0", count: 8 - digits.count) + digits
     }
 }

@@ -15,7 +15,7 @@ import Testing
 
     func transfer(_ results: Results, warmUp: Bool = false, group: TransferGroup? = nil) -> Transfer {
         let transfer = Transfer(
-            urlPrefix: "https://127.0.0.1:1/3/device/", urlSuffix: "ab", method: .post,
+            origin: "https://127.0.0.1:1", path: "/3/device/", pathSuffix: "ab", pathIsPlain: true, method: .post,
             headerList: CurlMultiLoop.noHeaders, body: CurlMultiLoop.noBody, deadline: ContinuousClock.now,
             group: group, isWarmUp: warmUp)
         if warmUp {

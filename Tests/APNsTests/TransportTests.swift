@@ -1,6 +1,7 @@
 @testable import APNs
 import APNsMockServer
 import APNsTesting
+import CCurl
 import Foundation
 import NIOCore
 import NIOPosix
@@ -181,6 +182,59 @@ struct SilentServer {
             #expect(passes < 50, "the loop made \(passes) passes in one idle second")
             #expect(try await send(notification, via: connector, to: .test).status == 200)
             await connector.shutdown()
+        }
+    }
+
+    /// A path the transport hands a URL handle unparsed (``CurlMultiLoop/isPlainPath(_:)``) is one
+    /// that libcurl's own parser, which every other path goes through, leaves as it is.
+    @Test func aPlainPathIsOneLibcurlsParserLeavesAsItIs() throws {
+        func parsedPath(_ path: String) -> String? {
+            guard let handle = curl_url() else { return nil }
+            defer { curl_url_cleanup(handle) }
+            guard curl_url_set(handle, CURLUPART_URL, "https://api.push.apple.com:443" + path, 0) == CURLUE_OK else {
+                return nil
+            }
+            var part: UnsafeMutablePointer<CChar>?
+            guard curl_url_get(handle, CURLUPART_PATH, &part, 0) == CURLUE_OK, let part else { return nil }
+            defer { curl_free(part) }
+            return String(cString: part)
+        }
+        func isPlain(_ path: String) -> Bool { CurlMultiLoop.isPlainPath(path) }
+        let plain = [
+            Device.test.path, "/1/apps/com.example.App-2/channels", "/1/apps/com.example.app/all-channels",
+            "/4/broadcasts/apps/com.example_x~y", "/", "/a./b..",
+        ]
+        for path in plain {
+            #expect(isPlain(path), "\(path)")
+            #expect(parsedPath(path) == path, "\(path)")
+        }
+        // Not plain: each goes through libcurl's parser, which changes most of them.
+        let other = [
+            "", "3/device/ab", "/a/./b", "/a/../b", "/.", "/a/.hidden", "/a?b=1", "/a#b", "/%41", "/a b", "/ä",
+        ]
+        for path in other { #expect(!isPlain(path), "\(path)") }
+        #expect(parsedPath("/a/./b") == "/a/b")
+        #expect(parsedPath("/a/../b") == "/b")
+        #expect(parsedPath("/a?b=1") == "/a")
+    }
+
+    /// An easy handle's URL handle follows the requests it carries, one after the other: a path
+    /// libcurl must parse (here with a dot segment, which it removes) goes as before, and the next
+    /// plain one takes the URL handle again; each request reaches its own device.
+    @Test func eachRequestGoesToItsOwnPathWhateverTheOneBefore() async throws {
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let devices = try ["a1", "b2", "c3", "d4"].map { try Device(token: String(repeating: $0, count: 32)) }
+            let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
+            try await send(notification, via: connector, to: devices[0])
+            let plain = try notification.request(to: devices[1])
+            let dotted = APNsRequest(
+                method: plain.method, service: plain.service, path: "/3/./device/" + devices[1].token,
+                headers: plain.headers, body: plain.body)
+            #expect(try await connector.perform(dotted).status == 200)
+            try await send(notification, via: connector, to: devices[2])
+            try await send(notification, via: connector, to: devices[3])
+            #expect(fixture.server.requests.map(\.path) == devices.map(\.path))
         }
     }
 

@@ -83,10 +83,9 @@ public final class ConnectorEngine: Sendable {
             return
         }
         let endpoint = environment.endpoint(for: template.service)
-        let suffixes = devices.map(\.token)
         let ids = apnsID.map { apnsID in devices.map { apnsID($0).description } }
         transport.submit(
-            template, pathPrefix: Device.pathPrefix, suffixes: suffixes, apnsIDs: ids, endpoint: endpoint,
+            template, to: devices, apnsIDs: ids, endpoint: endpoint,
             authorization: token?.header, deadline: deadline, group: group
         ) { [self] index, raw in
             let device = devices[index]
@@ -95,7 +94,7 @@ public final class ConnectorEngine: Sendable {
                 let again = secondAttempt(after: rejection, sent: token)
             else { return completion(device, result) }
             transport.submit(
-                template, pathPrefix: Device.pathPrefix, suffixes: [suffixes[index]], apnsIDs: ids.map { [$0[index]] },
+                template, to: [device], apnsIDs: ids.map { [$0[index]] },
                 endpoint: endpoint, authorization: again.header, deadline: deadline, group: group
             ) { _, raw in completion(device, ConnectorEngine.interpret(raw)) }
         }

@@ -219,14 +219,16 @@ extension CurlMultiLoop {
             if quiet { quietTransfer = transfer }
             _ = ccurl_easy_setopt_long(easy, CURLOPT_VERBOSE, quiet ? 0 : 1)
         }
-        // libcurl copies the URL; it is assembled in one reused buffer (no string per push).
+        // The URL is assembled in one reused buffer (no string per push), which libcurl copies.
         urlBuffer.removeAll(keepingCapacity: true)
-        urlBuffer.append(contentsOf: transfer.urlPrefix.utf8)
-        urlBuffer.append(contentsOf: transfer.urlSuffix.utf8)
+        urlBuffer.append(contentsOf: transfer.origin.utf8)
+        let pathOffset = urlBuffer.count
+        urlBuffer.append(contentsOf: transfer.path.utf8)
+        urlBuffer.append(contentsOf: transfer.pathSuffix.utf8)
         urlBuffer.append(0)
         try require(
             urlBuffer.withUnsafeBytes {
-                ccurl_easy_setopt_string(easy, CURLOPT_URL, $0.bindMemory(to: CChar.self).baseAddress)
+                setURL(easy, $0, pathOffset: pathOffset, of: transfer, state: state)
             },
             "CURLOPT_URL")
         try require(ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeoutMilliseconds)), "CURLOPT_TIMEOUT_MS")
@@ -248,6 +250,72 @@ extension CurlMultiLoop {
         try require(ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context), "CURLOPT_WRITEDATA")
         try require(ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context), "CURLOPT_HEADERDATA")
         try require(ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, context), "CURLOPT_PREREQDATA")
+    }
+
+    /// Sets `transfer`'s URL, NUL-terminated in `url`, its path from `pathOffset`. Given only
+    /// `CURLOPT_URL`, libcurl parses the URL again for every request and, before 8.12, writes it
+    /// back out as a string one byte at a time, a large part of what a push costs at the loopback
+    /// (Docs/Benchmarking.md). Given a URL handle (`CURLOPT_CURLU`), it copies the handle's parts
+    /// instead. So each easy handle keeps one, which takes the origin once and then each request's
+    /// path alone, when the path is plain (``isPlainPath(_:)``); anything else, or a URL handle
+    /// libcurl refuses, goes as `CURLOPT_URL` alone, which libcurl parses as it always did.
+    ///
+    /// `CURLOPT_URL` is set either way. Before 8.12, libcurl takes the URL it reports, and the one
+    /// of a request it re-sends by itself (after a refused stream), from there and not from the URL
+    /// handle, so without it both would be the handle's first request's. The transport stops every
+    /// such re-send before it is written (Reliability.md); were one ever let through, it must
+    /// still go to its own device.
+    func setURL(
+        _ easy: UnsafeMutableRawPointer, _ url: UnsafeRawBufferPointer, pathOffset: Int, of transfer: Transfer,
+        state: EasyState?
+    ) -> CURLcode {
+        guard let string = url.baseAddress?.assumingMemoryBound(to: CChar.self) else {
+            return CURLE_BAD_FUNCTION_ARGUMENT  // never: the buffer holds at least the NUL
+        }
+        if let state {
+            var parsed = false
+            if transfer.pathIsPlain, let handle = state.parsedURL {
+                if state.parsedOrigin == transfer.origin {
+                    parsed = curl_url_set(handle, CURLUPART_PATH, string + pathOffset, 0) == CURLUE_OK
+                } else if curl_url_set(handle, CURLUPART_URL, string, 0) == CURLUE_OK {
+                    parsed =
+                        state.parsedOrigin != nil
+                        || ccurl_easy_setopt_pointer(easy, CURLOPT_CURLU, UnsafeMutableRawPointer(handle)) == CURLE_OK
+                }
+            }
+            if parsed {
+                state.parsedOrigin = transfer.origin
+            } else if state.parsedOrigin != nil {
+                _ = ccurl_easy_setopt_pointer(easy, CURLOPT_CURLU, nil)
+                state.parsedOrigin = nil
+            }
+        }
+        return ccurl_easy_setopt_string(easy, CURLOPT_URL, string)
+    }
+
+    /// Whether libcurl's URL parser leaves `path` as it is, so that a URL handle can take it
+    /// unparsed: it starts with `/` and holds only unreserved characters (RFC 3986) and `/`, with
+    /// no segment that starts with `.` (no `.` or `..` for the parser to remove). APNs' paths are
+    /// all plain.
+    static func isPlainPath(_ path: String) -> Bool {
+        var path = path
+        return path.withUTF8 { bytes in
+            guard bytes.first == UInt8(ascii: "/") else { return false }
+            var previous: UInt8 = 0
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "~"),
+                    UInt8(ascii: "/"):
+                    break
+                case UInt8(ascii: "."):
+                    if previous == UInt8(ascii: "/") { return false }
+                default: return false
+                }
+                previous = byte
+            }
+            return true
+        }
     }
 
     func setMethodAndBody(_ easy: UnsafeMutableRawPointer, for transfer: Transfer) throws(RefusedOption) {

@@ -2,14 +2,14 @@ internal import CCurl
 import Foundation
 import Logging
 
-// Keep-warm (`keepWarm(url:)`): a connection opened ahead of sends and replaced when it goes.
+// Keep-warm (`keepWarm(origin:)`): a connection opened ahead of sends and replaced when it goes.
 
 extension CurlMultiLoop {
     /// Keep-warm: starts a warm-up transfer when nothing else would touch the connection and
     /// there is none ready (or the idle one stirred, or is about to be too old to reuse).
     func warmUpIfNeeded(on multi: UnsafeMutableRawPointer) {
         assertOnLoopThread()
-        guard let warmURL, warmUp == nil, active.isEmpty, waitingHead == waiting.count else { return }
+        guard let warmOrigin, warmUp == nil, active.isEmpty, waitingHead == waiting.count else { return }
         let now = ContinuousClock.now
         guard
             let reason = keepWarmSchedule.reason(
@@ -19,7 +19,8 @@ extension CurlMultiLoop {
         keepWarmSchedule.starting(for: reason)
         idleConnectionStirred = false
         let transfer = Transfer(
-            urlPrefix: warmURL, method: .get, headerList: CurlMultiLoop.noHeaders, body: CurlMultiLoop.noBody,
+            origin: warmOrigin, path: "/", pathIsPlain: true, method: .get, headerList: CurlMultiLoop.noHeaders,
+            body: CurlMultiLoop.noBody,
             deadline: now + .milliseconds(settings.connectTimeoutMilliseconds) + .seconds(1),
             isWarmUp: true)
         transfer.completion = .warmUp { [self] failure in warmUpEnded(failure) }

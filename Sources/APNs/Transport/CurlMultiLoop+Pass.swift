@@ -37,7 +37,7 @@ extension CurlMultiLoop {
                     case .add(let transfer): enqueue(transfer)
                     case .cancel(let transfer): cancel(transfer, on: multi)
                     case .cancelGroup(let group): cancelAll(in: group, on: multi)
-                    case .keepWarm(let url): warmURL = url
+                    case .keepWarm(let origin): warmOrigin = origin
                     case .run(let job):
                         job.runSynchronously(on: asUnownedTaskExecutor())
                         ranJobs = true
@@ -64,7 +64,7 @@ extension CurlMultiLoop {
             trimIdleHandles(now: afterLibcurl)
             if memoryTrim?.isDue(at: afterLibcurl) == true { trimFreedMemory() }
             startWaiting(on: multi)
-            if warmURL != nil, case .running = phase { warmUpIfNeeded(on: multi) }
+            if warmOrigin != nil, case .running = phase { warmUpIfNeeded(on: multi) }
             if waitingHead < waiting.count { pollLimit = min(pollLimit, CurlMultiLoop.deadlineSweepInterval) }
             if !active.isEmpty { pollLimit = min(pollLimit, CurlMultiLoop.activeSweepInterval) }
             wakes.run()

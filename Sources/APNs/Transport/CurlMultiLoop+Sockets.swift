@@ -106,7 +106,7 @@ extension CurlMultiLoop {
         let now = ContinuousClock.now
         var limit = limit
         let keepingWarm: Bool
-        if warmURL != nil, case .running = phase, warmUp == nil, active.isEmpty {
+        if warmOrigin != nil, case .running = phase, warmUp == nil, active.isEmpty {
             let nextWarmUp = keepWarmSchedule.notBefore
             if nextWarmUp > now { limit = min(limit, nextWarmUp - now) }  // the next attempt on time
             keepingWarm = nextWarmUp <= now

@@ -63,8 +63,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         case cancel(Transfer)
         /// Cancels every transfer of one group, in flight or queued.
         case cancelGroup(TransferGroup)
-        /// From now until shutdown, keep a connection to `url`'s host open (``keepWarm(url:)``).
-        case keepWarm(url: String)
+        /// From now until shutdown, keep a connection to `origin` open (``keepWarm(origin:)``).
+        case keepWarm(origin: String)
         /// A job of a task that prefers this loop as its executor (``enqueue(_:)``).
         case run(UnownedJob)
     }
@@ -116,15 +116,20 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// `CURLOPT_ERRORBUFFER` of each easy handle, allocated with it.
     @exclusivity(unchecked) var handles: [UnsafeMutableRawPointer: EasyState] = [:]
 
-    /// What the loop keeps for each easy handle: its `CURLOPT_ERRORBUFFER`, and the method, body
-    /// and header list its last transfer set, which the next transfer (the next device of a bulk
-    /// send) usually shares: those options are set again only when they differ. Holding them also
-    /// keeps what libcurl points at alive as long as the handle does.
+    /// What the loop keeps for each easy handle: its `CURLOPT_ERRORBUFFER`; the method, body and
+    /// header list its last transfer set, which the next transfer (the next device of a bulk send)
+    /// usually shares: those options are set again only when they differ; and its parsed URL
+    /// (``setURL(_:_:pathOffset:origin:state:)``). Holding them also keeps what libcurl points at
+    /// alive as long as the handle does.
     final class EasyState {
         let errorBuffer: UnsafeMutablePointer<CChar>
         @exclusivity(unchecked) var method: APNsRequest.Method?
         @exclusivity(unchecked) var body: RequestBody?
         @exclusivity(unchecked) var headerList: HeaderList?
+        /// The handle's URL handle (`CURLU`, nil if libcurl could not make one), and the origin it
+        /// holds while it is set as the easy handle's `CURLOPT_CURLU` (nil while it is not).
+        let parsedURL: OpaquePointer? = curl_url()
+        @exclusivity(unchecked) var parsedOrigin: String?
 
         init() {
             errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
@@ -136,9 +141,14 @@ final class CurlMultiLoop: @unchecked Sendable {
             method = nil
             body = nil
             headerList = nil
+            parsedOrigin = nil
         }
 
-        deinit { errorBuffer.deallocate() }
+        /// After the easy handle's `curl_easy_cleanup` (``discard(_:)``, shutdown).
+        deinit {
+            errorBuffer.deallocate()
+            curl_url_cleanup(parsedURL)
+        }
     }
     /// Transfers beyond what the connections can carry wait here, in order, rather than in
     /// libcurl's own pending queue.
@@ -195,9 +205,9 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// The stream limit libcurl applies now when it picks a connection for a request (see
     /// ``spreadOverConnections(on:)``).
     @exclusivity(unchecked) var streamLimit: Int
-    /// Keep-warm (``keepWarm(url:)``): the URL a warm-up transfer asks for (its host is what
-    /// counts: nothing is ever written), the one in flight, and when the next may start.
-    var warmURL: String?
+    /// Keep-warm (``keepWarm(origin:)``): the origin a warm-up transfer asks for `/` of (its host is
+    /// what counts: nothing is ever written), the one in flight, and when the next may start.
+    var warmOrigin: String?
     var warmUp: Transfer?
     var keepWarmSchedule = KeepWarmSchedule(startingAt: .now)
     /// An idle connection's socket became readable (a GOAWAY, a close, a keepalive failure):
@@ -273,14 +283,15 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
     }
 
-    /// Until shutdown, keeps a connection to `url`'s host open and ready, writing nothing on it:
-    /// one is opened now, and again whenever none is left (closed by the server, a GOAWAY, a failed
-    /// keepalive) or the idle one is about to be too old to reuse. A warm-up transfer runs libcurl's
-    /// connect (or its reuse check) and is stopped by the pre-request callback before any byte of
-    /// a request; the connection stays in libcurl's cache for the next send. Failures are retried
-    /// with back-off (1 s doubling to 60 s), and count for the circuit breaker like a send's.
-    func keepWarm(url: String) {
-        submit(.keepWarm(url: url))
+    /// Until shutdown, keeps a connection to `origin` (`https://host:port`) open and ready, writing
+    /// nothing on it: one is opened now, and again whenever none is left (closed by the server, a
+    /// GOAWAY, a failed keepalive) or the idle one is about to be too old to reuse. A warm-up
+    /// transfer runs libcurl's connect (or its reuse check) and is stopped by the pre-request
+    /// callback before any byte of a request; the connection stays in libcurl's cache for the next
+    /// send. Failures are retried with back-off (1 s doubling to 60 s), and count for the circuit
+    /// breaker like a send's.
+    func keepWarm(origin: String) {
+        submit(.keepWarm(origin: origin))
     }
 
     /// Queues transfers with one lock and at most one wake-up.

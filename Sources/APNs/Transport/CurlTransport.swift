@@ -157,9 +157,9 @@ final class CurlTransport: Sendable {
     }
 
     /// Until shutdown, keeps a connection to `endpoint` open and ready without writing anything on
-    /// it (``CurlMultiLoop/keepWarm(url:)``).
+    /// it (``CurlMultiLoop/keepWarm(origin:)``).
     func keepWarm(_ endpoint: APNsEnvironment.Endpoint) {
-        loop.keepWarm(url: endpoint.baseURL + "/")
+        loop.keepWarm(origin: endpoint.baseURL)
     }
 
     /// The transport's thread as a task executor (see ``CurlMultiLoop``).
@@ -206,31 +206,33 @@ final class CurlTransport: Sendable {
         deadline: ContinuousClock.Instant
     ) -> Transfer {
         Transfer(
-            urlPrefix: endpoint.baseURL, urlSuffix: request.path, method: request.method,
-            headerList: headerList(authorization: authorization, headers: request.headers),
+            origin: endpoint.baseURL, path: request.path, pathIsPlain: CurlMultiLoop.isPlainPath(request.path),
+            method: request.method, headerList: headerList(authorization: authorization, headers: request.headers),
             body: RequestBody(request.body), deadline: deadline)
     }
 
-    /// Starts `template` once per suffix, each to `pathPrefix` and its suffix (with `apnsIDs`, each
-    /// carrying the apns-id at its index), with no task per request: `completion` is called on the
+    /// Starts `template` once per device, each to the device's path (with `apnsIDs`, each carrying
+    /// the apns-id at its index), with no task per request: `completion` is called on the
     /// transport's thread with each request's index and result, and must return quickly. The batch
     /// shares one header list and one copy of the body. Every request gets exactly one call,
     /// including when the transfer fails, times out or is cancelled with ``cancelAll(in:)``.
     func submit(
-        _ template: APNsRequest, pathPrefix: String, suffixes: [String], apnsIDs: [String]? = nil,
+        _ template: APNsRequest, to devices: [Device], apnsIDs: [String]? = nil,
         endpoint: APNsEnvironment.Endpoint, authorization: String?, deadline: ContinuousClock.Instant,
         group: TransferGroup, completion: @escaping @Sendable (Int, Result<APNsHTTPResponse, any Error>) -> Void
     ) {
-        guard !suffixes.isEmpty else { return }
+        guard !devices.isEmpty else { return }
         let headers = headerList(authorization: authorization, headers: template.headers)
         let body = lastBody.value(for: template.body) { RequestBody(template.body) }
-        let urlPrefix = endpoint.baseURL + pathPrefix
+        let origin = endpoint.baseURL
         var transfers: [Transfer] = []
-        transfers.reserveCapacity(suffixes.count)
-        for (index, suffix) in suffixes.enumerated() {
+        transfers.reserveCapacity(devices.count)
+        for (index, device) in devices.enumerated() {
             // A request's own apns-id goes in one list node ahead of the shared list.
             let transfer = Transfer(
-                urlPrefix: urlPrefix, urlSuffix: suffix, method: template.method,
+                // A device's path is plain: `Device` holds hex digits only.
+                origin: origin, path: Device.pathPrefix, pathSuffix: device.token, pathIsPlain: true,
+                method: template.method,
                 headerList: apnsIDs.map { HeaderList(first: HeaderList.apnsIDPrefix + $0[index], then: headers) }
                     ?? headers,
                 body: body, deadline: deadline, index: index, group: group)

@@ -64,11 +64,15 @@ final class Transfer: @unchecked Sendable {
         @exclusivity(unchecked) var ports: Set<Int32> = []
     }
 
-    /// The URL in two parts, written one after the other when the request is configured: a
-    /// batch's shared `https://host:port/3/device/` and each request's own suffix, so no URL string
-    /// is built per push.
-    let urlPrefix: String
-    let urlSuffix: String
+    /// The URL in three parts, written one after the other when the request is configured, so no
+    /// URL string is built per push: the endpoint's origin (`https://host:port`, which the easy
+    /// handle's parsed URL may already hold), the path and a suffix of it (a batch's shared
+    /// `/3/device/` and each request's token); and whether the path is one libcurl's URL parser
+    /// leaves as it is (``CurlMultiLoop/isPlainPath(_:)``).
+    let origin: String
+    let path: String
+    let pathSuffix: String
+    let pathIsPlain: Bool
     let method: APNsRequest.Method
     /// Shared by every transfer with the same headers.
     let headerList: HeaderList
@@ -140,13 +144,16 @@ final class Transfer: @unchecked Sendable {
     static let maximumResponseBody = 1 << 20
 
     init(
-        urlPrefix: String, urlSuffix: String = "", method: APNsRequest.Method, headerList: HeaderList,
+        origin: String, path: String, pathSuffix: String = "", pathIsPlain: Bool, method: APNsRequest.Method,
+        headerList: HeaderList,
         body: RequestBody,
         deadline: ContinuousClock.Instant, index: Int = 0, group: TransferGroup? = nil, isWarmUp: Bool = false
     ) {
         self.isWarmUp = isWarmUp
-        self.urlPrefix = urlPrefix
-        self.urlSuffix = urlSuffix
+        self.origin = origin
+        self.path = path
+        self.pathSuffix = pathSuffix
+        self.pathIsPlain = pathIsPlain
         self.method = method
         self.headerList = headerList
         self.body = body
