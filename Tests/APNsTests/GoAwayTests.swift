@@ -65,7 +65,7 @@ import Testing
                 $0.requestTimeout = .seconds(240).scaledForSanitizers
             })
             let count = 2_000.scaledDownForSanitizers
-            let devices = try (0..<count).map { try Device(token: String(repeating: "0", count: 56) + hex(index: $0)) }
+            let devices = try (0..<count).map { try Device(token: String(format: "%064lx", $0)) }
             let failures = await withTaskGroup(of: String?.self) { group in
                 for index in 0..<count {
                     group.addTask {
@@ -99,11 +99,5 @@ import Testing
             }
             #expect(misdirected.isEmpty, "\(misdirected.count) to another device; first: \(misdirected.prefix(2))")
         }
-    }
-
-    /// Eight hex digits of `index`, the end of its device's token.
-    func hex(index: Int) -> String {
-        let digits = String(index, radix: 16)
-        return String(repeating: "0", count: 8 - digits.count) + digits
     }
 }

@@ -119,7 +119,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// What the loop keeps for each easy handle: its `CURLOPT_ERRORBUFFER`; the method, body and
     /// header list its last transfer set, which the next transfer (the next device of a bulk send)
     /// usually shares: those options are set again only when they differ; and its parsed URL
-    /// (``setURL(_:_:pathOffset:origin:state:)``). Holding them also keeps what libcurl points at
+    /// (``setURL(_:_:pathOffset:of:state:)``). Holding them also keeps what libcurl points at
     /// alive as long as the handle does.
     final class EasyState {
         let errorBuffer: UnsafeMutablePointer<CChar>
@@ -288,7 +288,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// GOAWAY, a failed keepalive) or the idle one is about to be too old to reuse. A warm-up
     /// transfer runs libcurl's connect (or its reuse check) and is stopped by the pre-request
     /// callback before any byte of a request; the connection stays in libcurl's cache for the next
-    /// send. Failures are retried with back-off (1 s doubling to 60 s), and count for the circuit
+    /// send. Failures are retried with ``KeepWarmSchedule``'s back-off, and count for the circuit
     /// breaker like a send's.
     func keepWarm(origin: String) {
         submit(.keepWarm(origin: origin))
