@@ -202,7 +202,9 @@ struct Benchmark: AsyncParsableCommand {
                 try await Workload.warmUp(notification, via: chosen, inFlight: streams)
                 result = try await Workload.run(notification, via: chosen, devices: count, inFlight: streams)
             }
-            print("\(only): \(result.outcomes) outcomes")
+            print(
+                "\(only): \(result.outcomes) outcomes, \(Int(result.rate)) pushes/s, \(String(format: "%.3f", result.cpuPer100k)) CPU s per 100k"
+            )
             return
         }
         try await Workload.warmUp(notification, via: connector, inFlight: streams)

@@ -25,4 +25,25 @@ enum SendDeadline {
         guard retry.maximumAttempts > 1 else { return nil }
         return start + TransportConfiguration.defaultRequestTimeout
     }
+
+    /// The last instant at which a request handed to the transport at `submitted` may still be
+    /// written to a connection: its deadline less a reserve for the answer, a tenth of the time it
+    /// had when it was handed over, at most ``answerReserve``.
+    ///
+    /// A request written later would most likely end `unknown` (written, no answer by the deadline),
+    /// which a caller may not send again without accepting a duplicate; held back, it ends
+    /// `timedOut` and `notSent`, which any caller may send again. Requests wait that long only
+    /// when they queue behind others: for a stream (APNs' one stream on a new token connection, a
+    /// server's lower stream limit) or a connection (<doc:Reliability>).
+    static func lastWrite(
+        submitted: ContinuousClock.Instant, deadline: ContinuousClock.Instant
+    ) -> ContinuousClock.Instant {
+        let budget = deadline - submitted
+        guard budget > .zero else { return deadline }
+        return deadline - min(answerReserve, budget / 10)
+    }
+
+    /// The most of a send's time ``lastWrite(submitted:deadline:)`` keeps for the answer: APNs
+    /// answers within a round trip, far less than a second, unless it is failing.
+    static let answerReserve: Duration = .seconds(1)
 }

@@ -80,6 +80,39 @@ import Testing
         }
     }
 
+    /// Two devices sent at once through a connector that carries one request at a time; each answer
+    /// comes 1.85 s after its request. The second device's request waits for its turn until less
+    /// than a tenth of its 2 s timeout is left for an answer, so it is not written: not sent, and
+    /// the server never sees it (written, it would have ended unknown, and processed).
+    @Test func aRequestLeftTooLittleTimeForAnAnswerIsNotWritten() async throws {
+        try await Fixture.with { fixture in
+            fixture.server.inject(.delay(.milliseconds(1_850)))
+            let connector = try fixture.tokenConnector(adjust: { $0.maximumConcurrentStreams = 1 })
+            let devices = (1...2).map { try! Device(token: String(format: "%064x", $0)) }
+            var outcomes: [BulkOutcome] = []
+            for try await outcome in try bulkSendOutcomes(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("one stream") }, via: connector, to: devices,
+                timeout: .seconds(2))
+            {
+                outcomes.append(outcome)
+            }
+            #expect(outcomes.count == 2)
+            let sentPaths = Set(fixture.server.requests.map(\.path))
+            let notSent = outcomes.filter { outcome in
+                guard case .failure(.transport(let failure)) = outcome.result else { return false }
+                return failure.kind == .timeout && failure.delivery == .notSent
+            }
+            // The first request holds the stream (on a machine so busy that the handshake takes
+            // longer than the answer's slack, it times out too, written).
+            #expect(notSent.count >= 1, "\(outcomes.map(\.result))")
+            for outcome in notSent {
+                #expect(!sentPaths.contains(outcome.device.path), "a request reported not sent reached the server")
+            }
+            #expect(fixture.server.requests.count <= 1, "only the first request was written")
+            await connector.shutdown()
+        }
+    }
+
     /// A connection that answers ten requests and then goes silent, while twenty are in flight: it
     /// is replaced when the first request on it times out, later sends go to the new connection,
     /// and what was not written to the silent one is not reported as possibly delivered.

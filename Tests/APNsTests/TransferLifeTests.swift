@@ -1,4 +1,5 @@
 @testable import APNs
+import CCurl
 import Synchronization
 import Testing
 
@@ -13,11 +14,16 @@ import Testing
         var all: [String] { delivered.withLock { $0 } }
     }
 
-    func transfer(_ results: Results, warmUp: Bool = false, group: TransferGroup? = nil) -> Transfer {
+    /// A transfer handed over `waited` ago with `timeout` in all.
+    func transfer(
+        _ results: Results, warmUp: Bool = false, group: TransferGroup? = nil, timeout: Duration = .seconds(60),
+        waited: Duration = .zero
+    ) -> Transfer {
+        let submitted = ContinuousClock.now - waited
         let transfer = Transfer(
             origin: "https://127.0.0.1:1", path: "/3/device/", pathSuffix: "ab", pathIsPlain: true, method: .post,
-            headerList: CurlMultiLoop.noHeaders, body: CurlMultiLoop.noBody, deadline: ContinuousClock.now,
-            group: group, isWarmUp: warmUp)
+            headerList: CurlMultiLoop.noHeaders, body: CurlMultiLoop.noBody, deadline: submitted + timeout,
+            group: group, isWarmUp: warmUp, submittedAt: submitted)
         if warmUp {
             transfer.completion = .warmUp { error in
                 results.delivered.withLock { $0.append(error == nil ? "warm" : "cold") }
@@ -107,6 +113,44 @@ import Testing
         #expect(owned.retry == .cancelled)
         #expect(owned.delivery == .notSent)
         #expect(results.all.isEmpty, "the loop delivers the result, not the callback")
+    }
+
+    /// A request that waited for a stream or a connection until less than a tenth of its time (at
+    /// most a second) is left is not written: it ends not sent, where written it would most likely
+    /// end unknown. One with more left is written.
+    @Test func aRequestWithTooLittleTimeLeftForAnAnswerIsNotWritten() {
+        let results = Results()
+        let late = transfer(results, timeout: .seconds(2), waited: .milliseconds(1_850))
+        late.taken()
+        #expect(late.willSend(localPort: 1) == Int32(CURL_PREREQFUNC_ABORT))
+        #expect(late.retry == .tooLate)
+        #expect(late.life == .queued)
+        #expect(late.delivery == .notSent)
+        let capped = transfer(results, timeout: .seconds(60), waited: .milliseconds(59_100))
+        capped.taken()
+        #expect(capped.willSend(localPort: 1) == Int32(CURL_PREREQFUNC_ABORT), "a second at most is kept")
+        #expect(capped.retry == .tooLate)
+        let inTime = transfer(results, timeout: .seconds(2), waited: .milliseconds(1_500))
+        inTime.taken()
+        #expect(inTime.willSend(localPort: 1) == Int32(CURL_PREREQFUNC_OK))
+        #expect(inTime.life == .written)
+        let longWait = transfer(results, timeout: .seconds(60), waited: .seconds(55))
+        longWait.taken()
+        #expect(longWait.willSend(localPort: 1) == Int32(CURL_PREREQFUNC_OK))
+        #expect(results.all.isEmpty, "the loop delivers the result, not the callback")
+    }
+
+    /// The reserve for the answer, worked out from when the request was handed over and its deadline.
+    @Test func theReserveForTheAnswerIsATenthOfTheTimeAtMostASecond() {
+        let start = ContinuousClock.now
+        #expect(SendDeadline.lastWrite(submitted: start, deadline: start + .seconds(30)) == start + .seconds(29))
+        #expect(
+            SendDeadline.lastWrite(submitted: start, deadline: start + .seconds(2)) == start + .milliseconds(1_800))
+        #expect(
+            SendDeadline.lastWrite(submitted: start, deadline: start + .milliseconds(100))
+                == start + .milliseconds(90))
+        #expect(SendDeadline.lastWrite(submitted: start, deadline: start) == start)
+        #expect(SendDeadline.lastWrite(submitted: start, deadline: start - .seconds(1)) == start - .seconds(1))
     }
 
     @Test func aWarmUpNeverWritesARequest() {

@@ -18,6 +18,10 @@ extension CurlMultiLoop {
             transfer.resume(.failure(TransportError.timedOut(delivery: transfer.delivery)))
             return
         }
+        if !transfer.isWarmUp, now >= transfer.lastWrite {
+            transfer.resume(.failure(TransportError.tooLateToWrite))
+            return
+        }
         // A closed breaker (nearly always) admits without reading the clock.
         switch breaker?.isClosed == true ? .go : breaker?.admit(now: .now) {
         case nil, .go?: break

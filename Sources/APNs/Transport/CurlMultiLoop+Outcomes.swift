@@ -129,6 +129,8 @@ extension CurlMultiLoop {
                 result = .failure(TransportError.connectionLost(curlCode: Int(code.rawValue)))
             case .cancelled?:
                 result = .failure(TransportError.cancelled(delivery: .notSent))
+            case .tooLate?:
+                result = .failure(TransportError.tooLateToWrite)
             case .notHTTP2?:
                 result = .failure(TransportError.notHTTP2NothingWritten)
             case .warmedUp?:  // only a warm-up stops there, and it returned above

@@ -55,6 +55,9 @@ final class Transfer: @unchecked Sendable {
         /// libcurl was about to write it to a connection the loop has shut down as stalled, or is
         /// retiring: stopped before anything was written, and queued again for a new connection.
         case stalledConnection
+        /// It waited for a stream or a connection until too little of its time was left for an
+        /// answer (``lastWrite``): stopped before anything was written, and ended not sent.
+        case tooLate
     }
 
     /// The local ports of connections the loop shut down as stalled or is retiring, shared by all
@@ -129,7 +132,10 @@ final class Transfer: @unchecked Sendable {
     @exclusivity(unchecked) var localPort: Int32 = 0
     /// When the transport was given the request: how long it has waited, in the transport's queue,
     /// in libcurl's, on the wire and in every re-send after a refusal.
-    let submittedAt = ContinuousClock.now
+    let submittedAt: ContinuousClock.Instant
+    /// After this the request is no longer written: too little of its time is left for an answer
+    /// (``SendDeadline/lastWrite(submitted:deadline:)``).
+    let lastWrite: ContinuousClock.Instant
     /// The loop's ``StalledPorts``, set when the transfer is started.
     @exclusivity(unchecked) var stalledPorts: StalledPorts?
 
@@ -147,8 +153,11 @@ final class Transfer: @unchecked Sendable {
         origin: String, path: String, pathSuffix: String = "", pathIsPlain: Bool, method: APNsRequest.Method,
         headerList: HeaderList,
         body: RequestBody,
-        deadline: ContinuousClock.Instant, index: Int = 0, group: TransferGroup? = nil, isWarmUp: Bool = false
+        deadline: ContinuousClock.Instant, index: Int = 0, group: TransferGroup? = nil, isWarmUp: Bool = false,
+        submittedAt: ContinuousClock.Instant = .now
     ) {
+        self.submittedAt = submittedAt
+        lastWrite = SendDeadline.lastWrite(submitted: submittedAt, deadline: deadline)
         self.isWarmUp = isWarmUp
         self.origin = origin
         self.path = path
@@ -202,6 +211,10 @@ final class Transfer: @unchecked Sendable {
             let alpn = easy.map { ccurl_negotiated_h2($0) } ?? -1
             if alpn == 0 {
                 retry = .notHTTP2
+                return Int32(CURL_PREREQFUNC_ABORT)
+            }
+            if ContinuousClock.now >= lastWrite {
+                retry = .tooLate
                 return Int32(CURL_PREREQFUNC_ABORT)
             }
             negotiatedH2 = alpn == 1

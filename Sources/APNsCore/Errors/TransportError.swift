@@ -120,6 +120,12 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
             message: "the send's deadline passed before APNs answered")
     }
 
+    /// The request waited (for a stream or a connection) until too little of its time was left for
+    /// an answer, and was not written.
+    static let tooLateToWrite = TransportError(
+        kind: .timeout, delivery: .notSent,
+        message: "the request waited for a stream or a connection until too little time was left for an answer")
+
     /// Cancelled by the caller.
     static func cancelled(delivery: Delivery) -> TransportError {
         TransportError(kind: .cancelled, delivery: delivery, message: "the send was cancelled")
