@@ -77,7 +77,7 @@ struct Benchmark: AsyncParsableCommand {
     @Option(
         name: .customLong("only"),
         help:
-            "Run one contender for --count pushes and exit, for counting instructions under valgrind --tool=callgrind: 'observed', 'unobserved', 'watching' (bulk sends through those connectors), 'executor' (the observed bulk send from a task preferring the connector's task executor), 'singles' (a task group of single sends), 'libcurl' (the C multi loop) or 'coalesced' (the C loop corking its connection as swift-apns does); also 'far' (the far-from-APNs table alone), 'user' (bulk against single sends in a user's code, over --rounds alternating rounds) and 'actors' (the bulk send and its AsyncSequence read from the main actor and from nonisolated code, over --rounds rounds). Differences of totals between two counts give instructions per push."
+            "Run one contender for --count pushes, print its rate and CPU s per 100k, and exit, for counting instructions under valgrind --tool=callgrind or comparing contenders each in a process of its own: 'observed', 'unobserved', 'watching' (bulk sends through those connectors), 'executor' (the observed bulk send from a task preferring the connector's task executor), 'singles' (a task group of single sends), 'libcurl' (the C multi loop) or 'coalesced' (the C loop corking its connection as swift-apns does); also 'far' (the far-from-APNs table alone), 'user' (bulk against single sends in a user's code, over --rounds alternating rounds) and 'actors' (the bulk send and its AsyncSequence read from the main actor and from nonisolated code, over --rounds rounds). Differences of totals between two counts give instructions per push."
     ) var only: String?
 
     func run() async throws {
