@@ -211,6 +211,37 @@ public final class MockAPNsServer: Sendable {
     /// Forgets the recorded requests.
     public func clearRequests() { state.clearRecords() }
 
+    /// Waits until ``requests`` holds `count` requests that `matches` accepts (those recorded
+    /// before the call included: a request is recorded when the server answers it); returns false
+    /// if `limit` passes first or the calling task is cancelled. `matches` runs on the server's
+    /// threads, once per request, as the server records it: keep it short. Needs
+    /// ``Configuration/recordsRequests``.
+    ///
+    /// ```swift
+    /// let started = try await bulkTask()          // sending in the background
+    /// #expect(await server.requests(count: 300, within: .seconds(30)))
+    /// gateway.kill()                              // mid-way, whatever the machine's speed
+    /// ```
+    public func requests(
+        count: Int, within limit: Duration, where matches: @escaping @Sendable (RecordedRequest) -> Bool = { _ in true }
+    ) async -> Bool {
+        let id = UUID()
+        let timer = Task { [state] in
+            guard (try? await Task.sleep(for: limit)) != nil else { return }
+            state.endWait(id)
+        }
+        let reached = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                state.wait(id, count: count, matches: matches, continuation: continuation)
+            }
+        } onCancel: { [state] in
+            state.endWait(id)
+        }
+        timer.cancel()
+        state.forgetWait(id)
+        return reached
+    }
+
     /// Streams answered so far, recorded or not.
     public var streamCount: Int { state.streamCount }
 

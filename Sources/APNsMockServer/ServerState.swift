@@ -28,6 +28,18 @@ final class ServerState: ValidationContext {
         var faultsApplied = 0
         /// Open connections, for ``MockAPNsServer/goAwayAll()``.
         var open: [ObjectIdentifier: @Sendable () -> Void] = [:]
+        /// Waits for a number of matching requests (``MockAPNsServer/requests(count:within:where:)``).
+        var waits: [UUID: RequestWait] = [:]
+        /// Waits ended (limit passed, task cancelled) before they began.
+        var endedWaits: Set<UUID> = []
+    }
+
+    /// One wait for `count` received requests that `matches` accepts.
+    struct RequestWait {
+        let count: Int
+        let matches: @Sendable (RecordedRequest) -> Bool
+        var seen: Int
+        let continuation: CheckedContinuation<Bool, Never>
     }
 
     let configuration: MockAPNsServer.Configuration
@@ -86,10 +98,57 @@ final class ServerState: ValidationContext {
     }
 
     func record(_ request: RecordedRequest) {
-        mutable.withLock { state in
+        let done = mutable.withLock { state -> [CheckedContinuation<Bool, Never>] in
             state.streams += 1
-            if configuration.recordsRequests { state.records.append(request) }
+            guard configuration.recordsRequests else { return [] }
+            state.records.append(request)
+            guard !state.waits.isEmpty else { return [] }
+            var done: [CheckedContinuation<Bool, Never>] = []
+            for (id, var wait) in state.waits where wait.matches(request) {
+                wait.seen += 1
+                if wait.seen >= wait.count {
+                    state.waits.removeValue(forKey: id)
+                    done.append(wait.continuation)
+                } else {
+                    state.waits[id] = wait
+                }
+            }
+            return done
         }
+        done.forEach { $0.resume(returning: true) }
+    }
+
+    /// Resumes `continuation` with true once `count` recorded requests, those already recorded
+    /// included, match; at once when they already do.
+    func wait(
+        _ id: UUID, count: Int, matches: @escaping @Sendable (RecordedRequest) -> Bool,
+        continuation: CheckedContinuation<Bool, Never>
+    ) {
+        let now = mutable.withLock { state -> Bool? in
+            if state.endedWaits.remove(id) != nil { return false }
+            let seen = state.records.count(where: matches)
+            if seen >= count { return true }
+            state.waits[id] = RequestWait(count: count, matches: matches, seen: seen, continuation: continuation)
+            return nil
+        }
+        if let now { continuation.resume(returning: now) }
+    }
+
+    /// Ends a wait with false: at once if it is waiting, as soon as it begins if it has not yet.
+    func endWait(_ id: UUID) {
+        let waiting = mutable.withLock { state -> RequestWait? in
+            guard let wait = state.waits.removeValue(forKey: id) else {
+                state.endedWaits.insert(id)
+                return nil
+            }
+            return wait
+        }
+        waiting?.continuation.resume(returning: false)
+    }
+
+    /// Forgets a wait that has returned (an end that came too late to matter).
+    func forgetWait(_ id: UUID) {
+        mutable.withLock { _ = $0.endedWaits.remove(id) }
     }
 
     /// Creates a channel, or returns nil at the configured limit (APNs: 10,000 per app).

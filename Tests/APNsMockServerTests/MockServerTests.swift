@@ -138,6 +138,34 @@ import Testing
     }
 
     /// APNs answers a failure with the request's apns-id, as it does a success.
+    /// A test awaits the requests it needs instead of polling for them: the wait returns true once
+    /// enough matching requests have arrived, those before it included, and false when its limit
+    /// passes or its task is cancelled.
+    @Test func aTestAwaitsTheRequestsItNeeds() async throws {
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let other = try Device(token: String(repeating: "ab", count: 32))
+            func send(to device: Device) async throws {
+                try await APNs.send(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert("counted") }, via: connector, to: device)
+            }
+            let isTest: @Sendable (RecordedRequest) -> Bool = { $0.path == Device.test.path }
+            try await send(to: .test)
+            let waiting = Task { await fixture.server.requests(count: 3, within: .seconds(60), where: isTest) }
+            try await send(to: other)
+            try await send(to: .test)
+            try await send(to: other)
+            try await send(to: .test)
+            #expect(await waiting.value)
+            #expect(await fixture.server.requests(count: 3, within: .seconds(60), where: isTest), "already there")
+            #expect(await fixture.server.requests(count: 5, within: .seconds(60)), "every request, by default")
+            #expect(!(await fixture.server.requests(count: 4, within: .milliseconds(100), where: isTest)))
+            let cancelled = Task { await fixture.server.requests(count: 100, within: .seconds(60)) }
+            cancelled.cancel()
+            #expect(!(await cancelled.value))
+        }
+    }
+
     @Test func aFailureCarriesTheRequestsAPNsID() async throws {
         try await Fixture.with { fixture in
             let connector = try fixture.tokenConnector()
