@@ -81,6 +81,46 @@ import Testing
         await queue.remove()
     }
 
+    /// A dead sender's claims (their lease expired) are taken over in their app's turn, like its
+    /// queued device-sends: they do not push other apps out of a claim, and a claim that leaves an
+    /// app out (its credential's sending is paused) leaves them out too.
+    @Test(arguments: Backend.allCases)
+    func expiredLeasesAreTakenInTheirAppsTurn(_ backend: Backend) async throws {
+        let queue = try await TestStore(backend)
+        let store = queue.store
+        let start = Date()
+        let backlog = Self.notification("a", app: "com.example.a", devices: 0..<300, at: start)
+        #expect(try await store.enqueue(backlog, maximumQueueDepth: 100_000) == .accepted)
+        let held = try await store.claim(owner: "dead", limit: 300, now: start, leaseUntil: start.addingTimeInterval(1))
+        #expect(held.reduce(0) { $0 + $1.deliveries.count } == 300)
+        let late = Self.notification("b", app: "com.example.b", devices: 0..<1, at: start.addingTimeInterval(1))
+        #expect(try await store.enqueue(late, maximumQueueDepth: 100_000) == .accepted)
+
+        // A's lease has expired; A is paused: B's one device is all there is to claim.
+        let now = start.addingTimeInterval(2)
+        let withoutA = try await store.claim(
+            owner: "t", limit: 10, now: now, leaseUntil: now.addingTimeInterval(60),
+            apps: AppFilter { $0 != "com.example.a" })
+        #expect(withoutA.map(\.id) == ["b"])
+        #expect(withoutA.first?.deliveries.count == 1)
+
+        // Both apps take part: A's expired device-sends and B's new ones share the claim evenly,
+        // the longest due first.
+        let more = Self.notification("c", app: "com.example.b", devices: 1..<201, at: start.addingTimeInterval(1.5))
+        #expect(try await store.enqueue(more, maximumQueueDepth: 100_000) == .accepted)
+        let both = try await store.claim(owner: "t", limit: 100, now: now, leaseUntil: now.addingTimeInterval(60))
+        let byNotification = Dictionary(grouping: both, by: \.id).mapValues {
+            $0.reduce(0) { $0 + $1.deliveries.count }
+        }
+        #expect(byNotification == ["a": 50, "c": 50])
+        #expect(both.first { $0.id == "a" }?.deliveries.map(\.position) == Array(0..<50))
+        // The rest of A's are taken over by later claims, none twice.
+        let rest = try await store.claim(owner: "t", limit: 1_000, now: now, leaseUntil: now.addingTimeInterval(60))
+        let restOfA = rest.filter { $0.id == "a" }.flatMap(\.deliveries).map(\.position)
+        #expect(restOfA.sorted() == Array(50..<300))
+        await queue.remove()
+    }
+
     /// The whole gateway's sender: app A's 20,000 device-sends are being sent when app B posts
     /// one; B's is sent and finished while most of A's still wait (first-in first-out across apps
     /// finished A's first).

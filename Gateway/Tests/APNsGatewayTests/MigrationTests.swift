@@ -41,7 +41,7 @@ import Testing
                 == (backend == .sqlite
                     ? [
                         "1-release-0.1.0", "2-leases-and-retention", "3-at-most-once", "4-idempotency-keys",
-                        "5-apps-and-credentials",
+                        "5-apps-and-credentials", "6-expired-leases-by-app",
                     ]
                     : ["1", "2", "3", "4", "5", "6", "7"]))
         let schema = try await Self.schema(of: queue)

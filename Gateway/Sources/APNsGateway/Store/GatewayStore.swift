@@ -64,7 +64,7 @@ public protocol GatewayStore: Sendable {
     /// however many; it grows with the apps that have work.
     ///
     /// Only the apps `apps` admits take part (those of a credential whose sending is paused are
-    /// left out); device-sends under an expired lease may be of any app on SQLite.
+    /// left out), their device-sends under an expired lease included.
     func claim(
         owner: String, limit: Int, now: Date, leaseUntil: Date, apps: AppFilter
     ) async throws -> [ClaimedNotification]

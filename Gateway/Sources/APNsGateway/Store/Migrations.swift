@@ -15,8 +15,9 @@ import PostgresNIO
 /// (PostgreSQL) moves the renewed lease from each claimed device-send to its instance's row; the
 /// next keeps each notification's `Idempotency-Key` and body fingerprint, unique per API key; the
 /// sixth (PostgreSQL) keeps the queue's depth in rows and indexes unfinished rows by due time; the
-/// last gives each unfinished device-send its app, so that claims take turns between apps, and
-/// adds the credentials and the app each is bound to.
+/// next gives each unfinished device-send its app, so that claims take turns between apps, and
+/// adds the credentials and the app each is bound to; SQLite's sixth indexes claimed device-sends
+/// by app and lease, so that those under an expired lease are taken in their app's turn.
 enum Migrations {
     /// SQLite: (identifier, SQL) in order.
     static let sqlite: [(identifier: String, sql: String)] = [
@@ -82,6 +83,13 @@ enum Migrations {
             INSERT OR REPLACE INTO counters(name, value)
                 SELECT 'app:' || app, count(*) FROM deliveries WHERE state <> 'done' GROUP BY app;
             \(credentialTables.joined(separator: ";\n"));
+            """
+        ),
+        (
+            "6-expired-leases-by-app",
+            """
+            DROP INDEX IF EXISTS deliveries_expiring;
+            CREATE INDEX deliveries_claimed_by_app ON deliveries(app, lease_until) WHERE state = 'claimed';
             """
         ),
     ]

@@ -217,29 +217,43 @@ public final class SQLiteStore: GatewayStore {
         }
     }
 
-    /// The apps with queued device-sends, found by skipping from one app to the next in
-    /// `deliveries_queued_by_app` (a few index look-ups per app, whatever the backlog).
+    /// The apps with queued or claimed device-sends, found by skipping from one app to the next in
+    /// `deliveries_queued_by_app` and in `deliveries_claimed_by_app` (a few index look-ups per app,
+    /// whatever the backlog). An app whose claims are all held by live senders is among them and
+    /// finds nothing due.
     package static let appsQuery = """
-        WITH RECURSIVE apps(app) AS (
+        WITH RECURSIVE queued(app) AS (
             SELECT min(app) FROM deliveries WHERE state = 'queued'
             UNION ALL
-            SELECT (SELECT min(app) FROM deliveries WHERE state = 'queued' AND app > apps.app)
-            FROM apps WHERE apps.app IS NOT NULL)
-        SELECT app FROM apps WHERE app IS NOT NULL
+            SELECT (SELECT min(app) FROM deliveries WHERE state = 'queued' AND app > queued.app)
+            FROM queued WHERE queued.app IS NOT NULL),
+        claimed(app) AS (
+            SELECT min(app) FROM deliveries WHERE state = 'claimed'
+            UNION ALL
+            SELECT (SELECT min(app) FROM deliveries WHERE state = 'claimed' AND app > claimed.app)
+            FROM claimed WHERE claimed.app IS NOT NULL)
+        SELECT app FROM queued WHERE app IS NOT NULL
+        UNION
+        SELECT app FROM claimed WHERE app IS NOT NULL
+        ORDER BY app
         """
 
-    /// One app's device-sends queued and due at `?2`, at most `?3`, the longest due first: a range of
-    /// `deliveries_queued_by_app` read in order up to the limit, so rows waiting for a later time
-    /// and finished rows (any number of them) are never read (`EXPLAIN QUERY PLAN` is checked by a
-    /// test).
+    /// One app's device-sends due at `?2`, at most `?3`, the longest due first: those queued and
+    /// available (a range of `deliveries_queued_by_app` read in order up to the limit) and those
+    /// claimed under a lease that expired before `?2`, their sender dead (a range of
+    /// `deliveries_claimed_by_app`, the longest expired first). Rows waiting for a later time,
+    /// claims still held and finished rows (any number of them) are never read (`EXPLAIN QUERY
+    /// PLAN` is checked by a test).
     package static let dueQuery = """
-        SELECT rowid FROM deliveries
-        WHERE state = 'queued' AND app = ?1 AND available_at <= ?2 ORDER BY available_at LIMIT ?3
-        """
-
-    /// Device-sends claimed under a lease that expired before `?1` (their sender died), at most `?2`.
-    package static let expiredQuery = """
-        SELECT rowid FROM deliveries WHERE state = 'claimed' AND lease_until < ?1 ORDER BY lease_until LIMIT ?2
+        SELECT id FROM (
+            SELECT * FROM (
+                SELECT rowid AS id, available_at FROM deliveries
+                WHERE state = 'queued' AND app = ?1 AND available_at <= ?2 ORDER BY available_at LIMIT ?3)
+            UNION ALL
+            SELECT * FROM (
+                SELECT rowid AS id, available_at FROM deliveries
+                WHERE state = 'claimed' AND app = ?1 AND lease_until < ?2 ORDER BY lease_until LIMIT ?3))
+        ORDER BY available_at LIMIT ?3
         """
 
     public func claim(
@@ -249,14 +263,13 @@ public final class SQLiteStore: GatewayStore {
             let nowSeconds = now.timeIntervalSince1970
             let update = try db.cachedStatement(
                 sql: "UPDATE deliveries SET state = 'claimed', lease_owner = ?, lease_until = ? WHERE rowid = ?")
-            var due = try Int64.fetchAll(db, sql: SQLiteStore.expiredQuery, arguments: [nowSeconds, limit])
-            for rowid in due { try update.execute(arguments: [owner, leaseUntil.timeIntervalSince1970, rowid]) }
+            var due: [Int64] = []
             // Apps take turns: each gets an equal share of what is left, and what some leave goes
-            // to those that filled theirs. A claimed row is no longer queued, so each round reads
-            // on from where the last stopped.
+            // to those that filled theirs. A claimed row is no longer queued, nor under an expired
+            // lease, so each round reads on from where the last stopped.
             let apps = try String.fetchAll(db, sql: SQLiteStore.appsQuery).filter(filter.admits)
             let dueForApp = try db.cachedStatement(sql: SQLiteStore.dueQuery)
-            var shares = FairShares(limit: limit - due.count, apps: apps)
+            var shares = FairShares(limit: limit, apps: apps)
             try shares.takeAll { app, share in
                 let rows = try Int64.fetchAll(dueForApp, arguments: [app, nowSeconds, share])
                 for rowid in rows { try update.execute(arguments: [owner, leaseUntil.timeIntervalSince1970, rowid]) }
