@@ -225,6 +225,27 @@ public final class MockAPNsServer: Sendable {
     public func requests(
         count: Int, within limit: Duration, where matches: @escaping @Sendable (RecordedRequest) -> Bool = { _ in true }
     ) async -> Bool {
+        await wait(count: count, within: limit, matches: matches)
+    }
+
+    /// Waits until `count` requests have arrived whole (their last frame read, before any fault
+    /// or answer: with ``Fault/delay(_:)`` they are then waiting for their answers), those before
+    /// the call included, recorded or not; returns false if `limit` passes first or the calling
+    /// task is cancelled.
+    ///
+    /// ```swift
+    /// server.inject(.delay(.milliseconds(800)))
+    /// let sends = Task { try await bulkTask() }
+    /// #expect(await server.arrivals(count: 20, within: .seconds(30)))
+    /// await connector.shutdown()                  // with 20 sends on the wire
+    /// ```
+    public func arrivals(count: Int, within limit: Duration) async -> Bool {
+        await wait(count: count, within: limit, matches: nil)
+    }
+
+    private func wait(
+        count: Int, within limit: Duration, matches: (@Sendable (RecordedRequest) -> Bool)?
+    ) async -> Bool {
         let id = UUID()
         let timer = Task { [state] in
             guard (try? await Task.sleep(for: limit)) != nil else { return }

@@ -28,16 +28,39 @@ final class ServerState: ValidationContext {
         var faultsApplied = 0
         /// Open connections, for ``MockAPNsServer/goAwayAll()``.
         var open: [ObjectIdentifier: @Sendable () -> Void] = [:]
-        /// Waits for a number of matching requests (``MockAPNsServer/requests(count:within:where:)``).
+        /// Requests received whole (their last frame read), answered or not.
+        var arrivals = 0
+        /// Waits for a number of matching requests (``MockAPNsServer/requests(count:within:where:)``)
+        /// or of arrivals (``MockAPNsServer/arrivals(count:within:)``).
         var waits: [UUID: RequestWait] = [:]
         /// Waits ended (limit passed, task cancelled) before they began.
         var endedWaits: Set<UUID> = []
+
+        /// Counts one event for the waits `counts` picks (by their `matches`); returns the
+        /// continuations of those it completes, to resume outside the lock.
+        mutating func advanceWaits(
+            _ counts: ((@Sendable (RecordedRequest) -> Bool)?) -> Bool
+        ) -> [CheckedContinuation<Bool, Never>] {
+            guard !waits.isEmpty else { return [] }
+            var done: [CheckedContinuation<Bool, Never>] = []
+            for (id, var wait) in waits where counts(wait.matches) {
+                wait.seen += 1
+                if wait.seen >= wait.count {
+                    waits.removeValue(forKey: id)
+                    done.append(wait.continuation)
+                } else {
+                    waits[id] = wait
+                }
+            }
+            return done
+        }
     }
 
-    /// One wait for `count` received requests that `matches` accepts.
+    /// One wait for `count` recorded requests that `matches` accepts, or (`matches` nil) for
+    /// `count` arrivals.
     struct RequestWait {
         let count: Int
-        let matches: @Sendable (RecordedRequest) -> Bool
+        let matches: (@Sendable (RecordedRequest) -> Bool)?
         var seen: Int
         let continuation: CheckedContinuation<Bool, Never>
     }
@@ -102,31 +125,30 @@ final class ServerState: ValidationContext {
             state.streams += 1
             guard configuration.recordsRequests else { return [] }
             state.records.append(request)
-            guard !state.waits.isEmpty else { return [] }
-            var done: [CheckedContinuation<Bool, Never>] = []
-            for (id, var wait) in state.waits where wait.matches(request) {
-                wait.seen += 1
-                if wait.seen >= wait.count {
-                    state.waits.removeValue(forKey: id)
-                    done.append(wait.continuation)
-                } else {
-                    state.waits[id] = wait
-                }
-            }
-            return done
+            return state.advanceWaits { $0?(request) ?? false }
+        }
+        done.forEach { $0.resume(returning: true) }
+    }
+
+    /// A request has been received whole (before any fault or answer).
+    func arrived() {
+        let done = mutable.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            state.arrivals += 1
+            return state.advanceWaits { $0 == nil }
         }
         done.forEach { $0.resume(returning: true) }
     }
 
     /// Resumes `continuation` with true once `count` recorded requests, those already recorded
-    /// included, match; at once when they already do.
+    /// included, match (`matches` nil: once `count` requests have arrived); at once when they
+    /// already do.
     func wait(
-        _ id: UUID, count: Int, matches: @escaping @Sendable (RecordedRequest) -> Bool,
+        _ id: UUID, count: Int, matches: (@Sendable (RecordedRequest) -> Bool)?,
         continuation: CheckedContinuation<Bool, Never>
     ) {
         let now = mutable.withLock { state -> Bool? in
             if state.endedWaits.remove(id) != nil { return false }
-            let seen = state.records.count(where: matches)
+            let seen = matches.map { state.records.count(where: $0) } ?? state.arrivals
             if seen >= count { return true }
             state.waits[id] = RequestWait(count: count, matches: matches, seen: seen, continuation: continuation)
             return nil

@@ -274,6 +274,7 @@ final class StreamHandler: ChannelInboundHandler {
     private func respond(context: ChannelHandlerContext) {
         guard !answered, let head else { return }
         answered = true
+        state.arrived()
         if applyFault(context: context, apnsID: head.first(name: "apns-id")) { return }
         answer(context: context)
     }

@@ -137,10 +137,9 @@ import Testing
         }
     }
 
-    /// APNs answers a failure with the request's apns-id, as it does a success.
     /// A test awaits the requests it needs instead of polling for them: the wait returns true once
-    /// enough matching requests have arrived, those before it included, and false when its limit
-    /// passes or its task is cancelled.
+    /// enough matching requests have been recorded, those before it included, and false when its
+    /// limit passes or its task is cancelled.
     @Test func aTestAwaitsTheRequestsItNeeds() async throws {
         try await Fixture.with { fixture in
             let connector = try fixture.tokenConnector()
@@ -166,6 +165,35 @@ import Testing
         }
     }
 
+    /// A test awaits requests that have arrived and wait for their answers (a delay injected),
+    /// with nothing recorded yet: what a test of draining sends in flight needs.
+    @Test func aTestAwaitsRequestsStillWaitingForTheirAnswers() async throws {
+        try await Fixture.with { fixture in
+            fixture.server.inject(.delay(.seconds(3)))
+            let connector = try fixture.tokenConnector()
+            let sends = Task {
+                try await withThrowingTaskGroup(of: Int.self) { group in
+                    for index in 0..<3 {
+                        group.addTask {
+                            try await send(
+                                AlertNotification(bundleID: Fixture.bundleID) { Alert("\(index)") }, via: connector,
+                                to: .test
+                            ).status
+                        }
+                    }
+                    return try await group.reduce(into: [Int]()) { $0.append($1) }
+                }
+            }
+            #expect(await fixture.server.arrivals(count: 3, within: .seconds(60)))
+            #expect(fixture.server.requests.isEmpty, "arrived, not answered yet")
+            #expect(!(await fixture.server.arrivals(count: 4, within: .milliseconds(100))))
+            #expect(try await sends.value == [200, 200, 200])
+            #expect(fixture.server.requests.count == 3)
+            #expect(await fixture.server.arrivals(count: 3, within: .seconds(60)), "already there")
+        }
+    }
+
+    /// APNs answers a failure with the request's apns-id, as it does a success.
     @Test func aFailureCarriesTheRequestsAPNsID() async throws {
         try await Fixture.with { fixture in
             let connector = try fixture.tokenConnector()

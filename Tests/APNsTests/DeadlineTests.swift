@@ -51,7 +51,7 @@ import Testing
                     to: .test,
                     timeout: .seconds(8))
             }
-            try await Task.sleep(for: .milliseconds(300))
+            #expect(await fixture.server.arrivals(count: 1, within: .seconds(30)))  // it holds the stream
             let waiting = await Self.sendConcurrently(5, via: connector, timeout: .seconds(1))
             #expect(waiting.count == 5)
             for (elapsed, result) in waiting {

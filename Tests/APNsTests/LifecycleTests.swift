@@ -14,7 +14,7 @@ import Testing
             let inFlight = Task {
                 try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
             }
-            try await Task.sleep(for: .milliseconds(100))
+            #expect(await fixture.server.arrivals(count: 1, within: .seconds(60)))  // on the wire
             await connector.shutdown(gracePeriod: .seconds(5))
             #expect(try await inFlight.value.status == 200)
             await #expect(
@@ -52,14 +52,10 @@ import Testing
         try await Fixture.with { fixture in
             fixture.server.inject(.neverAnswer)
             let connector = try fixture.tokenConnector()
-            let id = APNsID()
             let stuck = Task {
-                try await send(
-                    AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)
+                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
             }
-            while fixture.server.processedCount(apnsID: id.description) == 0 {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            #expect(await fixture.server.arrivals(count: 1, within: .seconds(30)))  // written: delivery unknown
             let start = ContinuousClock.now
             await connector.shutdown(gracePeriod: .milliseconds(200))
             #expect(ContinuousClock.now - start < .seconds(2))
@@ -83,7 +79,7 @@ import Testing
                     AlertNotification(bundleID: Fixture.bundleID) { Alert("a") }, via: connector, to: .test,
                     timeout: .seconds(3))
             }
-            try await Task.sleep(for: .milliseconds(200))
+            #expect(await fixture.server.arrivals(count: 1, within: .seconds(30)))  // it holds the stream
             let start = ContinuousClock.now
             do throws(APNsError) {
                 try await send(

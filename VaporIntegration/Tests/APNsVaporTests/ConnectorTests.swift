@@ -91,10 +91,7 @@ extension APNsConnectorID<RunTimeAuthentication> {
             }
         }
         // Every send has reached the server (and waits there for its answer) before the app stops.
-        let until = ContinuousClock.now + .seconds(30)
-        while apns.server.requests.count < 20, ContinuousClock.now < until {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        #expect(await apns.server.arrivals(count: 20, within: .seconds(30)))
         let stopping = ContinuousClock.now
         try await app.asyncShutdown()
         let statuses = try await sends.value
