@@ -56,19 +56,53 @@ import Testing
         await queue.remove()
     }
 
-    @Test func aRequestMayOverdrawItsAppsSecondAndTheNextWaitsForTheDebt() throws {
-        let limiter = DeviceRateLimiter()
-        let start = ContinuousClock.now
+    /// An app's device-sends a second, as the store keeps them: a request may overdraw the
+    /// second's worth, the next waits for the debt, another app is not touched, and a second
+    /// instance on the same queue spends the same budget.
+    @Test(arguments: Backend.allCases)
+    func aRequestMayOverdrawItsAppsSecondAndTheNextWaitsForTheDebt(_ backend: Backend) async throws {
+        let queue = try await TestStore(backend)
+        let store = queue.store
+        let start = Date()
         // A request larger than a second's worth is accepted from a full bucket…
-        #expect(limiter.admit(app: "a", devices: 5_000, rate: 100, now: start) == nil)
+        #expect(try await store.takeDeviceSends(app: "a", devices: 5_000, rate: 100, now: start) == nil)
         // …and the next waits until the 4,900 overdrawn are paid back.
-        let wait = try #require(limiter.admit(app: "a", devices: 1, rate: 100, now: start + .seconds(1)))
-        #expect(wait > 47 && wait < 49)
-        #expect(limiter.admit(app: "b", devices: 1, rate: 100, now: start + .seconds(1)) == nil, "another app")
-        #expect(limiter.admit(app: "a", devices: 1, rate: 100, now: start + .seconds(50)) == nil)
+        let wait = try #require(
+            try await store.takeDeviceSends(app: "a", devices: 1, rate: 100, now: start.addingTimeInterval(1)))
+        #expect(wait > 47 && wait < 49, "\(wait)")
+        #expect(
+            try await store.takeDeviceSends(app: "b", devices: 1, rate: 100, now: start.addingTimeInterval(1)) == nil,
+            "another app")
+        // An instance whose clock is behind the last take's: no refill from before it.
+        let behind = try #require(
+            try await store.takeDeviceSends(app: "a", devices: 1, rate: 100, now: start.addingTimeInterval(-0.5)))
+        #expect(behind > 49 && behind < 49.1, "\(behind)")
+        // Once paid back, one request at a time again; a second instance sees the same bucket.
+        #expect(
+            try await store.takeDeviceSends(app: "a", devices: 60, rate: 100, now: start.addingTimeInterval(50)) == nil)
+        let shared = try await queue.withSecondStore { second in
+            try await second.takeDeviceSends(app: "a", devices: 1, rate: 100, now: start.addingTimeInterval(50))
+        }
+        #expect(shared == nil, "40 were left")
+        #expect(
+            try await store.takeDeviceSends(app: "a", devices: 50, rate: 100, now: start.addingTimeInterval(50)) == nil)
+        let owed = try #require(
+            try await queue.withSecondStore { second in
+                try await second.takeDeviceSends(app: "a", devices: 1, rate: 100, now: start.addingTimeInterval(50))
+            })
+        #expect(owed > 0.115 && owed < 0.125, "11 owed and one to take, at 100 a second: \(owed)")
         // What was given back (nothing queued) is not owed.
-        limiter.giveBack(app: "a", devices: 1, rate: 100)
-        #expect(limiter.admit(app: "a", devices: 1, rate: 100, now: start + .seconds(50)) == nil)
+        try await store.returnDeviceSends(app: "a", devices: 50, rate: 100)
+        #expect(
+            try await store.takeDeviceSends(app: "a", devices: 1, rate: 100, now: start.addingTimeInterval(50)) == nil)
+        // Never more than a second's worth: a long idle app starts from a full bucket, no more.
+        #expect(
+            try await store.takeDeviceSends(app: "a", devices: 100, rate: 100, now: start.addingTimeInterval(10_000))
+                == nil)
+        #expect(
+            try await store.takeDeviceSends(app: "a", devices: 1, rate: 100, now: start.addingTimeInterval(10_000))
+                != nil)
+        await queue.remove()
     }
 
     @Test func theAPIAnswers429ForAnAppOverItsQuotaOrRateWithWhatToDo() async throws {

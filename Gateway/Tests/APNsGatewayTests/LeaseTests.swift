@@ -318,6 +318,12 @@ struct HeartbeatFails: GatewayStore {
         try await base.setLimits(of: app, maximumQueued: maximumQueued, deviceSendsPerSecond: deviceSendsPerSecond)
     }
     func queueDepth(of app: String) async throws -> Int { try await base.queueDepth(of: app) }
+    func takeDeviceSends(app: String, devices: Int, rate: Double, now: Date) async throws -> Double? {
+        try await base.takeDeviceSends(app: app, devices: devices, rate: rate, now: now)
+    }
+    func returnDeviceSends(app: String, devices: Int, rate: Double) async throws {
+        try await base.returnDeviceSends(app: app, devices: devices, rate: rate)
+    }
     func enqueue(
         _ notification: QueuedNotification, maximumQueueDepth: Int, maximumAppDepth: Int?
     ) async throws -> EnqueueResult {

@@ -41,9 +41,9 @@ import Testing
                 == (backend == .sqlite
                     ? [
                         "1-release-0.1.0", "2-leases-and-retention", "3-at-most-once", "4-idempotency-keys",
-                        "5-apps-and-credentials", "6-expired-leases-by-app",
+                        "5-apps-and-credentials", "6-expired-leases-by-app", "7-shared-app-rates",
                     ]
-                    : ["1", "2", "3", "4", "5", "6", "7"]))
+                    : ["1", "2", "3", "4", "5", "6", "7", "8"]))
         let schema = try await Self.schema(of: queue)
         // A second start applies nothing and changes nothing.
         try await queue.store.prepare()
@@ -58,6 +58,9 @@ import Testing
                 try await queue.rows(
                     "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE relname = 'deliveries'")
                     == ["fillfactor=50"])
+            // Apps' rates are taken at every request and need not survive a crash: no WAL.
+            #expect(
+                try await queue.rows("SELECT relpersistence::text FROM pg_class WHERE relname = 'app_rates'") == ["u"])
             #expect(!schema.contains { $0.contains("deliveries_claims") || $0.contains("deliveries_due ") })
             #expect(!schema.contains { $0.contains("deliveries_open") })
         }

@@ -64,8 +64,6 @@ public struct GatewayAPI: Sendable {
     private let limiter = RateLimiter()
     /// Each app's settings as read at most ``Configuration/keyCacheLifetime`` ago.
     private let apps: AppSettingsCache
-    /// Each app's device-sends a second (``AppSettings/deviceSendsPerSecond``).
-    private let devices = DeviceRateLimiter()
     private let metricsFactory: any MetricsFactory
     /// Notifications accepted, by app.
     private let accepted: AppCounters
@@ -299,27 +297,37 @@ public struct GatewayAPI: Sendable {
                 headers: headers)
         }
         let limits = try await apps.settings(of: notification.app, store: store)
-        if let rate = limits?.deviceSendsPerSecond,
-            let wait = devices.admit(app: notification.app, devices: queued.tokens.count, rate: rate)
-        {
-            throw Problem(
-                .tooManyRequests,
-                "\(notification.app) may have \(rate) device-sends a second accepted, and its recent requests used them up: try again in \(Int(wait.rounded(.up))) s, or send fewer devices at a time",
-                retryAfter: max(1, Int(wait.rounded(.up))))
+        if let rate = limits?.deviceSendsPerSecond {
+            // The app's budget is shared by every instance on the queue (a rate of zero, which
+            // the command does not store, admits nothing).
+            let wait =
+                rate > 0
+                ? try await store.takeDeviceSends(
+                    app: notification.app, devices: queued.tokens.count, rate: rate, now: Date())
+                : 1
+            if let wait {
+                let seconds = Int(min(wait, 86_400).rounded(.up))
+                throw Problem(
+                    .tooManyRequests,
+                    "\(notification.app) may have \(rate) device-sends a second accepted, and its recent requests used them up: try again in \(max(1, seconds)) s, or send fewer devices at a time",
+                    retryAfter: max(1, seconds))
+            }
+        }
+        // What the budget gave for a request that queued nothing goes back to it; a failure to give
+        // it back only delays the app's next request, so it does not replace the answer.
+        func giveBack() async {
+            guard let rate = limits?.deviceSendsPerSecond, rate > 0 else { return }
+            try? await store.returnDeviceSends(app: notification.app, devices: queued.tokens.count, rate: rate)
         }
         let result: EnqueueResult
         do {
             result = try await store.enqueue(
                 queued, maximumQueueDepth: configuration.maximumQueueDepth, maximumAppDepth: limits?.maximumQueued)
         } catch {
-            if let rate = limits?.deviceSendsPerSecond {
-                devices.giveBack(app: notification.app, devices: queued.tokens.count, rate: rate)
-            }
+            await giveBack()
             throw error
         }
-        if result != .accepted, let rate = limits?.deviceSendsPerSecond {
-            devices.giveBack(app: notification.app, devices: queued.tokens.count, rate: rate)
-        }
+        if result != .accepted { await giveBack() }
         switch result {
         case .accepted:
             accepted.increment(app: notification.app)
@@ -594,39 +602,5 @@ final class AppSettingsCache: Sendable {
         let all = Dictionary(try await store.appSettings().map { ($0.app, $0) }) { first, _ in first }
         cached.withLock { $0 = (all, now) }
         return all[app]
-    }
-}
-
-/// Device-sends a second per app: a bucket of one second's worth that a request may overdraw, so
-/// that a request of more devices than a second allows is accepted when the bucket is not in
-/// debt, and the next waits until the debt is paid: on average, `rate` a second, and never a
-/// request refused for being larger than the rate. Per gateway instance.
-///
-/// Thread safety: a `Mutex` guards the buckets.
-final class DeviceRateLimiter: Sendable {
-    private let buckets = Mutex<[String: (tokens: Double, at: ContinuousClock.Instant)]>([:])
-
-    /// Takes `devices` from `app`'s bucket and returns nil, or returns the seconds until it is out
-    /// of debt (nothing taken).
-    func admit(app: String, devices: Int, rate: Double, now: ContinuousClock.Instant = .now) -> Double? {
-        guard rate > 0 else { return 1 }
-        return buckets.withLock { buckets in
-            var bucket = buckets[app] ?? (rate, now)
-            bucket.tokens = min(rate, bucket.tokens + (now - bucket.at).seconds * rate)
-            bucket.at = now
-            defer { buckets[app] = bucket }
-            guard bucket.tokens > 0 else { return (1 - bucket.tokens) / rate }
-            bucket.tokens -= Double(devices)
-            return nil
-        }
-    }
-
-    /// Returns what ``admit(app:devices:rate:now:)`` took (nothing was queued).
-    func giveBack(app: String, devices: Int, rate: Double) {
-        buckets.withLock { buckets in
-            guard var bucket = buckets[app] else { return }
-            bucket.tokens = min(rate, bucket.tokens + Double(devices))
-            buckets[app] = bucket
-        }
     }
 }

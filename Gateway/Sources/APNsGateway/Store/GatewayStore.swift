@@ -55,6 +55,13 @@ public protocol GatewayStore: Sendable {
     func queueDepth() async throws -> Int
     /// `app`'s unfinished device-sends, kept as ``queueDepth()`` is.
     func queueDepth(of app: String) async throws -> Int
+    /// Takes `devices` from `app`'s ``DeviceSendBudget`` of `rate` device-sends a second at `now`,
+    /// one budget shared by every instance on this queue, atomically; nil when taken, or the
+    /// seconds until the budget is out of debt (nothing taken).
+    func takeDeviceSends(app: String, devices: Int, rate: Double, now: Date) async throws -> Double?
+    /// Returns what ``takeDeviceSends(app:devices:rate:now:)`` took for a request that queued
+    /// nothing.
+    func returnDeviceSends(app: String, devices: Int, rate: Double) async throws
 
     /// Claims up to `limit` device-sends that are due (queued and available, or claimed under an
     /// expired lease) for `owner` until `leaseUntil`, taking turns between apps: each app with due
@@ -107,6 +114,30 @@ public protocol GatewayStore: Sendable {
     func acknowledgeUnregistered(app: String, tokens: [String]) async throws -> Int
 }
 
+/// Each app's device-sends a second (``AppSettings/deviceSendsPerSecond``), kept in the queue so
+/// that every instance on it shares one budget: a bucket of one second's worth that a request may
+/// overdraw, so that a request of more devices than a second allows is accepted when the bucket
+/// is not in debt, and the next waits until the debt is paid back. On average `rate` a second, and
+/// never a request refused for being larger than the rate.
+///
+/// Each store keeps the bucket as a row of `app_rates` (`tokens` left at `at`, seconds since
+/// 1970) and refills and takes from it atomically (its `takeDeviceSends`; SQLite in one write
+/// transaction, PostgreSQL in one statement that spells ``refilled(tokens:at:now:rate:)`` in SQL):
+/// a request is taken when the refilled tokens are above zero, from a full bucket when the app
+/// has no row yet. Instances' clocks may differ a little: time before `at` refills nothing, and
+/// `at` never goes back. On PostgreSQL the table is unlogged (no write-ahead log, so no flush per
+/// request): after a crash, or on a standby, every app starts from a full bucket.
+public enum DeviceSendBudget {
+    /// The tokens a bucket holds at `now`: what it held at `at` plus `rate` a second since, at
+    /// most one second's worth.
+    public static func refilled(tokens: Double, at: Double, now: Double, rate: Double) -> Double {
+        min(rate, tokens + max(0, now - at) * rate)
+    }
+
+    /// The seconds a bucket holding `tokens` (zero or less: in debt) needs to hold one again.
+    public static func wait(tokens: Double, rate: Double) -> Double { max(0, (1 - tokens) / rate) }
+}
+
 /// Which apps a claim may take device-sends of.
 public struct AppFilter: Sendable {
     /// Whether the app's device-sends may be claimed.
@@ -138,7 +169,8 @@ public struct AppSettings: Sendable, Hashable {
     public var credential: String?
     /// Unfinished device-sends it may have in the queue; a request past it is refused (429).
     public var maximumQueued: Int?
-    /// Device-sends a second it may have accepted, on average, per gateway instance.
+    /// Device-sends a second it may have accepted, on average, by every instance on the queue
+    /// together (``DeviceSendBudget``).
     public var deviceSendsPerSecond: Double?
 
     public init(app: String, credential: String? = nil, maximumQueued: Int? = nil, deviceSendsPerSecond: Double? = nil)

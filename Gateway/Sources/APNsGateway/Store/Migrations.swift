@@ -17,7 +17,8 @@ import PostgresNIO
 /// sixth (PostgreSQL) keeps the queue's depth in rows and indexes unfinished rows by due time; the
 /// next gives each unfinished device-send its app, so that claims take turns between apps, and
 /// adds the credentials and the app each is bound to; SQLite's sixth indexes claimed device-sends
-/// by app and lease, so that those under an expired lease are taken in their app's turn.
+/// by app and lease, so that those under an expired lease are taken in their app's turn; the last
+/// keeps each app's device-sends a second in the queue, shared by its instances.
 enum Migrations {
     /// SQLite: (identifier, SQL) in order.
     static let sqlite: [(identifier: String, sql: String)] = [
@@ -90,6 +91,12 @@ enum Migrations {
             """
             DROP INDEX IF EXISTS deliveries_expiring;
             CREATE INDEX deliveries_claimed_by_app ON deliveries(app, lease_until) WHERE state = 'claimed';
+            """
+        ),
+        (
+            "7-shared-app-rates",
+            """
+            CREATE TABLE app_rates (app TEXT PRIMARY KEY, tokens REAL NOT NULL, at REAL NOT NULL);
             """
         ),
     ]
@@ -239,6 +246,17 @@ enum Migrations {
                 SELECT app, 0, count(*) FROM deliveries WHERE finished_at IS NULL GROUP BY app ON CONFLICT DO NOTHING
                 """,
             ] + credentialTables
+        ),
+        (
+            8, "shared app rates",
+            [
+                // Each app's device-sends a second, one bucket per app for every instance
+                // (``DeviceSendBudget``): unlogged, so a request's take is not flushed to disk.
+                """
+                CREATE UNLOGGED TABLE IF NOT EXISTS app_rates (
+                    app text PRIMARY KEY, tokens double precision NOT NULL, at double precision NOT NULL)
+                """
+            ]
         ),
     ]
 

@@ -276,6 +276,36 @@ public final class PostgresStore: GatewayStore, Service {
             """, logger: logger)
     }
 
+    public func takeDeviceSends(app: String, devices: Int, rate: Double, now: Date) async throws -> Double? {
+        let now = now.timeIntervalSince1970
+        let devices = Double(devices)
+        // ``DeviceSendBudget/refilled(tokens:at:now:rate:)`` in SQL: the row is locked by the
+        // upsert, so instances taking at once each see the other's take.
+        let taken = try await client.query(
+            """
+            INSERT INTO app_rates AS r (app, tokens, at) VALUES (\(app), \(rate) - \(devices), \(now))
+            ON CONFLICT (app) DO UPDATE SET
+                tokens = least(\(rate), r.tokens + greatest(0, \(now) - r.at) * \(rate)) - \(devices),
+                at = greatest(r.at, \(now))
+            WHERE least(\(rate), r.tokens + greatest(0, \(now) - r.at) * \(rate)) > 0
+            RETURNING true
+            """, logger: logger
+        ).collect()
+        guard taken.isEmpty else { return nil }
+        let row = try await client.query(
+            "SELECT tokens, at FROM app_rates WHERE app = \(app)", logger: logger
+        ).collect().first
+        let (tokens, at) = try row?.decode((Double, Double).self) ?? (0, now)
+        return DeviceSendBudget.wait(
+            tokens: DeviceSendBudget.refilled(tokens: tokens, at: at, now: now, rate: rate), rate: rate)
+    }
+
+    public func returnDeviceSends(app: String, devices: Int, rate: Double) async throws {
+        try await client.query(
+            "UPDATE app_rates SET tokens = least(\(rate), tokens + \(Double(devices))) WHERE app = \(app)",
+            logger: logger)
+    }
+
     public func queueDepth(of app: String) async throws -> Int {
         try await client.query(
             "SELECT coalesce(sum(value), 0)::int8 FROM app_depth WHERE app = \(app)", logger: logger

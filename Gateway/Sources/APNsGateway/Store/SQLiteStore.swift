@@ -150,6 +150,31 @@ public final class SQLiteStore: GatewayStore {
         }
     }
 
+    public func takeDeviceSends(app: String, devices: Int, rate: Double, now: Date) async throws -> Double? {
+        try await pool.write { db in
+            let now = now.timeIntervalSince1970
+            let tokens =
+                try Row.fetchOne(db, sql: "SELECT tokens, at FROM app_rates WHERE app = ?", arguments: [app]).map {
+                    DeviceSendBudget.refilled(tokens: $0["tokens"], at: $0["at"], now: now, rate: rate)
+                } ?? rate
+            guard tokens > 0 else { return DeviceSendBudget.wait(tokens: tokens, rate: rate) }
+            try db.execute(
+                sql: """
+                    INSERT INTO app_rates(app, tokens, at) VALUES (?, ?, ?)
+                    ON CONFLICT (app) DO UPDATE SET tokens = excluded.tokens, at = max(at, excluded.at)
+                    """, arguments: [app, tokens - Double(devices), now])
+            return nil
+        }
+    }
+
+    public func returnDeviceSends(app: String, devices: Int, rate: Double) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "UPDATE app_rates SET tokens = min(?, tokens + ?) WHERE app = ?",
+                arguments: [rate, Double(devices), app])
+        }
+    }
+
     public func queueDepth(of app: String) async throws -> Int {
         try await pool.read { db in
             try Int.fetchOne(db, sql: "SELECT value FROM counters WHERE name = ?", arguments: ["app:" + app]) ?? 0
