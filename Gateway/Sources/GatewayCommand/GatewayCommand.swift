@@ -131,6 +131,14 @@ struct DatabaseOptions: ParsableArguments {
         }
         let pool = Task { await store.run() }
         defer { pool.cancel() }
+        // The pool's last log lines (its failed connection attempts, or one it was opening when it
+        // was stopped) would land in the middle of an error's message on standard error: before
+        // an error is thrown, the pool is stopped, waiting at most 2 s.
+        func failed(_ error: any Error) async -> any Error {
+            pool.cancel()
+            await Self.waitForEnd(of: pool, atMost: .seconds(2))
+            return DatabaseFailure.readable(error)
+        }
         do {
             try await Self.first(
                 within: .seconds(databaseWaitSeconds), logger: logger,
@@ -138,16 +146,12 @@ struct DatabaseOptions: ParsableArguments {
                     "PostgreSQL did not answer within \(databaseWaitSeconds) s: check that the server in --database runs, is reachable from here and accepts this user (--database-wait-seconds waits longer)"
             ) { try await store.prepare() }
         } catch {
-            // The pool's last log lines (its failed connection attempts) would land in the middle
-            // of the error's message on standard error: stop it first, waiting at most 2 s.
-            pool.cancel()
-            await Self.waitForEnd(of: pool, atMost: .seconds(2))
-            throw DatabaseFailure.readable(error)
+            throw await failed(error)
         }
         do {
             return try await body(store)
         } catch {
-            throw DatabaseFailure.readable(error)
+            throw await failed(error)
         }
     }
 
