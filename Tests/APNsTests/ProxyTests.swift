@@ -26,13 +26,16 @@ import Testing
                 _ = try await send(Self.notification, via: direct, to: .test)
                 let directPort = try #require(
                     fixture.server.requests.last?.remoteAddress?.split(separator: ":").last.flatMap { Int($0) })
-                #expect(LocalProxy.process(getpid(), holdsSocketWithLocalPort: directPort))
+                let server = fixture.server.port
+                #expect(LocalProxy.process(getpid(), holdsSocketFrom: directPort, to: server))
                 await direct.shutdown()
                 let seen = try #require(fixture.server.requests.first?.remoteAddress)
                 let port = try #require(seen.split(separator: ":").last.flatMap { Int($0) })
-                #expect(proxy.holdsSocket(localPort: port), "the server saw \(seen), not a socket of the proxy")
                 #expect(
-                    !LocalProxy.process(getpid(), holdsSocketWithLocalPort: port),
+                    proxy.holdsSocket(localPort: port, remotePort: server),
+                    "the server saw \(seen), not a socket of the proxy")
+                #expect(
+                    !LocalProxy.process(getpid(), holdsSocketFrom: port, to: server),
                     "the server saw \(seen), this process")
             #endif
             let connections = fixture.server.connectionCount

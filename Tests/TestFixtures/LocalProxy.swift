@@ -14,15 +14,18 @@ package final class LocalProxy: Sendable {
         self.directory = directory
     }
 
-    /// Whether the proxy's process holds the TCP socket whose local port is `port` on 127.0.0.1:
-    /// the connection a server accepted came from the proxy, not from the test process.
-    package func holdsSocket(localPort port: Int) -> Bool {
-        Self.process(process.processIdentifier, holdsSocketWithLocalPort: port)
+    /// Whether the proxy's process holds the TCP socket from `port` to `remotePort` on 127.0.0.1:
+    /// the connection a server on `remotePort` accepted came from the proxy, not from the test
+    /// process.
+    package func holdsSocket(localPort port: Int, remotePort: Int) -> Bool {
+        Self.process(process.processIdentifier, holdsSocketFrom: port, to: remotePort)
     }
 
-    /// Whether process `pid` holds the TCP socket whose local port is `port` on 127.0.0.1, read from
-    /// `/proc/net/tcp` (the socket's inode) and `/proc/<pid>/fd` (Linux only; false elsewhere).
-    package static func process(_ pid: Int32, holdsSocketWithLocalPort port: Int) -> Bool {
+    /// Whether process `pid` holds the TCP socket from local port `port` to `remotePort`, both on
+    /// 127.0.0.1, read from `/proc/net/tcp` (the socket's inode) and `/proc/<pid>/fd` (Linux only;
+    /// false elsewhere). Both ends, because the kernel gives one local port to connections to
+    /// different peers: a socket of another test, to another server, may have the same.
+    package static func process(_ pid: Int32, holdsSocketFrom port: Int, to remotePort: Int) -> Bool {
         #if os(Linux)
             // Read to the end: `String(contentsOfFile:)` trusts the size /proc reports (0) and stops at
             // the first page, and after a few hundred connections the port is further down.
@@ -32,9 +35,10 @@ package final class LocalProxy: Sendable {
             try? handle.close()
             let table = String(decoding: data, as: UTF8.self)
             let local = String(format: "0100007F:%04X", port)
+            let remote = String(format: "0100007F:%04X", remotePort)
             let inodes = table.split(separator: "\n").dropFirst().compactMap { line -> String? in
                 let fields = line.split(separator: " ")
-                return fields.count > 9 && fields[1] == local ? String(fields[9]) : nil
+                return fields.count > 9 && fields[1] == local && fields[2] == remote ? String(fields[9]) : nil
             }
             let folder = "/proc/\(pid)/fd"
             for descriptor in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
