@@ -133,7 +133,8 @@ struct DatabaseOptions: ParsableArguments {
         defer { pool.cancel() }
         // The pool's last log lines (its failed connection attempts, or one it was opening when it
         // was stopped) would land in the middle of an error's message on standard error: before
-        // an error is thrown, the pool is stopped, waiting at most 2 s.
+        // an error is thrown, the pool is stopped, with a short bound on the wait so that a pool
+        // that does not end cannot hold the command's exit.
         func failed(_ error: any Error) async -> any Error {
             pool.cancel()
             await Self.waitForEnd(of: pool, atMost: .seconds(2))

@@ -297,26 +297,29 @@ public struct GatewayAPI: Sendable {
                 headers: headers)
         }
         let limits = try await apps.settings(of: notification.app, store: store)
+        // The rate whose budget (shared by every instance on the queue) gave this request's devices.
+        var takenAt: Double?
         if let rate = limits?.deviceSendsPerSecond {
-            // The app's budget is shared by every instance on the queue (a rate of zero, which
-            // the command does not store, admits nothing).
+            // A rate of zero, which the command does not store, admits nothing.
             let wait =
                 rate > 0
                 ? try await store.takeDeviceSends(
                     app: notification.app, devices: queued.tokens.count, rate: rate, now: Date())
                 : 1
             if let wait {
-                let seconds = Int(min(wait, 86_400).rounded(.up))
+                // Capped so that the wait of a tiny rate is still a number of seconds to say.
+                let seconds = max(1, Int(min(wait, 86_400).rounded(.up)))
                 throw Problem(
                     .tooManyRequests,
-                    "\(notification.app) may have \(rate) device-sends a second accepted, and its recent requests used them up: try again in \(max(1, seconds)) s, or send fewer devices at a time",
-                    retryAfter: max(1, seconds))
+                    "\(notification.app) may have \(rate) device-sends a second accepted, and its recent requests used them up: try again in \(seconds) s, or send fewer devices at a time",
+                    retryAfter: seconds)
             }
+            takenAt = rate
         }
         // What the budget gave for a request that queued nothing goes back to it; a failure to give
         // it back only delays the app's next request, so it does not replace the answer.
         func giveBack() async {
-            guard let rate = limits?.deviceSendsPerSecond, rate > 0 else { return }
+            guard let rate = takenAt else { return }
             try? await store.returnDeviceSends(app: notification.app, devices: queued.tokens.count, rate: rate)
         }
         let result: EnqueueResult
