@@ -225,7 +225,7 @@ public final class MockAPNsServer: Sendable {
     public func requests(
         count: Int, within limit: Duration, where matches: @escaping @Sendable (RecordedRequest) -> Bool = { _ in true }
     ) async -> Bool {
-        await wait(count: count, within: limit, matches: matches)
+        await wait(for: .recorded(matches), count: count, within: limit)
     }
 
     /// Waits until `count` requests have arrived whole (their last frame read, before any fault
@@ -240,12 +240,27 @@ public final class MockAPNsServer: Sendable {
     /// await connector.shutdown()                  // with 20 sends on the wire
     /// ```
     public func arrivals(count: Int, within limit: Duration) async -> Bool {
-        await wait(count: count, within: limit, matches: nil)
+        await wait(for: .arrival, count: count, within: limit)
     }
 
-    private func wait(
-        count: Int, within limit: Duration, matches: (@Sendable (RecordedRequest) -> Bool)?
-    ) async -> Bool {
+    /// Waits until clients have acknowledged `count` SETTINGS frames, on any connection, those
+    /// before the call included; returns false if `limit` passes first or the calling task is
+    /// cancelled. A client acknowledges the server's first SETTINGS once it has read them, and
+    /// each later one (``Configuration/oneStreamUntilFirstSuccess`` raising the stream limit),
+    /// though it may hold an acknowledgement until it next writes to the connection (libcurl 8
+    /// does). Until then it may open streams past a limit it has not seen, which the server accepts.
+    ///
+    /// ```swift
+    /// let holder = Task { try await send(first, via: connector, to: device) }  // never answered
+    /// #expect(await server.arrivals(count: 1, within: .seconds(30)))
+    /// #expect(await server.settingsAcknowledgements(count: 1, within: .seconds(30)))
+    /// // the client now knows it has one stream: later sends wait for it
+    /// ```
+    public func settingsAcknowledgements(count: Int, within limit: Duration) async -> Bool {
+        await wait(for: .settingsAcknowledgement, count: count, within: limit)
+    }
+
+    private func wait(for event: ServerState.Wait.Event, count: Int, within limit: Duration) async -> Bool {
         let id = UUID()
         let timer = Task { [state] in
             guard (try? await Task.sleep(for: limit)) != nil else { return }
@@ -253,7 +268,7 @@ public final class MockAPNsServer: Sendable {
         }
         let reached = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                state.wait(id, count: count, matches: matches, continuation: continuation)
+                state.wait(id, for: event, count: count, continuation: continuation)
             }
         } onCancel: { [state] in
             state.endWait(id)

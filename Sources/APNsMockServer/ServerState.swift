@@ -30,20 +30,21 @@ final class ServerState: ValidationContext {
         var open: [ObjectIdentifier: @Sendable () -> Void] = [:]
         /// Requests received whole (their last frame read), answered or not.
         var arrivals = 0
-        /// Waits for a number of matching requests (``MockAPNsServer/requests(count:within:where:)``)
-        /// or of arrivals (``MockAPNsServer/arrivals(count:within:)``).
-        var waits: [UUID: RequestWait] = [:]
+        /// SETTINGS frames clients have acknowledged, on every connection.
+        var settingsAcknowledgements = 0
+        /// Waits for a number of matching requests (``MockAPNsServer/requests(count:within:where:)``),
+        /// of arrivals (``MockAPNsServer/arrivals(count:within:)``) or of acknowledgements
+        /// (``MockAPNsServer/settingsAcknowledgements(count:within:)``).
+        var waits: [UUID: Wait] = [:]
         /// Waits ended (limit passed, task cancelled) before they began.
         var endedWaits: Set<UUID> = []
 
-        /// Counts one event for the waits `counts` picks (by their `matches`); returns the
+        /// Counts one event for the waits `counts` picks (by what they wait for); returns the
         /// continuations of those it completes, to resume outside the lock.
-        mutating func advanceWaits(
-            _ counts: ((@Sendable (RecordedRequest) -> Bool)?) -> Bool
-        ) -> [CheckedContinuation<Bool, Never>] {
+        mutating func advanceWaits(_ counts: (Wait.Event) -> Bool) -> [CheckedContinuation<Bool, Never>] {
             guard !waits.isEmpty else { return [] }
             var done: [CheckedContinuation<Bool, Never>] = []
-            for (id, var wait) in waits where counts(wait.matches) {
+            for (id, var wait) in waits where counts(wait.event) {
                 wait.seen += 1
                 if wait.seen >= wait.count {
                     waits.removeValue(forKey: id)
@@ -54,13 +55,30 @@ final class ServerState: ValidationContext {
             }
             return done
         }
+
+        /// How many of `event` there have been so far.
+        func count(of event: Wait.Event) -> Int {
+            switch event {
+            case .recorded(let matches): records.count(where: matches)
+            case .arrival: arrivals
+            case .settingsAcknowledgement: settingsAcknowledgements
+            }
+        }
     }
 
-    /// One wait for `count` recorded requests that `matches` accepts, or (`matches` nil) for
-    /// `count` arrivals.
-    struct RequestWait {
+    /// One wait for `count` events of one kind.
+    struct Wait {
+        enum Event {
+            /// A recorded request that `matches` accepts.
+            case recorded(_ matches: @Sendable (RecordedRequest) -> Bool)
+            /// A request received whole.
+            case arrival
+            /// A SETTINGS frame acknowledged by a client.
+            case settingsAcknowledgement
+        }
+
+        let event: Event
         let count: Int
-        let matches: (@Sendable (RecordedRequest) -> Bool)?
         var seen: Int
         let continuation: CheckedContinuation<Bool, Never>
     }
@@ -125,7 +143,10 @@ final class ServerState: ValidationContext {
             state.streams += 1
             guard configuration.recordsRequests else { return [] }
             state.records.append(request)
-            return state.advanceWaits { $0?(request) ?? false }
+            return state.advanceWaits { event in
+                guard case .recorded(let matches) = event else { return false }
+                return matches(request)
+            }
         }
         done.forEach { $0.resume(returning: true) }
     }
@@ -134,23 +155,28 @@ final class ServerState: ValidationContext {
     func arrived() {
         let done = mutable.withLock { state -> [CheckedContinuation<Bool, Never>] in
             state.arrivals += 1
-            return state.advanceWaits { $0 == nil }
+            return state.advanceWaits { if case .arrival = $0 { true } else { false } }
         }
         done.forEach { $0.resume(returning: true) }
     }
 
-    /// Resumes `continuation` with true once `count` recorded requests, those already recorded
-    /// included, match (`matches` nil: once `count` requests have arrived); at once when they
-    /// already do.
-    func wait(
-        _ id: UUID, count: Int, matches: (@Sendable (RecordedRequest) -> Bool)?,
-        continuation: CheckedContinuation<Bool, Never>
-    ) {
+    /// A client acknowledged a SETTINGS frame: what it carried is in effect on its side.
+    func settingsAcknowledged() {
+        let done = mutable.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            state.settingsAcknowledgements += 1
+            return state.advanceWaits { if case .settingsAcknowledgement = $0 { true } else { false } }
+        }
+        done.forEach { $0.resume(returning: true) }
+    }
+
+    /// Resumes `continuation` with true once there have been `count` of `event`, those before the
+    /// call included; at once when there already have.
+    func wait(_ id: UUID, for event: Wait.Event, count: Int, continuation: CheckedContinuation<Bool, Never>) {
         let now = mutable.withLock { state -> Bool? in
             if state.endedWaits.remove(id) != nil { return false }
-            let seen = matches.map { state.records.count(where: $0) } ?? state.arrivals
+            let seen = state.count(of: event)
             if seen >= count { return true }
-            state.waits[id] = RequestWait(count: count, matches: matches, seen: seen, continuation: continuation)
+            state.waits[id] = Wait(event: event, count: count, seen: seen, continuation: continuation)
             return nil
         }
         if let now { continuation.resume(returning: now) }
@@ -158,7 +184,7 @@ final class ServerState: ValidationContext {
 
     /// Ends a wait with false: at once if it is waiting, as soon as it begins if it has not yet.
     func endWait(_ id: UUID) {
-        let waiting = mutable.withLock { state -> RequestWait? in
+        let waiting = mutable.withLock { state -> Wait? in
             guard let wait = state.waits.removeValue(forKey: id) else {
                 state.endedWaits.insert(id)
                 return nil

@@ -360,7 +360,9 @@ final class PingCounter: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data).payload {
         case .ping(_, ack: false): state.pingReceived()
-        case .settings(.ack): connection.value.settingsAcknowledged()
+        case .settings(.ack):
+            connection.value.settingsAcknowledged()
+            state.settingsAcknowledged()
         default: break
         }
         context.fireChannelRead(data)

@@ -193,6 +193,25 @@ import Testing
         }
     }
 
+    /// A client acknowledges the server's first SETTINGS, and the one that raises the stream limit
+    /// after the first success (libcurl 8 holds that acknowledgement until it next writes to the
+    /// connection); a test awaits them to know which limit the client works to.
+    @Test func aTestAwaitsTheClientsAcknowledgementOfEachSettings() async throws {
+        try await Fixture.with(adjust: { $0.oneStreamUntilFirstSuccess = true }) { fixture in
+            let connector = try fixture.tokenConnector()
+            for text in ["first", "second"] {
+                let response = try await send(
+                    AlertNotification(bundleID: Fixture.bundleID) { Alert(text) }, via: connector, to: .test)
+                #expect(response.status == 200)
+            }
+            #expect(fixture.server.connectionCount == 1)
+            #expect(await fixture.server.settingsAcknowledgements(count: 2, within: .seconds(60)), "first and raised")
+            #expect(!(await fixture.server.settingsAcknowledgements(count: 3, within: .milliseconds(100))))
+            #expect(await fixture.server.settingsAcknowledgements(count: 1, within: .seconds(60)), "already there")
+            await connector.shutdown()
+        }
+    }
+
     /// APNs answers a failure with the request's apns-id, as it does a success.
     @Test func aFailureCarriesTheRequestsAPNsID() async throws {
         try await Fixture.with { fixture in

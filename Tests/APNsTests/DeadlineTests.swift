@@ -52,6 +52,9 @@ import Testing
                     timeout: .seconds(8))
             }
             #expect(await fixture.server.arrivals(count: 1, within: .seconds(30)))  // it holds the stream
+            // libcurl writes the first request before reading the server's SETTINGS; until it has
+            // read them it would open more streams, which the server accepts and leaves unanswered.
+            #expect(await fixture.server.settingsAcknowledgements(count: 1, within: .seconds(30)))
             let waiting = await Self.sendConcurrently(5, via: connector, timeout: .seconds(1))
             #expect(waiting.count == 5)
             for (elapsed, result) in waiting {
