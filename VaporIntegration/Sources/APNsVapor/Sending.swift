@@ -82,7 +82,9 @@ extension Application.APNs {
     // MARK: Many devices
 
     /// Sends `notification` to every device through the token connector `id`, multiplexed, and
-    /// returns when each has exactly one outcome (the library's bulk `send(_:via:to:)`).
+    /// returns when each has exactly one outcome (the library's bulk `send(_:via:to:)`). Outcomes
+    /// are read, and `onOutcome` runs, on the caller's actor (`isolation`), as in the library: an
+    /// `onOutcome` written in an actor's method uses its state, with no hop per outcome.
     ///
     /// ```swift
     /// extension APNsConnectorID<TokenAuthentication> {
@@ -97,11 +99,11 @@ extension Application.APNs {
     public func send<Notification: TokenDeliverable, Devices: Sequence & Sendable>(
         _ notification: Notification, via id: APNsConnectorID<TokenAuthentication>, to devices: Devices,
         maximumInFlight: Int? = nil, timeout: Duration? = nil, retry: RetryPolicy = .none,
-        onOutcome: (BulkOutcome) async -> Void = { _ in }
+        isolation: isolated (any Actor)? = #isolation, onOutcome: (BulkOutcome) async -> Void = { _ in }
     ) async throws -> BulkSendSummary where Devices.Element == Device {
         try await APNs.send(
             notification, via: registry.connector(id), to: devices, maximumInFlight: maximumInFlight,
-            timeout: timeout, retry: retry, onOutcome: onOutcome)
+            timeout: timeout, retry: retry, isolation: isolation, onOutcome: onOutcome)
     }
 
     /// Sends `notification` to every device through the certificate connector `id`.
@@ -109,11 +111,11 @@ extension Application.APNs {
     public func send<Notification: CertificateDeliverable, Devices: Sequence & Sendable>(
         _ notification: Notification, via id: APNsConnectorID<CertificateAuthentication>, to devices: Devices,
         maximumInFlight: Int? = nil, timeout: Duration? = nil, retry: RetryPolicy = .none,
-        onOutcome: (BulkOutcome) async -> Void = { _ in }
+        isolation: isolated (any Actor)? = #isolation, onOutcome: (BulkOutcome) async -> Void = { _ in }
     ) async throws -> BulkSendSummary where Devices.Element == Device {
         try await APNs.send(
             notification, via: registry.connector(id), to: devices, maximumInFlight: maximumInFlight,
-            timeout: timeout, retry: retry, onOutcome: onOutcome)
+            timeout: timeout, retry: retry, isolation: isolation, onOutcome: onOutcome)
     }
 
     /// Sends `notification` to every device through the connector `id`, chosen at run time.
@@ -121,33 +123,37 @@ extension Application.APNs {
     public func send<Notification: PushNotification, Devices: Sequence & Sendable>(
         _ notification: Notification, via id: APNsConnectorID<RunTimeAuthentication>, to devices: Devices,
         maximumInFlight: Int? = nil, timeout: Duration? = nil, retry: RetryPolicy = .none,
-        onOutcome: (BulkOutcome) async -> Void = { _ in }
+        isolation: isolated (any Actor)? = #isolation, onOutcome: (BulkOutcome) async -> Void = { _ in }
     ) async throws -> BulkSendSummary where Devices.Element == Device {
         try await APNs.send(
             notification, via: AnyConnector(registry.connector(id)), to: devices, maximumInFlight: maximumInFlight,
-            timeout: timeout, retry: retry, onOutcome: onOutcome)
+            timeout: timeout, retry: retry, isolation: isolation, onOutcome: onOutcome)
     }
 
     /// Sends `notification` to every device through the default token connector.
     @discardableResult
     public func send<Notification: TokenDeliverable, Devices: Sequence & Sendable>(
         _ notification: Notification, to devices: Devices, maximumInFlight: Int? = nil, timeout: Duration? = nil,
-        retry: RetryPolicy = .none, onOutcome: (BulkOutcome) async -> Void = { _ in }
+        retry: RetryPolicy = .none, isolation: isolated (any Actor)? = #isolation,
+        onOutcome: (BulkOutcome) async -> Void = { _ in }
     ) async throws -> BulkSendSummary where Devices.Element == Device {
         try await send(
             notification, via: APNsConnectorID<TokenAuthentication>.default, to: devices,
-            maximumInFlight: maximumInFlight, timeout: timeout, retry: retry, onOutcome: onOutcome)
+            maximumInFlight: maximumInFlight, timeout: timeout, retry: retry, isolation: isolation, onOutcome: onOutcome
+        )
     }
 
     /// Sends `notification` to every device through the default certificate connector.
     @discardableResult
     public func send<Notification: CertificateDeliverable, Devices: Sequence & Sendable>(
         _ notification: Notification, to devices: Devices, maximumInFlight: Int? = nil, timeout: Duration? = nil,
-        retry: RetryPolicy = .none, onOutcome: (BulkOutcome) async -> Void = { _ in }
+        retry: RetryPolicy = .none, isolation: isolated (any Actor)? = #isolation,
+        onOutcome: (BulkOutcome) async -> Void = { _ in }
     ) async throws -> BulkSendSummary where Devices.Element == Device {
         try await send(
             notification, via: APNsConnectorID<CertificateAuthentication>.default, to: devices,
-            maximumInFlight: maximumInFlight, timeout: timeout, retry: retry, onOutcome: onOutcome)
+            maximumInFlight: maximumInFlight, timeout: timeout, retry: retry, isolation: isolation, onOutcome: onOutcome
+        )
     }
 
     /// Sends `notification` to every device through a default connector: the token one if
@@ -159,17 +165,18 @@ extension Application.APNs {
     @discardableResult
     public func send<Notification: TokenDeliverable & CertificateDeliverable, Devices: Sequence & Sendable>(
         _ notification: Notification, to devices: Devices, maximumInFlight: Int? = nil, timeout: Duration? = nil,
-        retry: RetryPolicy = .none, onOutcome: (BulkOutcome) async -> Void = { _ in }
+        retry: RetryPolicy = .none, isolation: isolated (any Actor)? = #isolation,
+        onOutcome: (BulkOutcome) async -> Void = { _ in }
     ) async throws -> BulkSendSummary where Devices.Element == Device {
         switch try registry.defaultConnector() {
         case .token(let connector):
             try await APNs.send(
                 notification, via: connector, to: devices, maximumInFlight: maximumInFlight, timeout: timeout,
-                retry: retry, onOutcome: onOutcome)
+                retry: retry, isolation: isolation, onOutcome: onOutcome)
         case .certificate(let connector):
             try await APNs.send(
                 notification, via: connector, to: devices, maximumInFlight: maximumInFlight, timeout: timeout,
-                retry: retry, onOutcome: onOutcome)
+                retry: retry, isolation: isolation, onOutcome: onOutcome)
         }
     }
 }

@@ -2,6 +2,7 @@ import APNs
 import APNsMockServer
 import APNsVapor
 import Foundation
+import Synchronization
 import Testing
 import Vapor
 import VaporTesting
@@ -137,6 +138,47 @@ extension APNsConnectorID<RunTimeAuthentication> {
             #expect(none?.description.contains("set APNSNOTSET_KEY_FILE") == true)
         }
         #expect(apns.server.requests.count == 1)
+        try await apns.stop()
+    }
+
+    /// An actor whose executor counts the jobs run on it.
+    actor CountingActor {
+        final class Executor: SerialExecutor {
+            let queue = DispatchQueue(label: "counting-actor")
+            let jobs = Mutex(0)
+            func enqueue(_ job: consuming ExecutorJob) {
+                jobs.withLock { $0 += 1 }
+                let job = UnownedJob(job)
+                queue.async { job.runSynchronously(on: self.asUnownedSerialExecutor()) }
+            }
+        }
+        let executor = Executor()
+        nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+        var accepted = 0
+
+        func send(to devices: [Device], through apns: Application.APNs) async throws -> BulkSendSummary {
+            try await apns.send(ConnectorTests.alert, to: devices) { outcome in
+                if outcome.isAccepted { accepted += 1 }
+            }
+        }
+    }
+
+    /// A bulk send made on an actor reads its outcomes there, as the library's does: `onOutcome`
+    /// uses the actor's state without a hop per outcome.
+    @Test func outcomesOnAnActorCostNoHopEach() async throws {
+        let apns = try await MockAPNs.start()
+        let devices = (1...2_000).map { try! Device(token: String(format: "%064x", $0)) }
+        try await withApp { app in
+            try app.apns.use(apns.tokenConnector())
+            let actor = CountingActor()
+            let before = actor.executor.jobs.withLock { $0 }
+            let summary = try await actor.send(to: devices, through: app.apns)
+            let jobs = actor.executor.jobs.withLock { $0 } - before
+            #expect(summary.accepted == devices.count)
+            #expect(await actor.accepted == devices.count)
+            // At least one job per outcome when each onOutcome hopped onto the actor.
+            #expect(jobs < devices.count / 2, "\(jobs) jobs on the actor for \(devices.count) outcomes")
+        }
         try await apns.stop()
     }
 }
