@@ -56,6 +56,35 @@ import Testing
         await queue.remove()
     }
 
+    /// An app's quota holds when two instances accept its notifications at once: 40 requests of
+    /// 5 devices, half through each store, for a quota of 50 — exactly 10 are accepted, whatever
+    /// the order, and the app holds 50 device-sends.
+    @Test(arguments: Backend.allCases)
+    func anAppsQuotaHoldsAgainstInstancesAcceptingAtOnce(_ backend: Backend) async throws {
+        let queue = try await TestStore(backend)
+        let now = Date()
+        let app = "com.example.busy"
+        let results = try await queue.withSecondStore { second in
+            try await withThrowingTaskGroup(of: EnqueueResult.self) { group in
+                for index in 0..<40 {
+                    let store = index.isMultiple(of: 2) ? queue.store : second
+                    let notification = FairnessTests.notification(
+                        "q\(index)", app: app, devices: (index * 5)..<(index * 5 + 5), at: now)
+                    group.addTask {
+                        try await store.enqueue(notification, maximumQueueDepth: 100_000, maximumAppDepth: 50)
+                    }
+                }
+                return try await group.reduce(into: [EnqueueResult]()) { $0.append($1) }
+            }
+        }
+        let accepted = results.filter { $0 == .accepted }.count
+        let refused = results.filter { if case .appQuotaFull = $0 { true } else { false } }.count
+        #expect(accepted == 10, "\(results)")
+        #expect(refused == 30)
+        #expect(try await queue.store.queueDepth(of: app) == 50)
+        await queue.remove()
+    }
+
     /// An app's device-sends a second, as the store keeps them: a request may overdraw the
     /// second's worth, the next waits for the debt, another app is not touched, and a second
     /// instance on the same queue spends the same budget.

@@ -27,7 +27,8 @@ import Synchronization
 /// random, so that instances writing at once seldom wait for the same row; the depth is their sum,
 /// whose cost does not grow with the backlog. Back-pressure reads the depth as last read (read
 /// again once it is a moment old) plus what this instance queued since, so several instances
-/// together may exceed `maximumQueueDepth` by what they accept meanwhile.
+/// together may exceed `maximumQueueDepth` by what they accept meanwhile. An app's quota is exact:
+/// its enqueues take turns (``insert(_:withinQuota:logger:)``).
 ///
 /// Thread safety: `Sendable`; the pool serves any number of tasks, and a `Mutex` guards the
 /// cached depth.
@@ -307,9 +308,12 @@ public final class PostgresStore: GatewayStore, Service {
     }
 
     public func queueDepth(of app: String) async throws -> Int {
-        try await client.query(
-            "SELECT coalesce(sum(value), 0)::int8 FROM app_depth WHERE app = \(app)", logger: logger
-        ).collect().first?.decode(Int.self) ?? 0
+        try await client.query(Self.appDepthQuery(app), logger: logger).collect().first?.decode(Int.self) ?? 0
+    }
+
+    /// `app`'s unfinished device-sends: the sum of its rows of `app_depth`.
+    private static func appDepthQuery(_ app: String) -> PostgresQuery {
+        "SELECT coalesce(sum(value), 0)::int8 FROM app_depth WHERE app = \(app)"
     }
 
     public func enqueue(
@@ -319,14 +323,6 @@ public final class PostgresStore: GatewayStore, Service {
             let first = try await firstUse(of: idempotency, keyName: notification.keyName)
         {
             return first
-        }
-        // The app's quota is read as it is now (several instances may together pass it by what
-        // they accept at the same moment).
-        if let maximumAppDepth {
-            let appDepth = try await queueDepth(of: notification.app)
-            guard appDepth + notification.tokens.count <= maximumAppDepth else {
-                return .appQuotaFull(depth: appDepth, quota: maximumAppDepth)
-            }
         }
         let counted = try await recentDepth()
         let devices = notification.tokens.count
@@ -342,7 +338,18 @@ public final class PostgresStore: GatewayStore, Service {
         let logger = self.logger
         let stored: Bool
         do {
-            stored = try await insert(notification, logger: logger)
+            if let maximumAppDepth {
+                switch try await insert(notification, withinQuota: maximumAppDepth, logger: logger) {
+                case .stored(let wasStored):
+                    stored = wasStored
+                case .quotaFull(let appDepth):
+                    self.depth.withLock { cached in cached?.count -= devices }
+                    return .appQuotaFull(depth: appDepth, quota: maximumAppDepth)
+                }
+            } else {
+                let rows = try await client.query(Self.insertQuery(notification), logger: logger).collect()
+                stored = try rows.first?.decode(Int.self) == 1
+            }
         } catch {
             self.depth.withLock { cached in cached?.count -= devices }
             throw error
@@ -369,16 +376,51 @@ public final class PostgresStore: GatewayStore, Service {
         return nil
     }
 
+    private enum QuotaInsert {
+        /// True when stored; false when another request's notification holds the idempotency key.
+        case stored(Bool)
+        /// Nothing stored: the app holds this many device-sends, and these would pass its quota.
+        case quotaFull(Int)
+    }
+
+    /// Stores the notification unless its devices would take its app past `quota`, the check and
+    /// the insert one step for every instance: a transaction that first takes the app's advisory
+    /// lock, so the enqueues of one app with a quota wait for each other (and no one else does),
+    /// and then reads the app's depth in a statement of its own, whose snapshot is taken after the
+    /// lock and so sees what the enqueue before it stored. Read in the insert's own statement, or
+    /// without the lock, the depth misses what other requests are storing at that moment, and
+    /// requests made at once all pass. Five round trips (`BEGIN`, the lock, the depth, the insert,
+    /// `COMMIT`) where an app without a quota takes one.
+    private func insert(
+        _ notification: QueuedNotification, withinQuota quota: Int, logger: Logger
+    ) async throws -> QuotaInsert {
+        try await client.withTransaction(logger: logger) { connection -> QuotaInsert in
+            try await connection.query(
+                "SELECT pg_advisory_xact_lock(\(Self.appQuotaLockClass), hashtext(\(notification.app)))",
+                logger: logger)
+            let depthRows = try await connection.query(Self.appDepthQuery(notification.app), logger: logger).collect()
+            let appDepth = try depthRows.first?.decode(Int.self) ?? 0
+            guard appDepth + notification.tokens.count <= quota else { return .quotaFull(appDepth) }
+            let rows = try await connection.query(Self.insertQuery(notification), logger: logger).collect()
+            return .stored(try rows.first?.decode(Int.self) == 1)
+        }
+    }
+
+    /// The first key of the two-key advisory locks that serialize each app's enqueues against its
+    /// quota (the second is the hash of the app's name): a class of its own, apart from the
+    /// one-key lock of instance registration.
+    private static let appQuotaLockClass: Int32 = 7_309_355
+
     /// One statement, so one round trip and one implicit transaction: the notification and its
     /// device-sends are stored together or not at all (the foreign key is checked at the end of
     /// the statement, when the notification's row is in). As a transaction of two inserts it was
-    /// four round trips (`BEGIN`, the inserts, `COMMIT`). False when nothing was stored because
-    /// another request's notification holds the idempotency key: the unique index makes this
-    /// insert wait for that request's transaction, and do nothing once it commits.
-    private func insert(_ notification: QueuedNotification, logger: Logger) async throws -> Bool {
+    /// four round trips (`BEGIN`, the inserts, `COMMIT`). Its one row counts 0 when nothing was
+    /// stored because another request's notification holds the idempotency key: the unique index
+    /// makes this insert wait for that request's transaction, and do nothing once it commits.
+    private static func insertQuery(_ notification: QueuedNotification) -> PostgresQuery {
         let created = notification.createdAt.timeIntervalSince1970
         let positions = Array(0..<notification.tokens.count)
-        let rows = try await client.query(
+        return
             """
             WITH notification AS (
                 INSERT INTO notifications(id, key_name, push_type, app, request, created_at, idempotency_key, request_hash)
@@ -397,9 +439,7 @@ public final class PostgresStore: GatewayStore, Service {
                 SELECT \(notification.app), \(Self.depthSlot()), \(positions.count) FROM notification
                 ON CONFLICT (app, slot) DO UPDATE SET value = app_depth.value + excluded.value)
             SELECT count(*) FROM notification
-            """, logger: logger)
-        for try await stored in rows.decode(Int.self) { return stored == 1 }
-        return false
+            """
     }
 
     public func queueDepth() async throws -> Int {
