@@ -17,14 +17,15 @@
 #               KeepaliveTests        an idle connection is checked and replaced when it goes silent
 #               IdleConnectionTests   no send is written to a connection idle too long to trust
 #               GoAwayTests           thousands of sends through repeated GOAWAY, each answered
-#               RetryTests            retries and their back-off stay within the deadline
 #               MemoryTrimTests       the transport hands memory back on its interval
 #               ServerBehaviourTests  slow and stalled servers are judged at the right time
 #               BulkSendTests         a bulk send's streams, pauses and cancellation as they happen
 #               CLITests              the `apns` command against a running mock, with timeouts
 #   Their decisions (the breaker, keep-warm's schedule, stall judgement) are tested as values too,
 #   given the time, in the parallel tier (CircuitBreakerStateTests, KeepWarmScheduleTests,
-#   StallJudgementTests), and a transfer's life step by step (TransferLifeTests). The breaker's
+#   StallJudgementTests), and a transfer's life step by step (TransferLifeTests). Retries wait on
+#   the connector's wait clock, which RetryTests gives and advances itself: it is in the parallel
+#   tier. The breaker's
 #   suite through libcurl (CircuitBreakerTests) is in the parallel tier: its cool-downs are either
 #   longer than any run or shorter than starting a server, so it waits for no clock.
 #
@@ -48,7 +49,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 serial="FaultMatrixTests|DeadlineTests|LifecycleTests|ServiceLifecycleTests|TaskExecutorTests|TransportTests"
-serial+="|KeepWarmTests|KeepaliveTests|IdleConnectionTests|GoAwayTests|RetryTests|MemoryTrimTests"
+serial+="|KeepWarmTests|KeepaliveTests|IdleConnectionTests|GoAwayTests|MemoryTrimTests"
 serial+="|ServerBehaviourTests|BulkSendTests|CLITests"
 # Test ids read "Module.Suite/test()": the tier names whole suites.
 pattern="\\.($serial)\\b"

@@ -128,7 +128,8 @@ struct SingleSend {
         do throws(APNsError) {
             try retry.validate()
             try TransportConfiguration.validate(sendTimeout: timeout)
-            deadline = SendDeadline.of(timeout: timeout, from: .now, engine: engine, retry: retry)
+            deadline = SendDeadline.of(
+                timeout: timeout, from: engine?.clock.now ?? .now, engine: engine, retry: retry)
             do { request = try build() } catch { throw .validation(error) }
             try checkBeforeSending(request, via: connector, engine: engine)
         } catch {
@@ -186,6 +187,7 @@ func attempt(
     deadline: ContinuousClock.Instant?,
     retry: RetryPolicy
 ) async -> (Result<APNsResponse, APNsError>, attempts: Int) {
+    let clock = engine?.clock ?? ContinuousWaitClock.shared
     var attempt = 1
     while true {
         let result: Result<APNsResponse, APNsError>
@@ -196,24 +198,12 @@ func attempt(
             result = .failure(error)
         }
         guard case .failure(let failure) = result,
-            let delay = retry.wait(after: failure, attempt: attempt, deadline: deadline)
+            let delay = retry.wait(after: failure, attempt: attempt, deadline: deadline, now: clock.now)
         else { return (result, attempt) }
-        if let cancelled = await waitToRetry(after: delay, failure: failure) { return (cancelled, attempt) }
+        if let ending = await RetryPolicy.waitToRetry(after: delay, failure: failure, on: clock) {
+            return (.failure(ending), attempt)
+        }
         attempt += 1
-    }
-}
-
-/// Waits `delay` before the next attempt; when the wait is cancelled, the outcome to end with.
-/// A function of its own, so its frame is allocated only by a send that retries.
-func waitToRetry(after delay: Duration, failure: APNsError) async -> Result<APNsResponse, APNsError>? {
-    do {
-        try await Task.sleep(for: delay)
-        return nil
-    } catch {
-        // The earlier attempt's failure said whether anything may have been delivered; the
-        // cancelled wait sent nothing more. Keep the honest delivery of what was sent.
-        if failure.mayHaveBeenDelivered { return .failure(failure) }
-        return .failure(.transport(.cancelled(delivery: .notSent)))
     }
 }
 

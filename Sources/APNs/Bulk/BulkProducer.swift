@@ -1,6 +1,7 @@
 /// The two producers of a bulk send: each reads devices as the channel hands out permits, starts
 /// their requests and delivers every device's result into the channel. A device's send retries as
-/// every send does (``RetryPolicy/wait(after:attempt:deadline:now:)``), within its own deadline
+/// every send does (``RetryPolicy/wait(after:attempt:deadline:now:)``, then
+/// ``RetryPolicy/waitToRetry(after:failure:on:)``), within its own deadline
 /// (``SendDeadline``), counted from when its request is started.
 extension BulkSendResults {
     /// The most devices started with one call to the connector.
@@ -16,28 +17,34 @@ extension BulkSendResults {
         let group = TransferGroup()
         let observability = engine.observability
         channel.onClose { engine.cancelAll(in: group) }
+        let clock = engine.clock
+        /// A device's last result, to the reader.
+        @Sendable func finish(
+            _ device: Device, _ result: Result<APNsResponse, APNsError>, attempt: Int, started: ContinuousClock.Instant
+        ) {
+            if observability.isEnabled { observability.sendsInFlight.decrement() }
+            channel.deliver(DeviceResult(device, result, clock.now - started, attempt))
+        }
         /// Hands a device's result to the reader, or, when the policy says so and the deadline leaves
-        /// room, sends it again after the back-off (on a task of its own: retries are the rare path).
+        /// room, sends it again after the back-off (``RetryPolicy/waitToRetry(after:failure:on:)``, on
+        /// a task of its own that the bulk send's cancellation cancels: retries are the rare path).
         @Sendable func completion(
             attempt: Int, deadline: ContinuousClock.Instant, started: ContinuousClock.Instant
         ) -> @Sendable (Device, Result<APNsResponse, APNsError>) -> Void {
             { device, result in
                 if attempt < retry.maximumAttempts, !group.isCancelled, case .failure(let failure) = result,
-                    let delay = retry.wait(after: failure, attempt: attempt, deadline: deadline)
+                    let delay = retry.wait(after: failure, attempt: attempt, deadline: deadline, now: clock.now)
                 {
-                    Task {
-                        try? await Task.sleep(for: delay)
-                        guard !group.isCancelled else {
-                            if observability.isEnabled { observability.sendsInFlight.decrement() }
-                            return channel.deliver(DeviceResult(device, result, ContinuousClock.now - started, attempt))
-                        }
+                    group.waiting {
+                        var ending = await RetryPolicy.waitToRetry(after: delay, failure: failure, on: clock)
+                        if ending == nil, group.isCancelled { ending = RetryPolicy.endingCancelledWait(after: failure) }
+                        if let ending { return finish(device, .failure(ending), attempt: attempt, started: started) }
                         engine.submit(
                             checked: template, to: [device], apnsID: apnsID, deadline: deadline, group: group,
                             completion: completion(attempt: attempt + 1, deadline: deadline, started: started))
                     }
                 } else {
-                    if observability.isEnabled { observability.sendsInFlight.decrement() }
-                    channel.deliver(DeviceResult(device, result, ContinuousClock.now - started, attempt))
+                    finish(device, result, attempt: attempt, started: started)
                 }
             }
         }
@@ -51,7 +58,7 @@ extension BulkSendResults {
             while batch.count < permits, let device = iterator.next() { batch.append(device) }
             channel.giveBack(permits - batch.count)
             guard !batch.isEmpty, !group.isCancelled else { return }
-            let started = ContinuousClock.now
+            let started = clock.now
             let deadline = SendDeadline.of(timeout: timeout, from: started, engine: engine)
             if observability.isEnabled { observability.sendsInFlight.increment(by: Double(batch.count)) }
             engine.submit(

@@ -20,6 +20,8 @@ public final class ConnectorEngine: Sendable {
     let environment: APNsEnvironment
     let observability: Observability
     let credential: Credential
+    /// What a send through it waits on before a retry, and counts its deadline from.
+    let clock: any WaitClock
 
     /// How requests are authenticated.
     enum Credential: Sendable {
@@ -36,6 +38,7 @@ public final class ConnectorEngine: Sendable {
         self.credential = credential
         self.environment = environment
         self.observability = observability
+        clock = configuration.waitClock.clock
         transport = try CurlTransport(configuration: configuration, identity: identity, observability: observability)
     }
 

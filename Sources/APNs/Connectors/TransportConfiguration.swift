@@ -107,6 +107,10 @@ public struct TransportConfiguration: Sendable, Hashable {
     ///   - tcpKeepAliveInterval: TCP keepalive on idle connections (30 s); nil for none.
     ///   - circuitBreaker: When to fail fast (``CircuitBreakerPolicy``); nil for never.
     ///   - shutdownGracePeriod: How long in-flight sends may finish on graceful shutdown (10 s).
+    /// The clock a send's own waits run on (the wait before a retry, and the start its deadline
+    /// counts from): the real one, unless a test gives one it advances itself (``WaitClock``).
+    package var waitClock = WaitClockReference(ContinuousWaitClock.shared)
+
     public init(
         requestTimeout: Duration = TransportConfiguration.defaultRequestTimeout,
         connectTimeout: Duration = .seconds(10),

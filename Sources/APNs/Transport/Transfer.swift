@@ -381,11 +381,45 @@ final class Transfer: @unchecked Sendable {
 }
 
 /// Transfers submitted together (a bulk send's, as the transport sees them): cancelling the group
-/// cancels its transfers wherever they are, and refuses any submitted with it later.
+/// cancels its transfers wherever they are, refuses any submitted with it later, and cancels the
+/// tasks that wait on its behalf (a device's wait before a retry, ``waiting(_:)``).
 ///
-/// Thread safety: `Sendable`; `cancel()` may be called from any thread.
+/// Thread safety: `Sendable`; `cancel()` may be called from any thread; the waiting tasks are
+/// behind a `Mutex`.
 final class TransferGroup: Sendable {
     private let cancelledFlag = Atomic<Bool>(false)
+    private let waits = Mutex(Waits())
+
+    private struct Waits {
+        var next = 0
+        var tasks: [Int: Task<Void, Never>] = [:]
+    }
+
     var isCancelled: Bool { cancelledFlag.load(ordering: .acquiring) }
-    func cancel() { cancelledFlag.store(true, ordering: .releasing) }
+
+    func cancel() {
+        cancelledFlag.store(true, ordering: .releasing)
+        let tasks = waits.withLock { waits in
+            defer { waits.tasks.removeAll() }
+            return Array(waits.tasks.values)
+        }
+        for task in tasks { task.cancel() }
+    }
+
+    /// Runs `body` on a task of its own that the group's cancellation cancels (at once, if the
+    /// group is already cancelled).
+    func waiting(_ body: @escaping @Sendable () async -> Void) {
+        let kept = waits.withLock { waits -> Bool in
+            guard !isCancelled else { return false }
+            let id = waits.next
+            waits.next += 1
+            // Made under the lock, so it is registered before its end can remove it.
+            waits.tasks[id] = Task { [self] in
+                await body()
+                self.waits.withLock { _ = $0.tasks.removeValue(forKey: id) }
+            }
+            return true
+        }
+        if !kept { Task { await body() }.cancel() }
+    }
 }
