@@ -10,8 +10,9 @@ import Testing
 /// instants (``CredentialPauses``), and a dispatcher with two credentials, one of whose peers is
 /// taken away.
 @Suite(.timeLimit(.minutes(2))) struct CredentialPauseTests {
-    let start = ContinuousClock.now
-    func at(_ seconds: Double) -> ContinuousClock.Instant { start + .milliseconds(Int((seconds * 1000).rounded())) }
+    /// A whole second, so that an instant reached in steps equals the same instant reached at once.
+    let start = Date(timeIntervalSinceReferenceDate: 800_000_000)
+    func at(_ seconds: Double) -> Date { start + .milliseconds(Int((seconds * 1000).rounded())) }
 
     @Test func onlyThePausedCredentialIsLeftOutAndProbedAlone() {
         var pauses = CredentialPauses()

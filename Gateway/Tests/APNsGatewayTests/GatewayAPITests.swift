@@ -289,23 +289,26 @@ import Testing
 
     @Test(arguments: Backend.allCases)
     func aSenderThatDiesLeavesItsClaimsToAnotherAfterTheLease(_ backend: Backend) async throws {
-        let setup = try await Setup.start(backend)
+        let clock = ManualGatewayClock()
+        let setup = try await Setup.start(backend, sending: { $0.clock = clock })
         let tokens = (0..<300).map { String(format: "%064x", $0 + 1) }
         let request = try NotificationRequest(body: Array(Self.alert(to: tokens).utf8), maximumDevices: 5000)
         let queued = QueuedNotification(
             id: "n1", keyName: "app", pushType: "alert", app: "com.example.app", storedJSON: request.storedJSON,
             tokens: tokens,
-            createdAt: Date())
+            createdAt: clock.now)
         #expect(try await setup.store.enqueue(queued, maximumQueueDepth: 1000) == .accepted)
         // A sender claims 100 and dies before writing anything.
-        let now = Date()
+        let now = clock.now
         let lost = try await setup.store.claim(
             owner: "dead", limit: 100, now: now, leaseUntil: now.addingTimeInterval(60))
         #expect(lost.first?.deliveries.count == 100)
         // The live sender takes the other 200 at once, and the dead one's after its lease.
-        #expect(try await setup.dispatcher.dispatchOnce(now: now) == 200)
-        #expect(try await setup.dispatcher.dispatchOnce(now: now.addingTimeInterval(59)) == 0)
-        #expect(try await setup.dispatcher.dispatchOnce(now: now.addingTimeInterval(61)) == 100)
+        #expect(try await setup.dispatcher.dispatchOnce() == 200)
+        clock.advance(by: 59)
+        #expect(try await setup.dispatcher.dispatchOnce() == 0)
+        clock.advance(by: 2)
+        #expect(try await setup.dispatcher.dispatchOnce() == 100)
         #expect(try await setup.store.queueDepth() == 0)
         #expect(Set(setup.server.requests.map(\.path)) == Set(tokens.map { "/3/device/\($0)" }))
         #expect(setup.server.requests.count == 300)

@@ -1,14 +1,16 @@
 import APNs
 @testable import APNsGateway
+import Foundation
 import Testing
 
 /// The sender's lease and the API's rate limit as the values they are: given the time and the
 /// events, every transition is checked without a database, a socket or a wait. (LeaseTests drives
-/// the same lease through real stores and senders; GatewayAPITests the limit through the API.) The
-/// one clock read is the origin the instants are counted from; no decision reads the clock.
+/// the same lease through real stores and senders; GatewayAPITests the limit through the API.) No
+/// decision reads a clock: the instants are counted from a fixed origin.
 @Suite struct SenderLeaseTests {
-    let start = ContinuousClock.now
-    func at(_ seconds: Double) -> ContinuousClock.Instant { start + .milliseconds(Int(seconds * 1000)) }
+    /// A whole second, so that an instant reached in steps equals the same instant reached at once.
+    let start = Date(timeIntervalSinceReferenceDate: 800_000_000)
+    func at(_ seconds: Double) -> Date { start + .milliseconds(Int((seconds * 1000).rounded())) }
 
     /// A lease of 40 s for sends of at most 30 s, renewed every second: a send may start while the
     /// lease outlasts it by 31 s.
@@ -130,8 +132,9 @@ import Testing
 /// Sending through an outage as the value it is: given what sends report and the time, when
 /// sending pauses, when a probe goes out, and when sending resumes.
 @Suite struct UpstreamPauseTests {
-    let start = ContinuousClock.now
-    func at(_ seconds: Double) -> ContinuousClock.Instant { start + .milliseconds(Int((seconds * 1000).rounded())) }
+    /// A whole second, so that an instant reached in steps equals the same instant reached at once.
+    let start = Date(timeIntervalSinceReferenceDate: 800_000_000)
+    func at(_ seconds: Double) -> Date { start + .milliseconds(Int((seconds * 1000).rounded())) }
 
     @Test func aFailureUpstreamPausesSendingAndTheFirstClaimAfterItIsOneProbe() {
         var pause = UpstreamPause()

@@ -364,7 +364,8 @@ public struct GatewayAPI: Sendable {
         guard let progress = try await store.progress(of: id), key.apps.contains(progress.app) else {
             throw Problem(.notFound, "no notification \(id) for this key")
         }
-        var counts: [String: Int] = ["queued": 0, "accepted": 0, "rejected": 0, "failed": 0, "expired": 0]
+        var counts: [String: Int] = [:]
+        for result in OutcomeResult.allCases where result != .requeued { counts[result.rawValue] = 0 }
         let deliveries: [JSONValue] = progress.deliveries.map { delivery in
             var members: [String: JSONValue] = ["attempts": .integer(Int64(delivery.attempts))]
             if delivery.token.hasPrefix(NotificationRequest.channelPrefix) {
@@ -372,24 +373,16 @@ public struct GatewayAPI: Sendable {
             } else {
                 members["token"] = .string(delivery.token)
             }
-            if delivery.state != "done" {
-                counts["queued", default: 0] += 1
-                members["state"] = .string("queued")
-            } else if let status = delivery.status {
-                counts[status == 200 ? "accepted" : "rejected", default: 0] += 1
-                members["state"] = .string(status == 200 ? "accepted" : "rejected")
-                members["status"] = .integer(Int64(status))
-            } else {
-                // Expired before it could be sent (never sent), or failed.
-                let state = delivery.errorKind == "expired" ? "expired" : "failed"
-                counts[state, default: 0] += 1
-                members["state"] = .string(state)
-            }
+            let result = OutcomeResult(delivery)
+            counts[result.rawValue, default: 0] += 1
+            members["state"] = .string(result.rawValue)
+            if delivery.state == "done", let status = delivery.status { members["status"] = .integer(Int64(status)) }
             if let reason = delivery.reason { members["reason"] = .string(reason) }
             if let apnsID = delivery.apnsID { members["apns-id"] = .string(apnsID) }
             if delivery.state == "done", delivery.status == nil {
                 members["error"] = .object([
-                    "kind": .string(delivery.errorKind ?? "other"), "delivery": .string(delivery.delivery ?? "unknown"),
+                    "kind": .string(delivery.errorKind ?? FailureKind.other.rawValue),
+                    "delivery": .string(delivery.delivery ?? "unknown"),
                     "message": .string(delivery.message ?? ""),
                 ])
             }

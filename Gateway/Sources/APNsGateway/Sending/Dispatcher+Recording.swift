@@ -18,7 +18,7 @@ extension Dispatcher {
             let (kind, message) = Self.failureText(result)
             var outcome = DeliveryOutcome(
                 notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app,
-                errorKind: kind, delivery: Delivery.notSent.rawValue, message: message, retryAt: retryAt,
+                errorKind: kind.rawValue, delivery: Delivery.notSent.rawValue, message: message, retryAt: retryAt,
                 countsAsAttempt: false)
             if retryAt >= expiresAt { outcome = expired(claimed, delivery, app: app, at: expiresAt, after: message) }
             return outcome
@@ -36,7 +36,7 @@ extension Dispatcher {
                 retryAt < expiresAt
             {
                 // Too many pushes to this device: its own failure, an attempt spent.
-                record.errorKind = "rejected"
+                record.errorKind = FailureKind.rejected.rawValue
                 record.delivery = Delivery.notSent.rawValue
                 record.message = rejection.description
                 record.retryAt = retryAt
@@ -53,7 +53,7 @@ extension Dispatcher {
             record.errorKind = failure.kind.rawValue
             record.delivery = failure.delivery.rawValue
             record.message = failure.description
-            record.retryAt = Date().addingTimeInterval(1)
+            record.retryAt = soonAgain()
             record.countsAsAttempt = false
         case .failure(let error):
             let (kind, message) = Self.failureText(result)
@@ -65,14 +65,14 @@ extension Dispatcher {
     }
 
     /// A failure's kind and message, as the outcome records them.
-    static func failureText(_ result: Result<APNsResponse, APNsError>) -> (kind: String, message: String) {
+    static func failureText(_ result: Result<APNsResponse, APNsError>) -> (kind: FailureKind, message: String) {
         switch result {
-        case .success: return ("", "")
-        case .failure(.transport(let failure)): return (failure.kind.rawValue, failure.description)
-        case .failure(.rejected(let rejection)): return ("rejected", rejection.description)
-        case .failure(.validation(let error)): return ("invalid", error.description)
-        case .failure(.credential(let error)): return ("credential", error.description)
-        case .failure(let error): return ("other", error.description)
+        case .success: return (FailureKind(rawValue: ""), "")
+        case .failure(.transport(let failure)): return (FailureKind(failure.kind), failure.description)
+        case .failure(.rejected(let rejection)): return (.rejected, rejection.description)
+        case .failure(.validation(let error)): return (.invalid, error.description)
+        case .failure(.credential(let error)): return (.credential, error.description)
+        case .failure(let error): return (.other, error.description)
         }
     }
 
@@ -82,17 +82,17 @@ extension Dispatcher {
     func retry(_ delivery: ClaimedDelivery, after rejection: APNsRejection) -> Date? {
         guard let wait = configuration.requeue.delay(after: .rejected(rejection), attempt: delivery.attempts + 1)
         else { return nil }
-        return Date().addingTimeInterval(wait.seconds)
+        return clock.now + wait
     }
 
     /// A final failure without an answer.
     func finished(
-        _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, app: String, kind: String, delivery sent: Delivery,
-        message: String
+        _ claimed: ClaimedNotification, _ delivery: ClaimedDelivery, app: String, kind: FailureKind,
+        delivery sent: Delivery, message: String
     ) -> DeliveryOutcome {
         DeliveryOutcome(
             notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app,
-            errorKind: kind, delivery: sent.rawValue, message: message)
+            errorKind: kind.rawValue, delivery: sent.rawValue, message: message)
     }
 
     /// A device-send whose notification expired before it could be sent: finished, never sent.
@@ -102,7 +102,7 @@ extension Dispatcher {
         var message =
             "not sent: the notification expired (at \(Int(expiry.timeIntervalSince1970)) UNIX seconds) before it could be sent"
         if let last { message += "; the last try: \(last)" }
-        var outcome = finished(claimed, delivery, app: app, kind: "expired", delivery: .notSent, message: message)
+        var outcome = finished(claimed, delivery, app: app, kind: .expired, delivery: .notSent, message: message)
         outcome.countsAsAttempt = false
         return outcome
     }
@@ -112,7 +112,7 @@ extension Dispatcher {
     func paused(_ credential: String, by cause: UpstreamCause, _ result: Result<APNsResponse, APNsError>) -> Date {
         var retryAfter: Duration?
         if case .failure(.rejected(let rejection)) = result { retryAfter = rejection.retryAfter }
-        let now = ContinuousClock.now
+        let now = clock.now
         let (change, resumesAt) = pauses.withLock {
             (
                 $0.failed(
@@ -142,7 +142,7 @@ extension Dispatcher {
         case .resumed?, nil:
             break
         }
-        return Date().addingTimeInterval(probeIn.seconds)
+        return resumesAt
     }
 
     /// APNs answered a send through `credential` with something other than trouble upstream:
@@ -171,26 +171,18 @@ extension Dispatcher {
         // lease keeps the device-sends ours. After that they are claimed and sent again.
         let backoff = Backoff(initial: .milliseconds(50), maximum: .seconds(5), jitter: 0)
         var failures = 0
-        let giveUp = ContinuousClock.now + configuration.lease
+        let giveUp = clock.now + configuration.lease
         while true {
             do {
-                _ = try await store.complete(outcomes, owner: owner, now: Date())
+                _ = try await store.complete(outcomes, owner: owner, now: clock.now)
                 var counts: [[String]: Int] = [:]
-                for outcome in outcomes {
-                    let result =
-                        outcome.retryAt != nil
-                        ? "requeued"
-                        : outcome.status == 200
-                            ? "accepted"
-                            : outcome.status != nil ? "rejected" : outcome.errorKind == "expired" ? "expired" : "failed"
-                    counts[[result, outcome.app], default: 0] += 1
-                }
+                for outcome in outcomes { counts[[OutcomeResult(outcome).rawValue, outcome.app], default: 0] += 1 }
                 for (key, count) in counts { results.increment(app: key[1], [("result", key[0])], by: count) }
                 return
             } catch {
                 failures += 1
                 let delay = backoff.delay(beforeRetry: failures)
-                guard ContinuousClock.now + delay < giveUp else {
+                guard clock.now + delay < giveUp else {
                     logger.error(
                         "writing outcomes failed until the lease ran out: these device-sends will be sent again",
                         metadata: ["error": "\(DatabaseFailure(error))", "outcomes": "\(outcomes.count)"])
@@ -199,7 +191,7 @@ extension Dispatcher {
                 logger.warning(
                     "writing outcomes failed; retrying",
                     metadata: ["error": "\(DatabaseFailure(error))", "outcomes": "\(outcomes.count)"])
-                try? await Task.sleep(for: delay)
+                try? await clock.sleep(for: delay)
             }
         }
     }

@@ -18,7 +18,7 @@ extension Dispatcher {
                 metadata: ["notification": "\(claimed.id)", "problem": "\(error)"])
             await write(
                 claimed.deliveries.map {
-                    finished(claimed, $0, app: "", kind: "invalid", delivery: .notSent, message: error.description)
+                    finished(claimed, $0, app: "", kind: .invalid, delivery: .notSent, message: error.description)
                 })
             return
         }
@@ -36,7 +36,7 @@ extension Dispatcher {
             await write(
                 claimed.deliveries.map {
                     finished(
-                        claimed, $0, app: spec.app, kind: "credential",
+                        claimed, $0, app: spec.app, kind: .credential,
                         delivery: $0.mayHaveBeenSent ? .unknown : .notSent, message: error.description)
                 })
         }
@@ -48,7 +48,7 @@ extension Dispatcher {
         _ claimed: ClaimedNotification, _ spec: NotificationSpec, via connector: AnyConnector, of credential: String
     ) async {
         let expiresAt = expiry(of: spec, acceptedAt: claimed.createdAt)
-        let expired = Date() >= expiresAt
+        let expired = clock.now >= expiresAt
         var byToken: [String: ClaimedDelivery] = [:]
         var ids: [String: APNsID] = [:]
         var devices: [Device] = []
@@ -60,7 +60,7 @@ extension Dispatcher {
                 // lease): it may have reached APNs, and this notification forbids a second time.
                 pending.append(
                     finished(
-                        claimed, delivery, app: spec.app, kind: "interrupted", delivery: .unknown,
+                        claimed, delivery, app: spec.app, kind: .interrupted, delivery: .unknown,
                         message:
                             "the sender that started it stopped before its outcome was written; at-most-once: not sent again"
                     ))
@@ -87,7 +87,7 @@ extension Dispatcher {
             } catch {
                 pending.append(
                     finished(
-                        claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent,
+                        claimed, delivery, app: spec.app, kind: .invalid, delivery: .notSent,
                         message: error.description))
             }
         }
@@ -159,7 +159,7 @@ extension Dispatcher {
     func markStarted(_ claimed: ClaimedNotification, _ deliveries: [ClaimedDelivery], app: String) async -> Bool {
         do {
             let marked = try await store.markStarted(
-                notificationID: claimed.id, positions: deliveries.map(\.position), owner: owner, now: Date())
+                notificationID: claimed.id, positions: deliveries.map(\.position), owner: owner, now: clock.now)
             if marked == deliveries.count { return true }
             logger.warning(
                 "some device-sends of an at-most-once notification were no longer ours to start; not sending them",
@@ -171,7 +171,7 @@ extension Dispatcher {
         }
         let why = "not started: its record as started could not be written"
         await write(
-            deliveries.map { stopped(claimed, $0, app: app, retryAt: Date().addingTimeInterval(1), why: why) })
+            deliveries.map { stopped(claimed, $0, app: app, retryAt: soonAgain(), why: why) })
         return false
     }
 
@@ -193,7 +193,7 @@ extension Dispatcher {
                 spec.notification, via: sending.connector, to: startable, timeout: configuration.timeout,
                 retry: configuration.retry,
                 apnsID: { device in ids[device.token] ?? APNsID() })
-            var lastWrite = ContinuousClock.now
+            var lastWrite = clock.now
             for try await outcome in results {
                 guard let delivery = byToken[outcome.device.token] else { continue }
                 answered.insert(outcome.device.token)
@@ -202,7 +202,7 @@ extension Dispatcher {
                         outcome.result, claimed, delivery, app: spec.app, credential: credential,
                         expiresAt: sending.expiresAt))
                 if pending.count >= configuration.writeBatch
-                    || ContinuousClock.now - lastWrite >= configuration.writeInterval
+                    || clock.now - lastWrite >= configuration.writeInterval
                 {
                     // One batch is written while the next is collected: the bulk send follows
                     // this loop's pace, so waiting here for the database would idle the
@@ -211,7 +211,7 @@ extension Dispatcher {
                     let batch = pending
                     writing = Task { await self.write(batch) }
                     pending.removeAll(keepingCapacity: true)
-                    lastWrite = ContinuousClock.now
+                    lastWrite = clock.now
                 }
             }
         } catch {
@@ -222,7 +222,7 @@ extension Dispatcher {
                 answered.insert(device.token)
                 pending.append(
                     finished(
-                        claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent, message: "\(error)"))
+                        claimed, delivery, app: spec.app, kind: .invalid, delivery: .notSent, message: "\(error)"))
             }
         }
         // Devices the bulk send never read were never started (the lease came into doubt, or
@@ -237,20 +237,24 @@ extension Dispatcher {
     }
 
     /// When device-sends of `credential` this sender did not start are due again, and why they
-    /// were not: the pause's end while its sending is paused, else (the lease in doubt) a second
-    /// from now.
+    /// were not: the pause's end while its sending is paused, else (the lease in doubt)
+    /// ``soonAgain()``.
     func notStarted(_ credential: String) -> (Date, String) {
-        let now = ContinuousClock.now
+        let now = clock.now
         let (resumesAt, cause) = pauses.withLock { ($0.resumesAt(credential, now), $0.cause(of: credential)) }
         guard let cause else {
-            return (
-                Date().addingTimeInterval(1), "not started: this instance stopped sending while its lease was in doubt"
-            )
+            return (soonAgain(), "not started: this instance stopped sending while its lease was in doubt")
         }
-        return (
-            Date().addingTimeInterval((resumesAt - now).seconds), "not started: sending is paused (\(cause.rawValue))"
-        )
+        return (resumesAt, "not started: sending is paused (\(cause.rawValue))")
     }
+
+    /// When a device-send this sender let go of for a reason of its own (it is stopping, its lease
+    /// is in doubt, its record as started could not be written) is due again: soon, but not in
+    /// the claim that follows at once, which would find the same reason.
+    func soonAgain() -> Date { clock.now + Self.requeueDelay }
+
+    /// How long ``soonAgain()`` waits.
+    static let requeueDelay: Duration = .seconds(1)
 
     /// A device-send this instance did not start: queued again, not sent, no attempt spent.
     func stopped(
@@ -258,7 +262,8 @@ extension Dispatcher {
     ) -> DeliveryOutcome {
         DeliveryOutcome(
             notificationID: claimed.id, position: delivery.position, token: delivery.token, app: app,
-            errorKind: "stopped", delivery: Delivery.notSent.rawValue, message: why, retryAt: retryAt,
+            errorKind: FailureKind.stopped.rawValue, delivery: Delivery.notSent.rawValue, message: why,
+            retryAt: retryAt,
             countsAsAttempt: false)
     }
 
@@ -273,7 +278,7 @@ extension Dispatcher {
             let channel = try? BroadcastChannel(id: id, bundleID: spec.app)
         else {
             return finished(
-                claimed, delivery, app: spec.app, kind: "invalid", delivery: .notSent,
+                claimed, delivery, app: spec.app, kind: .invalid, delivery: .notSent,
                 message: "not a channel notification")
         }
         guard mayStart(credential) else {

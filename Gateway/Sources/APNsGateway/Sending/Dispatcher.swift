@@ -77,6 +77,9 @@ public final class Dispatcher: Service, Sendable {
         }
         /// The deadline of each device-send.
         public var timeout: Duration = .seconds(30)
+        /// The time the dispatcher decides and waits by (``GatewayClock``): the system's, unless a
+        /// test gives one it advances itself.
+        public var clock: any GatewayClock = SystemGatewayClock()
         /// This sender's name in claims: unique among live senders on one database (a second
         /// process that asks for the name of a live one is refused at start). Default:
         /// `gateway-`, the host name and the process id, unique per process. Whatever the name, a
@@ -146,6 +149,8 @@ public final class Dispatcher: Service, Sendable {
     let lease: Mutex<SenderLease>
     /// Whether each credential's sending is paused for a cause upstream.
     let pauses = Mutex(CredentialPauses())
+    /// ``Configuration/clock``.
+    let clock: any GatewayClock
 
     /// A dispatcher that sends every app's notifications through `connector`.
     public convenience init(
@@ -175,6 +180,7 @@ public final class Dispatcher: Service, Sendable {
         self.configuration = configuration
         self.logger = logger
         owner = configuration.instance
+        clock = configuration.clock
         identity = GatewayInstance(name: configuration.instance, heartbeat: configuration.heartbeat)
         lease = Mutex(
             SenderLease(lease: configuration.lease, timeout: configuration.timeout, heartbeat: configuration.heartbeat))
@@ -189,7 +195,8 @@ public final class Dispatcher: Service, Sendable {
     /// Paused when any credential is (the one whose probe comes first); the log and
     /// `apns_gateway_sending_paused` say which.
     public var status: SendingStatus {
-        pauses.withLock { $0.status(at: .now) }
+        let now = clock.now
+        return pauses.withLock { $0.status(at: now) }
     }
 
     /// Registers this sender (refused while a live one holds its name), takes back what dead
@@ -202,12 +209,13 @@ public final class Dispatcher: Service, Sendable {
         let wakeUps = self.wakeUps
         let pollInterval = configuration.pollInterval
         let continuation = wakeUpContinuation
+        let clock = self.clock
         try await cancelWhenGracefulShutdown {
             try await withThrowingDiscardingTaskGroup { group in
                 // Turns the poll interval into wake-ups.
                 group.addTask {
                     while !Task.isCancelled {
-                        try? await Task.sleep(for: pollInterval)
+                        try? await clock.sleep(for: pollInterval)
                         continuation.yield()
                     }
                 }
@@ -235,21 +243,19 @@ public final class Dispatcher: Service, Sendable {
     /// (``GatewayInstance/isEarlierStart(host:processID:incarnation:lastHeartbeat:now:)``): the
     /// start waits for that, a few seconds at most, instead of being refused.
     func register() async throws {
-        var now = Date()
-        var start = ContinuousClock.now
+        var now = clock.now
         var registration = try await store.register(identity, now: now, staleAfter: configuration.lease)
-        let giveUp = start + configuration.heartbeat * 4
+        let giveUp = now + configuration.heartbeat * 4
         while case .nameInUse(let host, let processID, _) = registration,
-            identity.sharesProcessID(host: host, processID: processID), ContinuousClock.now < giveUp
+            identity.sharesProcessID(host: host, processID: processID), clock.now < giveUp
         {
-            try await Task.sleep(for: configuration.heartbeat / 2)
-            now = Date()
-            start = ContinuousClock.now
+            try await clock.sleep(for: configuration.heartbeat / 2)
+            now = clock.now
             registration = try await store.register(identity, now: now, staleAfter: configuration.lease)
         }
         switch registration {
         case .registered(let released):
-            lease.withLock { $0.renewed(startedAt: start) }
+            lease.withLock { $0.renewed(startedAt: now) }
             logger.info("registered", metadata: ["instance": "\(owner)"])
             if released > 0 {
                 logger.notice(
@@ -272,11 +278,10 @@ public final class Dispatcher: Service, Sendable {
     private func keepLeases() async {
         let interval = configuration.heartbeat
         while !Task.isCancelled {
-            try? await Task.sleep(for: interval)
-            let start = ContinuousClock.now
+            try? await clock.sleep(for: interval)
+            let start = clock.now
             do {
-                let alive = try await store.heartbeat(
-                    identity, now: Date(), leaseUntil: Date().addingTimeInterval(configuration.lease.seconds))
+                let alive = try await store.heartbeat(identity, now: start, leaseUntil: start + configuration.lease)
                 if alive {
                     lease.withLock { $0.renewed(startedAt: start) }
                 } else {
@@ -289,7 +294,8 @@ public final class Dispatcher: Service, Sendable {
                 if Task.isCancelled { return }  // stopping
                 logger.warning("renewing the lease failed", metadata: ["error": "\(DatabaseFailure(error))"])
             }
-            switch lease.withLock({ $0.judge(at: .now) }) {
+            let now = clock.now
+            switch lease.withLock({ $0.judge(at: now) }) {
             case .paused:
                 logger.error("the lease could run out before a send ends: no new sends until it is renewed")
             case .resumed:
@@ -304,15 +310,15 @@ public final class Dispatcher: Service, Sendable {
     /// batch a short transaction), every ``Configuration/pruneInterval``.
     private func pruneHistory() async {
         while !Task.isCancelled {
-            try? await Task.sleep(for: configuration.pruneInterval)
-            let cutoff = Date().addingTimeInterval(-configuration.retention.seconds)
+            try? await clock.sleep(for: configuration.pruneInterval)
+            let cutoff = clock.now - configuration.retention
             var deleted = 0
             do {
                 while !Task.isCancelled {
                     let batch = try await store.deleteFinished(before: cutoff, limit: 500)
                     deleted += batch
                     if batch < 500 { break }
-                    try? await Task.sleep(for: .milliseconds(10))  // let claims and writes in between
+                    try? await clock.sleep(for: .milliseconds(10))  // let claims and writes in between
                 }
             } catch {
                 if Task.isCancelled { return }
@@ -331,11 +337,11 @@ public final class Dispatcher: Service, Sendable {
     /// failed one; always, when the sender was not registered by ``run()``), and the credential's
     /// sending is not paused.
     func mayStart(_ credential: String) -> Bool {
-        let now = ContinuousClock.now
+        let now = clock.now
         return lease.withLock { $0.mayStart(at: now) } && pauses.withLock { $0.mayStart(credential, at: now) }
     }
 
-    /// ``dispatchOnce(now:)``, with a failure to claim logged (the next wake-up tries again)
+    /// ``dispatchOnce()``, with a failure to claim logged (the next wake-up tries again)
     /// instead of ending the service.
     private func dispatchLogged() async -> Int {
         do {
@@ -353,7 +359,8 @@ public final class Dispatcher: Service, Sendable {
         }
     }
 
-    /// Claims one batch due at `now` and sends it; returns how many device-sends it claimed.
+    /// Claims one batch due now (on ``Configuration/clock``) and sends it; returns how many
+    /// device-sends it claimed.
     ///
     /// Called on its own (without ``run()``, as tests do), it claims under the lease alone: no
     /// registration and no heartbeat renews it.
@@ -362,11 +369,12 @@ public final class Dispatcher: Service, Sendable {
     /// is over, one device-send of its apps is claimed alone, the probe (``UpstreamPause``). The
     /// other credentials' apps are claimed as usual.
     @discardableResult
-    public func dispatchOnce(now: Date = Date()) async throws -> Int {
-        guard lease.withLock({ $0.mayStart(at: .now) }) else { return 0 }
-        let (blocked, probes) = pauses.withLock { $0.claims(at: .now) }
+    public func dispatchOnce() async throws -> Int {
+        let now = clock.now
+        guard lease.withLock({ $0.mayStart(at: now) }) else { return 0 }
+        let (blocked, probes) = pauses.withLock { $0.claims(at: now) }
         let connectors = self.connectors
-        let leaseUntil = now.addingTimeInterval(configuration.lease.seconds)
+        let leaseUntil = now + configuration.lease
         var claimed: [ClaimedNotification] = []
         var failure: (any Error)?
         for probe in probes {
@@ -402,7 +410,8 @@ public final class Dispatcher: Service, Sendable {
             }.value
         }
         // A probe that found nothing to send, or ended without a verdict: the next claim probes.
-        pauses.withLock { pauses in for probe in probes { pauses.probeEnded(probe, at: .now) } }
+        let ended = clock.now
+        pauses.withLock { pauses in for probe in probes { pauses.probeEnded(probe, at: ended) } }
         if let failure { throw failure }
         return claimed.reduce(0) { $0 + $1.deliveries.count }
     }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Whether this sender may start a send: its lease, as the heartbeats left it, judged at a time.
 ///
 /// A sender's claims are its own until the lease it last renewed runs out; another sender may take
@@ -8,11 +10,11 @@
 /// Thread safety: a value; the dispatcher keeps it behind a `Mutex`.
 struct SenderLease: Sendable {
     enum State: Sendable, Equatable {
-        /// ``Dispatcher/run()`` has not registered the sender: ``Dispatcher/dispatchOnce(now:)``
+        /// ``Dispatcher/run()`` has not registered the sender: ``Dispatcher/dispatchOnce()``
         /// called on its own claims under each claim's lease alone, with nothing to renew it.
         case unregistered
         /// Every claim this sender holds is surely its own until then.
-        case held(until: ContinuousClock.Instant)
+        case held(until: Date)
         /// Another process took the registration over (it judged this one dead): no more sends.
         case lost
     }
@@ -40,7 +42,7 @@ struct SenderLease: Sendable {
 
     /// The sender registered, or a heartbeat renewed its claims; either began at `start` (the
     /// database's lease is counted from no earlier than that). A lost registration stays lost.
-    mutating func renewed(startedAt start: ContinuousClock.Instant) {
+    mutating func renewed(startedAt start: Date) {
         guard state != .lost else { return }
         state = .held(until: start + lease)
     }
@@ -49,7 +51,7 @@ struct SenderLease: Sendable {
     mutating func takenOver() { state = .lost }
 
     /// Whether a send may start at `now`: it would end, by its deadline, before the lease could.
-    func mayStart(at now: ContinuousClock.Instant) -> Bool {
+    func mayStart(at now: Date) -> Bool {
         switch state {
         case .unregistered: true
         case .held(let until): now + needed <= until
@@ -59,7 +61,7 @@ struct SenderLease: Sendable {
 
     /// The heartbeat's verdict at `now` (after its renewal succeeded, failed or hung), and whether
     /// it changed since the last one.
-    mutating func judge(at now: ContinuousClock.Instant) -> Change? {
+    mutating func judge(at now: Date) -> Change? {
         let paused = !mayStart(at: now)
         defer { isPaused = paused }
         guard paused != isPaused else { return nil }

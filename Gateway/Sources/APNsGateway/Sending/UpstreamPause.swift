@@ -1,4 +1,5 @@
 import APNs
+import Foundation
 
 /// Why sending is paused: a cause outside the device-send, which the next send would meet too.
 /// None of these spends a device-send's attempts; each pauses every send through the connector.
@@ -62,7 +63,7 @@ struct UpstreamPause: Sendable, Equatable {
         /// Sends start as claims allow.
         case sending
         /// Nothing starts until then; then a probe, or (when APNs named the end) sending again.
-        case paused(until: ContinuousClock.Instant, probe: Bool)
+        case paused(until: Date, probe: Bool)
         /// One device-send was claimed to find out whether the cause is gone; nothing else starts.
         case probing
     }
@@ -80,9 +81,9 @@ struct UpstreamPause: Sendable, Equatable {
     /// What changed, for the log and the metrics.
     enum Change: Sendable, Equatable {
         /// Sending paused for `cause`, until `until`.
-        case paused(UpstreamCause, until: ContinuousClock.Instant)
+        case paused(UpstreamCause, until: Date)
         /// A probe met the cause again: paused longer.
-        case stillPaused(UpstreamCause, until: ContinuousClock.Instant)
+        case stillPaused(UpstreamCause, until: Date)
         /// A send was answered: sending resumes.
         case resumed(after: UpstreamCause)
     }
@@ -100,7 +101,7 @@ struct UpstreamPause: Sendable, Equatable {
 
     /// What a claim at `now` may take; a due probe is taken by this call (the next gets nothing
     /// until the probe is reported).
-    mutating func claim(at now: ContinuousClock.Instant) -> Claim {
+    mutating func claim(at now: Date) -> Claim {
         switch state {
         case .sending: return .batch
         case .probing: return .nothing
@@ -119,13 +120,13 @@ struct UpstreamPause: Sendable, Equatable {
 
     /// Whether a send claimed earlier may start at `now`: not while paused (the probe, once
     /// claimed, may).
-    func mayStart(at now: ContinuousClock.Instant) -> Bool {
+    func mayStart(at now: Date) -> Bool {
         if case .paused(let until, _) = state { return now >= until }
         return true
     }
 
     /// When device-sends stopped by this pause are due again: the pause's end, or `now`.
-    func resumesAt(_ now: ContinuousClock.Instant) -> ContinuousClock.Instant {
+    func resumesAt(_ now: Date) -> Date {
         if case .paused(let until, _) = state { return max(until, now) }
         return now
     }
@@ -133,7 +134,7 @@ struct UpstreamPause: Sendable, Equatable {
     /// A send failed upstream at `now`, with APNs' `Retry-After` if it sent one; `jitter` (0.8–1.2)
     /// spreads the pauses of several instances.
     mutating func failed(
-        _ cause: UpstreamCause, retryAfter: Duration?, at now: ContinuousClock.Instant, jitter: Double
+        _ cause: UpstreamCause, retryAfter: Duration?, at now: Date, jitter: Double
     ) -> Change? {
         let named = retryAfter.map { min($0, Self.longestRetryAfter) }
         switch state {
@@ -172,7 +173,7 @@ struct UpstreamPause: Sendable, Equatable {
 
     /// The probe ended with no verdict (its device-send expired, or was not sent for a reason of
     /// its own): the next claim probes again at once.
-    mutating func probeEnded(at now: ContinuousClock.Instant) {
+    mutating func probeEnded(at now: Date) {
         if state == .probing { state = .paused(until: now, probe: true) }
     }
 }
@@ -199,7 +200,7 @@ struct CredentialPauses: Sendable, Equatable {
 
     /// What a claim at `now` may take: the credentials whose apps it must leave out (paused, or
     /// probing), and those whose probe is due now (taken by this call).
-    mutating func claims(at now: ContinuousClock.Instant) -> (blocked: Set<String>, probes: [String]) {
+    mutating func claims(at now: Date) -> (blocked: Set<String>, probes: [String]) {
         var blocked: Set<String> = []
         var probes: [String] = []
         for name in byCredential.keys.sorted() {
@@ -215,18 +216,18 @@ struct CredentialPauses: Sendable, Equatable {
         return (blocked, probes)
     }
 
-    func mayStart(_ credential: String, at now: ContinuousClock.Instant) -> Bool {
+    func mayStart(_ credential: String, at now: Date) -> Bool {
         byCredential[credential]?.mayStart(at: now) ?? true
     }
 
-    func resumesAt(_ credential: String, _ now: ContinuousClock.Instant) -> ContinuousClock.Instant {
+    func resumesAt(_ credential: String, _ now: Date) -> Date {
         byCredential[credential]?.resumesAt(now) ?? now
     }
 
     func cause(of credential: String) -> UpstreamCause? { byCredential[credential]?.cause }
 
     mutating func failed(
-        _ credential: String, _ cause: UpstreamCause, retryAfter: Duration?, at now: ContinuousClock.Instant,
+        _ credential: String, _ cause: UpstreamCause, retryAfter: Duration?, at now: Date,
         jitter: Double
     ) -> UpstreamPause.Change? {
         byCredential[credential, default: UpstreamPause()].failed(
@@ -239,13 +240,13 @@ struct CredentialPauses: Sendable, Equatable {
         return byCredential[credential]?.answered()
     }
 
-    mutating func probeEnded(_ credential: String, at now: ContinuousClock.Instant) {
+    mutating func probeEnded(_ credential: String, at now: Date) {
         byCredential[credential]?.probeEnded(at: now)
     }
 
     /// Sending, or the pause of a paused credential (the one whose probe comes first), for
     /// readiness; the log and `apns_gateway_sending_paused` name each credential.
-    func status(at now: ContinuousClock.Instant) -> SendingStatus {
+    func status(at now: Date) -> SendingStatus {
         var soonest: (UpstreamCause, Duration)?
         for pause in byCredential.values {
             guard let cause = pause.cause else { continue }

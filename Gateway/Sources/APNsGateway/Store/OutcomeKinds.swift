@@ -1,0 +1,74 @@
+import APNs
+
+/// The kind of a device-send's failure without an answer from APNs, as an outcome records it
+/// (``DeliveryOutcome/errorKind``, the API's `error.kind`): the transport's own kinds
+/// (``TransportError/Kind-swift.struct``: `timeout`, `connection-lost`, …) and the gateway's.
+///
+/// A struct with static members, not an enum: the transport's kinds grow with libcurl and APNs,
+/// and an outcome stored by a newer gateway must still read.
+public struct FailureKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    /// A transport failure's kind.
+    public init(_ kind: TransportError.Kind) { rawValue = kind.rawValue }
+
+    /// APNs refused it (a 429 TooManyRequests queued again; other refusals carry their status).
+    public static let rejected = FailureKind(rawValue: "rejected")
+    /// The notification or its device cannot be sent as stored: nothing was sent.
+    public static let invalid = FailureKind(rawValue: "invalid")
+    /// No credential can send it (its app has none now, or none for its environment).
+    public static let credential = FailureKind(rawValue: "credential")
+    /// An at-most-once device-send its sender recorded as started and then left without an
+    /// outcome: it may have reached APNs, and is not sent again.
+    public static let interrupted = FailureKind(rawValue: "interrupted")
+    /// This instance did not start it (it stopped, its lease came into doubt, sending paused):
+    /// queued again, not sent.
+    public static let stopped = FailureKind(rawValue: "stopped")
+    /// Its notification expired before it could be sent: finished, never sent.
+    public static let expired = FailureKind(rawValue: "expired")
+    /// Any other failure.
+    public static let other = FailureKind(rawValue: "other")
+
+    public var description: String { rawValue }
+}
+
+/// What one try of a device-send came to, as the dispatcher counts it
+/// (`apns_gateway_device_sends_total`'s `result`) and the API reports it (`state`, `counts`).
+public enum OutcomeResult: String, Sendable, CaseIterable {
+    /// Not finished: waiting to be claimed or sent (the API's), or queued again (the counter's
+    /// ``requeued``).
+    case queued
+    /// APNs accepted it (200).
+    case accepted
+    /// APNs refused it with a status.
+    case rejected
+    /// It failed without an answer.
+    case failed
+    /// Its notification expired before it could be sent.
+    case expired
+    /// This try ended with it queued again for another.
+    case requeued
+
+    /// The result of a try, as written back: queued again, answered, expired or failed.
+    public init(_ outcome: DeliveryOutcome) {
+        if outcome.retryAt != nil {
+            self = .requeued
+        } else {
+            self = Self(status: outcome.status, errorKind: outcome.errorKind)
+        }
+    }
+
+    /// Where a device-send stands, as stored: finished (answered, expired or failed) or queued.
+    public init(_ record: DeliveryRecord) {
+        self = record.state == "done" ? Self(status: record.status, errorKind: record.errorKind) : .queued
+    }
+
+    /// A finished try: accepted or refused when APNs answered, else expired or failed.
+    private init(status: Int?, errorKind: String?) {
+        if let status {
+            self = status == 200 ? .accepted : .rejected
+        } else {
+            self = errorKind == FailureKind.expired.rawValue ? .expired : .failed
+        }
+    }
+}
