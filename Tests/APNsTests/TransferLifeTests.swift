@@ -53,7 +53,7 @@ import Testing
         transfer.taken()
         #expect(transfer.life == .queued, "taking it in twice changes nothing")
         _ = transfer.willSend(localPort: 4242)
-        #expect(transfer.life == .written)
+        #expect(transfer.isWritten)
         #expect(transfer.delivery == .unknown)
         #expect(transfer.localPort == 4242)
         #expect(transfer.retry == nil)
@@ -68,13 +68,13 @@ import Testing
         // server refused the stream before processing it.
         _ = transfer.willSend(localPort: 4243)
         #expect(transfer.retry == .refused)
-        #expect(transfer.life == .written, "until the loop queues it again")
+        #expect(transfer.isWritten, "until the loop queues it again")
         transfer.prepareForResubmission()
         #expect(transfer.life == .queued)
         #expect(transfer.delivery == .notSent)
         #expect(transfer.retry == nil && transfer.attempts == 0)
         _ = transfer.willSend(localPort: 4244)
-        #expect(transfer.life == .written)
+        #expect(transfer.isWritten)
         #expect(transfer.localPort == 4244)
     }
 
@@ -100,7 +100,7 @@ import Testing
         let results = Results()
         let direct = transfer(results)
         direct.taken()
-        direct.cancelled = true
+        direct.askCancellation()
         _ = direct.willSend(localPort: 1)
         #expect(direct.retry == .cancelled)
         #expect(direct.life == .queued)
@@ -133,7 +133,7 @@ import Testing
         let inTime = transfer(results, timeout: .seconds(2), waited: .milliseconds(1_500))
         inTime.taken()
         #expect(inTime.willSend(localPort: 1) == Int32(CURL_PREREQFUNC_OK))
-        #expect(inTime.life == .written)
+        #expect(inTime.isWritten)
         let longWait = transfer(results, timeout: .seconds(60), waited: .seconds(55))
         longWait.taken()
         #expect(longWait.willSend(localPort: 1) == Int32(CURL_PREREQFUNC_OK))

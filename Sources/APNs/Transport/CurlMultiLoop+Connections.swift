@@ -42,18 +42,17 @@ extension CurlMultiLoop {
         assertOnLoopThread()
         let port = transfer.localPort
         guard port != 0 else { return }
-        guard !stalled.ports.contains(port), let socket = openSockets.first(where: { localPort(of: $0) == port }) else {
-            return
-        }
+        guard !connections.isStalled(port: port),
+            let socket = connections.openSockets.first(where: { localPort(of: $0) == port })
+        else { return }
         let now = ContinuousClock.now
-        let verdict = StallJudgement(submittedAt: transfer.submittedAt, now: now).verdict(
-            now: now, lastAnswer: lastAnswer[port], unreadBytes: unreadBytes(on: socket),
+        let verdict = StallJudgement(submittedAt: transfer.time.submittedAt, now: now).verdict(
+            now: now, lastAnswer: connections.lastAnswer(onPort: port), unreadBytes: unreadBytes(on: socket),
             sinceDataReceived: timeSinceDataReceived(on: socket))
         guard verdict == .stalled else { return }
-        stalled.ports.insert(port)
-        awaitingConnection = true
+        connections.shutDownAsStalled(port: port)
         _ = Foundation.shutdown(socket, Int32(SHUT_RDWR))
-        inbox.withLock { $0.stalledConnectionsClosed += 1 }
+        inbox.withLock { $0.count(stalledClosed: 1) }
         if observability.isEnabled {
             observability.connectionsStalled.increment()
             observability.logger.notice(
@@ -72,9 +71,7 @@ extension CurlMultiLoop {
     /// waited goes out on a new connection. No stream is cut, so no outcome becomes unknown.
     func retireTiedToAnotherKey(port: Int32) {
         assertOnLoopThread()
-        guard !stalled.ports.contains(port) else { return }
-        stalled.ports.insert(port)
-        retiring.insert(port)
+        guard connections.retire(port: port) else { return }
         if observability.isEnabled {
             observability.logger.notice(
                 "APNs tied this connection to another key (UnrelatedKeyIdInToken); closing it once its requests are answered",
@@ -86,11 +83,13 @@ extension CurlMultiLoop {
     /// closed and opens a new one for the next request.
     func closeRetiredConnections() {
         assertOnLoopThread()
-        for port in retiring where !active.values.contains(where: { $0.isWritten && $0.localPort == port }) {
-            retiring.remove(port)
-            if let socket = openSockets.first(where: { localPort(of: $0) == port }) {
+        let ready = connections.retirable { port in
+            pool.transfers.contains(where: { $0.isWritten && $0.localPort == port })
+        }
+        for port in ready {
+            if let socket = connections.openSockets.first(where: { localPort(of: $0) == port }) {
                 _ = Foundation.shutdown(socket, Int32(SHUT_RDWR))
-                awaitingConnection = true
+                connections.closingRetired()
             }
         }
     }
@@ -98,7 +97,7 @@ extension CurlMultiLoop {
     /// Whether a socket libcurl opened and has not closed is bound to `localPort` (a connection
     /// shut down as stalled still counts until libcurl closes it).
     func hasOpenSocket(localPort port: Int32) -> Bool {
-        openSockets.contains { localPort(of: $0) == port }
+        connections.openSockets.contains { localPort(of: $0) == port }
     }
 
     /// How many received bytes wait unread on `socket` (`FIONREAD`), or 0 when it cannot tell.
@@ -149,7 +148,7 @@ extension CurlMultiLoop {
         assertOnLoopThread()
         let socket = Foundation.socket(family, type, `protocol`)
         if socket >= 0 {
-            openSockets.insert(socket)
+            connections.opened(socket)
             if observability.isEnabled {
                 observability.connectionsOpen.increment()
                 observability.logger.debug("APNs connection opening", metadata: ["apns.connection.socket": "\(socket)"])
@@ -162,25 +161,22 @@ extension CurlMultiLoop {
     func closeSocket(_ socket: Int32) -> Int32 {
         assertOnLoopThread()
         let port = localPort(of: socket)
-        let wasOpen = openSockets.remove(socket) != nil
-        runEveryTransfer = true
+        let wasOpen = connections.closed(socket, port: port)
+        sockets.connectionClosed()
         CoalescedWrites.current?.forget(socket)
-        if wasOpen, openSockets.isEmpty { awaitingConnection = true }
         if wasOpen, observability.isEnabled {
             observability.connectionsOpen.decrement()
             observability.logger.info(
                 "APNs connection closed",
                 metadata: ["apns.connection.socket": "\(socket)", "apns.connection.local_port": "\(port)"])
         }
-        lastAnswer[port] = nil
-        stalled.ports.remove(port)
         return Foundation.close(socket)
     }
 
     /// libcurl's debug callback, on the loop thread: the server sent GOAWAY on a connection.
     func receivedGoAway(_ frame: GoAway) {
         assertOnLoopThread()
-        awaitingConnection = true
+        connections.receivedGoAway()
         observability.goaways.increment()
         observability.logger.notice(
             "APNs sent GOAWAY: the connection takes no new streams; later requests go on a new connection",

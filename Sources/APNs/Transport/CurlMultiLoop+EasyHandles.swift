@@ -5,6 +5,61 @@ import Foundation
 // and keeping or freeing it afterwards.
 
 extension CurlMultiLoop {
+    /// What the loop keeps for each easy handle: its `CURLOPT_ERRORBUFFER`; the method, body and
+    /// header list its last transfer set, which the next transfer (the next device of a bulk send)
+    /// usually shares: those options are set again only when they differ; and its parsed URL
+    /// (``setURL(_:_:pathOffset:of:state:)``). Holding them also keeps what libcurl points at
+    /// alive as long as the handle does.
+    final class EasyState {
+        let errorBuffer: UnsafeMutablePointer<CChar>
+        @exclusivity(unchecked) var method: APNsRequest.Method?
+        @exclusivity(unchecked) var body: RequestBody?
+        @exclusivity(unchecked) var headerList: HeaderList?
+        /// The handle's URL handle (`CURLU`, nil if libcurl could not make one), and the origin it
+        /// holds while it is set as the easy handle's `CURLOPT_CURLU` (nil while it is not).
+        let parsedURL: OpaquePointer? = curl_url()
+        @exclusivity(unchecked) var parsedOrigin: String?
+
+        init() {
+            errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+            errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        }
+
+        /// After `curl_easy_reset`, nothing is set.
+        func forget() {
+            method = nil
+            body = nil
+            headerList = nil
+            parsedOrigin = nil
+        }
+
+        /// After the easy handle's `curl_easy_cleanup` (``discard(_:)``, shutdown).
+        deinit {
+            errorBuffer.deallocate()
+            curl_url_cleanup(parsedURL)
+        }
+    }
+
+    /// Where each request's URL is assembled, in one reused buffer (no string per push), which
+    /// libcurl copies.
+    ///
+    /// Thread safety: none; the loop thread alone uses it.
+    final class URLBuffer {
+        @exclusivity(unchecked) private var bytes: [UInt8] = []
+
+        /// Hands `body` the URL of `transfer` (origin, path, suffix), NUL-terminated, and where its
+        /// path starts.
+        func withURL<Result>(of transfer: Transfer, _ body: (UnsafeRawBufferPointer, Int) -> Result) -> Result {
+            bytes.removeAll(keepingCapacity: true)
+            bytes.append(contentsOf: transfer.origin.utf8)
+            let pathOffset = bytes.count
+            bytes.append(contentsOf: transfer.path.utf8)
+            bytes.append(contentsOf: transfer.pathSuffix.utf8)
+            bytes.append(0)
+            return bytes.withUnsafeBytes { body($0, pathOffset) }
+        }
+    }
+
     func start(_ transfer: Transfer, on multi: UnsafeMutableRawPointer) {
         assertOnLoopThread()
         if transfer.isCancelled {
@@ -13,26 +68,29 @@ extension CurlMultiLoop {
         }
         // The deadline counts from the send; libcurl's own timeout counts from here.
         let now = ContinuousClock.now
-        let remaining = transfer.deadline - now
-        guard remaining > .zero else {
+        let remaining: Duration
+        switch transfer.time.verdict(at: now) {
+        case .writable(let left): remaining = left
+        case .tooLateToWrite(let left) where transfer.isWarmUp: remaining = left
+        case .tooLateToWrite:
+            transfer.resume(.failure(TransportError.tooLateToWrite))
+            return
+        case .passed:
             transfer.resume(.failure(TransportError.timedOut(delivery: transfer.delivery)))
             return
         }
-        if !transfer.isWarmUp, now >= transfer.lastWrite {
-            transfer.resume(.failure(TransportError.tooLateToWrite))
-            return
-        }
         // A closed breaker (nearly always) admits without reading the clock.
+        var probe = false
         switch breaker?.isClosed == true ? .go : breaker?.admit(now: .now) {
         case nil, .go?: break
-        case .probe?: transfer.isProbe = true
+        case .probe?: probe = true
         case .reject(let error)?:
             transfer.resume(.failure(error))
             return
         }
         let easy: UnsafeMutableRawPointer
         do throws(RefusedOption) {
-            var ready = idle.popLast()
+            var ready = pool.takeIdle()
             if ready == nil { ready = try makeEasy() }
             guard let ready else {
                 transfer.resume(
@@ -52,13 +110,12 @@ extension CurlMultiLoop {
             transfer.resume(.failure(error.error))
             return
         }
-        transfer.easy = easy
-        transfer.stalledPorts = stalled
-        if !transfer.isWarmUp { keepWarmSchedule.sendStarted() }
-        if active.isEmpty { idlePeriodEnds(at: now, byWarmUp: transfer.isWarmUp) }
+        transfer.attach(to: easy, stalledPorts: connections.stalled, probe: probe)
+        if !transfer.isWarmUp { keepWarm.sendStarted() }
+        if pool.isEmpty { idlePeriodEnds(at: now, byWarmUp: transfer.isWarmUp) }
         let added = curl_multi_add_handle(multi, easy)
         guard added == CURLM_OK else {
-            transfer.easy = nil
+            transfer.detach()
             recycle(easy)
             transfer.resume(
                 .failure(
@@ -67,8 +124,7 @@ extension CurlMultiLoop {
                         message: String(cString: curl_multi_strerror(added)))))
             return
         }
-        active[easy] = transfer
-        if active.count > peakActive { peakActive = active.count }
+        pool.started(transfer, on: easy)
     }
 
     /// A new easy handle with everything that is the same for every transfer set once: TLS,
@@ -77,8 +133,8 @@ extension CurlMultiLoop {
         assertOnLoopThread()
         guard let easy = curl_easy_init() else { return nil }
         let state = EasyState()
-        handles[easy] = state
-        inbox.withLock { $0.easyHandles += 1 }
+        pool.made(easy, state: state)
+        inbox.withLock { $0.count(easyHandles: 1) }
         do throws(RefusedOption) {
             try configureOnce(easy, errorBuffer: state.errorBuffer)
         } catch {
@@ -145,12 +201,8 @@ extension CurlMultiLoop {
             ccurl_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
                 let length = size * count
                 guard let data, let context else { return length }
-                let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-                let room = Transfer.maximumResponseBody - transfer.responseBody.count
-                if room > 0 {
-                    transfer.responseBody.append(
-                        contentsOf: UnsafeRawBufferPointer(start: data, count: min(length, room)))
-                }
+                Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().receivedBody(
+                    UnsafeRawBufferPointer(start: data, count: length))
                 return length
             }, "CURLOPT_WRITEFUNCTION")
         try require(
@@ -209,9 +261,9 @@ extension CurlMultiLoop {
     func configure(
         _ easy: UnsafeMutableRawPointer, for transfer: Transfer, timeoutMilliseconds: Int
     ) throws(RefusedOption) {
-        let state = handles[easy]
+        let state = pool.state(of: easy)
         state?.errorBuffer.pointee = 0
-        transfer.errorBuffer = state?.errorBuffer
+        transfer.useErrorBuffer(state?.errorBuffer)
         if watchesGoAway {
             // libcurl gives a connection made by a verbose transfer a TLS trace callback that
             // formats a line for every TLS record for the connection's whole life (most of verbose
@@ -219,20 +271,12 @@ extension CurlMultiLoop {
             // it. So the request that will make the next connection is configured quietly, and
             // every other request verbosely: those wait for that connection (CURLOPT_PIPEWAIT)
             // and report any GOAWAY it sends.
-            let quiet = awaitingConnection && quietTransfer.map { $0.isFinished } != false
-            if quiet { quietTransfer = transfer }
+            let quiet = connections.makesAwaitedConnection(transfer)
             _ = ccurl_easy_setopt_long(easy, CURLOPT_VERBOSE, quiet ? 0 : 1)
         }
-        // The URL is assembled in one reused buffer (no string per push), which libcurl copies.
-        urlBuffer.removeAll(keepingCapacity: true)
-        urlBuffer.append(contentsOf: transfer.origin.utf8)
-        let pathOffset = urlBuffer.count
-        urlBuffer.append(contentsOf: transfer.path.utf8)
-        urlBuffer.append(contentsOf: transfer.pathSuffix.utf8)
-        urlBuffer.append(0)
         try require(
-            urlBuffer.withUnsafeBytes {
-                setURL(easy, $0, pathOffset: pathOffset, of: transfer, state: state)
+            urlBuffer.withURL(of: transfer) { url, pathOffset in
+                setURL(easy, url, pathOffset: pathOffset, of: transfer, state: state)
             },
             "CURLOPT_URL")
         try require(ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeoutMilliseconds)), "CURLOPT_TIMEOUT_MS")
@@ -429,24 +473,20 @@ extension CurlMultiLoop {
 
     /// libcurl's detail for the last failure of `easy`, or, when it wrote none, what `code` means.
     func errorMessage(of easy: UnsafeMutableRawPointer, code: CURLcode) -> String {
-        let detail = handles[easy].map { String(cString: $0.errorBuffer) } ?? ""
+        let detail = pool.state(of: easy).map { String(cString: $0.errorBuffer) } ?? ""
         return detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
     }
 
     /// Keeps a finished easy handle, still configured, for the next transfer.
     func recycle(_ easy: UnsafeMutableRawPointer) {
         assertOnLoopThread()
-        if idle.count < 4096 {
-            idle.append(easy)
-        } else {
-            discard(easy)
-        }
+        if !pool.keep(easy) { discard(easy) }
     }
 
     func discard(_ easy: UnsafeMutableRawPointer) {
         assertOnLoopThread()
         curl_easy_cleanup(easy)
-        handles.removeValue(forKey: easy)
-        inbox.withLock { $0.easyHandles -= 1 }
+        pool.freed(easy)
+        inbox.withLock { $0.count(easyHandles: -1) }
     }
 }

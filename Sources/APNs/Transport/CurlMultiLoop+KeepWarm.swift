@@ -5,44 +5,33 @@ import Logging
 // Keep-warm (`keepWarm(origin:)`): a connection opened ahead of sends and replaced when it goes.
 
 extension CurlMultiLoop {
-    /// Keep-warm: starts a warm-up transfer when nothing else would touch the connection and
-    /// there is none ready (or the idle one stirred, or is about to be too old to reuse).
+    /// Keep-warm: starts a warm-up transfer when ``KeepWarm`` says one is due (nothing else would
+    /// touch the connection and there is none ready, or the idle one stirred, or is about to be
+    /// too old to reuse).
     func warmUpIfNeeded(on multi: UnsafeMutableRawPointer) {
         assertOnLoopThread()
-        guard let warmOrigin, warmUp == nil, active.isEmpty, waitingHead == waiting.count else { return }
-        let now = ContinuousClock.now
         guard
-            let reason = keepWarmSchedule.reason(
-                now: now, lastActivity: lastActivity, maximumIdle: .seconds(settings.maximumIdleSeconds),
-                awaitingConnection: awaitingConnection, stirred: idleConnectionStirred)
+            let (_, origin, now) = keepWarm.warmUpDue(
+                at: ContinuousClock.now, busy: !pool.isEmpty || !queue.isEmpty,
+                maximumIdle: .seconds(settings.maximumIdleSeconds), awaitingConnection: connections.awaitingConnection)
         else { return }
-        keepWarmSchedule.starting(for: reason)
-        idleConnectionStirred = false
         let transfer = Transfer(
-            origin: warmOrigin, path: "/", pathIsPlain: true, method: .get, headerList: CurlMultiLoop.noHeaders,
+            origin: origin, path: "/", pathIsPlain: true, method: .get, headerList: CurlMultiLoop.noHeaders,
             body: CurlMultiLoop.noBody,
             deadline: now + .milliseconds(settings.connectTimeoutMilliseconds) + .seconds(1),
             isWarmUp: true)
         transfer.completion = .warmUp { [self] failure in warmUpEnded(failure) }
-        warmUp = transfer
+        keepWarm.started(transfer)
         transfer.taken()
         start(transfer, on: multi)
     }
 
-    /// A warm-up transfer ended (on the loop thread): schedules the next attempt after a failure.
+    /// A warm-up transfer ended (on the loop thread): logs a failure that schedules another.
     func warmUpEnded(_ failure: TransportError?) {
         assertOnLoopThread()
-        warmUp = nil
-        let now = ContinuousClock.now
-        lastActivity = now
-        guard let failure else {
-            keepWarmSchedule.succeeded(at: now)
-            return
-        }
-        if failure.kind == .cancelled || failure.kind == .shutDown { return }
-        let delay = keepWarmSchedule.failed(at: now, jitter: Double.random(in: 0.8...1.2))
-        let failures = keepWarmSchedule.failures
-        guard observability.isEnabled else { return }
+        guard let (delay, failures) = keepWarm.ended(failure, at: .now, jitter: Double.random(in: 0.8...1.2)),
+            let failure, observability.isEnabled
+        else { return }
         let metadata: Logger.Metadata = [
             "error.type": "\(failure.kind)", "error.message": "\(failure.message)",
             "apns.keep_warm.failures": "\(failures)", "apns.keep_warm.retry_ms": "\(delay / .milliseconds(1))",
@@ -63,7 +52,8 @@ extension CurlMultiLoop {
     /// to find out. Says so, and counts them.
     func idlePeriodEnds(at now: ContinuousClock.Instant, byWarmUp: Bool) {
         assertOnLoopThread()
-        let idle = now - lastActivity
+        let idle = now - keepWarm.lastActivity
+        let openSockets = connections.openSockets
         guard observability.isEnabled, !openSockets.isEmpty, idle >= .seconds(settings.maximumIdleSeconds + 1) else {
             return
         }

@@ -6,23 +6,33 @@ import Logging
 // failure with its delivery), and what it tells the circuit breaker.
 
 extension CurlMultiLoop {
+    /// The easy handles libcurl reported done in one pass, with their results: read from libcurl
+    /// first, then finished (kept for its capacity).
+    ///
+    /// Thread safety: none; the loop thread alone uses it.
+    final class FinishedInPass {
+        @exclusivity(unchecked) private(set) var transfers: [(UnsafeMutableRawPointer, CURLcode)] = []
+        func clear() { transfers.removeAll(keepingCapacity: true) }
+        func add(_ easy: UnsafeMutableRawPointer, _ code: CURLcode) { transfers.append((easy, code)) }
+    }
+
     func collectFinished(on multi: UnsafeMutableRawPointer) {
         assertOnLoopThread()
         var remaining: Int32 = 0
-        finishedInPass.removeAll(keepingCapacity: true)
+        finishedInPass.clear()
         var now: ContinuousClock.Instant?
         while let message = curl_multi_info_read(multi, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
             let code = message.pointee.data.result
             // An answer read in this pass is life on its connection before any timeout of the same
             // pass is judged (libcurl lists them in no particular order). One clock read a pass.
-            if code == CURLE_OK, let port = active[easy]?.localPort, port != 0 {
+            if code == CURLE_OK, let port = pool.transfer(on: easy)?.localPort, port != 0 {
                 if now == nil { now = .now }
-                lastAnswer[port] = now
+                connections.answered(onPort: port, at: now ?? .now)
             }
-            finishedInPass.append((easy, code))
+            finishedInPass.add(easy, code)
         }
-        for (easy, code) in finishedInPass { finish(easy, code: code, on: multi) }
+        for (easy, code) in finishedInPass.transfers { finish(easy, code: code, on: multi) }
     }
 
     func finish(_ easy: UnsafeMutableRawPointer, code: CURLcode, on multi: UnsafeMutableRawPointer) {
@@ -31,25 +41,23 @@ extension CurlMultiLoop {
         var connects = 0
         _ = ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
         if connects > 0 {
-            inbox.withLock { $0.connectionsOpened += connects }
-            awaitingConnection = false
-            quietTransfer = nil
+            inbox.withLock { $0.count(connectionsOpened: connects) }
+            connections.established()
             connectionEstablished(easy, count: connects, code: code)
         }
-        guard let transfer = active.removeValue(forKey: easy) else {
+        guard let transfer = pool.ended(easy) else {
             recycle(easy)
             return
         }
-        if active.isEmpty { lastActivity = .now }  // an idle period starts
-        transfer.easy = nil
-        transfer.errorBuffer = nil
+        if pool.isEmpty { keepWarm.activityEnded(at: .now) }
+        transfer.detach()
         // libcurl counts its re-sends on the easy handle (`state.retrycount`) and resets the count
         // only in curl_easy_reset: a handle that went through one is reset and configured again, or
         // later refusals would find libcurl's budget spent.
         var reusable = true
         if transfer.attempts > 1 {
             curl_easy_reset(easy)
-            if let state = handles[easy] {
+            if let state = pool.state(of: easy) {
                 state.forget()
                 do throws(RefusedOption) { try configureOnce(easy, errorBuffer: state.errorBuffer) } catch {
                     reusable = false
@@ -82,7 +90,7 @@ extension CurlMultiLoop {
             var status = 0
             var version = 0
             _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-            if transfer.negotiatedH2 {
+            if transfer.writtenOn?.negotiatedH2 == true {
                 version = Int(CURL_HTTP_VERSION_2_0)
             } else {
                 _ = ccurl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
@@ -112,15 +120,14 @@ extension CurlMultiLoop {
                 let refused = transfer.retry == .refused
                 if transfer.isProbe { record(refused ? .healthy : .neutral, probe: true) }
                 transfer.prepareForResubmission()
-                transfer.resubmissions += 1
                 if observability.isEnabled, refused {
                     observability.retried(.refusedStream)
                     observability.logger.debug(
                         "APNs refused the stream before processing it; sending it again",
                         metadata: ["apns.resubmissions": "\(transfer.resubmissions)"])
                 }
-                if ContinuousClock.now < transfer.deadline, transfer.resubmissions <= Transfer.maximumResubmissions {
-                    waiting.append(transfer)
+                if transfer.time.verdict(at: .now) != .passed, transfer.resubmissions <= Transfer.maximumResubmissions {
+                    queue.append(transfer)
                 } else {
                     transfer.resume(.failure(TransportError.timedOut(delivery: .notSent)))
                 }
@@ -138,7 +145,7 @@ extension CurlMultiLoop {
                     TransportError(kind: .other, delivery: .notSent, message: "stopped before anything was written"))
             case nil:
                 if code == CURLE_OPERATION_TIMEDOUT,
-                    transfer.wasRefusedBeforeTimingOut(easy, errorBuffer: handles[easy]?.errorBuffer)
+                    transfer.wasRefusedBeforeTimingOut(easy, errorBuffer: pool.state(of: easy)?.errorBuffer)
                 {
                     // Refused, then re-sent by libcurl, and the re-send found no connection in time.
                     result = .failure(TransportError.timedOut(delivery: .notSent))
@@ -175,7 +182,7 @@ extension CurlMultiLoop {
         breaker?.record(signal, probe: probe, now: .now)
         guard let breaker else { return }
         if breaker.trips != trips {
-            inbox.withLock { $0.circuitTrips = breaker.trips }
+            inbox.withLock { $0.count(circuitTrips: breaker.trips) }
             if observability.isEnabled {
                 observability.circuitTrips.increment()
                 observability.logger.notice(

@@ -7,7 +7,7 @@ import Foundation
 extension CurlMultiLoop {
     func run() {
         guard let multi else { return }
-        loopThread = pthread_self()
+        claimThread()
         // Foundation names the `Thread` object only; operators' tools read the kernel's name.
         _ = ccurl_name_current_thread(CurlMultiLoop.threadName)
         // Outcomes of bulk sends wake their readers once per pass, not once per push.
@@ -24,20 +24,13 @@ extension CurlMultiLoop {
             for _ in 0..<2 where ranJobs {
                 ranJobs = false
                 let operations: [Operation]
-                (operations, phase) = inbox.withLock { state -> ([Operation], Phase) in
-                    state.sleeping = false
-                    state.inboxTakes += 1
-                    state.wakePending = false
-                    var taken: [Operation] = []
-                    swap(&taken, &state.operations)
-                    return (taken, state.phase)
-                }
+                (operations, phase) = inbox.withLock { $0.take() }
                 for operation in operations {
                     switch operation {
                     case .add(let transfer): enqueue(transfer)
                     case .cancel(let transfer): cancel(transfer, on: multi)
                     case .cancelGroup(let group): cancelAll(in: group, on: multi)
-                    case .keepWarm(let origin): warmOrigin = origin
+                    case .keepWarm(let origin): keepWarm.keep(origin: origin)
                     case .run(let job):
                         job.runSynchronously(on: asUnownedTaskExecutor())
                         ranJobs = true
@@ -47,15 +40,21 @@ extension CurlMultiLoop {
             var pollLimit = Duration.seconds(1)
             if case .draining(let until) = phase {
                 let now = ContinuousClock.now
-                if let warmUp, !warmUp.isFinished { cancel(warmUp, on: multi) }  // a drain does not wait for it
+                // A drain does not wait for a warm-up.
+                if let warmUp = keepWarm.warmUp, !warmUp.isFinished { cancel(warmUp, on: multi) }
                 if isIdle || now >= until {
                     return stop(on: multi)
                 }
                 pollLimit = min(pollLimit, until - now)
             }
-            sweepExpiredWaiting()
+            if !queue.isEmpty {
+                for transfer in queue.expired(at: .now) {
+                    // Never in libcurl: not sent (or, after a refusal, not processed).
+                    transfer.resume(.failure(TransportError.timedOut(delivery: transfer.delivery)))
+                }
+            }
             startWaiting(on: multi)
-            if !active.isEmpty { writes.begin(openSockets) }
+            if !pool.isEmpty { writes.begin(connections.openSockets) }
             runLibcurl(multi)
             writes.end()
             collectFinished(on: multi)
@@ -64,74 +63,45 @@ extension CurlMultiLoop {
             trimIdleHandles(now: afterLibcurl)
             if memoryTrim?.isDue(at: afterLibcurl) == true { trimFreedMemory() }
             startWaiting(on: multi)
-            if warmOrigin != nil, case .running = phase { warmUpIfNeeded(on: multi) }
-            if waitingHead < waiting.count { pollLimit = min(pollLimit, CurlMultiLoop.deadlineSweepInterval) }
-            if !active.isEmpty { pollLimit = min(pollLimit, CurlMultiLoop.activeSweepInterval) }
+            if case .running = phase { warmUpIfNeeded(on: multi) }
+            if !queue.isEmpty { pollLimit = min(pollLimit, WaitingQueue.sweepInterval) }
+            if !pool.isEmpty { pollLimit = min(pollLimit, CurlMultiLoop.activeSweepInterval) }
             wakes.run()
             // A drain whose last transfer just finished ends now, not after the next poll's limit.
             if case .draining = phase, isIdle { continue }
-            let sleep = inbox.withLock { state -> Bool in
-                guard state.operations.isEmpty else { return false }
-                state.sleeping = true
-                return true
-            }
+            let sleep = inbox.withLock { $0.goingToSleep() }
             if sleep { poll(multi, upTo: pollLimit, phase: phase) }
         }
     }
 
     /// Nothing waits in the queue and nothing in libcurl is unfinished: a drain can end.
-    var isIdle: Bool { waitingHead == waiting.count && active.values.allSatisfy(\.isFinished) }
+    var isIdle: Bool { queue.isEmpty && pool.transfers.allSatisfy(\.isFinished) }
 
     /// Fails everything left, releases libcurl, and tells whoever awaits the shutdown.
     func stop(on multi: UnsafeMutableRawPointer) {
         assertOnLoopThread()
-        let leftovers = inbox.withLock { state -> [Operation] in
-            state.phase = .stopped
-            var taken: [Operation] = []
-            swap(&taken, &state.operations)
-            return taken
-        }
+        let leftovers = inbox.withLock { $0.stop() }
         for operation in leftovers {
             if case .add(let transfer) = operation {
                 transfer.resume(.failure(TransportError.shutDown(delivery: .notSent)))
             }
         }
         CurlMultiLoop.runElsewhere(leftovers)
-        for transfer in waiting[waitingHead...] {
+        for transfer in queue.removeAll() {
             transfer.resume(.failure(TransportError.shutDown(delivery: transfer.delivery)))
         }
-        waiting.removeAll()
-        waitingHead = 0
+        let (active, idle) = pool.removeAll()
         for (easy, transfer) in active {
             curl_multi_remove_handle(multi, easy)
             transfer.resume(.failure(TransportError.shutDown(delivery: transfer.delivery)))
             curl_easy_cleanup(easy)
         }
-        active.removeAll()
         idle.forEach { curl_easy_cleanup($0) }
-        idle.removeAll()
-        handles.removeAll()
         curl_multi_cleanup(multi)
         share.map { _ = curl_share_cleanup($0) }  // after every easy handle that used it
         DeferredWakes.current?.run()  // every outcome reaches its reader before shutdown returns
-        let waiters = inbox.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.exited = true
-            defer { state.exitWaiters.removeAll() }
-            return state.exitWaiters
-        }
+        let waiters = inbox.withLock { $0.exit() }
         for waiter in waiters { waiter.resume() }
-    }
-
-    /// Fails queued requests whose deadline has passed: they never reached libcurl, so they were
-    /// not sent (or, after a refusal, not processed).
-    func sweepExpiredWaiting() {
-        assertOnLoopThread()
-        guard waitingHead < waiting.count else { return }
-        let now = ContinuousClock.now
-        guard waitingSweep.isDue(at: now) else { return }
-        for transfer in waiting[waitingHead...] where !transfer.isFinished && transfer.deadline <= now {
-            transfer.resume(.failure(TransportError.timedOut(delivery: transfer.delivery)))
-        }
     }
 
     /// Ends transfers inside libcurl whose deadline has passed and which libcurl has not ended.
@@ -139,23 +109,24 @@ extension CurlMultiLoop {
     /// libcurl applies a transfer's timeout only once it has a connection or a stream (7.88: a
     /// transfer pending for APNs' one stream on a new token connection, or for a TLS handshake
     /// that never finishes, waits past it). A transfer whose request was never written is ended
-    /// `notSent` a little after its deadline (``activeDeadlineSlack``) and taken out of libcurl,
-    /// which has written nothing of it; one that was written, which libcurl should have timed out
-    /// itself, is ended `unknown` after ``writtenDeadlineSlack``. Runs after libcurl's own results
+    /// `notSent` a little after its deadline and taken out of libcurl, which has written nothing
+    /// of it; one that was written, which libcurl should have timed out itself, is ended `unknown`
+    /// (``TransferDeadline/isOverdueInLibcurl(at:written:)``). Runs after libcurl's own results
     /// are collected, so a timeout libcurl reported (with its finer judgement) comes first.
     func sweepExpiredActive(on multi: UnsafeMutableRawPointer, now: ContinuousClock.Instant) {
         assertOnLoopThread()
-        guard !active.isEmpty, activeSweep.isDue(at: now) else { return }
+        guard !pool.isEmpty, activeSweep.isDue(at: now) else { return }
         var expired: [(UnsafeMutableRawPointer, Transfer)] = []
         // A transfer already ended (cancelled) but still pending in libcurl is taken out too.
-        for (easy, transfer) in active {
-            let slack = transfer.isWritten ? CurlMultiLoop.writtenDeadlineSlack : CurlMultiLoop.activeDeadlineSlack
-            if now >= transfer.deadline + slack { expired.append((easy, transfer)) }
+        for (easy, transfer) in pool.active {
+            if transfer.time.isOverdueInLibcurl(at: now, written: transfer.isWritten) {
+                expired.append((easy, transfer))
+            }
         }
         for (easy, transfer) in expired {
-            active.removeValue(forKey: easy)
+            _ = pool.ended(easy)
             curl_multi_remove_handle(multi, easy)
-            transfer.easy = nil
+            transfer.detach()
             discard(easy)  // taken out mid-way: in a state not worth reusing
             guard !transfer.isFinished else {
                 if transfer.isProbe { record(.neutral, probe: true) }
@@ -169,19 +140,11 @@ extension CurlMultiLoop {
         }
     }
 
-    /// Frees the idle easy handles beyond the most that were in use at once in the last
-    /// ``idleTrimInterval``: a burst (a bulk send with thousands in flight, or transfers libcurl
-    /// held past a fault) would otherwise keep its handles, each with its buffers, for the life
-    /// of the connector. The oldest go first; the loop makes new ones when it needs them.
+    /// Frees the idle easy handles beyond the recent need (``HandlePool/excessIdle(at:)``); the
+    /// loop makes new ones when it needs them.
     func trimIdleHandles(now: ContinuousClock.Instant) {
         assertOnLoopThread()
-        guard idleTrim.isDue(at: now) else { return }
-        let excess = idle.count + active.count - Swift.max(peakActive, 1)
-        if excess > 0 {
-            for easy in idle.prefix(excess) { discard(easy) }
-            idle.removeFirst(Swift.min(excess, idle.count))
-        }
-        peakActive = active.count
+        for easy in pool.excessIdle(at: now) { discard(easy) }
     }
 
     /// Hands freed heap memory back to the system (``TransportConfiguration/memoryTrimInterval``),
@@ -221,44 +184,16 @@ extension CurlMultiLoop {
             metadata: ["apns.memory_trim.duration_us": "\(took / .microseconds(1))"])
     }
 
-    /// A check the loop makes at most once per interval, given the pass's clock reading.
-    struct Periodic {
-        let interval: Duration
-        private var next = ContinuousClock.now
-
-        init(every interval: Duration, startingAfterOne: Bool = false) {
-            self.interval = interval
-            if startingAfterOne { next = .now + interval }
-        }
-
-        /// True when the interval has passed since it was last due (and from now on counts again).
-        mutating func isDue(at now: ContinuousClock.Instant) -> Bool {
-            guard now >= next else { return false }
-            next = now + interval
-            return true
-        }
-    }
-
     /// Moves waiting transfers into libcurl while there is room.
     func startWaiting(on multi: UnsafeMutableRawPointer) {
         assertOnLoopThread()
-        if !retiring.isEmpty {
+        if !connections.retiring.isEmpty {
             closeRetiredConnections()
-            guard retiring.isEmpty else { return }
+            guard connections.retiring.isEmpty else { return }
         }
-        if connectionsPerHost > 1 { spreadOverConnections(on: multi) }
-        while active.count < maximumInFlight, waitingHead < waiting.count {
-            let transfer = waiting[waitingHead]
-            waitingHead += 1
-            if !transfer.isFinished { start(transfer, on: multi) }
-        }
-        if waitingHead == waiting.count {
-            waiting.removeAll(keepingCapacity: true)
-            waitingHead = 0
-        } else if waitingHead > 4096 && waitingHead * 2 > waiting.count {
-            waiting.removeFirst(waitingHead)
-            waitingHead = 0
-        }
+        if connections.connectionsPerHost > 1 { spreadOverConnections(on: multi) }
+        while pool.count < maximumInFlight, let transfer = queue.next() { start(transfer, on: multi) }
+        queue.compact()
     }
 
     /// Spreads a pool's requests evenly over its connections. libcurl gives a request to the first
@@ -282,10 +217,8 @@ extension CurlMultiLoop {
     /// streams, a pool with the share still sends as fast as one without. One connection (the
     /// default) is never limited below its streams.
     func spreadOverConnections(on multi: UnsafeMutableRawPointer) {
-        let demand = min(maximumInFlight, active.count + waiting.count - waitingHead)
-        let share = min(streamsPerConnection, max(1, (demand + connectionsPerHost - 1) / connectionsPerHost))
-        guard share > streamLimit || (share < streamLimit && active.isEmpty) else { return }
-        streamLimit = share
+        let demand = min(maximumInFlight, pool.count + queue.count)
+        guard let share = connections.streamLimit(forDemand: demand, libcurlIdle: pool.isEmpty) else { return }
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, share)
     }
 
@@ -296,13 +229,13 @@ extension CurlMultiLoop {
     func cancel(_ transfer: Transfer, on multi: UnsafeMutableRawPointer) {
         assertOnLoopThread()
         guard !transfer.isFinished else { return }
-        transfer.cancelled = true
-        if let easy = transfer.easy, transfer.isWritten, active.removeValue(forKey: easy) != nil {
+        transfer.askCancellation()
+        if let easy = transfer.easy, transfer.isWritten, pool.ended(easy) != nil {
             curl_multi_remove_handle(multi, easy)
             recycle(easy)
-            transfer.easy = nil
+            transfer.detach()
             transfer.resume(.failure(TransportError.cancelled(delivery: .unknown)))
-        } else if transfer.life == .queued {
+        } else if case .queued = transfer.life {
             transfer.resume(.failure(TransportError.cancelled(delivery: .notSent)))
         }
         // Otherwise its `add` has not been processed yet; `enqueue` sees `cancelled`.
@@ -311,8 +244,8 @@ extension CurlMultiLoop {
     func cancelAll(in group: TransferGroup, on multi: UnsafeMutableRawPointer) {
         assertOnLoopThread()
         group.cancel()
-        for transfer in Array(active.values) where transfer.group === group { cancel(transfer, on: multi) }
-        for transfer in waiting[waitingHead...] where transfer.group === group { cancel(transfer, on: multi) }
+        for transfer in Array(pool.transfers) where transfer.group === group { cancel(transfer, on: multi) }
+        for transfer in queue.waiting where transfer.group === group { cancel(transfer, on: multi) }
     }
 
     func enqueue(_ transfer: Transfer) {
@@ -322,6 +255,6 @@ extension CurlMultiLoop {
             return
         }
         transfer.taken()
-        waiting.append(transfer)
+        queue.append(transfer)
     }
 }

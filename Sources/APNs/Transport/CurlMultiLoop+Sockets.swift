@@ -42,18 +42,14 @@ extension CurlMultiLoop {
         var events: Int16 = 0
         if what & Int32(CURL_POLL_IN) != 0 { events |= Int16(POLLIN) }
         if what & Int32(CURL_POLL_OUT) != 0 { events |= Int16(POLLOUT) }
-        if what == Int32(CURL_POLL_REMOVE) || events == 0 {
-            watched.removeValue(forKey: socket)
-        } else {
-            watched[socket] = events
-        }
+        sockets.libcurlWatches(socket, events: events, remove: what == Int32(CURL_POLL_REMOVE))
     }
 
     /// `CURLMOPT_TIMERFUNCTION`: libcurl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)` in
     /// `milliseconds` (0: at once), or no longer (-1). One timer, replaced by each call; once run,
     /// it is spent until libcurl sets another.
     func libcurlTimer(_ milliseconds: Int) {
-        timerDue = milliseconds < 0 ? nil : .now + .milliseconds(milliseconds)
+        sockets.libcurlTimer(milliseconds, at: .now)
     }
 
     /// Lets libcurl run what is due, then every transfer if a socket had news: the part of a pass
@@ -69,77 +65,44 @@ extension CurlMultiLoop {
     /// some transfer runs after a connection changed, and a stream whose session ended (GOAWAY)
     /// finds out only when it runs; through repeated GOAWAY, running only the socket's transfers
     /// left sends waiting until their deadlines. For the same reasons every transfer also runs
-    /// after a connection closed, and once per ``activeSweepInterval`` while any is in flight.
+    /// after a connection closed, and once per ``activeSweepInterval`` while any is in flight
+    /// (``SocketWatch`` keeps what decides it).
     func runLibcurl(_ multi: UnsafeMutableRawPointer) {
         assertOnLoopThread()
         var running: Int32 = 0
-        var ranDue = false
-        if let due = timerDue, due <= .now {
-            timerDue = nil
-            ranDue = true
-            curl_multi_socket_action(multi, CurlMultiLoop.socketTimeout, 0, &running)
+        let ranDue = sockets.takeTimer(at: .now)
+        if ranDue { curl_multi_socket_action(multi, CurlMultiLoop.socketTimeout, 0, &running) }
+        let news = sockets.takeNews(ranDue: ranDue) { entry in
+            var entry = entry
+            return Foundation.poll(&entry, 1, 0) > 0
         }
-        var news = runEveryTransfer
-        for socket in ready where !news {
-            guard ranDue else {
-                news = true
-                break
-            }
-            guard let events = watched[socket] else { continue }  // libcurl is done with it
-            var entry = pollfd(fd: socket, events: events, revents: 0)
-            news = Foundation.poll(&entry, 1, 0) > 0
-        }
-        ready.removeAll(keepingCapacity: true)
-        let now = ContinuousClock.now
-        if news || (!active.isEmpty && everyTransfer.isDue(at: now)) {
-            runEveryTransfer = false
+        if sockets.runsEveryTransfer(news: news, busy: !pool.isEmpty, at: .now) {
             _ = ccurl_multi_socket_all(multi, &running)
         }
     }
 
     /// Sleeps in poll(2) until a socket libcurl watches is ready, a wake-up, libcurl's timer or
     /// `limit`; while keeping warm with nothing in flight, also until an idle connection's socket
-    /// is readable (libcurl does not watch idle connections). What is ready waits in `ready` for
-    /// the next pass.
+    /// is readable (libcurl does not watch idle connections). What is ready waits in
+    /// ``SocketWatch`` for the next pass.
     func poll(_ multi: UnsafeMutableRawPointer, upTo limit: Duration, phase: Phase) {
         assertOnLoopThread()
         let now = ContinuousClock.now
         var limit = limit
-        let keepingWarm: Bool
-        if warmOrigin != nil, case .running = phase, warmUp == nil, active.isEmpty {
-            let nextWarmUp = keepWarmSchedule.notBefore
-            if nextWarmUp > now { limit = min(limit, nextWarmUp - now) }  // the next attempt on time
-            keepingWarm = nextWarmUp <= now
-        } else {
-            keepingWarm = false
-        }
-        if let due = timerDue { limit = min(limit, max(.zero, due - now)) }
-        pollSet.removeAll(keepingCapacity: true)
-        pollSet.append(pollfd(fd: wake.readEnd, events: Int16(POLLIN), revents: 0))
-        for (socket, events) in watched { pollSet.append(pollfd(fd: socket, events: events, revents: 0)) }
-        let libcurlSockets = pollSet.count
-        if keepingWarm {
-            for socket in openSockets where watched[socket] == nil {
-                pollSet.append(pollfd(fd: socket, events: Int16(POLLIN), revents: 0))
-            }
-        }
+        var running = false
+        if case .running = phase { running = true }
+        let (nextWarmUp, keepingWarm) = keepWarm.sleepPlan(at: now, running: running, busy: !pool.isEmpty)
+        if let nextWarmUp { limit = min(limit, nextWarmUp - now) }  // the next attempt on time
+        if let due = sockets.timerDue { limit = min(limit, max(.zero, due - now)) }
         let milliseconds = limit <= .zero ? 0 : Int32(clamping: max(1, limit.millisecondsRoundedUp))
-        let count = pollSet.withUnsafeMutableBufferPointer {
+        let idle = keepingWarm ? connections.openSockets : nil
+        let count = sockets.withPollSet(wake: wake.readEnd, idle: idle) {
             Foundation.poll($0.baseAddress, nfds_t($0.count), milliseconds)
         }
         guard count > 0 else { return }
-        if pollSet[0].revents != 0 { wake.drain() }
-        for index in 1..<pollSet.count where pollSet[index].revents != 0 {
-            let entry = pollSet[index]
-            guard index < libcurlSockets else {
-                idleConnectionStirred = true
-                continue
-            }
-            if keepingWarm, openSockets.contains(entry.fd) { idleConnectionStirred = true }
-            // Closed without libcurl saying so: not watched again (libcurl finds out as it runs).
-            if entry.revents & Int16(POLLNVAL) != 0 { watched.removeValue(forKey: entry.fd) }
-            ready.append(entry.fd)
-        }
+        let (woken, idleStirred) = sockets.polled { idle?.contains($0) == true }
+        if woken { wake.drain() }
+        if idleStirred { keepWarm.idleConnectionStirred() }
     }
 }
 

@@ -18,10 +18,11 @@ import Logging
 /// Jobs wait in the same inbox as operations, in order. One the loop will no longer run (it is
 /// draining or stopped) goes to the global concurrent executor instead: no task is stranded.
 ///
-/// `@unchecked Sendable`: `multi`, `active`, `idle`, `waiting`, `handles` and the sockets libcurl
-/// watches are touched only on the loop thread (after `init`, which runs before the thread starts,
-/// or, if the thread never started, by the one `shutdown` call that finds it so); shared state is in
-/// the `inbox` mutex, and any thread may signal the wake-up pipe.
+/// `@unchecked Sendable`: `multi`, `share` and the owners of the loop's state (`pool`, `queue`,
+/// `connections`, `sockets`, `keepWarm`, none of them `Sendable`) are touched only on the loop
+/// thread (after `init`, which runs before the thread starts, or, if the thread never started, by
+/// the one `shutdown` call that finds it so); shared state is in the `inbox` mutex, and any thread
+/// may signal the wake-up pipe.
 /// Every function that must run on the loop thread says so with ``assertOnLoopThread()``, which
 /// debug builds (and so every test run) check.
 /// The loop-thread state on the send path is marked `@exclusivity(unchecked)`: one thread touches
@@ -29,11 +30,14 @@ import Logging
 /// to those properties, so no two accesses can overlap, and the dynamic check cost about 80
 /// instructions an access, on every push.
 ///
-/// The class is split by concern: this file holds its state and what other threads call; the
-/// loop's passes and queue (`+Pass`), libcurl's sockets and the sleep (`+Sockets`), easy handles
-/// (`+EasyHandles`), outcomes and the circuit breaker (`+Outcomes`), connections, stalls and GOAWAY
-/// (`+Connections`) and keep-warm (`+KeepWarm`) are extensions in their own files. Loop-thread
-/// state is internal only so those files can share it; nothing outside them touches it.
+/// The loop holds the owners of its state, not their fields: each concern's state is a class in a
+/// file of its own that takes events and answers what to do, and changes only there
+/// (``WaitingQueue``, ``HandlePool``, ``ConnectionTable``, ``SocketWatch``, ``KeepWarm``; a
+/// transfer's time is a ``TransferDeadline``). The loop drives libcurl and those owners, split by
+/// concern: this file holds the owners and what other threads call; the passes and the queue's
+/// use (`+Pass`), libcurl's sockets and the sleep (`+Sockets`), easy handles (`+EasyHandles`),
+/// outcomes and the circuit breaker (`+Outcomes`), connections, stalls and GOAWAY
+/// (`+Connections`) and keep-warm (`+KeepWarm`) are extensions in their own files.
 final class CurlMultiLoop: @unchecked Sendable {
     struct Settings: Sendable {
         var connectTimeoutMilliseconds: Int
@@ -100,6 +104,51 @@ final class CurlMultiLoop: @unchecked Sendable {
             if case .running = phase { return true }
             return false
         }
+
+        /// The loop takes what was posted, at the start of a pass (and is awake).
+        mutating func take() -> ([Operation], Phase) {
+            sleeping = false
+            inboxTakes += 1
+            wakePending = false
+            var taken: [Operation] = []
+            swap(&taken, &operations)
+            return (taken, phase)
+        }
+
+        /// The loop is about to sleep in poll(2): false when work arrived meanwhile (it runs a pass
+        /// instead), else a submit from now on wakes it.
+        mutating func goingToSleep() -> Bool {
+            guard operations.isEmpty else { return false }
+            sleeping = true
+            return true
+        }
+
+        /// The loop stopped: what was posted and never taken, which the loop fails.
+        mutating func stop() -> [Operation] {
+            phase = .stopped
+            var taken: [Operation] = []
+            swap(&taken, &operations)
+            return taken
+        }
+
+        /// The loop thread has finished with libcurl: who awaits that.
+        mutating func exit() -> [CheckedContinuation<Void, Never>] {
+            exited = true
+            defer { exitWaiters.removeAll() }
+            return exitWaiters
+        }
+
+        /// Counts for tests and the soak's figures: connections opened, stalled ones closed, easy
+        /// handles made (positive) or freed (negative), the breaker's trips so far.
+        mutating func count(
+            connectionsOpened opened: Int = 0, stalledClosed: Int = 0, easyHandles handles: Int = 0,
+            circuitTrips trips: Int? = nil
+        ) {
+            connectionsOpened += opened
+            stalledConnectionsClosed += stalledClosed
+            easyHandles += handles
+            if let trips { circuitTrips = trips }
+        }
     }
 
     let settings: Settings
@@ -111,132 +160,48 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// resume it. Used only on the loop thread, like the easy handles, so it needs no lock
     /// callbacks; cleaned up after them.
     let share: UnsafeMutableRawPointer?
-    @exclusivity(unchecked) var active: [UnsafeMutableRawPointer: Transfer] = [:]
-    @exclusivity(unchecked) var idle: [UnsafeMutableRawPointer] = []
-    /// `CURLOPT_ERRORBUFFER` of each easy handle, allocated with it.
-    @exclusivity(unchecked) var handles: [UnsafeMutableRawPointer: EasyState] = [:]
-
-    /// What the loop keeps for each easy handle: its `CURLOPT_ERRORBUFFER`; the method, body and
-    /// header list its last transfer set, which the next transfer (the next device of a bulk send)
-    /// usually shares: those options are set again only when they differ; and its parsed URL
-    /// (``setURL(_:_:pathOffset:of:state:)``). Holding them also keeps what libcurl points at
-    /// alive as long as the handle does.
-    final class EasyState {
-        let errorBuffer: UnsafeMutablePointer<CChar>
-        @exclusivity(unchecked) var method: APNsRequest.Method?
-        @exclusivity(unchecked) var body: RequestBody?
-        @exclusivity(unchecked) var headerList: HeaderList?
-        /// The handle's URL handle (`CURLU`, nil if libcurl could not make one), and the origin it
-        /// holds while it is set as the easy handle's `CURLOPT_CURLU` (nil while it is not).
-        let parsedURL: OpaquePointer? = curl_url()
-        @exclusivity(unchecked) var parsedOrigin: String?
-
-        init() {
-            errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
-            errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        }
-
-        /// After `curl_easy_reset`, nothing is set.
-        func forget() {
-            method = nil
-            body = nil
-            headerList = nil
-            parsedOrigin = nil
-        }
-
-        /// After the easy handle's `curl_easy_cleanup` (``discard(_:)``, shutdown).
-        deinit {
-            errorBuffer.deallocate()
-            curl_url_cleanup(parsedURL)
-        }
-    }
+    /// The easy handles: the transfers in libcurl, the idle ones, what the loop keeps for each.
+    let pool = HandlePool()
     /// Transfers beyond what the connections can carry wait here, in order, rather than in
     /// libcurl's own pending queue.
-    @exclusivity(unchecked) var waiting: [Transfer] = []
-    @exclusivity(unchecked) var waitingHead = 0
-    /// The loop's timed checks: the waiting queue and the transfers in libcurl against their
-    /// deadlines, the idle easy handles against the recent need.
-    var waitingSweep = Periodic(every: CurlMultiLoop.deadlineSweepInterval)
-    var activeSweep = Periodic(every: CurlMultiLoop.activeSweepInterval)
-    /// While anything is in flight, every transfer in libcurl runs at least this often
-    /// (``runLibcurl(_:)``).
-    var everyTransfer = Periodic(every: CurlMultiLoop.activeSweepInterval)
-    var idleTrim = Periodic(every: CurlMultiLoop.idleTrimInterval)
-    var memoryTrim: Periodic?
-    /// The most transfers in libcurl at once since the idle handles were last trimmed.
-    @exclusivity(unchecked) var peakActive = 0
-    /// When each connection (by local port) last delivered a response, to tell a stalled
-    /// connection from a slow request.
-    @exclusivity(unchecked) var lastAnswer: [Int32: ContinuousClock.Instant] = [:]
-    /// The transfers libcurl reported done in the current pass (kept for its capacity).
-    @exclusivity(unchecked) var finishedInPass: [(UnsafeMutableRawPointer, CURLcode)] = []
-    /// The sockets libcurl opened through this loop and has not closed.
-    @exclusivity(unchecked) var openSockets: Set<Int32> = []
-    /// The sockets libcurl waits on, with what it waits for (poll(2)'s events), as its socket
-    /// callback said; those poll(2) found ready, for the next pass; the set poll(2) is given (kept
-    /// for its capacity); and when libcurl's timer is due (nil: none is set).
-    @exclusivity(unchecked) var watched: [Int32: Int16] = [:]
-    @exclusivity(unchecked) var ready: [Int32] = []
-    @exclusivity(unchecked) var pollSet: [pollfd] = []
-    @exclusivity(unchecked) var timerDue: ContinuousClock.Instant?
-    /// The next pass runs every transfer in libcurl (a connection closed), as it does once per
-    /// ``activeSweepInterval`` while any is in flight (``runLibcurl(_:)``).
-    @exclusivity(unchecked) var runEveryTransfer = false
+    let queue = WaitingQueue()
+    /// The loop's timed checks: the transfers in libcurl against their deadlines, and handing
+    /// freed memory back (``TransportConfiguration/memoryTrimInterval``).
+    let activeSweep = Periodic(every: CurlMultiLoop.activeSweepInterval)
+    let memoryTrim: Periodic?
+    /// The transfers libcurl reported done in the current pass.
+    let finishedInPass = FinishedInPass()
+    /// The sockets and timer libcurl asks the loop to watch, what the sleep found ready, and
+    /// whether the next pass runs every transfer (``runLibcurl(_:)``).
+    let sockets = SocketWatch(everyTransferInterval: CurlMultiLoop.activeSweepInterval)
     /// Wakes the loop from poll(2).
     let wake: WakePipe
-    /// Local ports of connections already shut down as stalled, or being retired (every transfer
-    /// sees them).
-    let stalled = Transfer.StalledPorts()
-    /// Local ports of connections APNs tied to another key (``retireTiedToAnotherKey(port:)``):
-    /// nothing new starts until the requests written on them are answered; then they are closed.
-    @exclusivity(unchecked) var retiring: Set<Int32> = []
-    /// No connection takes new streams (none is open yet, or the last one sent GOAWAY or
-    /// stalled) and none has been established since: the next request will make one.
-    @exclusivity(unchecked) var awaitingConnection = true
-    /// The request configured to make that connection, without verbose mode; nil when none is.
-    weak var quietTransfer: Transfer?
+    /// The connections: open sockets, answers, stalled and retiring ones, the awaited one, the
+    /// stream limit.
+    let connections: ConnectionTable
     /// GOAWAY frames are watched for (``TransportConfiguration/reportsGoAway`` and someone listening).
     let watchesGoAway: Bool
     let breaker: CircuitBreaker?
+    /// What the pool carries at once: its connections times each one's streams.
     let maximumInFlight: Int
-    /// The pool's size and each connection's stream limit, as configured.
-    let connectionsPerHost: Int
-    let streamsPerConnection: Int
-    /// The stream limit libcurl applies now when it picks a connection for a request (see
-    /// ``spreadOverConnections(on:)``).
-    @exclusivity(unchecked) var streamLimit: Int
-    /// Keep-warm (``keepWarm(origin:)``): the origin a warm-up transfer asks for `/` of (its host is
-    /// what counts: nothing is ever written), the one in flight, and when the next may start.
-    var warmOrigin: String?
-    var warmUp: Transfer?
-    var keepWarmSchedule = KeepWarmSchedule(startingAt: .now)
-    /// An idle connection's socket became readable (a GOAWAY, a close, a keepalive failure):
-    /// libcurl does not watch idle connections, so a warm-up makes it look.
-    var idleConnectionStirred = false
-    /// When the last transfer in flight ended: where an idle period starts. libcurl refuses to
-    /// reuse a connection idle for longer than `maximumIdleSeconds`; keep-warm replaces it.
-    @exclusivity(unchecked) var lastActivity = ContinuousClock.now
+    /// Keep-warm's state (``keepWarm(origin:)``), and when the last transfer in flight ended.
+    let keepWarm = KeepWarm(startingAt: .now)
     /// Where ``configure(_:for:timeoutMilliseconds:)`` assembles each request's URL.
-    @exclusivity(unchecked) var urlBuffer: [UInt8] = []
+    let urlBuffer = URLBuffer()
 
-    /// How often requests waiting in the queue are checked against their deadlines.
-    static let deadlineSweepInterval: Duration = .milliseconds(50)
-    /// How often, and how long after its deadline, a transfer inside libcurl is checked and ended
-    /// by the loop itself (``sweepExpiredActive(on:now:)``).
+    /// How often a transfer inside libcurl is checked against its deadline and ended by the loop
+    /// itself (``sweepExpiredActive(on:now:)``, ``TransferDeadline/isOverdueInLibcurl(at:written:)``).
     static let activeSweepInterval: Duration = .milliseconds(100)
-    static let activeDeadlineSlack: Duration = .milliseconds(100)
-    static let writtenDeadlineSlack: Duration = .milliseconds(500)
-    /// How often idle easy handles beyond the recent need are freed.
-    static let idleTrimInterval: Duration = .seconds(30)
 
     /// Throws when libcurl refuses an option the stream and connection limits rest on.
     init(settings: Settings, maximumConnectionsPerHost: Int, maximumConcurrentStreams: Int) throws(TransportError) {
         self.settings = settings
         breaker = settings.circuitBreaker.map(CircuitBreaker.init(policy:))
         watchesGoAway = settings.reportsGoAway && settings.observability.isListening(at: .notice)
-        connectionsPerHost = max(1, maximumConnectionsPerHost)
-        streamsPerConnection = max(1, maximumConcurrentStreams)
-        streamLimit = streamsPerConnection
+        let connectionsPerHost = max(1, maximumConnectionsPerHost)
+        let streamsPerConnection = max(1, maximumConcurrentStreams)
+        connections = ConnectionTable(
+            connectionsPerHost: connectionsPerHost, streamsPerConnection: streamsPerConnection)
         maximumInFlight = connectionsPerHost * streamsPerConnection
         memoryTrim = settings.memoryTrimInterval.map { Periodic(every: $0, startingAfterOne: true) }
         guard let wake = WakePipe() else {
@@ -380,8 +345,11 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// The loop thread's name (15 bytes: the kernel's limit), as `top -H` and `perf` show it.
     static let threadName = "swift-apns.curl"
 
-    /// The loop thread, once it runs (set first thing in ``run()``).
-    @exclusivity(unchecked) var loopThread: pthread_t?
+    /// The loop thread, once it runs (``claimThread()``, first thing in ``run()``).
+    @exclusivity(unchecked) private(set) var loopThread: pthread_t?
+
+    /// The calling thread becomes the loop thread.
+    func claimThread() { loopThread = pthread_self() }
 
     /// Debug builds trap unless this runs on the loop thread: libcurl's handles and the loop-thread
     /// state (the `@exclusivity(unchecked)` properties among them) are touched nowhere else. Release

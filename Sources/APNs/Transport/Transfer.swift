@@ -56,7 +56,8 @@ final class Transfer: @unchecked Sendable {
         /// retiring: stopped before anything was written, and queued again for a new connection.
         case stalledConnection
         /// It waited for a stream or a connection until too little of its time was left for an
-        /// answer (``lastWrite``): stopped before anything was written, and ended not sent.
+        /// answer (``TransferDeadline/lastWrite``): stopped before anything was written, and ended
+        /// not sent.
         case tooLate
     }
 
@@ -84,16 +85,19 @@ final class Transfer: @unchecked Sendable {
     let index: Int
     /// The group it was submitted with, cancelled together (``CurlMultiLoop/Operation/cancelGroup(_:)``).
     let group: TransferGroup?
-    /// When the send gives up, wherever the request is waiting: set when the send is made.
-    let deadline: ContinuousClock.Instant
+    /// When it was handed over, when the send gives up (set when the send is made) and when it
+    /// may last be written: ``TransferDeadline/verdict(at:)`` is the one judgement on them.
+    let time: TransferDeadline
+    /// When the send gives up, wherever the request is waiting.
+    var deadline: ContinuousClock.Instant { time.deadline }
 
     @exclusivity(unchecked) var completion: Completion?
-    @exclusivity(unchecked) var easy: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) private(set) var easy: UnsafeMutableRawPointer?
     /// The easy handle's `CURLOPT_ERRORBUFFER`.
-    @exclusivity(unchecked) var errorBuffer: UnsafeMutablePointer<CChar>?
-    @exclusivity(unchecked) var responseHeaders: [APNsRequest.Header] = []
+    @exclusivity(unchecked) private(set) var errorBuffer: UnsafeMutablePointer<CChar>?
+    @exclusivity(unchecked) private(set) var responseHeaders: [APNsRequest.Header] = []
     /// The answer's body, up to ``maximumResponseBody`` bytes; the rest is read and dropped.
-    @exclusivity(unchecked) var responseBody: [UInt8] = []
+    @exclusivity(unchecked) private(set) var responseBody: [UInt8] = []
     /// Where the transfer is in its life (loop thread only).
     ///
     /// It moves forward one step at a time — ``taken()``, ``willSend(localPort:)``, ``resume(_:)``
@@ -106,38 +110,37 @@ final class Transfer: @unchecked Sendable {
         /// Taken in by the loop, waiting for its turn or inside libcurl; nothing of it written.
         case queued
         /// libcurl was about to write it on a ready connection: it may have reached a server.
-        case written
+        case written(WrittenOn)
         /// Its result was delivered.
         case finished
+    }
+
+    /// What the transfer knows of the connection it was written on, from the moment it was.
+    struct WrittenOn: Equatable {
+        /// The connection (its local port).
+        let localPort: Int32
+        /// The socket errno libcurl had recorded when the request was written: a re-send with the
+        /// same one, and no error reported, is libcurl's answer to a refused stream.
+        let baselineErrno: Int
+        /// TLS negotiated HTTP/2 (ALPN h2): its answer is HTTP/2 without asking libcurl again.
+        let negotiatedH2: Bool
     }
 
     @exclusivity(unchecked) private(set) var life = Life.submitted
     /// Cancellation was asked for (loop thread). Not a step of its life: it is asked at any step,
     /// and each step answers it differently (``CurlMultiLoop/cancel(_:on:)``).
-    @exclusivity(unchecked) var cancelled = false
+    @exclusivity(unchecked) private(set) var cancelled = false
     /// Pre-request calls in the current libcurl run.
-    @exclusivity(unchecked) var attempts = 0
-    /// The socket errno libcurl had recorded when the request was first written.
-    @exclusivity(unchecked) var baselineErrno = 0
-    @exclusivity(unchecked) var retry: Retry?
-    var resubmissions = 0
+    @exclusivity(unchecked) private(set) var attempts = 0
+    @exclusivity(unchecked) private(set) var retry: Retry?
+    /// Times it was queued again after a refusal (``prepareForResubmission()``).
+    private(set) var resubmissions = 0
     /// The circuit breaker's probe in this libcurl run: its outcome opens or closes the circuit.
-    @exclusivity(unchecked) var isProbe = false
+    @exclusivity(unchecked) private(set) var isProbe = false
     /// Opens (or checks) a connection and writes nothing: the pre-request callback always stops it.
     let isWarmUp: Bool
-    /// TLS negotiated HTTP/2 (ALPN h2) for the connection the request was written on: its answer
-    /// is HTTP/2 without asking libcurl again.
-    @exclusivity(unchecked) var negotiatedH2 = false
-    /// The connection the request was written to (its local port).
-    @exclusivity(unchecked) var localPort: Int32 = 0
-    /// When the transport was given the request: how long it has waited, in the transport's queue,
-    /// in libcurl's, on the wire and in every re-send after a refusal.
-    let submittedAt: ContinuousClock.Instant
-    /// After this the request is no longer written: too little of its time is left for an answer
-    /// (``SendDeadline/lastWrite(submitted:deadline:)``).
-    let lastWrite: ContinuousClock.Instant
     /// The loop's ``StalledPorts``, set when the transfer is started.
-    @exclusivity(unchecked) var stalledPorts: StalledPorts?
+    @exclusivity(unchecked) private(set) var stalledPorts: StalledPorts?
 
     /// A guard against pathological loops; the deadline is what normally ends resubmission.
     static let maximumResubmissions = 100
@@ -156,8 +159,7 @@ final class Transfer: @unchecked Sendable {
         deadline: ContinuousClock.Instant, index: Int = 0, group: TransferGroup? = nil, isWarmUp: Bool = false,
         submittedAt: ContinuousClock.Instant = .now
     ) {
-        self.submittedAt = submittedAt
-        lastWrite = SendDeadline.lastWrite(submitted: submittedAt, deadline: deadline)
+        time = TransferDeadline(submittedAt: submittedAt, deadline: deadline)
         self.isWarmUp = isWarmUp
         self.origin = origin
         self.path = path
@@ -166,7 +168,6 @@ final class Transfer: @unchecked Sendable {
         self.method = method
         self.headerList = headerList
         self.body = body
-        self.deadline = deadline
         self.index = index
         self.group = group
     }
@@ -175,17 +176,55 @@ final class Transfer: @unchecked Sendable {
     var isCancelled: Bool { cancelled || group?.isCancelled == true }
 
     /// The result was delivered.
-    var isFinished: Bool { life == .finished }
-    /// The request may have reached a server: libcurl was about to write it, and no refusal since
-    /// proved otherwise.
-    var isWritten: Bool { life == .written }
+    var isFinished: Bool {
+        if case .finished = life { return true }
+        return false
+    }
+    /// The connection the request was written on, while it is written: it may have reached a
+    /// server (libcurl was about to write it, and no refusal since proved otherwise).
+    var writtenOn: WrittenOn? {
+        if case .written(let connection) = life { return connection }
+        return nil
+    }
+    var isWritten: Bool { writtenOn != nil }
+    /// The local port of the connection it is written on; 0 while it is not written.
+    var localPort: Int32 { writtenOn?.localPort ?? 0 }
 
     /// What a failure now would mean for delivery.
-    var delivery: Delivery { life == .written ? .unknown : .notSent }
+    var delivery: Delivery { isWritten ? .unknown : .notSent }
+
+    /// The loop started it in libcurl on `easy`, whose error buffer libcurl writes, beside the
+    /// loop's stalled connections (which it is never written to); `probe`: the circuit breaker's
+    /// probe in this libcurl run.
+    func attach(to easy: UnsafeMutableRawPointer, stalledPorts: StalledPorts, probe: Bool) {
+        self.easy = easy
+        self.stalledPorts = stalledPorts
+        isProbe = probe
+    }
+
+    /// Its easy handle's error buffer, once the loop has cleared it for this run.
+    func useErrorBuffer(_ buffer: UnsafeMutablePointer<CChar>?) { errorBuffer = buffer }
+
+    /// It left libcurl (finished, cancelled or taken out): its easy handle goes back to the loop.
+    func detach() {
+        easy = nil
+        errorBuffer = nil
+    }
+
+    /// Cancellation was asked for, on the loop thread (``CurlMultiLoop/cancel(_:on:)`` answers
+    /// it as its step allows).
+    func askCancellation() { cancelled = true }
+
+    /// libcurl delivered part of the answer's body: kept up to ``maximumResponseBody`` bytes, the
+    /// rest dropped.
+    func receivedBody(_ bytes: UnsafeRawBufferPointer) {
+        let room = Transfer.maximumResponseBody - responseBody.count
+        if room > 0 { responseBody.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes.prefix(room))) }
+    }
 
     /// The loop took the transfer in (it waits for its turn, or goes to libcurl now).
     func taken() {
-        if life == .submitted { life = .queued }
+        if case .submitted = life { life = .queued }
     }
 
     /// `CURLOPT_PREREQFUNCTION`: libcurl is about to write the request on a ready connection.
@@ -213,19 +252,18 @@ final class Transfer: @unchecked Sendable {
                 retry = .notHTTP2
                 return Int32(CURL_PREREQFUNC_ABORT)
             }
-            if ContinuousClock.now >= lastWrite {
+            guard case .writable = time.verdict(at: .now) else {
                 retry = .tooLate
                 return Int32(CURL_PREREQFUNC_ABORT)
             }
-            negotiatedH2 = alpn == 1
-            baselineErrno = osErrno
-            if life != .finished { life = .written }
-            self.localPort = localPort
+            if !isFinished {
+                life = .written(WrittenOn(localPort: localPort, baselineErrno: osErrno, negotiatedH2: alpn == 1))
+            }
             return Int32(CURL_PREREQFUNC_OK)
         }
         // libcurl's own re-send: decide it here, never let it happen unseen.
         let errorReported = (errorBuffer?.pointee ?? 0) != 0
-        retry = !errorReported && osErrno == baselineErrno ? .refused : .connectionDied
+        retry = !errorReported && osErrno == writtenOn?.baselineErrno ? .refused : .connectionDied
         return Int32(CURL_PREREQFUNC_ABORT)
     }
 
@@ -245,7 +283,7 @@ final class Transfer: @unchecked Sendable {
     /// errno and is re-sent is the refusal path (every connection failure calls `failf`): the
     /// server never processed the request, so it was not sent. Anything else stays unknown.
     func wasRefusedBeforeTimingOut(_ easy: UnsafeMutableRawPointer, errorBuffer: UnsafePointer<CChar>?) -> Bool {
-        guard life == .written, attempts == 1, !isWarmUp, let errorBuffer, errorBuffer.pointee != 0 else {
+        guard let writtenOn, attempts == 1, !isWarmUp, let errorBuffer, errorBuffer.pointee != 0 else {
             return false
         }
         var retriedAfter: curl_off_t = 0
@@ -254,7 +292,8 @@ final class Transfer: @unchecked Sendable {
             return false
         }
         var osErrno = 0
-        guard ccurl_easy_getinfo_long(easy, CURLINFO_OS_ERRNO, &osErrno) == CURLE_OK, osErrno == baselineErrno else {
+        guard ccurl_easy_getinfo_long(easy, CURLINFO_OS_ERRNO, &osErrno) == CURLE_OK, osErrno == writtenOn.baselineErrno
+        else {
             return false
         }
         let message = String(cString: errorBuffer).lowercased()
@@ -273,14 +312,14 @@ final class Transfer: @unchecked Sendable {
         responseBody.removeAll()
         attempts = 0
         retry = nil
-        if life == .written { life = .queued }
-        negotiatedH2 = false
+        if isWritten { life = .queued }
         isProbe = false
+        resubmissions += 1
     }
 
     /// Delivers the result, once.
     func resume(_ result: Result<APNsHTTPResponse, any Error>) {
-        guard life != .finished else { return }
+        guard !isFinished else { return }
         life = .finished
         switch completion {
         case .task(let continuation)?: continuation.resume(with: result)
@@ -298,7 +337,7 @@ final class Transfer: @unchecked Sendable {
 
     /// Ends a keep-warm transfer that reached a ready connection (it never gets a response).
     func resumeWarmedUp() {
-        guard life != .finished else { return }
+        guard !isFinished else { return }
         life = .finished
         if case .warmUp(let done)? = completion { done(nil) }
         completion = nil
