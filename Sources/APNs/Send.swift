@@ -227,7 +227,7 @@ func exchange(
 ) async throws(APNsError) -> Exchange {
     do {
         if let engine {
-            let deadline = deadline ?? SendDeadline.of(timeout: nil, from: .now, engine: engine)
+            let deadline = deadline ?? SendDeadline.of(timeout: nil, from: engine.clock.now, engine: engine)
             return try await engine.exchange(checked: request, deadline: deadline)
         }
         if let deadline { return Exchange(try await connector.perform(request, deadline: deadline)) }

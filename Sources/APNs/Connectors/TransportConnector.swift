@@ -30,7 +30,7 @@ extension TransportConnector {
     ///   ``APNsError/credential(_:)`` when a certificate does not cover it; otherwise what the
     ///   transport reports. A rejection is a response, not an error.
     public func perform(_ request: APNsRequest) async throws -> APNsHTTPResponse {
-        try await perform(request, deadline: SendDeadline.of(timeout: nil, from: .now, engine: engine))
+        try await perform(request, deadline: SendDeadline.of(timeout: nil, from: engine.clock.now, engine: engine))
     }
 
     /// Sends one request, giving up at `deadline`; checked as ``perform(_:)`` is.
@@ -43,7 +43,7 @@ extension TransportConnector {
     /// answers a request the library would refuse (the mock server's own tests). Not public API.
     @_spi(RawRequests) public func performWithoutRuleCheck(_ request: APNsRequest) async throws -> APNsHTTPResponse {
         try await engine.exchange(
-            checked: request, deadline: SendDeadline.of(timeout: nil, from: .now, engine: engine)
+            checked: request, deadline: SendDeadline.of(timeout: nil, from: engine.clock.now, engine: engine)
         ).response
     }
 
