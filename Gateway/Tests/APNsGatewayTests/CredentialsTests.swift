@@ -311,9 +311,10 @@ import Testing
                 fingerprint: "-", revision: revision, apps: ["com.example.a"], updatedAt: Date())
         }
         #expect(try await queue.store.saveCredential(try credential(revision: 1), replacing: nil))
+        let clock = ManualGatewayClock()
         let connectors = CredentialConnectors(
             store: queue.store, vault: vault, fallback: nil, logger: Logger(label: "test"),
-            idleAfter: .milliseconds(200))
+            idleAfter: .milliseconds(200), clock: clock)
         try await connectors.refresh()
         #expect(connectors.policy(for: "com.example.a")?.environments == [.sandbox])
         #expect(connectors.policy(for: "com.example.other") == nil)
@@ -336,7 +337,8 @@ import Testing
         _ = try await connectors.withConnector(for: "com.example.a", environment: nil) { _, _ in 0 }
         #expect(connectors.openConnectors == 1, "a new one, of revision 2")
         // Idle past `idleAfter`: the time is given, not waited for.
-        try await connectors.refresh(at: .now + .seconds(1))
+        clock.advance(by: 1)
+        try await connectors.refresh()
         #expect(connectors.openConnectors == 0, "shut when idle")
 
         // Removed and added again under the same name (its revision 1 again) between two reads:

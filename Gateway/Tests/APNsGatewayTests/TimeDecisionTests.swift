@@ -82,8 +82,9 @@ import Testing
 }
 
 @Suite struct RateLimiterTests {
-    let start = ContinuousClock.now
-    func at(_ seconds: Double) -> ContinuousClock.Instant { start + .milliseconds(Int(seconds * 1000)) }
+    /// A whole second, so that the instants' differences are exact.
+    let start = Date(timeIntervalSinceReferenceDate: 800_000_000)
+    func at(_ seconds: Double) -> Date { start + .milliseconds(Int((seconds * 1000).rounded())) }
 
     @Test func aNewKeyMayBurstToTwiceItsRateThenWaitsForTheNextToken() {
         let limiter = RateLimiter()

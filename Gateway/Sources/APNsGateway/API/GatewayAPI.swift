@@ -39,6 +39,10 @@ public struct GatewayAPI: Sendable {
         public var unknownKeysPerSecond: Double = 50
         /// How long a key looked up in the store is remembered.
         public var keyCacheLifetime: Duration = .seconds(5)
+        /// The time the API decides by (``GatewayClock``): when a notification was accepted, the
+        /// keys' and apps' rate buckets, how long keys and app settings are remembered. The
+        /// system's, unless a test gives one it advances itself.
+        public var clock: any GatewayClock = SystemGatewayClock()
 
         public init() {}
 
@@ -250,7 +254,8 @@ public struct GatewayAPI: Sendable {
         let body = try await readBody(request)
         let notification: NotificationRequest
         do throws(RequestProblem) {
-            notification = try NotificationRequest(body: body, maximumDevices: configuration.maximumDevicesPerRequest)
+            notification = try NotificationRequest(
+                body: body, maximumDevices: configuration.maximumDevicesPerRequest, now: configuration.clock.now)
         } catch {
             throw Problem(error)
         }
@@ -276,7 +281,7 @@ public struct GatewayAPI: Sendable {
         let queued = QueuedNotification(
             id: id, keyName: key.name, pushType: notification.pushType.rawValue, app: notification.app,
             storedJSON: notification.storedJSON,
-            tokens: notification.targets, createdAt: Date(),
+            tokens: notification.targets, createdAt: configuration.clock.now,
             idempotency: idempotencyKey.map { Idempotency(key: $0, fingerprint: Self.hex(SHA256.hash(data: body))) })
         guard queued.tokens.count <= configuration.maximumQueueDepth else {
             throw Problem(
@@ -296,7 +301,7 @@ public struct GatewayAPI: Sendable {
                         ?? ["id": .string(id), "devices": .integer(Int64(queued.tokens.count))]),
                 headers: headers)
         }
-        let limits = try await apps.settings(of: notification.app, store: store)
+        let limits = try await apps.settings(of: notification.app, store: store, now: configuration.clock.now)
         // The rate whose budget (shared by every instance on the queue) gave this request's devices.
         var takenAt: Double?
         if let rate = limits?.deviceSendsPerSecond {
@@ -304,7 +309,7 @@ public struct GatewayAPI: Sendable {
             let wait =
                 rate > 0
                 ? try await store.takeDeviceSends(
-                    app: notification.app, devices: queued.tokens.count, rate: rate, now: Date())
+                    app: notification.app, devices: queued.tokens.count, rate: rate, now: configuration.clock.now)
                 : 1
             if let wait {
                 // Capped so that the wait of a tiny rate is still a number of seconds to say.
@@ -483,10 +488,11 @@ public struct GatewayAPI: Sendable {
             throw Problem(.unauthorized, "the Authorization header is not \"Bearer <key>\"")
         }
         let hash = GatewayAPI.hash(apiKey: String(parts[1]))
-        guard let key = try await keys.key(hash: hash, store: store) else {
+        let now = configuration.clock.now
+        guard let key = try await keys.key(hash: hash, store: store, now: now) else {
             throw Problem(.unauthorized, "the API key is not known")
         }
-        if let wait = limiter.admit(key: key.name, rate: key.requestsPerSecond) {
+        if let wait = limiter.admit(key: key.name, rate: key.requestsPerSecond, now: now) {
             throw Problem(
                 .tooManyRequests,
                 "the key \(key.name) may make \(key.requestsPerSecond) requests a second; wait and try again",
@@ -516,7 +522,7 @@ public struct GatewayAPI: Sendable {
 /// Thread safety: a `Mutex` guards the table.
 final class KeyCache: Sendable {
     private let lifetime: Duration
-    private let entries = Mutex<[String: (key: APIKey?, until: ContinuousClock.Instant)]>([:])
+    private let entries = Mutex<[String: (key: APIKey?, until: Date)]>([:])
 
     /// Look-ups of keys not remembered: each takes a token from this bucket, given back when the
     /// key is known, so that only guesses spend it, and once it is empty no look-up reaches the
@@ -531,8 +537,7 @@ final class KeyCache: Sendable {
 
     /// The key with this hash, nil when there is none; a ``Problem`` (429) when look-ups of unknown
     /// keys have used up their rate.
-    func key(hash: String, store: any GatewayStore) async throws -> APIKey? {
-        let now = ContinuousClock.now
+    func key(hash: String, store: any GatewayStore, now: Date) async throws -> APIKey? {
         if let entry = entries.withLock({ $0[hash] }), entry.until > now { return entry.key }
         if let wait = lookups.admit(key: "", rate: unknownPerSecond, now: now) {
             throw Problem(
@@ -554,15 +559,15 @@ final class KeyCache: Sendable {
 ///
 /// Thread safety: a `Mutex` guards the buckets.
 final class RateLimiter: Sendable {
-    private let buckets = Mutex<[String: (tokens: Double, at: ContinuousClock.Instant)]>([:])
+    private let buckets = Mutex<[String: (tokens: Double, at: Date)]>([:])
 
-    /// nil when the request may go ahead; else the seconds until it could.
-    func admit(key: String, rate: Double, now: ContinuousClock.Instant = .now) -> Double? {
+    /// nil when the request may go ahead at `now`; else the seconds until it could.
+    func admit(key: String, rate: Double, now: Date) -> Double? {
         guard rate > 0 else { return 1 }
         let burst = max(1, rate * 2)
         return buckets.withLock { buckets in
             var bucket = buckets[key] ?? (burst, now)
-            bucket.tokens = min(burst, bucket.tokens + (now - bucket.at).seconds * rate)
+            bucket.tokens = min(burst, bucket.tokens + max(0, now.timeIntervalSince(bucket.at)) * rate)
             bucket.at = now
             defer { buckets[key] = bucket }
             guard bucket.tokens >= 1 else { return (1 - bucket.tokens) / rate }
@@ -588,12 +593,11 @@ final class RateLimiter: Sendable {
 /// may both read the store.
 final class AppSettingsCache: Sendable {
     private let lifetime: Duration
-    private let cached = Mutex<(settings: [String: AppSettings], at: ContinuousClock.Instant)?>(nil)
+    private let cached = Mutex<(settings: [String: AppSettings], at: Date)?>(nil)
 
     init(lifetime: Duration) { self.lifetime = lifetime }
 
-    func settings(of app: String, store: any GatewayStore) async throws -> AppSettings? {
-        let now = ContinuousClock.now
+    func settings(of app: String, store: any GatewayStore, now: Date) async throws -> AppSettings? {
         if let fresh = cached.withLock({ $0 }), now - fresh.at < lifetime { return fresh.settings[app] }
         let all = Dictionary(try await store.appSettings().map { ($0.app, $0) }) { first, _ in first }
         cached.withLock { $0 = (all, now) }

@@ -68,6 +68,9 @@ public final class CredentialConnectors: Service, Sendable {
     public let idleAfter: Duration
     /// How long a retired connector's sends may take to finish once it is shut down.
     public let gracePeriod: Duration
+    /// The time it reads and waits by: when a connector was last used, when the credentials are
+    /// read again (``GatewayClock``).
+    let clock: any GatewayClock
 
     /// A connector's credential as it was sealed when the connector was made: a rotation, or a
     /// removal and an add under the same name (whose revision starts again at 1), seals anew,
@@ -81,7 +84,7 @@ public final class CredentialConnectors: Service, Sendable {
 
     private struct Entry {
         let connector: AnyConnector
-        var lastUsed: ContinuousClock.Instant
+        var lastUsed: Date
         var users = 0
     }
 
@@ -106,7 +109,7 @@ public final class CredentialConnectors: Service, Sendable {
         store: (any GatewayStore)?, vault: CredentialVault?, fallback: Fallback?,
         transport: TransportConfiguration = TransportConfiguration(), logger: Logger,
         refreshInterval: Duration = .seconds(2), idleAfter: Duration = .seconds(600),
-        gracePeriod: Duration = .seconds(30)
+        gracePeriod: Duration = .seconds(30), clock: any GatewayClock = SystemGatewayClock()
     ) {
         self.store = store
         self.vault = vault
@@ -116,6 +119,7 @@ public final class CredentialConnectors: Service, Sendable {
         self.refreshInterval = refreshInterval
         self.idleAfter = idleAfter
         self.gracePeriod = gracePeriod
+        self.clock = clock
     }
 
     /// Only `connector`, for every app: what a dispatcher made with one connector uses.
@@ -146,10 +150,11 @@ public final class CredentialConnectors: Service, Sendable {
 
     /// Reads the credentials again: an added one serves its apps from now on; connectors of a
     /// rotated or removed one are retired (shut down when their sends end); those idle for
-    /// ``idleAfter`` at `now` are shut down. A change is logged (`credentials changed`, with the
-    /// names added, rotated and removed).
-    public func refresh(at now: ContinuousClock.Instant = .now) async throws {
+    /// ``idleAfter`` (on its clock) are shut down. A change is logged (`credentials changed`, with
+    /// the names added, rotated and removed).
+    public func refresh() async throws {
         guard let store else { return }
+        let now = clock.now
         let credentials = try await store.credentials()
         var catalog: [String: StoredCredential] = [:]
         var byName: [String: StoredCredential] = [:]
@@ -220,7 +225,7 @@ public final class CredentialConnectors: Service, Sendable {
             )
         }
         let key = Key(credential: credential.name, sealed: credential.sealed, environment: chosen)
-        let now = ContinuousClock.now
+        let now = clock.now
         if let existing = state.withLock({ state -> AnyConnector? in
             guard var entry = state.connectors[key] else { return nil }
             entry.users += 1
@@ -245,7 +250,7 @@ public final class CredentialConnectors: Service, Sendable {
     }
 
     private func release(_ key: Key, _ connector: AnyConnector) async {
-        let now = ContinuousClock.now
+        let now = clock.now
         let closing = state.withLock { state -> AnyConnector? in
             if var entry = state.connectors[key] {
                 entry.users -= 1
@@ -341,7 +346,7 @@ public final class CredentialConnectors: Service, Sendable {
         }
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                try await Task.sleep(for: self.refreshInterval)
+                try await self.clock.sleep(for: self.refreshInterval)
                 do {
                     try await self.refresh()
                 } catch {

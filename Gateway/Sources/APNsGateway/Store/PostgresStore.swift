@@ -36,7 +36,10 @@ public final class PostgresStore: GatewayStore, Service {
     package let client: PostgresClient
     package let logger: Logger
     /// The last count of unfinished device-sends, when it was taken, plus what was queued since.
-    private let depth = Mutex<(count: Int, at: ContinuousClock.Instant)?>(nil)
+    private let depth = Mutex<(count: Int, at: Date)?>(nil)
+    /// The time it reads (``GatewayClock``): how old the cached depth is, when a reported token has
+    /// settled.
+    private let clock: any GatewayClock
     /// How long a report to the unregistered list is held back from readers, so that one whose
     /// transaction commits late (its sequence number was taken earlier) is not skipped by a reader
     /// already past it.
@@ -51,11 +54,13 @@ public final class PostgresStore: GatewayStore, Service {
     /// with `?sslmode=` as libpq reads it (``client(url:maximumConnections:logger:)``), through at
     /// most `maximumConnections` connections.
     public init(
-        url: String, maximumConnections: Int = 20, settleTime: Duration = .seconds(5), logger: Logger
+        url: String, maximumConnections: Int = 20, settleTime: Duration = .seconds(5), logger: Logger,
+        clock: any GatewayClock = SystemGatewayClock()
     ) throws {
         client = try Self.client(url: url, maximumConnections: maximumConnections, logger: logger)
         self.logger = logger
         self.settleTime = settleTime.seconds
+        self.clock = clock
     }
 
     /// A connection pool (not yet running) on the database `url` names; the one reader of the URL.
@@ -326,12 +331,13 @@ public final class PostgresStore: GatewayStore, Service {
         }
         let counted = try await recentDepth()
         let devices = notification.tokens.count
+        let now = clock.now
         // Checked and reserved in one step, so this instance's concurrent requests cannot pass the
         // limit together; given back if the insert fails.
         let refusedAt = self.depth.withLock { cached -> Int? in
             let depth = cached?.count ?? counted
             guard depth + devices <= maximumQueueDepth else { return depth }
-            cached = (depth + devices, cached?.at ?? .now)
+            cached = (depth + devices, cached?.at ?? now)
             return nil
         }
         if let refusedAt { return .queueFull(depth: refusedAt) }
@@ -445,7 +451,8 @@ public final class PostgresStore: GatewayStore, Service {
     public func queueDepth() async throws -> Int {
         // One round trip reading 16 rows.
         let count = try await client.query(Self.depthQuery(), logger: logger).collect().first?.decode(Int.self) ?? 0
-        depth.withLock { $0 = (count, .now) }
+        let now = clock.now
+        depth.withLock { $0 = (count, now) }
         return count
     }
 
@@ -521,7 +528,7 @@ public final class PostgresStore: GatewayStore, Service {
 
     /// The depth counted at most 200 ms ago, plus what this instance queued since.
     private func recentDepth() async throws -> Int {
-        if let cached = depth.withLock({ $0 }), ContinuousClock.now - cached.at < .milliseconds(200) {
+        if let cached = depth.withLock({ $0 }), clock.now - cached.at < .milliseconds(200) {
             return cached.count
         }
         return try await queueDepth()
@@ -829,7 +836,7 @@ public final class PostgresStore: GatewayStore, Service {
 
     public func unregistered(apps: Set<String>, after cursor: Int64, limit: Int) async throws -> [UnregisteredToken] {
         guard !apps.isEmpty else { return [] }
-        let settled = Date().timeIntervalSince1970 - settleTime
+        let settled = clock.now.timeIntervalSince1970 - settleTime
         var tokens: [UnregisteredToken] = []
         for try await (seq, app, token, invalidSince, reported) in try await client.query(
             """
