@@ -424,10 +424,10 @@ final class Transfer: @unchecked Sendable {
 /// tasks that wait on its behalf (a device's wait before a retry, ``waiting(_:)``).
 ///
 /// Thread safety: `Sendable`; `cancel()` may be called from any thread; the waiting tasks are
-/// behind a `Mutex`.
+/// behind a `Locked` (a pthread mutex, which ThreadSanitizer follows, unlike `Mutex`'s futex).
 final class TransferGroup: Sendable {
     private let cancelledFlag = Atomic<Bool>(false)
-    private let waits = Mutex(Waits())
+    private let waits = Locked(Waits())
 
     private struct Waits {
         var next = 0
