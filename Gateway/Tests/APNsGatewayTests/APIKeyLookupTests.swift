@@ -14,6 +14,9 @@ import Testing
         let setup = try await GatewayAPITests.Setup.start(.sqlite)
         var limits = GatewayAPI.Configuration()
         limits.unknownKeysPerSecond = 1  // a burst of 2
+        // The API's time stands still, so no look-up is refilled however slow a request is (beside
+        // six busy processes one took seconds, and the fourth guess was answered 401, not 429).
+        limits.clock = ManualGatewayClock()
         let api = GatewayAPI(store: setup.store, configuration: limits, authenticationMethod: .token)
         let key = setup.key
         let answers = try await Application(router: api.router()).test(.router) { client in
