@@ -12,6 +12,24 @@ import Testing
 @Suite struct RetryTests {
     static let quick = RetryPolicy(maximumAttempts: 3, initialBackoff: .milliseconds(10), jitter: 0)
 
+    /// The policy of a send that may retry once, after 5 s.
+    static let once = RetryPolicy(maximumAttempts: 2, initialBackoff: .seconds(5), jitter: 0)
+
+    /// A send refused once with 503 (``once`` allows one retry after 5 s), once its wait for the
+    /// retry has begun on a clock the test advances.
+    static func waitingToRetry(_ fixture: Fixture) async throws -> (ManualWaitClock, Task<APNsResponse, any Error>) {
+        fixture.server.inject(.respond(status: 503, retryAfter: nil, body: ""), requests: 1)
+        let clock = ManualWaitClock()
+        let connector = try Self.connector(fixture, clock: clock)
+        let sending = Task {
+            try await send(
+                AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test,
+                timeout: .seconds(60), retry: once)
+        }
+        await clock.untilSleeping()
+        return (clock, sending)
+    }
+
     /// A token connector to the fixture's server whose waits before a retry run on `clock`.
     static func connector(_ fixture: Fixture, clock: any WaitClock) throws -> TokenConnector {
         try fixture.tokenConnector(reportingTo: AwaitableReports()) { $0.waitClock = WaitClockReference(clock) }
@@ -37,16 +55,7 @@ import Testing
     /// A retry is sent when its back-off has passed on the connector's clock, not before.
     @Test func aRetryWaitsForItsBackoffOnTheConnectorsClock() async throws {
         try await Fixture.with { fixture in
-            fixture.server.inject(.respond(status: 503, retryAfter: nil, body: ""), requests: 1)
-            let clock = ManualWaitClock()
-            let connector = try Self.connector(fixture, clock: clock)
-            let policy = RetryPolicy(maximumAttempts: 2, initialBackoff: .seconds(5), jitter: 0)
-            let sending = Task {
-                try await send(
-                    AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test,
-                    timeout: .seconds(60), retry: policy)
-            }
-            await clock.untilSleeping()
+            let (clock, sending) = try await Self.waitingToRetry(fixture)
             #expect(fixture.server.faultsApplied == 1)
             clock.advance(by: .seconds(4))
             #expect(fixture.server.requests.isEmpty, "the retry waits for the rest of its back-off")
@@ -71,16 +80,7 @@ import Testing
                 && transportFailure(RetryPolicy.endingCancelledWait(after: rejected))?.kind == .cancelled)
         #expect(RetryPolicy.endingCancelledWait(after: mayHaveArrived) == mayHaveArrived)
         try await Fixture.with { fixture in
-            fixture.server.inject(.respond(status: 503, retryAfter: nil, body: ""), requests: 1)
-            let clock = ManualWaitClock()
-            let connector = try Self.connector(fixture, clock: clock)
-            let policy = RetryPolicy(maximumAttempts: 2, initialBackoff: .seconds(5), jitter: 0)
-            let sending = Task {
-                try await send(
-                    AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test,
-                    timeout: .seconds(60), retry: policy)
-            }
-            await clock.untilSleeping()
+            let (clock, sending) = try await Self.waitingToRetry(fixture)
             sending.cancel()
             let error = await #expect(throws: APNsError.self) { try await sending.value }
             #expect(error.flatMap(transportFailure)?.kind == .cancelled)
@@ -95,7 +95,7 @@ import Testing
                 var outcomes = 0
                 for try await _ in try bulkSendOutcomes(
                     AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: bulkConnector,
-                    to: BulkSendTests.devices(10), timeout: .seconds(60), retry: policy)
+                    to: BulkSendTests.devices(10), timeout: .seconds(60), retry: Self.once)
                 {
                     outcomes += 1
                 }
