@@ -12,7 +12,8 @@
 #               LifecycleTests        deadlines count from the send; shutdown ends what is in flight
 #               ServiceLifecycleTests SIGTERM drains in-flight sends within the grace period
 #               TaskExecutorTests     the same deadlines on the connector's task executor
-#               TransportTests        a lone request is not held back by write coalescing
+#               TransportTimingTests  a lone request is not held back by write coalescing; an
+#                                     idle loop sleeps
 #               KeepWarmTests         a warm connection is opened before the first send, and kept
 #               KeepaliveTests        an idle connection is checked and replaced when it goes silent
 #               IdleConnectionTests   no send is written to a connection idle too long to trust
@@ -48,7 +49,7 @@
 # faults more slowly than 7.88 and, on a machine busy with other work, past some of its deadlines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-serial="FaultMatrixTests|DeadlineTests|LifecycleTests|ServiceLifecycleTests|TaskExecutorTests|TransportTests"
+serial="FaultMatrixTests|DeadlineTests|LifecycleTests|ServiceLifecycleTests|TaskExecutorTests|TransportTimingTests"
 serial+="|KeepWarmTests|KeepaliveTests|IdleConnectionTests|GoAwayTests|MemoryTrimTests"
 serial+="|ServerBehaviourTests|BulkSendTests|CLITests"
 # Test ids read "Module.Suite/test()": the tier names whole suites.

@@ -22,9 +22,9 @@ cd "$(dirname "$0")/.."
 export LSAN_OPTIONS="suppressions=$PWD/Scripts/lsan-suppressions.txt:print_suppressions=0"
 export TSAN_OPTIONS="suppressions=$PWD/Scripts/tsan-suppressions.txt"
 thread_suites="KeepWarmTests|TaskExecutorTests|ObservabilityTests|CertificateDetailsTests|GoAwayTests|BulkSendTests"
-thread_suites+="|FaultMatrixTests|LifecycleTests|TransportTests|CircuitBreakerTests|RetryTests|ServerBehaviourTests"
+thread_suites+="|FaultMatrixTests|LifecycleTests|TransportTests|TransportTimingTests|CircuitBreakerTests|RetryTests|ServerBehaviourTests"
 thread_suites+="|UnrelatedKeyTests|ServiceLifecycleTests"
-address_suites="TransportTests|BulkSendTests|FaultMatrixTests|GoAwayTests|ServerBehaviourTests|CertificateDetailsTests"
+address_suites="TransportTests|TransportTimingTests|BulkSendTests|FaultMatrixTests|GoAwayTests|ServerBehaviourTests|CertificateDetailsTests"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 runs=()

@@ -113,26 +113,6 @@ struct SilentServer {
         try await silent.stop()
     }
 
-    /// The transport corks its connection while libcurl writes, so what a pass writes leaves in few
-    /// TCP segments, and uncorks it before it sleeps. A connection left corked would hold a lone
-    /// request back until the kernel's 200 ms ceiling: every one of these sends would take that long.
-    @Test func aLoneRequestIsNotHeldBack() async throws {
-        try await Fixture.with { fixture in
-            let connector = try fixture.tokenConnector()
-            let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
-            try await send(notification, via: connector, to: .test)  // the connection is made
-            var durations: [Duration] = []
-            for _ in 0..<11 {
-                let start = ContinuousClock.now
-                try await send(notification, via: connector, to: .test)
-                durations.append(ContinuousClock.now - start)
-            }
-            // The median, so one slow moment of the machine does not decide; usually under 1 ms.
-            #expect(durations.sorted()[5] < Duration.milliseconds(100).scaledForSanitizers)
-            #expect(fixture.server.requests.count == 12)
-        }
-    }
-
     @Test func untrustedServerCertificateIsRefused() async throws {
         try await Fixture.with { fixture in
             // No trusted CA given: the system roots do not know the mock server's CA.
@@ -163,26 +143,6 @@ struct SilentServer {
         #expect(error.flatMap(transportFailure)?.kind == .connect)
         #expect(error.flatMap(transportFailure)?.delivery == .notSent)
         #expect(error?.retryAdvice == .safe)
-    }
-
-    /// An idle connector sleeps: with its connection open and nothing to send, the loop waits in
-    /// poll(2) for libcurl's sockets, its timer and a wake-up, and makes a pass only when one of
-    /// them says so (or its one-second limit passes). A loop that polled without waiting (a timer
-    /// it took for due and never ran, say) would make thousands of passes a second, however busy
-    /// the machine; and the next send is answered.
-    @Test func anIdleConnectorSleeps() async throws {
-        try await Fixture.with { fixture in
-            let connector = try fixture.tokenConnector(reportingTo: AwaitableReports())
-            let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
-            #expect(try await send(notification, via: connector, to: .test).status == 200)
-            let transport = connector.engine.transport
-            let before = transport.inboxTakes
-            try await Task.sleep(for: .seconds(1))
-            let passes = transport.inboxTakes - before
-            #expect(passes < 50, "the loop made \(passes) passes in one idle second")
-            #expect(try await send(notification, via: connector, to: .test).status == 200)
-            await connector.shutdown()
-        }
     }
 
     /// A path the transport hands a URL handle unparsed (``CurlMultiLoop/isPlainPath(_:)``) is one
@@ -247,5 +207,50 @@ struct SilentServer {
                 }, via: connector, to: .test)
         }
         #expect(connector.requests.isEmpty)
+    }
+}
+
+/// The transport's own timing, measured in real time through libcurl: a lone request is written at
+/// once, not held back by the write coalescing, and an idle connector's loop sleeps. In the serial
+/// tier (Scripts/library-tests.sh): beside other suites a busy machine would decide them.
+@Suite struct TransportTimingTests {
+    /// The transport corks its connection while libcurl writes, so what a pass writes leaves in few
+    /// TCP segments, and uncorks it before it sleeps. A connection left corked would hold a lone
+    /// request back until the kernel's 200 ms ceiling: every one of these sends would take that long.
+    @Test func aLoneRequestIsNotHeldBack() async throws {
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector()
+            let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
+            try await send(notification, via: connector, to: .test)  // the connection is made
+            var durations: [Duration] = []
+            for _ in 0..<11 {
+                let start = ContinuousClock.now
+                try await send(notification, via: connector, to: .test)
+                durations.append(ContinuousClock.now - start)
+            }
+            // The median, so one slow moment of the machine does not decide; usually under 1 ms.
+            #expect(durations.sorted()[5] < Duration.milliseconds(100).scaledForSanitizers)
+            #expect(fixture.server.requests.count == 12)
+        }
+    }
+
+    /// An idle connector sleeps: with its connection open and nothing to send, the loop waits in
+    /// poll(2) for libcurl's sockets, its timer and a wake-up, and makes a pass only when one of
+    /// them says so (or its one-second limit passes). A loop that polled without waiting (a timer
+    /// it took for due and never ran, say) would make thousands of passes a second, however busy
+    /// the machine; and the next send is answered.
+    @Test func anIdleConnectorSleeps() async throws {
+        try await Fixture.with { fixture in
+            let connector = try fixture.tokenConnector(reportingTo: AwaitableReports())
+            let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
+            #expect(try await send(notification, via: connector, to: .test).status == 200)
+            let transport = connector.engine.transport
+            let before = transport.inboxTakes
+            try await Task.sleep(for: .seconds(1))
+            let passes = transport.inboxTakes - before
+            #expect(passes < 50, "the loop made \(passes) passes in one idle second")
+            #expect(try await send(notification, via: connector, to: .test).status == 200)
+            await connector.shutdown()
+        }
     }
 }
