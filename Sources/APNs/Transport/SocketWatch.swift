@@ -5,7 +5,7 @@ import Foundation
 /// found ready for the next pass, and whether the next pass must run every transfer (a connection
 /// closed, or the periodic run while any is in flight).
 ///
-/// It owns those fields and takes libcurl's callbacks (``libcurlWatches(_:what:)``,
+/// It owns those fields and takes libcurl's callbacks (``libcurlWatches(_:events:remove:)``,
 /// ``libcurlTimer(_:at:)``) and the loop's events; it answers what a pass runs (``takeTimer(at:)``,
 /// ``takeNews(ranDue:stillReady:)``, ``runsEveryTransfer(news:busy:at:)``) and builds and reads
 /// the set poll(2) is given. The loop makes the libcurl and poll(2) calls themselves; why it runs
