@@ -246,7 +246,7 @@ struct SilentServer {
             #expect(try await send(notification, via: connector, to: .test).status == 200)
             let transport = connector.engine.transport
             let before = transport.inboxTakes
-            try await Task.sleep(for: .seconds(1))
+            try await Task.sleep(for: .seconds(1))  // real time is the subject: one idle second of the loop
             let passes = transport.inboxTakes - before
             #expect(passes < 50, "the loop made \(passes) passes in one idle second")
             #expect(try await send(notification, via: connector, to: .test).status == 200)
