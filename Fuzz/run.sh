@@ -4,6 +4,8 @@
 #   bash Fuzz/run.sh              # 1,000,000 inputs each (minutes)
 #   bash Fuzz/run.sh 20000        # a short run (CI)
 #   bash Fuzz/run.sh 20000 mock   # only the named harnesses
+#   bash Fuzz/run.sh --typecheck  # only that the fuzzed files still compile alone (seconds; the
+#                                 # fast tier runs it, so a file they need is missed before the slow one)
 #
 # Harnesses (Fuzz/Harnesses): responses (status, headers, body from the server), json (writer and
 # app-data encoder: output must parse and round-trip), tokens (device token and apns-id parsing),
@@ -32,7 +34,7 @@ flags=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 -packag
 # Each harness then compiles only itself: the whole-module compile of the library, instrumented
 # for the fuzzer and AddressSanitizer, is the stage's cost, and it is paid once, not per harness.
 library=$(find Sources/APNsCore Sources/APNs/Credentials -name '*.swift' | sort)
-library+=" Sources/APNs/RetryPolicy.swift Sources/APNs/Backoff.swift Sources/APNs/Connectors/TransportConfiguration.swift"
+library+=" Sources/APNs/RetryPolicy.swift Sources/APNs/RetryWait.swift Sources/APNs/Backoff.swift Sources/APNs/Connectors/TransportConfiguration.swift"
 library+=" Sources/APNs/Connectors/Proxy.swift Sources/APNs/Transport/CircuitBreaker.swift"
 library+=" Sources/APNs/Transport/Duration+Transport.swift"
 # The mock harness needs only the validator and what it reads (the rest of the mock imports SwiftNIO
@@ -41,6 +43,19 @@ mock=(Sources/APNsMockServer/{ValidationContext,RequestValidator,PayloadShape,Re
 maps=(-Xcc -fmodule-map-file=Sources/CCurl/module.modulemap -Xcc -fmodule-map-file=Sources/CCrypto/module.modulemap)
 links=(-I "$out" -L "$out" -lAPNs -lcurl -lssl -lcrypto)
 quiet() { grep -v -E "Cannot export local symbol|^$" || true; }
+
+# The library's file list above is hand-kept: a file it newly needs fails here, in seconds, with
+# the compiler's words, instead of after the slow tier's sanitizers.
+if [ "$runs" = --typecheck ]; then
+  # shellcheck disable=SC2086 # the file list is split on purpose (no path has a space)
+  if ! swiftc -typecheck -parse-as-library -swift-version 6 -package-name swift_apns -module-name APNs \
+    "${maps[@]}" $library; then
+    echo "the fuzzed library's files (Fuzz/run.sh, library=) no longer compile alone: add the file they need" >&2
+    exit 1
+  fi
+  echo "the fuzzed library's files compile alone"
+  exit 0
+fi
 
 build_library() {
   # shellcheck disable=SC2086 # the file list is split on purpose (no path has a space)
