@@ -3,25 +3,25 @@
 #   parallel  every suite that needs no wall clock, side by side (Swift Testing's default): values,
 #             rules, exact bytes, compile-time snippets, the mock server's answers, outcomes that do
 #             not depend on how long anything takes;
-#   serial    the suites that measure real time through libcurl and the mock server, or whose
-#             sends race a server-side timer, one test at a time, so that nothing of this
-#             package's own competes with them for the two cores. Each holds beside six CPU-bound
-#             processes (CONTRIBUTING.md). The tier, by suite, and the promise each checks:
+#   serial    the tests that measure real time through libcurl and the mock server (a deadline,
+#             a grace period, an idle period, a stall, as they pass), one at a time, so that
+#             nothing of this package's own competes with them for the two cores. Each holds beside
+#             six CPU-bound processes (CONTRIBUTING.md). Whole suites, and in a suite that also
+#             checks what takes no time, its nested suite named RealTime. By suite, the promise
+#             each checks:
 #               FaultMatrixTests      every fault ends each send once, truthfully, within its deadline
 #               DeadlineTests         a send ends by its deadline, wherever it waits
-#               LifecycleTests        deadlines count from the send; shutdown ends what is in flight
 #               ServiceLifecycleTests SIGTERM drains in-flight sends within the grace period
-#               TaskExecutorTests     the same deadlines on the connector's task executor
 #               TransportTimingTests  a lone request is not held back by write coalescing; an
 #                                     idle loop sleeps
-#               KeepWarmTests         a warm connection is opened before the first send, and kept
-#               KeepaliveTests        an idle connection is checked and replaced when it goes silent
 #               IdleConnectionTests   no send is written to a connection idle too long to trust
-#               GoAwayTests           thousands of sends through repeated GOAWAY, each answered
-#               MemoryTrimTests       the transport hands memory back on its interval
 #               ServerBehaviourTests  slow and stalled servers are judged at the right time
-#               BulkSendTests         a bulk send's streams, pauses and cancellation as they happen
-#               CLITests              the `apns` command against a running mock, with timeouts
+#               CLITimingTests        the `apns` command's timeout against a mock that stops answering
+#               */RealTime            keep-warm's back-off and idle replacement, an idle connection
+#                                     with no PING, memory trimmed per interval, deadlines counted
+#                                     from the send and on the task executor, the grace period
+#   The rest run in the parallel tier, processes too: a test that runs `apns` waits for it off
+#   Swift's concurrency threads (Tests/APNsCLITests/ChildProcess.swift).
 #   Their decisions (the breaker, keep-warm's schedule, stall judgement) are tested as values too,
 #   given the time, in the parallel tier (CircuitBreakerStateTests, KeepWarmScheduleTests,
 #   StallJudgementTests), and a transfer's life step by step (TransferLifeTests). Retries wait on
@@ -49,11 +49,10 @@
 # faults more slowly than 7.88 and, on a machine busy with other work, past some of its deadlines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-serial="FaultMatrixTests|DeadlineTests|LifecycleTests|ServiceLifecycleTests|TaskExecutorTests|TransportTimingTests"
-serial+="|KeepWarmTests|KeepaliveTests|IdleConnectionTests|GoAwayTests|MemoryTrimTests"
-serial+="|ServerBehaviourTests|BulkSendTests|CLITests"
-# Test ids read "Module.Suite/test()": the tier names whole suites.
-pattern="\\.($serial)\\b"
+serial="FaultMatrixTests|DeadlineTests|ServiceLifecycleTests|TransportTimingTests|IdleConnectionTests"
+serial+="|ServerBehaviourTests|CLITimingTests"
+# Test ids read "Module.Suite/test()", and "Module.Suite/RealTime/test()" in a nested suite.
+pattern="\\.($serial)\\b|/RealTime/"
 tiers="parallel serial"
 args=()
 skip=""
@@ -88,12 +87,13 @@ for tier in $tiers; do
       status=0
       run_tests "${args[@]}" --no-parallel --filter "$pattern" ${skip:+--skip "$skip"} 2>&1 | tee "$log" || status=$?
       # "✘ Suite FaultMatrixTests failed after 39.742 seconds with 2 issues."
+      # (A nested suite is named alone: "✘ Suite RealTime failed": then every RealTime runs again.)
       failed=$(grep -oE "✘ Suite [A-Za-z0-9_]+ failed" "$log" | awk '{ print $3 }' | sort -u | paste -sd '|' || true)
       rm -f "$log"
       if [ "$status" -ne 0 ] && [ "$rerun" = 1 ] && [ -n "$failed" ]; then
         echo "library-tests.sh: running $failed once more, alone (--rerun-failed)"
         status=0
-        run_tests "${args[@]}" --no-parallel --filter "\\.($failed)\\b" ${skip:+--skip "$skip"} || status=$?
+        run_tests "${args[@]}" --no-parallel --filter "\\.($failed)\\b|/($failed)/" ${skip:+--skip "$skip"} || status=$?
         [ "$status" -eq 0 ] && echo "library-tests.sh: $failed passed only when run again"
       fi
       [ "$status" -eq 0 ] || exit "$status" ;;

@@ -50,16 +50,14 @@ struct InspectTests {
     }
 
     /// `serial` and `sha-256` as `openssl x509` prints them (its fingerprint format is ours).
-    static func opensslFacts(_ certificatePEM: String, in folder: URL) throws -> (serial: String, fingerprint: String) {
+    static func opensslFacts(
+        _ certificatePEM: String, in folder: URL
+    ) async throws -> (serial: String, fingerprint: String) {
         let path = try write(certificatePEM, "for-openssl-\(UUID()).pem", in: folder)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = ["x509", "-in", path, "-noout", "-serial", "-fingerprint", "-sha256"]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let text = try await ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/openssl"),
+            ["x509", "-in", path, "-noout", "-serial", "-fingerprint", "-sha256"]
+        ).stdout
         var serial = ""
         var fingerprint = ""
         for line in text.split(separator: "\n") {
@@ -74,8 +72,8 @@ struct InspectTests {
     /// The table rows every certificate shares, for `file`.
     static func header(
         file: String, format: String, certificatePEM: String, folder: URL, notBefore: String, notAfter: String
-    ) throws -> String {
-        let (serial, fingerprint) = try opensslFacts(certificatePEM, in: folder)
+    ) async throws -> String {
+        let (serial, fingerprint) = try await opensslFacts(certificatePEM, in: folder)
         return """
             file          \(file)
             format        \(format)
@@ -89,18 +87,18 @@ struct InspectTests {
             """
     }
 
-    @Test func universalCertificateWithItsKeyInTheFile() throws {
+    @Test func universalCertificateWithItsKeyInTheFile() async throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let issued = try Self.authority.get().issueClientCertificate(
             bundleID: "com.example.app", environments: [.sandbox, .production], topics: Self.universalTopics,
             notValidBefore: Self.validFrom, notValidAfter: Self.validUntil)
         let file = try Self.write(issued.certificatePEM + "\n" + issued.privateKeyPEM, "universal.pem", in: folder)
-        let run = try CLITests.apns(["inspect", file, "--push-type", "alert", "--push-type", "voip"])
+        let run = try await CLITests.apns(["inspect", file, "--push-type", "alert", "--push-type", "voip"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stderr == "")
         let expected =
-            try Self.header(
+            try await Self.header(
                 file: file, format: "PEM", certificatePEM: issued.certificatePEM, folder: folder,
                 notBefore: "2026-01-01T00:00:00Z", notAfter: "2036-01-01T00:00:00Z") + Self.validUniversalRows + """
                 check         alert: covered (com.example.app)
@@ -111,17 +109,17 @@ struct InspectTests {
         #expect(run.stdout == expected)
     }
 
-    @Test func sandboxOnlyCertificateWithoutATopicList() throws {
+    @Test func sandboxOnlyCertificateWithoutATopicList() async throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let issued = try Self.authority.get().issueClientCertificate(
             bundleID: "com.example.app", environments: [.sandbox], notValidBefore: Self.validFrom,
             notValidAfter: Self.validUntil)
         let file = try Self.write(issued.certificatePEM, "sandbox.pem", in: folder)
-        let run = try CLITests.apns(["inspect", file])
+        let run = try await CLITests.apns(["inspect", file])
         #expect(run.status == 0, "\(run.stderr)")
         let expected =
-            try Self.header(
+            try await Self.header(
                 file: file, format: "PEM", certificatePEM: issued.certificatePEM, folder: folder,
                 notBefore: "2026-01-01T00:00:00Z", notAfter: "2036-01-01T00:00:00Z") + """
                 status        valid
@@ -138,9 +136,9 @@ struct InspectTests {
 
                 """
         #expect(run.stdout == expected)
-        let json = try CLITests.apns(["inspect", file, "--json"])
+        let json = try await CLITests.apns(["inspect", file, "--json"])
         #expect(json.status == 0)
-        let (serial, fingerprint) = try Self.opensslFacts(issued.certificatePEM, in: folder)
+        let (serial, fingerprint) = try await Self.opensslFacts(issued.certificatePEM, in: folder)
         #expect(
             json.stdout == """
                 {"file":"\(file)","kind":"certificate","format":"pem",\
@@ -155,7 +153,7 @@ struct InspectTests {
                 """)
     }
 
-    @Test func expiredCertificateIsShownAndFails() throws {
+    @Test func expiredCertificateIsShownAndFails() async throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let issued = try Self.authority.get().issueClientCertificate(
@@ -164,10 +162,10 @@ struct InspectTests {
             notValidBefore: Date(timeIntervalSince1970: 1_704_067_200),
             notValidAfter: Date(timeIntervalSince1970: 1_735_689_600))
         let file = try Self.write(issued.certificatePEM, "expired.pem", in: folder)
-        let run = try CLITests.apns(["inspect", file])
+        let run = try await CLITests.apns(["inspect", file])
         #expect(run.status == 3)
         let expected =
-            try Self.header(
+            try await Self.header(
                 file: file, format: "PEM", certificatePEM: issued.certificatePEM, folder: folder,
                 notBefore: "2024-01-01T00:00:00Z", notAfter: "2025-01-01T00:00:00Z") + """
                 status        EXPIRED
@@ -191,7 +189,7 @@ struct InspectTests {
                 """)
     }
 
-    @Test func encryptedPEMNeedsItsPassphraseToCheckTheKey() throws {
+    @Test func encryptedPEMNeedsItsPassphraseToCheckTheKey() async throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let issued = try Self.authority.get().issueClientCertificate(
@@ -199,22 +197,22 @@ struct InspectTests {
             notValidBefore: Self.validFrom, notValidAfter: Self.validUntil)
         let encrypted = try TestCredentials.encryptPrivateKey(pem: issued.privateKeyPEM, passphrase: "correct horse")
         let file = try Self.write(issued.certificatePEM + "\n" + encrypted, "encrypted.pem", in: folder)
-        let without = try CLITests.apns(["inspect", file])
+        let without = try await CLITests.apns(["inspect", file])
         #expect(without.status == 0)
         #expect(without.stdout.hasSuffix("\nprivate key   encrypted: pass --passphrase-env VAR to check it\n"))
         #expect(without.stdout.contains("\nenvironments  sandbox, production (universal)\n"))
-        let with = try CLITests.apns(
+        let with = try await CLITests.apns(
             ["inspect", file, "--passphrase-env", "INSPECT_PASS"], environment: ["INSPECT_PASS": "correct horse"])
         #expect(with.status == 0)
         #expect(with.stdout.hasSuffix("\nprivate key   matches the certificate\n"))
-        let wrong = try CLITests.apns(
+        let wrong = try await CLITests.apns(
             ["inspect", file, "--passphrase-env", "INSPECT_PASS"], environment: ["INSPECT_PASS": "wrong"])
         #expect(wrong.status == 3)
         #expect(!wrong.stdout.contains("private key"))
         #expect(wrong.stderr == "apns: The passphrase or password does not decrypt the key; check it.\n")
     }
 
-    @Test func legacyRC2PKCS12() throws {
+    @Test func legacyRC2PKCS12() async throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let issued = try Self.authority.get().issueClientCertificate(
@@ -224,12 +222,12 @@ struct InspectTests {
             certificatePEM: issued.certificatePEM, privateKeyPEM: issued.privateKeyPEM, password: "old")
         let file = folder.appendingPathComponent("legacy.p12")
         try Data(p12).write(to: file)
-        let run = try CLITests.apns(
+        let run = try await CLITests.apns(
             ["inspect", file.path, "--password-env", "P12_PASS", "--push-type", "complication"],
             environment: ["P12_PASS": "old"])
         #expect(run.status == 0, "\(run.stderr)")
         let expected =
-            try Self.header(
+            try await Self.header(
                 file: file.path, format: "PKCS#12 (legacy RC2-40 encryption)", certificatePEM: issued.certificatePEM,
                 folder: folder,
                 notBefore: "2026-01-01T00:00:00Z", notAfter: "2036-01-01T00:00:00Z") + Self.validUniversalRows + """
@@ -238,12 +236,12 @@ struct InspectTests {
 
                 """
         #expect(run.stdout == expected)
-        let noPassword = try CLITests.apns(["inspect", file.path])
+        let noPassword = try await CLITests.apns(["inspect", file.path])
         #expect(noPassword.status == 2)
         #expect(noPassword.stderr.contains("pass --password-env VAR"))
     }
 
-    @Test func voipOnlyCertificateDoesNotCoverAlerts() throws {
+    @Test func voipOnlyCertificateDoesNotCoverAlerts() async throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let issued = try Self.authority.get().issueClientCertificate(
@@ -251,7 +249,7 @@ struct InspectTests {
             topics: [.init("com.example.app.voip", kinds: ["voip"])],
             notValidBefore: Self.validFrom, notValidAfter: Self.validUntil)
         let file = try Self.write(issued.certificatePEM, "voip.pem", in: folder)
-        let run = try CLITests.apns(["inspect", file, "--push-type", "voip", "--push-type", "alert"])
+        let run = try await CLITests.apns(["inspect", file, "--push-type", "voip", "--push-type", "alert"])
         #expect(run.status == 3)
         #expect(
             run.stdout.contains(
@@ -267,18 +265,18 @@ struct InspectTests {
                 Send to a topic it covers, use a certificate issued for this app and push type, or use token authentication.
 
                 """)
-        let widgets = try CLITests.apns(["inspect", file, "--push-type", "widgets"])
+        let widgets = try await CLITests.apns(["inspect", file, "--push-type", "widgets"])
         #expect(widgets.status == 2)
         #expect(
             widgets.stdout.contains("check         widgets: not covered: widgets takes token authentication only\n"))
     }
 
-    @Test func signingKey() throws {
+    @Test func signingKey() async throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let key = MockCertificateAuthority.makeSigningKey(teamID: "DEF123GHIJ", keyID: "ABC123DEFG")
         let file = try Self.write(key.privateKeyPEM, "AuthKey_ABC123DEFG.p8", in: folder)
-        let run = try CLITests.apns(["inspect", file, "--team-id", "DEF123GHIJ", "--issued-at", "1767225600"])
+        let run = try await CLITests.apns(["inspect", file, "--team-id", "DEF123GHIJ", "--issued-at", "1767225600"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(
             run.stdout == """
@@ -292,7 +290,7 @@ struct InspectTests {
 
                 """)
         #expect(!run.stdout.contains("PRIVATE KEY"))
-        let json = try CLITests.apns(["inspect", file, "--json"])
+        let json = try await CLITests.apns(["inspect", file, "--json"])
         #expect(
             json.stdout == """
                 {"file":"\(file)","kind":"signingKey","curve":"P-256","keyID":"ABC123DEFG",\
@@ -300,7 +298,7 @@ struct InspectTests {
 
                 """)
         let renamed = try Self.write(key.privateKeyPEM, "signing.p8", in: folder)
-        let unnamed = try CLITests.apns(["inspect", renamed])
+        let unnamed = try await CLITests.apns(["inspect", renamed])
         #expect(
             unnamed.stdout.contains("key id        unknown: the file is not named AuthKey_<KEYID>.p8; pass --key-id\n"))
     }

@@ -29,7 +29,7 @@ import Testing
         ]
 
         // The environment's proxy is used unless --proxy says otherwise: without credentials it refuses.
-        let fromEnvironment = try CLITests.apns(send, environment: environment)
+        let fromEnvironment = try await CLITests.apns(send, environment: environment)
         #expect(fromEnvironment.status == 4, "\(fromEnvironment.stderr)")  // transport failure
         #expect(
             fromEnvironment.stdout.contains("refused the tunnel to APNs with HTTP 407"), "\(fromEnvironment.stdout)")
@@ -37,15 +37,15 @@ import Testing
             fromEnvironment.stdout.contains("not sent") || fromEnvironment.stdout.contains("not-sent"),
             "\(fromEnvironment.stdout)")
         // `--proxy direct` ignores it.
-        let direct = try CLITests.apns(send + ["--proxy", "direct"], environment: environment)
+        let direct = try await CLITests.apns(send + ["--proxy", "direct"], environment: environment)
         #expect(direct.status == 0, "\(direct.stdout) \(direct.stderr)")
         // A host no_proxy names (NO_PROXY, the lowercase one being empty) is reached directly.
         var exempt = environment
         exempt["NO_PROXY"] = "127.0.0.1"
-        let exempted = try CLITests.apns(send, environment: exempt)
+        let exempted = try await CLITests.apns(send, environment: exempt)
         #expect(exempted.status == 0, "\(exempted.stdout) \(exempted.stderr)")
         // An explicit proxy with its password from the environment goes through.
-        let through = try CLITests.apns(
+        let through = try await CLITests.apns(
             send + ["--proxy", "http://apns@127.0.0.1:\(proxy.port)", "--proxy-password-env", "PROXY_PASSWORD"],
             environment: environment)
         #expect(through.status == 0, "\(through.stdout) \(through.stderr)")
@@ -56,7 +56,7 @@ import Testing
         try await server.stop()
     }
 
-    @Test func badProxyOptionsAreUsageErrors() throws {
+    @Test func badProxyOptionsAreUsageErrors() async throws {
         let dryRun = ["send", "--dry-run", "--topic", "com.example.app", "--token", "ab", "--body", "x"]
         let cases: [([String], String)] = [
             (["--proxy", "ftp://egress:21"], "unsupported scheme ftp"),
@@ -65,7 +65,7 @@ import Testing
             (["--proxy", "http://egress:3128", "--proxy-password-env", "X"], "needs a proxy URL with a user"),
         ]
         for (extra, message) in cases {
-            let run = try CLITests.apns(dryRun + extra)
+            let run = try await CLITests.apns(dryRun + extra)
             #expect(run.status == 2, "\(extra): \(run.stderr)")
             #expect(run.stderr.contains(message), "\(extra): \(run.stderr)")
             #expect(!run.stderr.contains(Self.password))

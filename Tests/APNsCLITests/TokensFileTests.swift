@@ -36,7 +36,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let count = 1_000
         let (file, tokens) = try Self.tokensFile(count: count, server: server, folder: folder)
-        let run = try CLITests.apns(
+        let run = try await CLITests.apns(
             CLITests.tokenArguments(key: key, server: server, folder: folder) + [
                 "--topic", "com.example.app", "--tokens-file", file.path, "--body", "Hello", "--timeout", "120",
             ])
@@ -72,7 +72,7 @@ import Testing
         let folder = try CLITests.credentials(key: key, server: server)
         defer { try? FileManager.default.removeItem(at: folder) }
         let (file, tokens) = try Self.tokensFile(count: 1_000, server: server, folder: folder)
-        let run = try CLITests.apns(
+        let run = try await CLITests.apns(
             CLITests.tokenArguments(key: key, server: server, folder: folder) + [
                 "--topic", "com.example.app", "--tokens-file", file.path, "--push-type", "background", "--json",
             ])
@@ -112,7 +112,7 @@ import Testing
             deviceToken: tokens[7], with: .unregistered, timestamp: Date(timeIntervalSince1970: 1_600_000_000))
         expected[tokens[7]] = 1_600_000_000_000
         let csv = folder.appendingPathComponent("gone.csv")
-        let run = try CLITests.apns(
+        let run = try await CLITests.apns(
             CLITests.tokenArguments(key: key, server: server, folder: folder) + [
                 "--topic", "com.example.app", "--tokens-file", file.path, "--push-type", "background", "--json",
                 "--unregistered-out", csv.path,
@@ -129,7 +129,7 @@ import Testing
         #expect(written == expected)  // 99 + tokens[7]; BadDeviceToken (the last token) is not among them
 
         let jsonl = folder.appendingPathComponent("gone.jsonl")
-        let again = try CLITests.apns(
+        let again = try await CLITests.apns(
             CLITests.tokenArguments(key: key, server: server, folder: folder) + [
                 "--topic", "com.example.app", "--tokens-file", file.path, "--push-type", "background",
                 "--unregistered-out", jsonl.path,
@@ -159,16 +159,9 @@ import Testing
             ([CLITests.binary.path] + CLITests.tokenArguments(key: key, server: server, folder: folder) + [
                 "--topic", "com.example.app", "--tokens-file", file.path, "--body", "Hello",
             ]).map { "'\($0)'" }.joined(separator: " ")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
-        process.arguments = ["-qefc", command, "/dev/null"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 1)
+        let ran = try await ChildProcess.run(URL(fileURLWithPath: "/usr/bin/script"), ["-qefc", command, "/dev/null"])
+        let output = ran.stdout
+        #expect(ran.status == 1)
         #expect(output.contains("\r\u{1B}[2K["))
         #expect(output.contains("█"))
         #expect(output.contains("3000/3000 100% "))

@@ -48,59 +48,6 @@ import Testing
         }
     }
 
-    @Test func shutdownEndsWhatOutlivesTheGracePeriod() async throws {
-        try await Fixture.with { fixture in
-            fixture.server.inject(.neverAnswer)
-            let connector = try fixture.tokenConnector()
-            let stuck = Task {
-                try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
-            }
-            #expect(await fixture.server.arrivals(count: 1, within: .seconds(30)))  // written: delivery unknown
-            let start = ContinuousClock.now
-            await connector.shutdown(gracePeriod: .milliseconds(200))
-            #expect(ContinuousClock.now - start < .seconds(2))
-            await #expect(
-                throws: APNsError.transport(
-                    TransportError(
-                        kind: .shutDown, delivery: .unknown, message: "the connector's transport was shut down"))
-            ) {
-                try await stuck.value
-            }
-        }
-    }
-
-    /// A send waiting behind the stream limit has its deadline counted from when it was made.
-    @Test func deadlineCountsFromTheSendNotFromTheWire() async throws {
-        try await Fixture.with { fixture in
-            fixture.server.inject(.neverAnswer)
-            let connector = try fixture.tokenConnector(adjust: { $0.maximumConcurrentStreams = 1 })
-            let blocker = Task {
-                try? await send(
-                    AlertNotification(bundleID: Fixture.bundleID) { Alert("a") }, via: connector, to: .test,
-                    timeout: .seconds(3))
-            }
-            #expect(await fixture.server.arrivals(count: 1, within: .seconds(30)))  // it holds the stream
-            let start = ContinuousClock.now
-            do throws(APNsError) {
-                try await send(
-                    AlertNotification(bundleID: Fixture.bundleID) { Alert("b") }, via: connector, to: .test,
-                    timeout: .milliseconds(300))
-                Issue.record("expected a timeout")
-            } catch {
-                // It never got a stream: not sent, and it ended near its own deadline, not the blocker's.
-                #expect(
-                    error
-                        == .transport(
-                            TransportError(
-                                kind: .timeout, delivery: .notSent,
-                                message: "the send's deadline passed before APNs answered")))
-            }
-            #expect(ContinuousClock.now - start < .seconds(1))
-            _ = await blocker.value
-            await connector.shutdown(gracePeriod: .zero)
-        }
-    }
-
     @Test func bulkResultsIterateOnce() async throws {
         let connector = TokenRecordingConnector()
         let results = try bulkSendOutcomes(
@@ -143,6 +90,66 @@ import Testing
             #expect(settled <= read + 50 + 50)
             #expect(settled < 5_000)
             await connector.shutdown(gracePeriod: .zero)
+        }
+    }
+}
+
+extension LifecycleTests {
+    /// A grace period and a deadline as they pass, in real time through libcurl: the serial tier runs
+    /// every suite named RealTime alone.
+    @Suite struct RealTime {
+        @Test func shutdownEndsWhatOutlivesTheGracePeriod() async throws {
+            try await Fixture.with { fixture in
+                fixture.server.inject(.neverAnswer)
+                let connector = try fixture.tokenConnector()
+                let stuck = Task {
+                    try await send(
+                        AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
+                }
+                #expect(await fixture.server.arrivals(count: 1, within: .seconds(30)))  // written: delivery unknown
+                let start = ContinuousClock.now
+                await connector.shutdown(gracePeriod: .milliseconds(200))
+                #expect(ContinuousClock.now - start < .seconds(2))
+                await #expect(
+                    throws: APNsError.transport(
+                        TransportError(
+                            kind: .shutDown, delivery: .unknown, message: "the connector's transport was shut down"))
+                ) {
+                    try await stuck.value
+                }
+            }
+        }
+
+        /// A send waiting behind the stream limit has its deadline counted from when it was made.
+        @Test func deadlineCountsFromTheSendNotFromTheWire() async throws {
+            try await Fixture.with { fixture in
+                fixture.server.inject(.neverAnswer)
+                let connector = try fixture.tokenConnector(adjust: { $0.maximumConcurrentStreams = 1 })
+                let blocker = Task {
+                    try? await send(
+                        AlertNotification(bundleID: Fixture.bundleID) { Alert("a") }, via: connector, to: .test,
+                        timeout: .seconds(3))
+                }
+                #expect(await fixture.server.arrivals(count: 1, within: .seconds(30)))  // it holds the stream
+                let start = ContinuousClock.now
+                do throws(APNsError) {
+                    try await send(
+                        AlertNotification(bundleID: Fixture.bundleID) { Alert("b") }, via: connector, to: .test,
+                        timeout: .milliseconds(300))
+                    Issue.record("expected a timeout")
+                } catch {
+                    // It never got a stream: not sent, and it ended near its own deadline, not the blocker's.
+                    #expect(
+                        error
+                            == .transport(
+                                TransportError(
+                                    kind: .timeout, delivery: .notSent,
+                                    message: "the send's deadline passed before APNs answered")))
+                }
+                #expect(ContinuousClock.now - start < .seconds(1))
+                _ = await blocker.value
+                await connector.shutdown(gracePeriod: .zero)
+            }
         }
     }
 }

@@ -112,31 +112,6 @@ import Testing
         }
     }
 
-    /// Deadlines hold for a send made on the executor: the loop does not wait for its own task.
-    @Test func aSendOnTheExecutorStillTimesOut() async throws {
-        try await Fixture.with { fixture in
-            fixture.server.inject(.neverAnswer)
-            let connector = try fixture.tokenConnector()
-            let start = ContinuousClock.now
-            let error = await withTaskExecutorPreference(connector.taskExecutor) { () -> APNsError? in
-                do throws(APNsError) {
-                    try await send(Self.notification, via: connector, to: .test, timeout: .milliseconds(300))
-                    return nil
-                } catch {
-                    return error
-                }
-            }
-            guard case .transport(let failure)? = error else {
-                Issue.record("expected a transport failure, got \(String(describing: error))")
-                return
-            }
-            #expect(failure.kind == .timeout)
-            #expect(failure.delivery == .unknown)  // written, never answered
-            #expect(ContinuousClock.now - start < Duration.seconds(2).scaledForSanitizers)
-            await connector.shutdown(gracePeriod: .zero)
-        }
-    }
-
     /// A task on the executor that only yields gets turns, and libcurl still gets its own: sends
     /// from elsewhere complete meanwhile.
     @Test func aTaskThatOnlyYieldsDoesNotStopTheTransport() async throws {
@@ -200,6 +175,38 @@ import Testing
             #expect(ran != Self.transportThread)
             #expect(AnyConnector(connector).taskExecutor != nil)
             #expect(AnyConnector(TokenRecordingConnector()).taskExecutor == nil)  // no thread of its own
+        }
+    }
+}
+
+extension TaskExecutorTests {
+    /// A deadline as it passes, in real time through libcurl: the serial tier runs every suite named
+    /// RealTime alone.
+    @Suite(.timeLimit(.minutes(1))) struct RealTime {
+        /// Deadlines hold for a send made on the executor: the loop does not wait for its own task.
+        @Test func aSendOnTheExecutorStillTimesOut() async throws {
+            try await Fixture.with { fixture in
+                fixture.server.inject(.neverAnswer)
+                let connector = try fixture.tokenConnector()
+                let start = ContinuousClock.now
+                let error = await withTaskExecutorPreference(connector.taskExecutor) { () -> APNsError? in
+                    do throws(APNsError) {
+                        try await send(
+                            TaskExecutorTests.notification, via: connector, to: .test, timeout: .milliseconds(300))
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+                guard case .transport(let failure)? = error else {
+                    Issue.record("expected a transport failure, got \(String(describing: error))")
+                    return
+                }
+                #expect(failure.kind == .timeout)
+                #expect(failure.delivery == .unknown)  // written, never answered
+                #expect(ContinuousClock.now - start < Duration.seconds(2).scaledForSanitizers)
+                await connector.shutdown(gracePeriod: .zero)
+            }
         }
     }
 }
