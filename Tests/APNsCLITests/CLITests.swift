@@ -179,7 +179,9 @@ import Testing
                 "--topic", "com.example.app", "--token", Self.tokenA, "--body", "Hello",
             ]
         #expect(try await Self.apns(arguments).status == 0)
-        try await Task.sleep(for: .milliseconds(1100))  // the next run's token has a later iat
+        // Real time is the subject: a token's `iat` is in seconds, and the mock counts a token with a
+        // later one as an update.
+        try await Task.sleep(for: .milliseconds(1100))
         let second = try await Self.apns(arguments)
         #expect(second.status == 1)
         let output = second.stdout + second.stderr

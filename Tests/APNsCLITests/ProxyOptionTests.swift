@@ -10,7 +10,7 @@ import Testing
     static let password = "pr0xy-s3cret"
 
     @Test func theProxyOptionsAndTheEnvironmentRule() async throws {
-        let proxy = try LocalProxy.tinyproxy(username: "apns", password: Self.password)
+        let proxy = try await LocalProxy.tinyproxy(username: "apns", password: Self.password)
         defer { proxy.stop() }
         let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
         // Each `apns` run is a new process that mints its own token: the server must not refuse

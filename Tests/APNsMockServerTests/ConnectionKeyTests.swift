@@ -33,16 +33,16 @@ import Testing
 
             let connection = try await RawHTTP2Connection(to: fixture.server)
             try await connection.write(try Self.push(on: connection, stream: 1, token: first))
-            try #require(await RawHTTP2Connection.eventually(within: .seconds(10)) { answers().count == 1 })
+            try #require(await Poll.until(within: .seconds(10)) { answers().count == 1 })
             try await connection.write(try Self.push(on: connection, stream: 3, token: second))
-            try #require(await RawHTTP2Connection.eventually(within: .seconds(10)) { answers().count == 2 })
+            try #require(await Poll.until(within: .seconds(10)) { answers().count == 2 })
             try await connection.write(try Self.push(on: connection, stream: 5, token: first))
-            try #require(await RawHTTP2Connection.eventually(within: .seconds(10)) { answers().count == 3 })
+            try #require(await Poll.until(within: .seconds(10)) { answers().count == 3 })
             try await connection.close()
 
             let fresh = try await RawHTTP2Connection(to: fixture.server)
             try await fresh.write(try Self.push(on: fresh, stream: 1, token: second))
-            try #require(await RawHTTP2Connection.eventually(within: .seconds(10)) { answers().count == 4 })
+            try #require(await Poll.until(within: .seconds(10)) { answers().count == 4 })
             try await fresh.close()
             #expect(answers() == ["200 -", "403 UnrelatedKeyIdInToken", "200 -", "200 -"])
         }

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHPACK
 import NIOPosix
 import NIOSSL
+import TestFixtures
 
 /// One TLS connection to the mock on which a test writes HTTP/2 frames itself, to do what a
 /// well-behaved client (libcurl, SwiftNIO's) never does: open more streams than the server allows,
@@ -68,7 +69,7 @@ final class RawHTTP2Connection: Sendable {
         }.connect(host: "127.0.0.1", port: server.port).get()
         encoder = NIOLockedValueBox(HPACKEncoder(allocator: channel.allocator))
         try await write(Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + Self.frame(type: 0x4, flags: 0, stream: 0, []))
-        guard await Self.eventually(within: .seconds(5), { frames.all.contains { $0.type == 0x4 && $0.flags == 0 } })
+        guard await Poll.until(within: .seconds(5), { frames.all.contains { $0.type == 0x4 && $0.flags == 0 } })
         else { throw ChannelError.connectTimeout(.seconds(5)) }
         try await write(Self.frame(type: 0x4, flags: 0x1, stream: 0, []))
     }
@@ -103,16 +104,5 @@ final class RawHTTP2Connection: Sendable {
             UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF), type, flags,
             UInt8(stream >> 24 & 0x7F), UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF), UInt8(stream & 0xFF),
         ] + payload
-    }
-
-    /// Polls `condition` every 20 ms (it waits for frames from the server, not on a time decision);
-    /// false if it does not hold within `limit`.
-    static func eventually(within limit: Duration, _ condition: () -> Bool) async -> Bool {
-        let end = ContinuousClock.now + limit
-        while !condition() {
-            guard ContinuousClock.now < end else { return false }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return true
     }
 }

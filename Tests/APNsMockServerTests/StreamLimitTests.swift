@@ -1,5 +1,6 @@
 import APNsMockServer
 import NIOHPACK
+import TestFixtures
 import Testing
 
 /// A client that opens one stream more than the mock allows gets that stream refused, and the
@@ -35,7 +36,7 @@ import Testing
         try await connection.write(headers)
         // Stream 1,001 is refused, REFUSED_STREAM (7), and nothing ends the connection.
         let refused = { frames.all.filter { $0.type == 0x3 } }
-        try #require(await RawHTTP2Connection.eventually(within: .seconds(10)) { !refused().isEmpty })
+        try #require(await Poll.until(within: .seconds(10)) { !refused().isEmpty })
         #expect(refused().map(\.stream) == [streams[1000]])
         #expect(refused().first?.payload == [0, 0, 0, 7])
         var data = [UInt8]()
@@ -44,7 +45,7 @@ import Testing
         }
         try await connection.write(data)
         let answered = { Set(frames.all.filter { $0.type == 0x1 }.map(\.stream)) }
-        #expect(await RawHTTP2Connection.eventually(within: .seconds(20)) { answered().count == 1000 })
+        #expect(await Poll.until(within: .seconds(20)) { answered().count == 1000 })
         #expect(answered() == Set(streams.prefix(1000)))
         #expect(!frames.all.contains { $0.type == 0x7 })  // no GOAWAY
         try await connection.close()

@@ -14,19 +14,6 @@ import Testing
         }
     }
 
-    /// The server's stream count once it has not changed for 0.6 s (at most 20 s).
-    static func settledStreamCount(_ server: MockAPNsServer) async throws -> Int {
-        var last = server.streamCount
-        var quiet = 0
-        for _ in 0..<100 where quiet < 3 {
-            try await Task.sleep(for: .milliseconds(200))
-            let now = server.streamCount
-            quiet = now == last ? quiet + 1 : 0
-            last = now
-        }
-        return last
-    }
-
     @Test func everyDeviceGetsExactlyOneOutcomeThroughRejectionsAndGoAway() async throws {
         try await Fixture.with(adjust: { $0.goAwayAfterStreams = 250 }) { fixture in
             let connector = try fixture.tokenConnector()
@@ -120,9 +107,8 @@ import Testing
                 maximumInFlight: 16)
             var iterator = results.makeAsyncIterator()
             #expect(try await iterator.next()?.isAccepted == true)
-            try await Task.sleep(for: .milliseconds(300))
-            // One read: at most 16 more were started, answered or not.
-            #expect(fixture.server.streamCount <= 1 + 16)
+            // One read: at most 16 more were started, answered or not, however long it waits.
+            #expect(await Poll.settled { fixture.server.streamCount } <= 1 + 16)
             var rest = 1
             while let outcome = try await iterator.next() {
                 #expect(outcome.isAccepted)
@@ -147,11 +133,11 @@ import Testing
             }
             #expect(received == 300)
             // Requests already on the wire may still be answered; wait until the server is quiet.
-            let started = try await Self.settledStreamCount(fixture.server)
+            let started = await Poll.settled { fixture.server.streamCount }
             #expect(started <= 300 + 50)
             // The connector is still usable, and nothing more of the bulk send arrives.
             try await send(BackgroundNotification(bundleID: Fixture.bundleID), via: connector, to: Device.test)
-            #expect(try await Self.settledStreamCount(fixture.server) == started + 1)
+            #expect(await Poll.settled { fixture.server.streamCount } == started + 1)
         }
     }
 
@@ -248,22 +234,17 @@ import Testing
             }
 
             /// The most held at once, once that has not changed for 0.6 s; then lets everything go.
-            func settledPeakThenRelease() async throws -> Int {
-                var last = -1
-                var quiet = 0
-                for _ in 0..<100 where quiet < 3 {
-                    try await Task.sleep(for: .milliseconds(200))
-                    let now = state.withLock { $0.peak }
-                    quiet = now == last ? quiet + 1 : 0
-                    last = now
-                }
+            func settledPeakThenRelease() async -> Int {
+                // Once the send has begun (a busy machine can take a while to start it).
+                await Poll.until { state.withLock { $0.peak } > 0 }
+                let peak = await Poll.settled { state.withLock { $0.peak } }
                 let waiters = state.withLock { state in
                     state.released = true
                     defer { state.waiters.removeAll() }
                     return state.waiters
                 }
                 waiters.forEach { $0.resume() }
-                return last
+                return peak
             }
         }
         let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }
@@ -271,7 +252,7 @@ import Testing
             let connector = Holding()
             async let summary = send(
                 notification, via: connector, to: Self.devices(200), maximumInFlight: maximumInFlight)
-            let peak = try await connector.settledPeakThenRelease()
+            let peak = await connector.settledPeakThenRelease()
             #expect(peak == expected, "maximumInFlight \(String(describing: maximumInFlight))")
             #expect(try await summary.accepted == 200)
         }

@@ -320,9 +320,8 @@ import Testing
                 }
                 for index in 0..<19 { start(index) }
                 // Every connection from now on stalls its handshake; the 20th request sets off the reset.
-                let waitUntil = ContinuousClock.now + Duration.seconds(5).scaledForSanitizers
-                while fixture.server.processedCounts.count < 19, ContinuousClock.now < waitUntil {
-                    try? await Task.sleep(for: .milliseconds(2))
+                await Poll.until(within: Duration.seconds(5).scaledForSanitizers, every: .milliseconds(2)) {
+                    fixture.server.processedCounts.count >= 19
                 }
                 fixture.server.inject(.stallHandshake)
                 start(19)

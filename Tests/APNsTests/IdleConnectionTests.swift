@@ -22,6 +22,13 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(5))) struct IdleConnectionTests {
     static let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("idle") }
 
+    /// Leaves the connector idle for `duration`. Real time is the subject: how long a connection
+    /// has been idle is libcurl's count (`maximumIdleTime`) and the mock's (its silence), both in
+    /// real time, so the idle period has to pass.
+    static func idle(for duration: Duration) async throws {
+        try await Task.sleep(for: duration)
+    }
+
     struct Connector {
         let reports = AwaitableReports()
         let connector: TokenConnector
@@ -59,7 +66,7 @@ import Testing
                 $0.requestTimeout = .seconds(1)
             }
             #expect(try await send(Self.notification, via: made.connector, to: .test).status == 200)
-            try await Task.sleep(for: .milliseconds(2500))
+            try await Self.idle(for: .milliseconds(2500))
             let error = await #expect(throws: APNsError.self) {
                 try await send(Self.notification, via: made.connector, to: .test)
             }
@@ -77,7 +84,7 @@ import Testing
             fixture.server.inject(.silentAfterIdle(.seconds(2)))
             let made = try Connector(fixture) { $0.maximumIdleTime = .seconds(1) }
             #expect(try await send(Self.notification, via: made.connector, to: .test).status == 200)
-            try await Task.sleep(for: .milliseconds(3500))
+            try await Self.idle(for: .milliseconds(3500))
             let started = ContinuousClock.now
             #expect(try await send(Self.notification, via: made.connector, to: .test).status == 200)
             #expect(ContinuousClock.now - started < .seconds(2) * sanitizerSlowdown)
@@ -109,7 +116,7 @@ import Testing
                 #expect(connector.connectionsOpened == 2)
                 #expect(made.retirements(by: "keep-warm").count == 1)
                 // …and not again, though the replacement passes the idle time twice over.
-                try await Task.sleep(for: .milliseconds(4500))
+                try await Self.idle(for: .milliseconds(4500))
                 #expect(connector.connectionsOpened == 2)
                 #expect(fixture.server.streamCount == 1)
                 let started = ContinuousClock.now
@@ -138,7 +145,7 @@ import Testing
             let connector = made.connector
             let body = {
                 #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
-                try await Task.sleep(for: .seconds(150))
+                try await Self.idle(for: .seconds(150))
                 let started = ContinuousClock.now
                 #expect(try await send(Self.notification, via: connector, to: .test).status == 200)
                 let took = ContinuousClock.now - started

@@ -87,6 +87,7 @@ extension KeepaliveTests {
             try await Fixture.with { fixture in
                 let connector = try fixture.tokenConnector()
                 #expect(try await send(KeepWarmTests.notification, via: connector, to: .test).status == 200)
+                // Real time is the subject: an idle period in which libcurl would send a PING if it did.
                 try await Task.sleep(for: .milliseconds(1500))
                 #expect(fixture.server.pingCount == 0)
                 #expect(try await send(KeepWarmTests.notification, via: connector, to: .test).status == 200)

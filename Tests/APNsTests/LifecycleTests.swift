@@ -80,13 +80,11 @@ import Testing
                 }
                 return read
             }
-            try await Task.sleep(for: .milliseconds(300))
+            // Cancelled once the send is under way (a few hundred answered).
+            try #require(await Poll.until { fixture.server.streamCount >= 300 })
             task.cancel()
             let read = try await task.value
-            try await Task.sleep(for: .milliseconds(500))
-            let settled = fixture.server.streamCount
-            try await Task.sleep(for: .milliseconds(500))
-            #expect(fixture.server.streamCount == settled)
+            let settled = await Poll.settled { fixture.server.streamCount }
             #expect(settled <= read + 50 + 50)
             #expect(settled < 5_000)
             await connector.shutdown(gracePeriod: .zero)

@@ -56,7 +56,8 @@ extension MemoryTrimTests {
                 let before = CurlMultiLoop.FreedMemory.trims
                 let start = ContinuousClock.now
                 for connector in connectors { _ = try await send(notification, via: connector, to: .test) }
-                // The loops pass at least once a second while idle; the first trim comes an interval
+                // Real time is the subject: trims are counted against the seconds that pass. The
+                // loops pass at least once a second while idle; the first trim comes an interval
                 // after a loop starts.
                 try await Task.sleep(for: .milliseconds(3_500))
                 _ = try await send(notification, via: quiet, to: .test)

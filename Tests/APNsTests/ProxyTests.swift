@@ -12,7 +12,7 @@ import Testing
     static let password = "s3cret-proxy-pa55"
 
     @Test func aSendGoesThroughAnHTTPProxy() async throws {
-        let proxy = try LocalProxy.tinyproxy()
+        let proxy = try await LocalProxy.tinyproxy()
         defer { proxy.stop() }
         try await Fixture.with { fixture in
             let connector = try fixture.tokenConnector(adjust: { $0.proxy = .http(host: "127.0.0.1", port: proxy.port) }
@@ -55,7 +55,7 @@ import Testing
     }
 
     @Test func aProxyThatNeedsCredentialsRefusesWithoutAndAcceptsWith() async throws {
-        let proxy = try LocalProxy.tinyproxy(username: "apns", password: Self.password)
+        let proxy = try await LocalProxy.tinyproxy(username: "apns", password: Self.password)
         defer { proxy.stop() }
         try await Fixture.with { fixture in
             let without = try fixture.tokenConnector(adjust: { $0.proxy = .http(host: "127.0.0.1", port: proxy.port) })
@@ -119,9 +119,10 @@ import Testing
     @Test(.enabled(if: httpsProxyWorks, "an HTTPS proxy needs libcurl 7.88 or later"))
     func aSendGoesThroughAnHTTPSProxy() async throws {
         let authority = try MockCertificateAuthority()
-        let tunnel = try LocalProxy.tinyproxy()
+        let tunnel = try await LocalProxy.tinyproxy()
         defer { tunnel.stop() }
-        let proxy = try LocalProxy.stunnel(inFrontOf: tunnel.port, certificate: try authority.issueServerCertificate())
+        let proxy = try await LocalProxy.stunnel(
+            inFrontOf: tunnel.port, certificate: try authority.issueServerCertificate())
         defer { proxy.stop() }
         try await Fixture.with { fixture in
             let connector = try fixture.tokenConnector(adjust: {
@@ -143,7 +144,7 @@ import Testing
     }
 
     @Test func aSendGoesThroughASOCKS5ProxyWithCredentials() async throws {
-        let proxy = try LocalProxy.microsocks(username: "apns", password: Self.password)
+        let proxy = try await LocalProxy.microsocks(username: "apns", password: Self.password)
         defer { proxy.stop() }
         try await Fixture.with { fixture in
             let connector = try fixture.tokenConnector(adjust: {
@@ -165,7 +166,7 @@ import Testing
     /// Honest outcomes hold through the tunnel: the server processes the request and resets the
     /// connection; the proxy passes the close on, and the send is `unknown`, never `notSent`.
     @Test func aResetAfterProcessingIsStillUnknownThroughTheProxy() async throws {
-        let proxy = try LocalProxy.tinyproxy()
+        let proxy = try await LocalProxy.tinyproxy()
         defer { proxy.stop() }
         try await Fixture.with(adjust: { $0.recordsRequests = false }) { fixture in
             let connector = try fixture.tokenConnector(adjust: { $0.proxy = .http(host: "127.0.0.1", port: proxy.port) }

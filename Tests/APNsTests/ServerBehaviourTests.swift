@@ -81,6 +81,8 @@ import Testing
                 _ = try await send(
                     AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
             }
+            // Real time is the subject: longer than `dropping`'s maximum idle time, which libcurl
+            // counts in real time.
             try await Task.sleep(for: .milliseconds(2200))
             for connector in [keeping, dropping] {
                 _ = try await send(

@@ -23,7 +23,7 @@ import Testing
                         AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
                 }
                 // received; its answer waits 300 ms
-                while fixture.server.faultsApplied == 0 { try await Task.sleep(for: .milliseconds(5)) }
+                try #require(await Poll.until { fixture.server.faultsApplied > 0 })
                 let triggered = ContinuousClock.now
                 trigger.triggerGracefulShutdown()
                 try await service.value  // returns once drained: the answer comes 300 ms after the request arrived
@@ -48,9 +48,7 @@ import Testing
                 try await send(
                     AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)
             }
-            while fixture.server.processedCount(apnsID: id.description) == 0 {
-                try await Task.sleep(for: .milliseconds(5))
-            }
+            try #require(await Poll.until { fixture.server.processedCount(apnsID: id.description) > 0 })
             let start = ContinuousClock.now
             try await testGracefulShutdown { trigger in
                 let service = Task { try await connector.run() }
@@ -77,11 +75,9 @@ import Testing
                 try await send(
                     AlertNotification(bundleID: Fixture.bundleID, apnsID: id) { Alert("x") }, via: connector, to: .test)
             }
-            while fixture.server.processedCount(apnsID: id.description) == 0 {
-                try await Task.sleep(for: .milliseconds(5))
-            }
+            try #require(await Poll.until { fixture.server.processedCount(apnsID: id.description) > 0 })
+            // Cancelled before `run()` waits or while it does, it shuts down with no grace period.
             let service = Task { try await connector.run() }
-            try await Task.sleep(for: .milliseconds(50))
             let start = ContinuousClock.now
             service.cancel()
             try await service.value
@@ -112,9 +108,9 @@ import Testing
                 try await send(AlertNotification(bundleID: Fixture.bundleID) { Alert("x") }, via: connector, to: .test)
             }
             // received; its answer waits 3 s
-            while fixture.server.faultsApplied == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            try #require(await Poll.until { fixture.server.faultsApplied > 0 })
             // Signal only once the group has taken SIGTERM over (its default action ends the process).
-            while Self.sigtermIsDefault() { try await Task.sleep(for: .milliseconds(5)) }
+            try #require(await Poll.until { !Self.sigtermIsDefault() })
             let signalled = ContinuousClock.now
             kill(getpid(), SIGTERM)
             try await running.value

@@ -62,8 +62,8 @@ package final class LocalProxy: Sendable {
     }
 
     /// tinyproxy (HTTP CONNECT), with Basic credentials if given.
-    package static func tinyproxy(username: String? = nil, password: String? = nil) throws -> LocalProxy {
-        try start { port, directory in
+    package static func tinyproxy(username: String? = nil, password: String? = nil) async throws -> LocalProxy {
+        try await start { port, directory in
             var lines = [
                 "Port \(port)", "Listen 127.0.0.1", "Timeout 60", "MaxClients 100", "LogLevel Error",
             ]
@@ -76,8 +76,8 @@ package final class LocalProxy: Sendable {
     }
 
     /// microsocks (SOCKS5), with credentials if given.
-    package static func microsocks(username: String? = nil, password: String? = nil) throws -> LocalProxy {
-        try start { port, _ in
+    package static func microsocks(username: String? = nil, password: String? = nil) async throws -> LocalProxy {
+        try await start { port, _ in
             var arguments = ["-i", "127.0.0.1", "-p", "\(port)"]
             if let username, let password { arguments += ["-u", username, "-P", password] }
             return ("microsocks", arguments)
@@ -87,8 +87,8 @@ package final class LocalProxy: Sendable {
     /// stunnel: TLS on its own port, in front of a proxy on `front` (an HTTPS proxy).
     package static func stunnel(
         inFrontOf front: Int, certificate: MockCertificateAuthority.IssuedCertificate
-    ) throws -> LocalProxy {
-        try start { port, directory in
+    ) async throws -> LocalProxy {
+        try await start { port, directory in
             let certificatePath = directory.appendingPathComponent("proxy.pem")
             let keyPath = directory.appendingPathComponent("proxy.key")
             try certificate.certificatePEM.write(to: certificatePath, atomically: true, encoding: .utf8)
@@ -109,7 +109,7 @@ package final class LocalProxy: Sendable {
         }
     }
 
-    private static func start(_ command: (Int, URL) throws -> (String, [String])) throws -> LocalProxy {
+    private static func start(_ command: (Int, URL) throws -> (String, [String])) async throws -> LocalProxy {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("proxy-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
@@ -131,12 +131,11 @@ package final class LocalProxy: Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         let proxy = LocalProxy(port: port, process: process, directory: directory)
-        // Ready once it accepts a TCP connection (10 s at most).
-        for _ in 0..<200 {
-            if canConnect(port: port) { return proxy }
-            guard process.isRunning else { break }
-            usleep(50_000)
+        // Ready once it accepts a TCP connection (10 s at most); given up on if it ends first.
+        await Poll.until(within: .seconds(10), every: .milliseconds(50)) {
+            canConnect(port: port) || !process.isRunning
         }
+        if canConnect(port: port) { return proxy }
         proxy.stop()
         throw ProxyTestError("\(name) did not start listening on 127.0.0.1:\(port)")
     }

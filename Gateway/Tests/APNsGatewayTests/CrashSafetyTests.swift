@@ -119,6 +119,7 @@ import Testing
             count: Int = 1, within limit: Duration = .seconds(60), _ matches: @escaping @Sendable (Substring) -> Bool
         ) async -> Bool {
             let id = UUID()
+            // The limit's timer: it only ends a wait for a line a real process never writes.
             let deadline = Task { [output] in
                 try await Task.sleep(for: limit)
                 output.lines.withLock { $0.cancel(id) }?.resume(returning: false)
@@ -343,10 +344,7 @@ import Testing
         let second = try Gateway(arguments: arguments, log: folder.appendingPathComponent("second.log"))
         _ = try await kill(second, amidst: "at-least-once")
         let third = try Gateway(arguments: arguments, log: folder.appendingPathComponent("third.log"))
-        let doneBy = ContinuousClock.now + .seconds(120)
-        while try await store.queueDepth() > 0, ContinuousClock.now < doneBy {
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        try await Poll.until(within: .seconds(120), every: .milliseconds(100)) { try await store.queueDepth() == 0 }
         #expect(await third.terminate() == 0, "the restarted gateway stops cleanly on SIGTERM")
 
         #expect(try await store.queueDepth() == 0)
@@ -445,9 +443,8 @@ import Testing
         _ = await server.requests(count: sentBeforeRestart + 21, within: .seconds(60))
         let resumedAfter = ContinuousClock.now - restartedAt
         #expect(resumedAfter < .seconds(15), "sending again took \(resumedAfter)")
-        let doneBy = ContinuousClock.now + .seconds(120)
-        while try await queue.store.queueDepth() > 0, ContinuousClock.now < doneBy {
-            try await Task.sleep(for: .milliseconds(100))
+        try await Poll.until(within: .seconds(120), every: .milliseconds(100)) {
+            try await queue.store.queueDepth() == 0
         }
         #expect(try await queue.store.queueDepth() == 0)
         #expect(await second.terminate() == 0, "the restarted gateway ran, and stops cleanly on SIGTERM")

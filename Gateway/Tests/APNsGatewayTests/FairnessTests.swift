@@ -155,22 +155,21 @@ import Testing
             logger: Logger(label: "fairness"))
         let running = Task { try await dispatcher.run() }
         // Once A's sending has begun, B posts.
-        while try await store.queueDepth() == backlog { try await Task.sleep(for: .milliseconds(5)) }
+        try #require(try await Poll.until { try await store.queueDepth() < backlog })
         #expect(
             try await store.enqueue(
                 Self.notification("b", app: "com.example.b", devices: 0..<1, at: Date()), maximumQueueDepth: 1_000_000)
                 == .accepted)
         dispatcher.wake()
         var depthWhenBWasDone = 0
-        while true {
+        let bWasDone = try await Poll.until {
             let progress = try #require(try await store.progress(of: "b"))
-            if progress.deliveries.allSatisfy({ $0.state == "done" }) {
-                #expect(progress.deliveries.first?.status == 200)
-                depthWhenBWasDone = try await store.queueDepth()
-                break
-            }
-            try await Task.sleep(for: .milliseconds(5))
+            guard progress.deliveries.allSatisfy({ $0.state == "done" }) else { return false }
+            #expect(progress.deliveries.first?.status == 200)
+            depthWhenBWasDone = try await store.queueDepth()
+            return true
         }
+        try #require(bWasDone)
         #expect(depthWhenBWasDone > backlog / 2, "B waited for most of A's backlog")
         running.cancel()
         _ = try? await running.value
