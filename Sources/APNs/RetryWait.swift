@@ -3,8 +3,10 @@
 ///
 /// swift-apns' connectors use ``ContinuousWaitClock``; a test gives a connector one it advances
 /// itself (`TransportConfiguration.waitClock`), so a retry's back-off is a step the test takes,
-/// not a second it sleeps. libcurl's own timing (connects, a transfer's timeout) stays on the real
-/// clock: it is libcurl's, not ours.
+/// not a second it sleeps. The transport's loop decides on it too: deadlines, keep-warm's
+/// schedule, the breaker's cool-down, stalls, the grace period (`CurlMultiLoop.clock`). libcurl's
+/// own timing (connects, its timer, a connection's idle age) stays on the real clock: it is
+/// libcurl's, not ours.
 ///
 /// A class, so that a configuration that carries one stays `Hashable` (by identity).
 package protocol WaitClock: AnyObject, Sendable {
@@ -12,6 +14,15 @@ package protocol WaitClock: AnyObject, Sendable {
     var now: ContinuousClock.Instant { get }
     /// Returns at `instant`, or throws `CancellationError` when the waiting task is cancelled.
     func sleep(until instant: ContinuousClock.Instant) async throws
+    /// Calls `action`, from any thread, each time the clock's time jumps ahead (a test's clock,
+    /// advanced): the transport's loop, asleep until a time of this clock, looks again. The real
+    /// clock never jumps.
+    func whenAdvanced(_ action: @escaping @Sendable () -> Void)
+}
+
+extension WaitClock {
+    /// A clock that never jumps calls nothing.
+    package func whenAdvanced(_ action: @escaping @Sendable () -> Void) {}
 }
 
 /// The real clock: `ContinuousClock`.

@@ -16,8 +16,9 @@ import Testing
 /// opened, a line logged; ``AwaitableReports``), and the suite's time limit ends a wait for something
 /// that never happens. When keep-warm acts (its spacing, back-off and idle margin) is
 /// `KeepWarmSchedule`'s decision, checked with given instants in `KeepWarmScheduleTests`; this
-/// suite checks that the loop acts on it through libcurl. Two of its tests wait for the loop's own
-/// real times: they are in ``RealTime``, which the serial tier runs alone.
+/// suite checks that the loop acts on it through libcurl; `LoopClockTests` that its back-off runs
+/// on the connector's clock. The test that waits for libcurl's idle age, in real time, is in
+/// ``RealTime``, which the serial tier runs alone.
 ///
 /// Keep-warm needs libcurl 7.88 or later (``Libcurl/keepsAConnectionNothingWasWrittenOn``): the
 /// tests of what it does run there, the test of what a connector does without it on older ones
@@ -157,48 +158,9 @@ import Testing
 }
 
 extension KeepWarmTests {
-    /// The loop's own real times (the back-off after a failed connect, an idle period), which a loaded
-    /// machine would stretch past what the sends after them assume: the serial tier runs every suite
-    /// named RealTime alone.
+    /// libcurl's idle age, in real time, which a loaded machine would stretch past what the sends
+    /// after it assume: the serial tier runs every suite named RealTime alone.
     @Suite(.serialized, .timeLimit(.minutes(1))) struct RealTime {
-        /// The server goes away: the failed attempt is logged once at `notice`, retried with back-off
-        /// (`KeepWarmScheduleTests` checks its length), and a connection is open again once the server
-        /// is back on its port.
-        @Test(KeepWarmTests.needsKeepWarm) func aServerThatWasAwayIsReconnectedToWhenItComesBack() async throws {
-            let key = MockCertificateAuthority.makeSigningKey(teamID: Fixture.teamID, keyID: Fixture.keyID)
-            let authority = try MockCertificateAuthority()
-            var configuration = MockAPNsServer.Configuration(signingKeys: [key])
-            configuration.certificateAuthority = authority
-            let first = try await MockAPNsServer.start(configuration)
-            configuration.port = first.port
-            let reports = AwaitableReports()
-            let connector = try TokenConnector(
-                teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
-                environment: .custom(host: first.host, port: first.port),
-                transport: TransportConfiguration(trustedCertificateAuthority: .pem(authority.certificatePEM)),
-                logger: reports.logger, metricsFactory: reports.metrics)
-            let failed = "APNs connection could not be opened ahead of sends; trying again"
-            try await KeepWarmTests.running(connector) {
-                await reports.until { $0.counter(KeepWarmTests.opened) >= 1 }
-                try await first.stop()
-                await reports.until { !$0.lines(failed).isEmpty }
-                let notice = try #require(reports.lines(failed).first)
-                #expect(notice.level == .notice)
-                #expect(notice.metadata["error.type"]?.description == "connect")
-                let second = try await MockAPNsServer.start(configuration)
-                await reports.until { $0.counter(KeepWarmTests.opened) >= 2 }
-                #expect(connector.connectionsOpened == 2)
-                let attempts = reports.lines(failed)
-                #expect(attempts.filter { $0.level == .notice }.count == 1)  // later failures are at debug
-                #expect(attempts.dropFirst().allSatisfy { $0.level == .debug })
-                #expect(second.streamCount == 0)
-                let response = try await send(KeepWarmTests.notification, via: connector, to: .test)
-                #expect(response.status == 200)
-                #expect(connector.connectionsOpened == 2)
-                try await second.stop()
-            }
-        }
-
         /// libcurl will not reuse a connection idle for longer than `maximumIdleTime`; the connector
         /// replaces it just after that, so the next send still finds one ready.
         @Test(KeepWarmTests.needsKeepWarm) func anIdleConnectionIsReplacedBeforeItIsTooOldToReuse() async throws {

@@ -15,7 +15,7 @@ import Testing
         let transfer = Transfer(
             origin: "https://127.0.0.1:1", path: "/3/device/", pathSuffix: "ab", pathIsPlain: true, method: .post,
             headerList: CurlMultiLoop.noHeaders, body: CurlMultiLoop.noBody, deadline: start + timeout,
-            isWarmUp: warmUp, submittedAt: start)
+            submittedAt: start, clock: ContinuousWaitClock.shared, isWarmUp: warmUp)
         transfer.completion = .callback { _, _ in }
         return transfer
     }

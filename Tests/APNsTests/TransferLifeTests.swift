@@ -23,7 +23,7 @@ import Testing
         let transfer = Transfer(
             origin: "https://127.0.0.1:1", path: "/3/device/", pathSuffix: "ab", pathIsPlain: true, method: .post,
             headerList: CurlMultiLoop.noHeaders, body: CurlMultiLoop.noBody, deadline: submitted + timeout,
-            group: group, isWarmUp: warmUp, submittedAt: submitted)
+            submittedAt: submitted, clock: ContinuousWaitClock.shared, group: group, isWarmUp: warmUp)
         if warmUp {
             transfer.completion = .warmUp { error in
                 results.delivered.withLock { $0.append(error == nil ? "warm" : "cold") }

@@ -39,6 +39,7 @@ final class ManualWaitClock: WaitClock {
         var sleepers: [Int: Sleeper] = [:]
         var cancelled: Set<Int> = []
         var sleepWaits: [(ready: @Sendable (Int) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
+        var advanced: [@Sendable () -> Void] = []
     }
 
     private let state = Locked(State(now: .now))
@@ -77,16 +78,23 @@ final class ManualWaitClock: WaitClock {
         }
     }
 
-    /// Moves the time on by `duration` and wakes every sleeper whose instant it passes.
+    func whenAdvanced(_ action: @escaping @Sendable () -> Void) {
+        state.withLock { $0.advanced.append(action) }
+    }
+
+    /// Moves the time on by `duration`, wakes every sleeper whose instant it passes, and tells
+    /// whoever asked (``whenAdvanced(_:)``: a transport's loop).
     func advance(by duration: Duration) {
-        let (due, waits) = state.withLock { state -> ([Sleeper], [CheckedContinuation<Void, Never>]) in
+        let (due, waits, advanced) = state.withLock {
+            state -> ([Sleeper], [CheckedContinuation<Void, Never>], [@Sendable () -> Void]) in
             state.now += duration
             let due = state.sleepers.filter { $0.value.until <= state.now }
             for id in due.keys { state.sleepers[id] = nil }
-            return (Array(due.values), Self.satisfied(&state))
+            return (Array(due.values), Self.satisfied(&state), state.advanced)
         }
         for sleeper in due { sleeper.continuation.resume() }
         for wait in waits { wait.resume() }
+        for action in advanced { action() }
     }
 
     /// Returns once at least `count` tasks sleep on it (a suite's time limit ends a wait for a

@@ -45,7 +45,7 @@ extension CurlMultiLoop {
         guard !connections.isStalled(port: port),
             let socket = connections.openSockets.first(where: { localPort(of: $0) == port })
         else { return }
-        let now = ContinuousClock.now
+        let now = clock.now
         let verdict = StallJudgement(submittedAt: transfer.time.submittedAt, now: now).verdict(
             now: now, lastAnswer: connections.lastAnswer(onPort: port), unreadBytes: unreadBytes(on: socket),
             sinceDataReceived: timeSinceDataReceived(on: socket))

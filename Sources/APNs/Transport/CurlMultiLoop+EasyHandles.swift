@@ -67,7 +67,7 @@ extension CurlMultiLoop {
             return
         }
         // The deadline counts from the send; libcurl's own timeout counts from here.
-        let now = ContinuousClock.now
+        let now = clock.now
         let remaining: Duration
         switch transfer.time.verdict(at: now) {
         case .writable(let left): remaining = left
@@ -81,7 +81,7 @@ extension CurlMultiLoop {
         }
         // A closed breaker (nearly always) admits without reading the clock.
         var probe = false
-        switch breaker?.isClosed == true ? .go : breaker?.admit(now: .now) {
+        switch breaker?.isClosed == true ? .go : breaker?.admit(now: now) {
         case nil, .go?: break
         case .probe?: probe = true
         case .reject(let error)?:

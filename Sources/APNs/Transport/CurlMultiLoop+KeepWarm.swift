@@ -12,14 +12,14 @@ extension CurlMultiLoop {
         assertOnLoopThread()
         guard
             let (_, origin, now) = keepWarm.warmUpDue(
-                at: ContinuousClock.now, busy: !pool.isEmpty || !queue.isEmpty,
+                at: clock.now, busy: !pool.isEmpty || !queue.isEmpty,
                 maximumIdle: .seconds(settings.maximumIdleSeconds), awaitingConnection: connections.awaitingConnection)
         else { return }
         let transfer = Transfer(
             origin: origin, path: "/", pathIsPlain: true, method: .get, headerList: CurlMultiLoop.noHeaders,
             body: CurlMultiLoop.noBody,
-            deadline: now + .milliseconds(settings.connectTimeoutMilliseconds) + .seconds(1),
-            isWarmUp: true)
+            deadline: now + .milliseconds(settings.connectTimeoutMilliseconds) + .seconds(1), submittedAt: now,
+            clock: clock, isWarmUp: true)
         transfer.completion = .warmUp { [self] failure in warmUpEnded(failure) }
         keepWarm.started(transfer)
         transfer.taken()
@@ -29,7 +29,7 @@ extension CurlMultiLoop {
     /// A warm-up transfer ended (on the loop thread): logs a failure that schedules another.
     func warmUpEnded(_ failure: TransportError?) {
         assertOnLoopThread()
-        guard let (delay, failures) = keepWarm.ended(failure, at: .now, jitter: Double.random(in: 0.8...1.2)),
+        guard let (delay, failures) = keepWarm.ended(failure, at: clock.now, jitter: Double.random(in: 0.8...1.2)),
             let failure, observability.isEnabled
         else { return }
         let metadata: Logger.Metadata = [

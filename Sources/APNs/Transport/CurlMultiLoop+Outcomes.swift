@@ -27,8 +27,8 @@ extension CurlMultiLoop {
             // An answer read in this pass is life on its connection before any timeout of the same
             // pass is judged (libcurl lists them in no particular order). One clock read a pass.
             if code == CURLE_OK, let port = pool.transfer(on: easy)?.localPort, port != 0 {
-                if now == nil { now = .now }
-                connections.answered(onPort: port, at: now ?? .now)
+                if now == nil { now = clock.now }
+                connections.answered(onPort: port, at: now ?? clock.now)
             }
             finishedInPass.add(easy, code)
         }
@@ -49,7 +49,7 @@ extension CurlMultiLoop {
             recycle(easy)
             return
         }
-        if pool.isEmpty { keepWarm.activityEnded(at: .now) }
+        if pool.isEmpty { keepWarm.activityEnded(at: clock.now) }
         transfer.detach()
         // libcurl counts its re-sends on the easy handle (`state.retrycount`) and resets the count
         // only in curl_easy_reset: a handle that went through one is reset and configured again, or
@@ -126,7 +126,9 @@ extension CurlMultiLoop {
                         "APNs refused the stream before processing it; sending it again",
                         metadata: ["apns.resubmissions": "\(transfer.resubmissions)"])
                 }
-                if transfer.time.verdict(at: .now) != .passed, transfer.resubmissions <= Transfer.maximumResubmissions {
+                if transfer.time.verdict(at: clock.now) != .passed,
+                    transfer.resubmissions <= Transfer.maximumResubmissions
+                {
                     queue.append(transfer)
                 } else {
                     transfer.resume(.failure(TransportError.timedOut(delivery: .notSent)))
@@ -179,7 +181,7 @@ extension CurlMultiLoop {
         }
         let trips = breaker?.trips ?? 0
         let wasClosed = breaker?.isClosed ?? true
-        breaker?.record(signal, probe: probe, now: .now)
+        breaker?.record(signal, probe: probe, now: clock.now)
         guard let breaker else { return }
         if breaker.trips != trips {
             inbox.withLock { $0.count(circuitTrips: breaker.trips) }

@@ -39,7 +39,7 @@ extension CurlMultiLoop {
             }
             var pollLimit = Duration.seconds(1)
             if case .draining(let until) = phase {
-                let now = ContinuousClock.now
+                let now = clock.now
                 // A drain does not wait for a warm-up.
                 if let warmUp = keepWarm.warmUp, !warmUp.isFinished { cancel(warmUp, on: multi) }
                 if isIdle || now >= until {
@@ -48,7 +48,7 @@ extension CurlMultiLoop {
                 pollLimit = min(pollLimit, until - now)
             }
             if !queue.isEmpty {
-                for transfer in queue.expired(at: .now) {
+                for transfer in queue.expired(at: clock.now) {
                     // Never in libcurl: not sent (or, after a refusal, not processed).
                     transfer.resume(.failure(TransportError.timedOut(delivery: transfer.delivery)))
                 }
@@ -58,7 +58,7 @@ extension CurlMultiLoop {
             runLibcurl(multi)
             writes.end()
             collectFinished(on: multi)
-            let afterLibcurl = ContinuousClock.now
+            let afterLibcurl = clock.now
             sweepExpiredActive(on: multi, now: afterLibcurl)
             trimIdleHandles(now: afterLibcurl)
             if memoryTrim?.isDue(at: afterLibcurl) == true { trimFreedMemory() }
@@ -156,7 +156,9 @@ extension CurlMultiLoop {
         /// When the last trim began, and how many this process has made.
         private static let state = Locked<(last: ContinuousClock.Instant?, count: Int)>((nil, 0))
 
-        /// Trims unless another loop did within `interval`; how long it took, if it did.
+        /// Trims unless another loop did within `interval`; how long it took, if it did. On the
+        /// real clock, whatever the loops' own: the process's one heap is shared by connectors
+        /// whose clocks may differ (a test's), and only real time compares across them.
         static func trim(every interval: Duration) -> Duration? {
             let now = ContinuousClock.now
             let due = state.withLock { state -> Bool in

@@ -87,13 +87,13 @@ extension CurlMultiLoop {
     /// ``SocketWatch`` for the next pass.
     func poll(_ multi: UnsafeMutableRawPointer, upTo limit: Duration, phase: Phase) {
         assertOnLoopThread()
-        let now = ContinuousClock.now
         var limit = limit
         var running = false
         if case .running = phase { running = true }
-        let (nextWarmUp, keepingWarm) = keepWarm.sleepPlan(at: now, running: running, busy: !pool.isEmpty)
-        if let nextWarmUp { limit = min(limit, nextWarmUp - now) }  // the next attempt on time
-        if let due = sockets.timerDue { limit = min(limit, max(.zero, due - now)) }
+        let (nextWarmUp, keepingWarm) = keepWarm.sleepPlan(at: clock.now, running: running, busy: !pool.isEmpty)
+        if let nextWarmUp { limit = min(limit, nextWarmUp - clock.now) }  // the next attempt on time
+        // libcurl's timer is on the real clock, whatever the loop's own.
+        if let due = sockets.timerDue { limit = min(limit, max(.zero, due - .now)) }
         let milliseconds = limit <= .zero ? 0 : Int32(clamping: max(1, limit.millisecondsRoundedUp))
         let idle = keepingWarm ? connections.openSockets : nil
         let count = sockets.withPollSet(wake: wake.readEnd, idle: idle) {

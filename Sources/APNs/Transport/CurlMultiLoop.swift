@@ -60,6 +60,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         var reportsGoAway: Bool
         /// Hand freed heap memory back to the system this often (``TransportConfiguration/memoryTrimInterval``).
         var memoryTrimInterval: Duration?
+        /// The clock of the loop's own decisions (``CurlMultiLoop/clock``).
+        var clock: any WaitClock = ContinuousWaitClock.shared
     }
 
     enum Operation {
@@ -160,20 +162,25 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// resume it. Used only on the loop thread, like the easy handles, so it needs no lock
     /// callbacks; cleaned up after them.
     let share: UnsafeMutableRawPointer?
+    /// The clock of the loop's own decisions: deadlines, keep-warm, the breaker, stalls, the grace
+    /// period, the timed checks. The connector's (``TransportConfiguration`` `waitClock`): the real
+    /// one, or one a test advances, which wakes the loop when it jumps. libcurl's own timer and
+    /// timeouts, and the pacing of its transfers, stay on the real clock: they are libcurl's.
+    let clock: any WaitClock
     /// The easy handles: the transfers in libcurl, the idle ones, what the loop keeps for each.
-    let pool = HandlePool()
+    let pool: HandlePool
     /// Transfers beyond what the connections can carry wait here, in order, rather than in
     /// libcurl's own pending queue.
-    let queue = WaitingQueue()
+    let queue: WaitingQueue
     /// The loop's timed checks: the transfers in libcurl against their deadlines, and handing
     /// freed memory back (``TransportConfiguration/memoryTrimInterval``).
-    let activeSweep = Periodic(every: CurlMultiLoop.activeSweepInterval)
+    let activeSweep: Periodic
     let memoryTrim: Periodic?
     /// The transfers libcurl reported done in the current pass.
     let finishedInPass = FinishedInPass()
     /// The sockets and timer libcurl asks the loop to watch, what the sleep found ready, and
-    /// whether the next pass runs every transfer (``runLibcurl(_:)``).
-    let sockets = SocketWatch(everyTransferInterval: CurlMultiLoop.activeSweepInterval)
+    /// whether the next pass runs every transfer (``runLibcurl(_:)``): on the real clock.
+    let sockets = SocketWatch(everyTransferInterval: CurlMultiLoop.activeSweepInterval, startingAt: .now)
     /// Wakes the loop from poll(2).
     let wake: WakePipe
     /// The connections: open sockets, answers, stalled and retiring ones, the awaited one, the
@@ -185,7 +192,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// What the pool carries at once: its connections times each one's streams.
     let maximumInFlight: Int
     /// Keep-warm's state (``keepWarm(origin:)``), and when the last transfer in flight ended.
-    let keepWarm = KeepWarm(startingAt: .now)
+    let keepWarm: KeepWarm
     /// Where ``configure(_:for:timeoutMilliseconds:)`` assembles each request's URL.
     let urlBuffer = URLBuffer()
 
@@ -196,6 +203,12 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// Throws when libcurl refuses an option the stream and connection limits rest on.
     init(settings: Settings, maximumConnectionsPerHost: Int, maximumConcurrentStreams: Int) throws(TransportError) {
         self.settings = settings
+        clock = settings.clock
+        let now = clock.now
+        pool = HandlePool(startingAt: now)
+        queue = WaitingQueue(startingAt: now)
+        activeSweep = Periodic(every: CurlMultiLoop.activeSweepInterval, startingAt: now)
+        keepWarm = KeepWarm(startingAt: now)
         breaker = settings.circuitBreaker.map(CircuitBreaker.init(policy:))
         watchesGoAway = settings.reportsGoAway && settings.observability.isListening(at: .notice)
         let connectionsPerHost = max(1, maximumConnectionsPerHost)
@@ -203,13 +216,15 @@ final class CurlMultiLoop: @unchecked Sendable {
         connections = ConnectionTable(
             connectionsPerHost: connectionsPerHost, streamsPerConnection: streamsPerConnection)
         maximumInFlight = connectionsPerHost * streamsPerConnection
-        memoryTrim = settings.memoryTrimInterval.map { Periodic(every: $0, startingAfterOne: true) }
+        memoryTrim = settings.memoryTrimInterval.map { Periodic(every: $0, startingAt: now, startingAfterOne: true) }
         guard let wake = WakePipe() else {
             throw TransportError(
                 kind: .other, delivery: .notSent, curlCode: 0,
                 message: "the transport could not open its wake-up pipe (errno \(errno)); nothing was written")
         }
         self.wake = wake
+        // A test's clock that jumps wakes the loop, which judges its deadlines and timers again.
+        clock.whenAdvanced { [weak wake] in wake?.signal() }
         multi = curl_multi_init()
         share = curl_share_init()
         if let multi {
@@ -320,7 +335,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     func beginShutdown(gracePeriod: Duration) {
         guard let multi else { return }
         let cleanUpHere = inbox.withLock { state -> Bool in
-            let until = ContinuousClock.now + max(gracePeriod, .zero)
+            let until = clock.now + max(gracePeriod, .zero)
             switch state.phase {
             case .running: state.phase = .draining(until: until)
             case .draining(let earlier): state.phase = .draining(until: min(earlier, until))

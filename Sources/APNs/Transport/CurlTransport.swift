@@ -16,6 +16,8 @@ private let curlGlobalInit: Int = {
 /// it; releasing the transport without it starts the same shutdown without waiting for it.
 final class CurlTransport: Sendable {
     private let loop: CurlMultiLoop
+    /// The loop's clock (``CurlMultiLoop/clock``): a transfer's time counts from its reading.
+    private let clock: any WaitClock
     let requestTimeout: Duration
     let shutdownGracePeriod: Duration
     /// Whether the connector's `Service.run()` keeps a connection open (``keepWarm(_:)``).
@@ -50,6 +52,7 @@ final class CurlTransport: Sendable {
                         + Libcurl.installAdvice))
         }
         requestTimeout = configuration.requestTimeout
+        clock = configuration.waitClock.clock
         shutdownGracePeriod = configuration.shutdownGracePeriod
         keepsConnectionWarm = configuration.keepsConnectionWarm && libcurl.keepsAConnectionNothingWasWrittenOn
         var trustedCA: [UInt8]?
@@ -73,7 +76,7 @@ final class CurlTransport: Sendable {
                     environmentProxy: Proxy.EnvironmentRoute(environment), proxyCA: proxyCA,
                     observability: observability,
                     reportsGoAway: configuration.reportsGoAway && libcurl.reportsGoAway,
-                    memoryTrimInterval: configuration.memoryTrimInterval),
+                    memoryTrimInterval: configuration.memoryTrimInterval, clock: configuration.waitClock.clock),
                 maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
                 maximumConcurrentStreams: configuration.maximumConcurrentStreams)
         } catch {
@@ -208,7 +211,7 @@ final class CurlTransport: Sendable {
         Transfer(
             origin: endpoint.baseURL, path: request.path, pathIsPlain: CurlMultiLoop.isPlainPath(request.path),
             method: request.method, headerList: headerList(authorization: authorization, headers: request.headers),
-            body: RequestBody(request.body), deadline: deadline)
+            body: RequestBody(request.body), deadline: deadline, submittedAt: clock.now, clock: clock)
     }
 
     /// Starts `template` once per device, each to the device's path (with `apnsIDs`, each carrying
@@ -227,6 +230,7 @@ final class CurlTransport: Sendable {
         let origin = endpoint.baseURL
         var transfers: [Transfer] = []
         transfers.reserveCapacity(devices.count)
+        let submittedAt = clock.now
         for (index, device) in devices.enumerated() {
             // A request's own apns-id goes in one list node ahead of the shared list.
             let transfer = Transfer(
@@ -235,7 +239,8 @@ final class CurlTransport: Sendable {
                 method: template.method,
                 headerList: apnsIDs.map { HeaderList(first: HeaderList.apnsIDPrefix + $0[index], then: headers) }
                     ?? headers,
-                body: body, deadline: deadline, index: index, group: group)
+                body: body, deadline: deadline, submittedAt: submittedAt, clock: clock, index: index,
+                group: group)
             transfer.completion = .callback(completion)
             transfers.append(transfer)
         }

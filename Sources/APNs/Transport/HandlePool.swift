@@ -26,7 +26,7 @@ final class HandlePool {
     /// How often idle handles beyond the recent need are freed (``excessIdle(at:)``).
     static let trimInterval: Duration = .seconds(30)
 
-    init(startingAt start: ContinuousClock.Instant = .now) {
+    init(startingAt start: ContinuousClock.Instant) {
         trim = CurlMultiLoop.Periodic(every: HandlePool.trimInterval, startingAt: start)
     }
 

@@ -9,8 +9,7 @@ extension CurlMultiLoop {
         @exclusivity(unchecked) private var next: ContinuousClock.Instant
 
         /// Due at once (at `start`), or, `startingAfterOne`, one interval after it.
-        init(every interval: Duration, startingAt start: ContinuousClock.Instant = .now, startingAfterOne: Bool = false)
-        {
+        init(every interval: Duration, startingAt start: ContinuousClock.Instant, startingAfterOne: Bool = false) {
             self.interval = interval
             next = startingAfterOne ? start + interval : start
         }

@@ -30,7 +30,7 @@ final class SocketWatch {
     /// While anything is in flight, every transfer in libcurl runs at least this often.
     private let everyTransfer: CurlMultiLoop.Periodic
 
-    init(everyTransferInterval: Duration, startingAt start: ContinuousClock.Instant = .now) {
+    init(everyTransferInterval: Duration, startingAt start: ContinuousClock.Instant) {
         everyTransfer = CurlMultiLoop.Periodic(every: everyTransferInterval, startingAt: start)
     }
 

@@ -141,6 +141,9 @@ final class Transfer: @unchecked Sendable {
     let isWarmUp: Bool
     /// The loop's ``StalledPorts``, set when the transfer is started.
     @exclusivity(unchecked) private(set) var stalledPorts: StalledPorts?
+    /// The loop's clock (``CurlMultiLoop/clock``), for the deadline's verdict just before the
+    /// request is written.
+    let clock: any WaitClock
 
     /// A guard against pathological loops; the deadline is what normally ends resubmission.
     static let maximumResubmissions = 100
@@ -156,9 +159,10 @@ final class Transfer: @unchecked Sendable {
         origin: String, path: String, pathSuffix: String = "", pathIsPlain: Bool, method: APNsRequest.Method,
         headerList: HeaderList,
         body: RequestBody,
-        deadline: ContinuousClock.Instant, index: Int = 0, group: TransferGroup? = nil, isWarmUp: Bool = false,
-        submittedAt: ContinuousClock.Instant = .now
+        deadline: ContinuousClock.Instant, submittedAt: ContinuousClock.Instant, clock: any WaitClock, index: Int = 0,
+        group: TransferGroup? = nil, isWarmUp: Bool = false
     ) {
+        self.clock = clock
         time = TransferDeadline(submittedAt: submittedAt, deadline: deadline)
         self.isWarmUp = isWarmUp
         self.origin = origin
@@ -252,7 +256,7 @@ final class Transfer: @unchecked Sendable {
                 retry = .notHTTP2
                 return Int32(CURL_PREREQFUNC_ABORT)
             }
-            guard case .writable = time.verdict(at: .now) else {
+            guard case .writable = time.verdict(at: clock.now) else {
                 retry = .tooLate
                 return Int32(CURL_PREREQFUNC_ABORT)
             }

@@ -20,7 +20,7 @@ final class WaitingQueue {
     /// How often the waiting transfers are checked against their deadlines (``expired(at:)``).
     static let sweepInterval: Duration = .milliseconds(50)
 
-    init(startingAt start: ContinuousClock.Instant = .now) {
+    init(startingAt start: ContinuousClock.Instant) {
         sweep = CurlMultiLoop.Periodic(every: WaitingQueue.sweepInterval, startingAt: start)
     }
 
