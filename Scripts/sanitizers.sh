@@ -23,7 +23,7 @@ export LSAN_OPTIONS="suppressions=$PWD/Scripts/lsan-suppressions.txt:print_suppr
 export TSAN_OPTIONS="suppressions=$PWD/Scripts/tsan-suppressions.txt"
 thread_suites="KeepWarmTests|TaskExecutorTests|ObservabilityTests|CertificateDetailsTests|GoAwayTests|BulkSendTests"
 thread_suites+="|FaultMatrixTests|LifecycleTests|TransportTests|TransportTimingTests|CircuitBreakerTests|RetryTests|ServerBehaviourTests"
-thread_suites+="|UnrelatedKeyTests|ServiceLifecycleTests"
+thread_suites+="|UnrelatedKeyTests|ServiceLifecycleTests|LoopClockTests"
 address_suites="TransportTests|TransportTimingTests|BulkSendTests|FaultMatrixTests|GoAwayTests|ServerBehaviourTests|CertificateDetailsTests"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
