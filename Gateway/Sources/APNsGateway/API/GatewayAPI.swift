@@ -73,9 +73,24 @@ public struct GatewayAPI: Sendable {
     private let accepted: AppCounters
     private let replayed: Counter
 
+    /// The API an application that embeds the gateway serves (``router()``): it accepts for the
+    /// apps `connectors` serves, reports `dispatcher`'s state on its readiness probe, and wakes it
+    /// for each notification it accepts. `metricsText` answers `GET /metrics` (the Prometheus text
+    /// of the embedder's registry); nil answers it with 404.
+    public init(
+        database: GatewayDatabase, configuration: Configuration = .init(), connectors: CredentialConnectors,
+        dispatcher: Dispatcher, metricsText: (@Sendable () -> String)? = nil,
+        metricsFactory: any MetricsFactory = MetricsSystem.factory
+    ) {
+        self.init(
+            store: database.store, configuration: configuration, credentials: { connectors.policy(for: $0) },
+            metricsText: metricsText, sendingStatus: { dispatcher.status }, metricsFactory: metricsFactory,
+            onAccepted: { dispatcher.wake() })
+    }
+
     /// An API whose every app is served by one credential authenticating with `authenticationMethod`,
     /// in either environment.
-    public init(
+    package init(
         store: any GatewayStore, configuration: Configuration = .init(), authenticationMethod: AuthenticationMethod,
         metricsText: (@Sendable () -> String)? = nil, sendingStatus: (@Sendable () -> SendingStatus)? = nil,
         metricsFactory: any MetricsFactory = MetricsSystem.factory, onAccepted: @escaping @Sendable () -> Void = {}
@@ -90,7 +105,7 @@ public struct GatewayAPI: Sendable {
     /// - Parameters:
     ///   - credentials: What serves an app (``CredentialConnectors/policy(for:)``); a notification
     ///     for an app it answers nil for is refused.
-    public init(
+    package init(
         store: any GatewayStore, configuration: Configuration = .init(),
         credentials: @escaping @Sendable (String) -> CredentialPolicy?,
         metricsText: (@Sendable () -> String)? = nil, sendingStatus: (@Sendable () -> SendingStatus)? = nil,
@@ -110,7 +125,7 @@ public struct GatewayAPI: Sendable {
     }
 
     /// The SHA-256 of an API key, lower-case hex: what the store keeps instead of the key.
-    public static func hash(apiKey: String) -> String {
+    package static func hash(apiKey: String) -> String {
         hex(SHA256.hash(data: Array(apiKey.utf8)))
     }
 
@@ -167,7 +182,7 @@ public struct GatewayAPI: Sendable {
     }
 
     /// A new random API key (32 bytes, hex): give it to the caller once, store its ``hash(apiKey:)``.
-    public static func makeAPIKey() -> String {
+    package static func makeAPIKey() -> String {
         var generator = SystemRandomNumberGenerator()
         return "agk_"
             + (0..<32).map { _ in

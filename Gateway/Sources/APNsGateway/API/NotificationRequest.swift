@@ -13,27 +13,27 @@ import Foundation
 /// ```
 ///
 /// Thread safety: a value type; `Sendable`.
-public struct NotificationRequest: Sendable {
+package struct NotificationRequest: Sendable {
     /// The push type.
-    public let pushType: PushType
+    package let pushType: PushType
     /// The app the notification is for: its bundle id (for `mdm`, the MDM topic). API keys are
     /// allowed by this name.
-    public let app: String
+    package let app: String
     /// The APNs environment it names (`"environment"`), or nil for its app's credential's default.
-    public let environment: GatewayEnvironment?
+    package let environment: GatewayEnvironment?
     /// The devices, each token checked; empty when the notification goes to a ``channel``.
-    public let devices: [Device]
+    package let devices: [Device]
     /// The typed notification, every rule checked.
-    public let notification: any PushNotification
+    package let notification: any PushNotification
     /// The body without `devices`, compact with sorted keys: what the queue stores and the sender
     /// reads back (``NotificationRequest/init(storedJSON:)``). A Live Activity's `timestamp`, when
     /// absent, is fixed here at acceptance so that every device gets the same one.
-    public let storedJSON: String
+    package let storedJSON: String
 
     /// Reads and checks a request body; `maximumDevices` bounds `devices`.
     ///
     /// - Throws: ``RequestProblem`` naming the field and the rule, with nothing queued.
-    public init(body: [UInt8], maximumDevices: Int, now: Date = Date()) throws(RequestProblem) {
+    package init(body: [UInt8], maximumDevices: Int, now: Date = Date()) throws(RequestProblem) {
         var fields = try NotificationRequest.object(body)
         let devicesValue = fields.removeValue(forKey: "devices")
         let channelValue = fields.removeValue(forKey: "channel")
@@ -94,10 +94,10 @@ public struct NotificationRequest: Sendable {
     }
 
     /// The broadcast channel, when the notification goes to one instead of devices.
-    public let channel: BroadcastChannel?
+    package let channel: BroadcastChannel?
 
     /// What the queue stores per target: each device's token, or `channel:` and the channel id.
-    public var targets: [String] {
+    package var targets: [String] {
         if let channel { return [NotificationRequest.channelPrefix + channel.id] }
         return devices.map(\.token)
     }
@@ -139,7 +139,7 @@ public struct NotificationRequest: Sendable {
 
     /// Checks the rules that need a request (payload size, what the push type allows) and that
     /// the app's credential (`policy`) may send this push type to the environment it names.
-    public func check(for policy: CredentialPolicy) throws(RequestProblem) {
+    package func check(for policy: CredentialPolicy) throws(RequestProblem) {
         if let environment, !policy.environments.contains(environment) {
             throw RequestProblem(
                 field: NotificationSpec.environmentField,
@@ -151,7 +151,7 @@ public struct NotificationRequest: Sendable {
 
     /// Checks the rules that need a request (payload size, what the push type allows) and that
     /// a connector authenticating with `method` may send this push type.
-    public func check(for method: AuthenticationMethod) throws(RequestProblem) {
+    package func check(for method: AuthenticationMethod) throws(RequestProblem) {
         do {
             if let channel, let broadcast = notification as? any BroadcastDeliverable {
                 try broadcast.request(to: channel).checkRules(for: method)
@@ -204,9 +204,9 @@ public struct NotificationRequest: Sendable {
 
 /// What is wrong with a request, naming the field and the rule: the `detail` of a problem+json
 /// answer (400, or 413 and 403 for the two rules ``Kind`` names).
-public struct RequestProblem: Error, CustomStringConvertible, Sendable, Equatable {
+package struct RequestProblem: Error, CustomStringConvertible, Sendable, Equatable {
     /// Which answer a problem gets.
-    public enum Kind: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// The body breaks a rule `openapi.yaml` states: 400.
         case invalid
         /// The notification's APNs payload is over its push type's limit, which a schema cannot
@@ -218,11 +218,11 @@ public struct RequestProblem: Error, CustomStringConvertible, Sendable, Equatabl
     }
 
     /// The field at fault (`devices[3]`, `alert.title`), when one is.
-    public let field: String?
+    package let field: String?
     /// What is wrong and how to fix it.
-    public let message: String
+    package let message: String
     /// Which answer it gets.
-    public let kind: Kind
+    package let kind: Kind
 
     init(field: String? = nil, _ message: String, kind: Kind = .invalid) {
         self.field = field
@@ -230,7 +230,7 @@ public struct RequestProblem: Error, CustomStringConvertible, Sendable, Equatabl
         self.kind = kind
     }
 
-    public var description: String { field.map { "\($0): \(message)" } ?? message }
+    package var description: String { field.map { "\($0): \(message)" } ?? message }
 }
 
 /// What a gateway crash may cost a notification's device-sends. APNs has no idempotency: a push sent

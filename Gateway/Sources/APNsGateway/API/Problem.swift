@@ -7,16 +7,16 @@ import NIOCore
 /// says what is wrong and how to fix it, and the request field at fault when there is one.
 ///
 /// Thread safety: a value type; `Sendable`.
-public struct Problem: HTTPResponseError, Sendable, Equatable {
-    public let status: HTTPResponse.Status
-    public let detail: String
-    public let field: String?
+package struct Problem: HTTPResponseError, Sendable, Equatable {
+    package let status: HTTPResponse.Status
+    package let detail: String
+    package let field: String?
     /// Seconds to wait before trying again (429, 503).
-    public let retryAfter: Int?
+    package let retryAfter: Int?
     /// The methods the path answers (405).
-    public let allow: String?
+    package let allow: String?
 
-    public init(
+    package init(
         _ status: HTTPResponse.Status, _ detail: String, field: String? = nil, retryAfter: Int? = nil,
         allow: String? = nil
     ) {
@@ -39,7 +39,7 @@ public struct Problem: HTTPResponseError, Sendable, Equatable {
         self.init(status, problem.description, field: problem.field)
     }
 
-    public func response(from request: Request, context: some RequestContext) throws -> Response {
+    package func response(from request: Request, context: some RequestContext) throws -> Response {
         var members: [String: JSONValue] = [
             "type": .string("about:blank"), "title": .string(status.reasonPhrase),
             "status": .integer(Int64(status.code)),

@@ -7,12 +7,12 @@ import Synchronization
 
 /// What a notification for an app may be sent with: its credential's name, how it authenticates
 /// (what push types it can send) and the environments it may send to, the first the default.
-public struct CredentialPolicy: Sendable, Hashable {
-    public var credential: String
-    public var authenticationMethod: AuthenticationMethod
-    public var environments: [GatewayEnvironment]
+package struct CredentialPolicy: Sendable, Hashable {
+    package var credential: String
+    package var authenticationMethod: AuthenticationMethod
+    package var environments: [GatewayEnvironment]
 
-    public init(credential: String, authenticationMethod: AuthenticationMethod, environments: [GatewayEnvironment]) {
+    package init(credential: String, authenticationMethod: AuthenticationMethod, environments: [GatewayEnvironment]) {
         self.credential = credential
         self.authenticationMethod = authenticationMethod
         self.environments = environments
@@ -38,8 +38,8 @@ public final class CredentialConnectors: Service, Sendable {
     /// Credentials not kept in the queue: one connector, already made, for every app without a
     /// stored credential.
     public struct Fallback: Sendable {
-        public var policy: CredentialPolicy
-        public var connector: AnyConnector
+        package var policy: CredentialPolicy
+        package var connector: AnyConnector
 
         /// The fallback's name, unless it is given another.
         public static let defaultName = "default"
@@ -52,8 +52,8 @@ public final class CredentialConnectors: Service, Sendable {
     }
 
     /// Why no connector can send an app's notification; the message says what to do.
-    public struct LookupError: Error, CustomStringConvertible {
-        public let description: String
+    package struct LookupError: Error, CustomStringConvertible {
+        package let description: String
         init(_ description: String) { self.description = description }
     }
 
@@ -63,11 +63,11 @@ public final class CredentialConnectors: Service, Sendable {
     let transport: TransportConfiguration
     let logger: Logger
     /// How often the credentials are read again from the queue.
-    public let refreshInterval: Duration
+    package let refreshInterval: Duration
     /// How long a connector may go unused before it is shut down.
-    public let idleAfter: Duration
+    package let idleAfter: Duration
     /// How long a retired connector's sends may take to finish once it is shut down.
-    public let gracePeriod: Duration
+    package let gracePeriod: Duration
     /// The time it reads and waits by: when a connector was last used, when the credentials are
     /// read again (``GatewayClock``).
     let clock: any GatewayClock
@@ -100,12 +100,31 @@ public final class CredentialConnectors: Service, Sendable {
 
     private let state = Mutex(State())
 
+    /// The connectors an application that embeds the gateway runs: the credentials stored in
+    /// `database` (added with `apns-gateway credentials add`), opened with `vault`, and `fallback`
+    /// for the apps none serves. Call ``refresh()`` once before serving, then run it as a
+    /// `Service`, which keeps them current and shuts them down.
+    ///
+    /// - Parameters:
+    ///   - vault: Opens the stored secrets; nil when no key-encryption key was given (a stored
+    ///     credential then cannot be used, and says so).
+    ///   - transport: Every connector's transport settings (trust, proxy, memory trim).
+    public convenience init(
+        database: GatewayDatabase, vault: CredentialVault?, fallback: Fallback?,
+        transport: TransportConfiguration = TransportConfiguration(), logger: Logger,
+        gracePeriod: Duration = .seconds(30)
+    ) {
+        self.init(
+            store: database.store, vault: vault, fallback: fallback, transport: transport, logger: logger,
+            gracePeriod: gracePeriod)
+    }
+
     /// - Parameters:
     ///   - store: Where credentials are read; nil for the fallback alone.
     ///   - vault: Opens their secrets; nil when no key-encryption key was given (a stored
     ///     credential then cannot be used, and says so).
     ///   - transport: Every connector's transport settings (trust, proxy, memory trim).
-    public init(
+    package init(
         store: (any GatewayStore)?, vault: CredentialVault?, fallback: Fallback?,
         transport: TransportConfiguration = TransportConfiguration(), logger: Logger,
         refreshInterval: Duration = .seconds(2), idleAfter: Duration = .seconds(600),
@@ -123,7 +142,7 @@ public final class CredentialConnectors: Service, Sendable {
     }
 
     /// Only `connector`, for every app: what a dispatcher made with one connector uses.
-    public convenience init(_ connector: AnyConnector, logger: Logger) {
+    package convenience init(_ connector: AnyConnector, logger: Logger) {
         self.init(
             store: nil, vault: nil,
             fallback: Fallback(connector: connector, environment: .sandbox), logger: logger)
@@ -131,12 +150,12 @@ public final class CredentialConnectors: Service, Sendable {
 
     /// The name of the credential that serves `app` (the fallback's for an app no stored
     /// credential serves): what its sends pause by.
-    public func credentialName(for app: String) -> String {
+    package func credentialName(for app: String) -> String {
         state.withLock { $0.catalog[app]?.name } ?? fallback?.policy.credential ?? Fallback.defaultName
     }
 
     /// What serves `app`: its stored credential's policy, else the fallback's, else nil.
-    public func policy(for app: String) -> CredentialPolicy? {
+    package func policy(for app: String) -> CredentialPolicy? {
         if let credential = state.withLock({ $0.catalog[app] }) {
             return CredentialPolicy(
                 credential: credential.name, authenticationMethod: credential.authenticationMethod,
@@ -294,7 +313,7 @@ public final class CredentialConnectors: Service, Sendable {
 
     /// The library's connector for a credential's secret: also what `apns-gateway credential add`
     /// makes (and shuts down) to check a credential before storing it.
-    public static func connector(
+    package static func connector(
         for credential: StoredCredential, secret: CredentialSecret, environment: GatewayEnvironment,
         transport: TransportConfiguration, logger: Logger?
     ) throws -> AnyConnector {
@@ -323,7 +342,7 @@ public final class CredentialConnectors: Service, Sendable {
 
     /// The fingerprint of a secret's public part, hex SHA-256: a token key's public key (DER), a
     /// certificate's DER (`connector`'s, as the library read it).
-    public static func fingerprint(of secret: CredentialSecret, connector: AnyConnector) throws -> String {
+    package static func fingerprint(of secret: CredentialSecret, connector: AnyConnector) throws -> String {
         switch secret {
         case .signingKey(let pem):
             let key = try P256.Signing.PrivateKey(pemRepresentation: pem)

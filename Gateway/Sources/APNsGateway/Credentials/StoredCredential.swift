@@ -22,32 +22,32 @@ public enum GatewayEnvironment: String, Sendable, Hashable, CaseIterable, Codabl
 ///
 /// Thread safety: a value type; `Sendable`. Its `description` shows no secret (and the sealed bytes
 /// are not one without the key-encryption key).
-public struct StoredCredential: Sendable, Hashable, CustomStringConvertible {
+package struct StoredCredential: Sendable, Hashable, CustomStringConvertible {
     /// A token key (`.p8`) or a certificate.
-    public enum Kind: String, Sendable, Hashable { case token, certificate }
+    package enum Kind: String, Sendable, Hashable { case token, certificate }
 
     /// The operator's name for it, unique.
-    public var name: String
-    public var kind: Kind
+    package var name: String
+    package var kind: Kind
     /// A token key's team id (`iss`) and key id (`kid`).
-    public var teamID: String?
-    public var keyID: String?
+    package var teamID: String?
+    package var keyID: String?
     /// The environments it may send to; the first is a notification's when it names none.
-    public var environments: [GatewayEnvironment]
+    package var environments: [GatewayEnvironment]
     /// Another APNs server (`HOST:PORT`, a mock or a relay) in place of Apple's, for both environments.
-    public var apnsHost: String?
+    package var apnsHost: String?
     /// The secret, sealed (``CredentialVault/seal(_:for:revision:)``), base64.
-    public var sealed: String
+    package var sealed: String
     /// SHA-256 of the credential's public part (a token key's public key, a certificate's DER), hex:
     /// tells two keys apart without revealing either.
-    public var fingerprint: String
+    package var fingerprint: String
     /// Grows with every rotation; a connector made from an earlier revision is replaced.
-    public var revision: Int
+    package var revision: Int
     /// The apps bound to it.
-    public var apps: Set<String>
-    public var updatedAt: Date
+    package var apps: Set<String>
+    package var updatedAt: Date
 
-    public init(
+    package init(
         name: String, kind: Kind, teamID: String? = nil, keyID: String? = nil, environments: [GatewayEnvironment],
         apnsHost: String? = nil, sealed: String, fingerprint: String, revision: Int, apps: Set<String>, updatedAt: Date
     ) {
@@ -65,9 +65,9 @@ public struct StoredCredential: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// How connectors made from it authenticate.
-    public var authenticationMethod: AuthenticationMethod { kind == .token ? .token : .certificate }
+    package var authenticationMethod: AuthenticationMethod { kind == .token ? .token : .certificate }
 
-    public var description: String {
+    package var description: String {
         var parts = ["\(name)", kind.rawValue]
         if let teamID, let keyID { parts.append("team \(teamID) key \(keyID)") }
         parts.append("revision \(revision)")
@@ -80,13 +80,13 @@ public struct StoredCredential: Sendable, Hashable, CustomStringConvertible {
 /// bundle and its password, or PEM certificate and key with an optional passphrase).
 ///
 /// Thread safety: a value type; `Sendable`. Its `description` is redacted.
-public enum CredentialSecret: Sendable, Hashable, Codable, CustomStringConvertible, CustomDebugStringConvertible {
+package enum CredentialSecret: Sendable, Hashable, Codable, CustomStringConvertible, CustomDebugStringConvertible {
     case signingKey(pem: String)
     case pkcs12(bytes: Data, password: String)
     case pem(certificate: String, privateKey: String, passphrase: String?)
 
-    public var description: String { "CredentialSecret(redacted)" }
-    public var debugDescription: String { description }
+    package var description: String { "CredentialSecret(redacted)" }
+    package var debugDescription: String { description }
 }
 
 /// Seals and opens credential secrets with AES-GCM under a 256-bit key-encryption key that lives
@@ -115,13 +115,14 @@ public struct CredentialVault: Sendable {
     }
 
     /// A new random key, base64: what `apns-gateway credential new-key` prints.
-    public static func newKey() -> String {
+    package static func newKey() -> String {
         SymmetricKey(size: .bits256).withUnsafeBytes { Data($0).base64EncodedString() }
     }
 
     /// `secret` sealed for the credential `name` at `revision`, base64.
-    public func seal(_ secret: CredentialSecret, for name: String, revision: Int) throws(CredentialVaultError) -> String
-    {
+    package func seal(
+        _ secret: CredentialSecret, for name: String, revision: Int
+    ) throws(CredentialVaultError) -> String {
         do {
             let plain = try JSONEncoder().encode(secret)
             let box = try AES.GCM.seal(plain, using: key, authenticating: Self.binding(name, revision))
@@ -135,7 +136,7 @@ public struct CredentialVault: Sendable {
     }
 
     /// The secret of `credential`; an error when this vault's key is not the one it was sealed with.
-    public func open(_ credential: StoredCredential) throws(CredentialVaultError) -> CredentialSecret {
+    package func open(_ credential: StoredCredential) throws(CredentialVaultError) -> CredentialSecret {
         do {
             guard let combined = Data(base64Encoded: credential.sealed) else { throw CocoaError(.coderReadCorrupt) }
             let box = try AES.GCM.SealedBox(combined: combined)

@@ -299,7 +299,7 @@ extension Dispatcher {
         return outcome
     }
 
-    public static func apnsID(notification: String, position: Int) -> APNsID {
+    package static func apnsID(notification: String, position: Int) -> APNsID {
         var bytes = Array(SHA256.hash(data: Array("\(notification)/\(position)".utf8)).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x80  // version 8: custom
         bytes[8] = (bytes[8] & 0x3F) | 0x80  // variant: RFC 9562

@@ -133,7 +133,7 @@ public final class Dispatcher: Service, Sendable {
     let configuration: Configuration
     let logger: Logger
     /// This sender's name in leases.
-    public let owner: String
+    package let owner: String
     private let wakeUps: AsyncStream<Void>
     private let wakeUpContinuation: AsyncStream<Void>.Continuation
     /// Device-sends finished or queued again, by result (accepted, rejected, failed, expired,
@@ -153,7 +153,7 @@ public final class Dispatcher: Service, Sendable {
     let clock: any GatewayClock
 
     /// A dispatcher that sends every app's notifications through `connector`.
-    public convenience init(
+    package convenience init(
         store: any GatewayStore, connector: AnyConnector, configuration: Configuration = .init(), logger: Logger,
         metricsFactory: (any MetricsFactory)? = nil
     ) {
@@ -162,10 +162,24 @@ public final class Dispatcher: Service, Sendable {
             logger: logger, metricsFactory: metricsFactory)
     }
 
+    /// A dispatcher that claims from `database` and sends each app's notifications through its
+    /// connector in `connectors`: what an application that embeds the gateway runs, as a
+    /// `Service`, beside ``GatewayAPI``'s server and `connectors`.
+    ///
     /// - Parameters:
     ///   - connectors: Each app's connector, by its credential and the notification's environment.
     ///   - metricsFactory: Where its metrics go; nil uses `MetricsSystem.factory`.
-    public init(
+    public convenience init(
+        database: GatewayDatabase, connectors: CredentialConnectors, configuration: Configuration = .init(),
+        logger: Logger, metricsFactory: (any MetricsFactory)? = nil
+    ) {
+        self.init(
+            store: database.store, connectors: connectors, configuration: configuration, logger: logger,
+            metricsFactory: metricsFactory)
+    }
+
+    /// ``init(database:connectors:configuration:logger:metricsFactory:)`` on the package's store.
+    package init(
         store: any GatewayStore, connectors: CredentialConnectors, configuration: Configuration = .init(),
         logger: Logger, metricsFactory: (any MetricsFactory)? = nil
     ) {
@@ -194,7 +208,7 @@ public final class Dispatcher: Service, Sendable {
     ///
     /// Paused when any credential is (the one whose probe comes first); the log and
     /// `apns_gateway_sending_paused` say which.
-    public var status: SendingStatus {
+    package var status: SendingStatus {
         let now = clock.now
         return pauses.withLock { $0.status(at: now) }
     }
@@ -369,7 +383,7 @@ public final class Dispatcher: Service, Sendable {
     /// is over, one device-send of its apps is claimed alone, the probe (``UpstreamPause``). The
     /// other credentials' apps are claimed as usual.
     @discardableResult
-    public func dispatchOnce() async throws -> Int {
+    package func dispatchOnce() async throws -> Int {
         let now = clock.now
         guard lease.withLock({ $0.mayStart(at: now) }) else { return 0 }
         let (blocked, probes) = pauses.withLock { $0.claims(at: now) }

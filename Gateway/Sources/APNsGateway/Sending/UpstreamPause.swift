@@ -3,7 +3,7 @@ import Foundation
 
 /// Why sending is paused: a cause outside the device-send, which the next send would meet too.
 /// None of these spends a device-send's attempts; each pauses every send through the connector.
-public enum UpstreamCause: String, Sendable, CaseIterable {
+package enum UpstreamCause: String, Sendable, CaseIterable {
     /// No answer could be had: DNS, connect, TLS, proxy, a server without HTTP/2, the connector's
     /// circuit breaker open, or a deadline that passed before the request was written.
     case unreachable
@@ -179,7 +179,7 @@ struct UpstreamPause: Sendable, Equatable {
 }
 
 /// Whether a dispatcher sends, as readiness reports it.
-public enum SendingStatus: Sendable, Equatable {
+package enum SendingStatus: Sendable, Equatable {
     case sending
     /// Paused for `cause`: device-sends wait, their attempts unspent; a probe goes out in
     /// `probeIn` (zero: one is out, or goes with the next claim).

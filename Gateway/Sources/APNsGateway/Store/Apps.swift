@@ -16,41 +16,41 @@ import Foundation
 /// has no row yet. Instances' clocks may differ a little: time before `at` refills nothing, and
 /// `at` never goes back. On PostgreSQL the table is unlogged (no write-ahead log, so no flush per
 /// request): after a crash, or on a standby, every app starts from a full bucket.
-public enum DeviceSendBudget {
+package enum DeviceSendBudget {
     /// The tokens a bucket holds at `now`: what it held at `at` plus `rate` a second since, at
     /// most one second's worth.
-    public static func refilled(tokens: Double, at: Double, now: Double, rate: Double) -> Double {
+    package static func refilled(tokens: Double, at: Double, now: Double, rate: Double) -> Double {
         min(rate, tokens + max(0, now - at) * rate)
     }
 
     /// The seconds a bucket holding `tokens` (zero or less: in debt) needs to hold one again.
-    public static func wait(tokens: Double, rate: Double) -> Double { max(0, (1 - tokens) / rate) }
+    package static func wait(tokens: Double, rate: Double) -> Double { max(0, (1 - tokens) / rate) }
 }
 
 /// Which apps a claim may take device-sends of.
-public struct AppFilter: Sendable {
+package struct AppFilter: Sendable {
     /// Whether the app's device-sends may be claimed.
-    public let admits: @Sendable (String) -> Bool
+    package let admits: @Sendable (String) -> Bool
 
-    public init(_ admits: @escaping @Sendable (String) -> Bool) { self.admits = admits }
+    package init(_ admits: @escaping @Sendable (String) -> Bool) { self.admits = admits }
 
     /// Every app.
-    public static let all = AppFilter { _ in true }
+    package static let all = AppFilter { _ in true }
 }
 
 /// An app's own settings: the credential it is bound to and its limits (nil: none).
-public struct AppSettings: Sendable, Hashable {
+package struct AppSettings: Sendable, Hashable {
     /// The bundle id (or MDM topic).
-    public var app: String
+    package var app: String
     /// The stored credential that serves it; nil for the gateway's credential flags.
-    public var credential: String?
+    package var credential: String?
     /// Unfinished device-sends it may have in the queue; a request past it is refused (429).
-    public var maximumQueued: Int?
+    package var maximumQueued: Int?
     /// Device-sends a second it may have accepted, on average, by every instance on the queue
     /// together (``DeviceSendBudget``).
-    public var deviceSendsPerSecond: Double?
+    package var deviceSendsPerSecond: Double?
 
-    public init(app: String, credential: String? = nil, maximumQueued: Int? = nil, deviceSendsPerSecond: Double? = nil)
+    package init(app: String, credential: String? = nil, maximumQueued: Int? = nil, deviceSendsPerSecond: Double? = nil)
     {
         self.app = app
         self.credential = credential
@@ -60,17 +60,17 @@ public struct AppSettings: Sendable, Hashable {
 }
 
 /// An API key as stored: a name, the SHA-256 of the secret, the apps it may send to, and its rate.
-public struct APIKey: Sendable, Hashable {
+package struct APIKey: Sendable, Hashable {
     /// A name for logs and metrics (never the secret).
-    public var name: String
+    package var name: String
     /// Lower-case hex SHA-256 of the secret.
-    public var hash: String
+    package var hash: String
     /// Bundle ids (MDM topics for mdm) the key may send to.
-    public var apps: Set<String>
+    package var apps: Set<String>
     /// Requests per second allowed (a token bucket with this rate and a burst of twice it).
-    public var requestsPerSecond: Double
+    package var requestsPerSecond: Double
 
-    public init(name: String, hash: String, apps: Set<String>, requestsPerSecond: Double) {
+    package init(name: String, hash: String, apps: Set<String>, requestsPerSecond: Double) {
         self.name = name
         self.hash = hash
         self.apps = apps

@@ -15,7 +15,7 @@ import PostgresNIO
 /// Thread safety: a value type; `Sendable`.
 public struct DatabaseFailure: Sendable, CustomStringConvertible {
     /// Whether waiting and trying again can help.
-    public enum Kind: String, Sendable {
+    package enum Kind: String, Sendable {
         /// The database cannot serve now: unreachable, out of connections or disk, shutting down,
         /// read-only after a failover, busy, or a transaction it rolled back (deadlock,
         /// serialization). A request may be tried again after a while.
@@ -24,15 +24,15 @@ public struct DatabaseFailure: Sendable, CustomStringConvertible {
         case failed
     }
 
-    public let kind: Kind
+    package let kind: Kind
     /// PostgreSQL's SQLSTATE (`53300`), or SQLite's primary result code (`13`), when there is one.
-    public let code: String?
+    package let code: String?
     /// For example "PostgreSQL 53300: sorry, too many clients already", "PostgreSQL connection
     /// serverClosedConnection", "SQLite error 13 (database or disk is full): database or disk is
     /// full".
     public let description: String
 
-    public init(_ error: any Error) {
+    package init(_ error: any Error) {
         switch error {
         case let error as PostgresTransactionError:
             // The error that ended the transaction: its closure's, else BEGIN's or COMMIT's.
@@ -57,7 +57,7 @@ public struct DatabaseFailure: Sendable, CustomStringConvertible {
 
     /// `error` as a ``StoreError`` that says what the database said, when it is the database's;
     /// any other error as it is. For errors that end a command, printed by its caller.
-    public static func readable(_ error: any Error) -> any Error {
+    package static func readable(_ error: any Error) -> any Error {
         switch error {
         case is PSQLError, is PostgresTransactionError, is DatabaseError:
             StoreError("the queue's database: \(DatabaseFailure(error))")

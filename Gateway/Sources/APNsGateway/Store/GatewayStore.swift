@@ -11,7 +11,7 @@ import Foundation
 /// outcome.
 ///
 /// Thread safety: implementations are `Sendable` and safe to call from any number of tasks.
-public protocol GatewayStore: Sendable {
+package protocol GatewayStore: Sendable {
     /// Creates the schema or upgrades it through its numbered migrations; throws a ``StoreError``
     /// for a queue a newer gateway has upgraded. Safe to call on every start.
     func prepare() async throws
@@ -116,12 +116,12 @@ public protocol GatewayStore: Sendable {
 
 extension GatewayStore {
     /// ``claim(owner:limit:now:leaseUntil:apps:)`` of every app.
-    public func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification] {
+    package func claim(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [ClaimedNotification] {
         try await claim(owner: owner, limit: limit, now: now, leaseUntil: leaseUntil, apps: .all)
     }
 
     /// ``enqueue(_:maximumQueueDepth:maximumAppDepth:)`` without a quota for the app.
-    public func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
+    package func enqueue(_ notification: QueuedNotification, maximumQueueDepth: Int) async throws -> EnqueueResult {
         try await enqueue(notification, maximumQueueDepth: maximumQueueDepth, maximumAppDepth: nil)
     }
 }

@@ -3,20 +3,20 @@ import Foundation
 // What the store keeps of running senders: each instance's registration and heartbeat.
 
 /// A running sender (one gateway process), as registered in the store.
-public struct GatewayInstance: Sendable, Hashable {
+package struct GatewayInstance: Sendable, Hashable {
     /// Its name in claims (`lease_owner`).
-    public var name: String
+    package var name: String
     /// The host it runs on, and its process id there: a process gone from this host is dead
     /// whatever its last heartbeat says.
-    public var host: String
-    public var processID: Int32
+    package var host: String
+    package var processID: Int32
     /// This start of the process (a random id): a registration of the same name by an earlier
     /// process is not this one's.
-    public var incarnation: String
+    package var incarnation: String
     /// How often it records its heartbeat (``Dispatcher/Configuration/heartbeat``).
-    public var heartbeat: Duration
+    package var heartbeat: Duration
 
-    public init(
+    package init(
         name: String, host: String = ProcessInfo.processInfo.hostName,
         processID: Int32 = ProcessInfo.processInfo.processIdentifier, incarnation: String = UUID().uuidString,
         heartbeat: Duration = .seconds(1)
@@ -39,7 +39,7 @@ public struct GatewayInstance: Sendable, Hashable {
     /// another namespace, the one live process it could be is a second container given the same
     /// hostname and name, which the name's rule already forbids. A live sender records its
     /// heartbeat every ``heartbeat``; three missed is a stop, not a delay.
-    public func isEarlierStart(
+    package func isEarlierStart(
         host: String, processID: Int32, incarnation: String, lastHeartbeat: Date, now: Date
     ) -> Bool {
         host == self.host && processID == self.processID && incarnation != self.incarnation
@@ -48,13 +48,13 @@ public struct GatewayInstance: Sendable, Hashable {
 
     /// Whether a registration by `host` and `processID` names this process: an earlier start of it
     /// (``isEarlierStart(host:processID:incarnation:lastHeartbeat:now:)`` once its heartbeats stop).
-    public func sharesProcessID(host: String, processID: Int32) -> Bool {
+    package func sharesProcessID(host: String, processID: Int32) -> Bool {
         host == self.host && processID == self.processID
     }
 
     /// Whether a registered sender is dead: no heartbeat for `staleAfter`, or registered from this
     /// host by a process that no longer exists.
-    public static func isDead(
+    package static func isDead(
         host: String, processID: Int32, lastHeartbeat: Date, now: Date, staleAfter: Duration,
         thisHost: String = ProcessInfo.processInfo.hostName
     ) -> Bool {
@@ -65,7 +65,7 @@ public struct GatewayInstance: Sendable, Hashable {
 }
 
 /// What ``GatewayStore/register(_:now:staleAfter:)`` did.
-public enum InstanceRegistration: Sendable, Equatable {
+package enum InstanceRegistration: Sendable, Equatable {
     /// Registered; `releasedClaims` device-sends dead senders held were queued again.
     case registered(releasedClaims: Int)
     /// A live sender holds the name.

@@ -6,35 +6,35 @@ import APNs
 ///
 /// A struct with static members, not an enum: the transport's kinds grow with libcurl and APNs,
 /// and an outcome stored by a newer gateway must still read.
-public struct FailureKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
+package struct FailureKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    package let rawValue: String
+    package init(rawValue: String) { self.rawValue = rawValue }
     /// A transport failure's kind.
-    public init(_ kind: TransportError.Kind) { rawValue = kind.rawValue }
+    package init(_ kind: TransportError.Kind) { rawValue = kind.rawValue }
 
     /// APNs refused it (a 429 TooManyRequests queued again; other refusals carry their status).
-    public static let rejected = FailureKind(rawValue: "rejected")
+    package static let rejected = FailureKind(rawValue: "rejected")
     /// The notification or its device cannot be sent as stored: nothing was sent.
-    public static let invalid = FailureKind(rawValue: "invalid")
+    package static let invalid = FailureKind(rawValue: "invalid")
     /// No credential can send it (its app has none now, or none for its environment).
-    public static let credential = FailureKind(rawValue: "credential")
+    package static let credential = FailureKind(rawValue: "credential")
     /// An at-most-once device-send its sender recorded as started and then left without an
     /// outcome: it may have reached APNs, and is not sent again.
-    public static let interrupted = FailureKind(rawValue: "interrupted")
+    package static let interrupted = FailureKind(rawValue: "interrupted")
     /// This instance did not start it (it stopped, its lease came into doubt, sending paused):
     /// queued again, not sent.
-    public static let stopped = FailureKind(rawValue: "stopped")
+    package static let stopped = FailureKind(rawValue: "stopped")
     /// Its notification expired before it could be sent: finished, never sent.
-    public static let expired = FailureKind(rawValue: "expired")
+    package static let expired = FailureKind(rawValue: "expired")
     /// Any other failure.
-    public static let other = FailureKind(rawValue: "other")
+    package static let other = FailureKind(rawValue: "other")
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }
 
 /// What one try of a device-send came to, as the dispatcher counts it
 /// (`apns_gateway_device_sends_total`'s `result`) and the API reports it (`state`, `counts`).
-public enum OutcomeResult: String, Sendable, CaseIterable {
+package enum OutcomeResult: String, Sendable, CaseIterable {
     /// Not finished: waiting to be claimed or sent (the API's), or queued again (the counter's
     /// ``requeued``).
     case queued
@@ -50,7 +50,7 @@ public enum OutcomeResult: String, Sendable, CaseIterable {
     case requeued
 
     /// The result of a try, as written back: queued again, answered, expired or failed.
-    public init(_ outcome: DeliveryOutcome) {
+    package init(_ outcome: DeliveryOutcome) {
         if outcome.retryAt != nil {
             self = .requeued
         } else {
@@ -59,7 +59,7 @@ public enum OutcomeResult: String, Sendable, CaseIterable {
     }
 
     /// Where a device-send stands, as stored: finished (answered, expired or failed) or queued.
-    public init(_ record: DeliveryRecord) {
+    package init(_ record: DeliveryRecord) {
         self = record.state == "done" ? Self(status: record.status, errorKind: record.errorKind) : .queued
     }
 

@@ -6,7 +6,7 @@ import PostgresNIO
 // Apps' settings, their shared device-sends budget and their depth.
 
 extension PostgresStore {
-    public func appSettings() async throws -> [AppSettings] {
+    package func appSettings() async throws -> [AppSettings] {
         var settings: [AppSettings] = []
         for try await (app, credential, maximum, rate) in try await client.query(
             "SELECT app, credential, max_queued::int8, device_sends_per_second FROM app_settings ORDER BY app",
@@ -18,7 +18,7 @@ extension PostgresStore {
         return settings
     }
 
-    public func setLimits(of app: String, maximumQueued: Int?, deviceSendsPerSecond: Double?) async throws {
+    package func setLimits(of app: String, maximumQueued: Int?, deviceSendsPerSecond: Double?) async throws {
         try await client.query(
             """
             INSERT INTO app_settings(app, max_queued, device_sends_per_second)
@@ -28,7 +28,7 @@ extension PostgresStore {
             """, logger: logger)
     }
 
-    public func takeDeviceSends(app: String, devices: Int, rate: Double, now: Date) async throws -> Double? {
+    package func takeDeviceSends(app: String, devices: Int, rate: Double, now: Date) async throws -> Double? {
         let now = now.timeIntervalSince1970
         let devices = Double(devices)
         // ``DeviceSendBudget/refilled(tokens:at:now:rate:)`` in SQL: the row is locked by the
@@ -52,13 +52,13 @@ extension PostgresStore {
             tokens: DeviceSendBudget.refilled(tokens: tokens, at: at, now: now, rate: rate), rate: rate)
     }
 
-    public func returnDeviceSends(app: String, devices: Int, rate: Double) async throws {
+    package func returnDeviceSends(app: String, devices: Int, rate: Double) async throws {
         try await client.query(
             "UPDATE app_rates SET tokens = least(\(rate), tokens + \(Double(devices))) WHERE app = \(app)",
             logger: logger)
     }
 
-    public func queueDepth(of app: String) async throws -> Int {
+    package func queueDepth(of app: String) async throws -> Int {
         try await client.query(Self.appDepthQuery(app), logger: logger).collect().first?.decode(Int.self) ?? 0
     }
 

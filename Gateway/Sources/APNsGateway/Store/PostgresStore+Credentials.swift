@@ -6,14 +6,14 @@ import PostgresNIO
 // API keys and credentials as PostgreSQL keeps them.
 
 extension PostgresStore {
-    public func addAPIKey(_ key: APIKey) async throws {
+    package func addAPIKey(_ key: APIKey) async throws {
         let apps = key.apps.sorted().joined(separator: "\n")
         try await client.query(
             "INSERT INTO api_keys(hash, name, apps, requests_per_second) VALUES (\(key.hash), \(key.name), \(apps), \(key.requestsPerSecond))",
             logger: logger)
     }
 
-    public func apiKey(hash: String) async throws -> APIKey? {
+    package func apiKey(hash: String) async throws -> APIKey? {
         let rows = try await client.query(
             "SELECT name, hash, apps, requests_per_second FROM api_keys WHERE hash = \(hash)", logger: logger)
         for try await (name, hash, apps, rate) in rows.decode((String, String, String, Double).self) {
@@ -24,7 +24,7 @@ extension PostgresStore {
         return nil
     }
 
-    public func apiKeys() async throws -> [APIKey] {
+    package func apiKeys() async throws -> [APIKey] {
         var keys: [APIKey] = []
         for try await (name, hash, apps, rate) in try await client.query(
             "SELECT name, hash, apps, requests_per_second FROM api_keys ORDER BY name", logger: logger
@@ -37,12 +37,12 @@ extension PostgresStore {
         return keys
     }
 
-    public func revokeAPIKey(name: String) async throws -> Bool {
+    package func revokeAPIKey(name: String) async throws -> Bool {
         try await client.query("DELETE FROM api_keys WHERE name = \(name) RETURNING 1", logger: logger).collect().count
             > 0
     }
 
-    public func credentials() async throws -> [StoredCredential] {
+    package func credentials() async throws -> [StoredCredential] {
         var apps: [String: Set<String>] = [:]
         for try await (app, credential) in try await client.query(
             "SELECT app, credential FROM app_settings WHERE credential IS NOT NULL", logger: logger
@@ -66,7 +66,7 @@ extension PostgresStore {
         return credentials
     }
 
-    public func saveCredential(_ credential: StoredCredential, replacing revision: Int?) async throws -> Bool {
+    package func saveCredential(_ credential: StoredCredential, replacing revision: Int?) async throws -> Bool {
         let row = CredentialRow(credential)
         let apps = credential.apps.sorted()
         let logger = self.logger
@@ -104,7 +104,7 @@ extension PostgresStore {
         }
     }
 
-    public func removeCredential(name: String) async throws -> [String]? {
+    package func removeCredential(name: String) async throws -> [String]? {
         let logger = self.logger
         return try await client.withTransaction(logger: logger) { connection -> [String]? in
             var apps: [String] = []

@@ -6,7 +6,7 @@ import PostgresNIO
 // Running senders: registration, heartbeats and leaving.
 
 extension PostgresStore {
-    public func register(
+    package func register(
         _ instance: GatewayInstance, now: Date, staleAfter: Duration
     ) async throws
         -> InstanceRegistration
@@ -51,7 +51,7 @@ extension PostgresStore {
 
     /// Renews the instance's lease, which extends the lease of every device-send it holds (see
     /// the claim): one row, whatever it holds.
-    public func heartbeat(_ instance: GatewayInstance, now: Date, leaseUntil: Date) async throws -> Bool {
+    package func heartbeat(_ instance: GatewayInstance, now: Date, leaseUntil: Date) async throws -> Bool {
         try await client.query(
             """
             UPDATE instances SET heartbeat_at = \(now.timeIntervalSince1970), lease_until = \(leaseUntil.timeIntervalSince1970)
@@ -60,7 +60,7 @@ extension PostgresStore {
         ).collect().count == 1
     }
 
-    public func unregister(_ instance: GatewayInstance) async throws {
+    package func unregister(_ instance: GatewayInstance) async throws {
         try await client.query(
             "DELETE FROM instances WHERE name = \(instance.name) AND incarnation = \(instance.incarnation)",
             logger: logger)

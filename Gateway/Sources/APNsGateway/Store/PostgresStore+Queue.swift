@@ -7,7 +7,7 @@ import PostgresNIO
 // a client reads of a notification's progress and the unregistered tokens.
 
 extension PostgresStore {
-    public func enqueue(
+    package func enqueue(
         _ notification: QueuedNotification, maximumQueueDepth: Int, maximumAppDepth: Int?
     ) async throws -> EnqueueResult {
         if let idempotency = notification.idempotency,
@@ -134,7 +134,7 @@ extension PostgresStore {
             """
     }
 
-    public func queueDepth() async throws -> Int {
+    package func queueDepth() async throws -> Int {
         // One round trip reading 16 rows.
         let count = try await client.query(Self.depthQuery(), logger: logger).collect().first?.decode(Int.self) ?? 0
         let now = clock.now
@@ -220,7 +220,7 @@ extension PostgresStore {
         return try await queueDepth()
     }
 
-    public func claim(
+    package func claim(
         owner: String, limit: Int, now: Date, leaseUntil: Date, apps filter: AppFilter
     ) async throws -> [ClaimedNotification] {
         let logger = self.logger
@@ -277,7 +277,7 @@ extension PostgresStore {
         }
     }
 
-    public func markStarted(notificationID: String, positions: [Int], owner: String, now: Date) async throws -> Int {
+    package func markStarted(notificationID: String, positions: [Int], owner: String, now: Date) async throws -> Int {
         guard !positions.isEmpty else { return 0 }
         return try await client.query(
             """
@@ -289,7 +289,7 @@ extension PostgresStore {
         ).collect().count
     }
 
-    public func deleteFinished(before cutoff: Date, limit: Int) async throws -> Int {
+    package func deleteFinished(before cutoff: Date, limit: Int) async throws -> Int {
         let logger = self.logger
         let seconds = cutoff.timeIntervalSince1970
         return try await client.withTransaction(logger: logger) { connection -> Int in
@@ -320,7 +320,7 @@ extension PostgresStore {
         """
     }
 
-    public func complete(_ outcomes: [DeliveryOutcome], owner: String, now: Date) async throws -> Int {
+    package func complete(_ outcomes: [DeliveryOutcome], owner: String, now: Date) async throws -> Int {
         guard !outcomes.isEmpty else { return 0 }
         let logger = self.logger
         let requeued = outcomes.filter { $0.retryAt != nil }
@@ -432,7 +432,7 @@ extension PostgresStore {
         """
     }
 
-    public func progress(of id: String) async throws -> NotificationProgress? {
+    package func progress(of id: String) async throws -> NotificationProgress? {
         var progress: NotificationProgress?
         for try await (id, keyName, pushType, app, created) in try await client.query(
             "SELECT id, key_name, push_type, app, created_at FROM notifications WHERE id = \(id)", logger: logger
@@ -460,7 +460,7 @@ extension PostgresStore {
         return progress
     }
 
-    public func unregistered(apps: Set<String>, after cursor: Int64, limit: Int) async throws -> [UnregisteredToken] {
+    package func unregistered(apps: Set<String>, after cursor: Int64, limit: Int) async throws -> [UnregisteredToken] {
         guard !apps.isEmpty else { return [] }
         let settled = clock.now.timeIntervalSince1970 - settleTime
         var tokens: [UnregisteredToken] = []
@@ -480,15 +480,9 @@ extension PostgresStore {
         return tokens
     }
 
-    public func acknowledgeUnregistered(app: String, tokens: [String]) async throws -> Int {
+    package func acknowledgeUnregistered(app: String, tokens: [String]) async throws -> Int {
         try await client.query(
             "DELETE FROM unregistered WHERE app = \(app) AND token = ANY(\(tokens)::text[]) RETURNING 1", logger: logger
         ).collect().count
     }
-}
-
-/// A store that cannot be opened as configured.
-public struct StoreError: Error, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
 }

@@ -141,7 +141,7 @@ public final class PostgresStore: GatewayStore, Service {
 
     /// Applies the schema's missing migrations, numbered and recorded in `gateway_schema`. Waits
     /// for ``run()`` to have started the pool (or for the calling task's cancellation).
-    public func prepare() async throws {
+    package func prepare() async throws {
         await started.wait()
         try await Migrations.migrate(client, logger: logger)
     }
