@@ -61,7 +61,7 @@ public func fuzzJSON(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     } catch {
         // Only the documented reasons: non-finite numbers, size.
         switch error {
-        case .nonFiniteNumber, .payloadTooLarge: break
+        case .validation(.nonFiniteNumber), .validation(.payloadTooLarge): break
         default: violated("unexpected \(error)")
         }
     }

@@ -21,7 +21,7 @@ public func send<Notification: BroadcastDeliverable & TokenDeliverable, Via: Con
 ) async throws(APNsError) -> APNsResponse where Via.Authentication == TokenAuthentication {
     try await deliver(Notification.pushType, via: connector, timeout: timeout, retry: retry) {
         () throws(APNsValidationError) in
-        try notification.request(to: channel)
+        try notification.validatedRequest(to: channel)
     }
 }
 
@@ -41,7 +41,7 @@ public func send<Notification: BroadcastDeliverable & CertificateDeliverable, Vi
 ) async throws(APNsError) -> APNsResponse where Via.Authentication == CertificateAuthentication {
     try await deliver(Notification.pushType, via: connector, timeout: timeout, retry: retry) {
         () throws(APNsValidationError) in
-        try notification.request(to: channel)
+        try notification.validatedRequest(to: channel)
     }
 }
 
@@ -60,7 +60,7 @@ public func send<Notification: BroadcastDeliverable>(
 ) async throws(APNsError) -> APNsResponse {
     try await deliver(Notification.pushType, via: connector, timeout: timeout, retry: retry) {
         () throws(APNsValidationError) in
-        try notification.request(to: channel)
+        try notification.validatedRequest(to: channel)
     }
 }
 

@@ -28,7 +28,7 @@ public func send<Notification: TokenDeliverable, Via: Connector>(
 ) async throws(APNsError) -> APNsResponse where Via.Authentication == TokenAuthentication {
     try await deliver(Notification.pushType, via: connector, timeout: timeout, retry: retry) {
         () throws(APNsValidationError) in
-        try notification.request(to: device)
+        try notification.validatedRequest(to: device)
     }
 }
 
@@ -56,7 +56,7 @@ public func send<Notification: CertificateDeliverable, Via: Connector>(
 ) async throws(APNsError) -> APNsResponse where Via.Authentication == CertificateAuthentication {
     try await deliver(Notification.pushType, via: connector, timeout: timeout, retry: retry) {
         () throws(APNsValidationError) in
-        try notification.request(to: device)
+        try notification.validatedRequest(to: device)
     }
 }
 
@@ -77,7 +77,7 @@ public func send<Notification: PushNotification>(
 ) async throws(APNsError) -> APNsResponse {
     try await deliver(Notification.pushType, via: connector, timeout: timeout, retry: retry) {
         () throws(APNsValidationError) in
-        try notification.request(to: device)
+        try notification.validatedRequest(to: device)
     }
 }
 

@@ -46,7 +46,7 @@ import Testing
             ContentAvailable()
             ContentAvailable()
         }
-        #expect(throws: APNsValidationError.duplicateComponent("ContentAvailable")) {
+        #expect(throws: APNsError.validation(.duplicateComponent("ContentAvailable"))) {
             try twice.request(to: device)
         }
     }

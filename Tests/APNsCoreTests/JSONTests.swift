@@ -83,8 +83,8 @@ import Testing
         struct Bad: Encodable, Sendable {
             var inner = Inner(); struct Inner: Encodable, Sendable { var value = Double.nan }
         }
-        #expect(throws: APNsValidationError.nonFiniteNumber(path: "inner.value")) { try body(Bad()) }
-        #expect(throws: APNsValidationError.nonFiniteNumber(path: "aps.relevance-score")) {
+        #expect(throws: APNsError.validation(.nonFiniteNumber(path: "inner.value"))) { try body(Bad()) }
+        #expect(throws: APNsError.validation(.nonFiniteNumber(path: "aps.relevance-score"))) {
             try AlertNotification(bundleID: "a") {
                 Alert("x"); RelevanceScore(.infinity)
             }.request(to: device)
@@ -93,12 +93,12 @@ import Testing
 
     @Test func appDataMayNotWriteAPS() {
         struct Sneaky: Encodable, Sendable { var aps = "nope" }
-        #expect(throws: APNsValidationError.reservedAppDataKey("aps")) { try body(Sneaky()) }
+        #expect(throws: APNsError.validation(.reservedAppDataKey("aps"))) { try body(Sneaky()) }
     }
 
     @Test func appDataMustBeAnObject() {
-        #expect(throws: APNsValidationError.appDataNotAnObject) { try body([1, 2, 3]) }
-        #expect(throws: APNsValidationError.appDataNotAnObject) { try body("text") }
+        #expect(throws: APNsError.validation(.appDataNotAnObject)) { try body([1, 2, 3]) }
+        #expect(throws: APNsError.validation(.appDataNotAnObject)) { try body("text") }
     }
 }
 
@@ -115,9 +115,9 @@ import Testing
     }
 
     @Test func rejectsNonObjectsAndAPS() {
-        #expect(throws: APNsValidationError.appDataNotAnObject) { try RawJSONObject("[1]") }
-        #expect(throws: APNsValidationError.appDataNotAnObject) { try RawJSONObject("{nope") }
-        #expect(throws: APNsValidationError.reservedAppDataKey("aps")) { try RawJSONObject(#"{"aps":{}}"#) }
+        #expect(throws: APNsError.validation(.appDataNotAnObject)) { try RawJSONObject("[1]") }
+        #expect(throws: APNsError.validation(.appDataNotAnObject)) { try RawJSONObject("{nope") }
+        #expect(throws: APNsError.validation(.reservedAppDataKey("aps"))) { try RawJSONObject(#"{"aps":{}}"#) }
     }
 }
 
@@ -182,7 +182,7 @@ import Testing
             try AlertNotification(bundleID: "a", appData: WithDictionary()) { Alert("x") }.request(to: device).bodyText
                 == #"{"aps":{"alert":"x"},"first":1,"map":{"a":2,"z":1}}"#)
         struct Deep: Encodable, Sendable { var inner = Inner(); var bad = Double.infinity }
-        #expect(throws: APNsValidationError.nonFiniteNumber(path: "bad")) {
+        #expect(throws: APNsError.validation(.nonFiniteNumber(path: "bad"))) {
             try AlertNotification(bundleID: "a", appData: Deep()) { Alert("x") }.request(to: device)
         }
     }

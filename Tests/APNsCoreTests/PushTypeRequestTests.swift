@@ -46,8 +46,7 @@ import Testing
     /// What an accessory sends is passed on as it came; what it cannot have sent is refused
     /// before any byte is written, naming the field.
     @Test func accessoryFieldsAreCheckedBeforeSending() throws {
-        func build(encrypted: String = "AA==", session: String = "s", key: String = "AA==") throws(APNsValidationError)
-        {
+        func build(encrypted: String = "AA==", session: String = "s", key: String = "AA==") throws(APNsError) {
             _ = try AccessoryNotification(
                 bundleID: "com.example.companion", encryptedData: encrypted, sessionIdentifier: session, keyID: key,
                 messageIndex: 0
@@ -57,18 +56,18 @@ import Testing
             #expect(throws: Never.self) { try build(encrypted: good, key: good) }
         }
         for bad in ["", "A", "AA=", "A===", "====", "AB=A", "ab-_", "YWJj\nZA==", "YWJjZA== "] {
-            #expect(throws: APNsValidationError.invalidAccessoryField("encryptedData"), "\(bad)") {
+            #expect(throws: APNsError.validation(.invalidAccessoryField("encryptedData")), "\(bad)") {
                 try build(encrypted: bad)
             }
-            #expect(throws: APNsValidationError.invalidAccessoryField("keyID"), "\(bad)") { try build(key: bad) }
+            #expect(throws: APNsError.validation(.invalidAccessoryField("keyID")), "\(bad)") { try build(key: bad) }
         }
-        #expect(throws: APNsValidationError.invalidAccessoryField("sessionIdentifier")) { try build(session: "") }
+        #expect(throws: APNsError.validation(.invalidAccessoryField("sessionIdentifier"))) { try build(session: "") }
         #expect(
             APNsValidationError.invalidAccessoryField("keyID").description
                 == "The accessory response's keyID is not standard base64: pass it exactly as the accessory sent it (A–Z, a–z, 0–9, + and /, padded with = to a multiple of 4)."
         )
         // A topic passed where the bundle id belongs is refused, as for every suffixed push type.
-        #expect(throws: APNsValidationError.self) {
+        #expect(throws: APNsError.self) {
             try AccessoryNotification(
                 bundleID: "com.example.companion.push-type.accessory", encryptedData: "AA==", sessionIdentifier: "s",
                 keyID: "AA==", messageIndex: 0
@@ -110,7 +109,7 @@ import Testing
                 "apns-push-type: mdm", "apns-topic: com.apple.mgmt.External.18a16429-886b-41f1-a5e5-f8f8a3b9e5e5",
                 "apns-priority: 10",
             ])
-        #expect(throws: APNsValidationError.invalidMDMTopic("com.example.app")) {
+        #expect(throws: APNsError.validation(.invalidMDMTopic("com.example.app"))) {
             try MDMNotification(topic: "com.example.app", pushMagic: "x").request(to: device)
         }
     }
@@ -128,7 +127,7 @@ import Testing
                 "apns-expiration: 0",
             ])
         struct Sneaky: Encodable, Sendable { var aps = 1 }
-        #expect(throws: APNsValidationError.reservedAppDataKey("aps")) {
+        #expect(throws: APNsError.validation(.reservedAppDataKey("aps"))) {
             try PushToTalkNotification(bundleID: "a", appData: Sneaky()).request(to: device)
         }
     }
@@ -148,7 +147,7 @@ import Testing
         struct Big: Encodable, Sendable { var blob: String }
         let fits = VoIPNotification(bundleID: "a", appData: Big(blob: String(repeating: "x", count: 5120 - 11)))
         #expect(try fits.payload().count == 5120)
-        #expect(throws: APNsValidationError.payloadTooLarge(pushType: .voip, size: 5121, limit: 5120)) {
+        #expect(throws: APNsError.validation(.payloadTooLarge(pushType: .voip, size: 5121, limit: 5120))) {
             try VoIPNotification(bundleID: "a", appData: Big(blob: String(repeating: "x", count: 5120 - 10))).request(
                 to: device)
         }
@@ -263,16 +262,16 @@ import Testing
     }
 
     @Test func liveActivityValidation() {
-        #expect(throws: APNsValidationError.notAnObject(key: "content-state")) {
+        #expect(throws: APNsError.validation(.notAnObject(key: "content-state"))) {
             try LiveActivityNotification(bundleID: "a", update: [1, 2], timestamp: timestamp).request(to: device)
         }
-        #expect(throws: APNsValidationError.invalidDate(key: "timestamp")) {
+        #expect(throws: APNsError.validation(.invalidDate(key: "timestamp"))) {
             try LiveActivityNotification(
                 bundleID: "a", update: HeroState(currentHealthLevel: 1, eventDescription: ""),
                 timestamp: Date(timeIntervalSince1970: -5)
             ).request(to: device)
         }
-        #expect(throws: APNsValidationError.nonFiniteNumber(path: "aps.content-state.currentHealthLevel")) {
+        #expect(throws: APNsError.validation(.nonFiniteNumber(path: "aps.content-state.currentHealthLevel"))) {
             try LiveActivityNotification(
                 bundleID: "a", update: HeroState(currentHealthLevel: .nan, eventDescription: ""), timestamp: timestamp
             ).request(to: device)

@@ -28,7 +28,7 @@ import Testing
     @Test func bytes4097AreAnErrorWithoutTruncationAndFitWithIt() throws {
         let body = String(repeating: "😀", count: 1016) + "éé"  // 4064 + 4 bytes: 4097 in all
         let notification = bodyAlert(body)
-        #expect(throws: APNsValidationError.payloadTooLarge(pushType: .alert, size: 4097, limit: 4096)) {
+        #expect(throws: APNsError.validation(.payloadTooLarge(pushType: .alert, size: 4097, limit: 4096))) {
             try notification.request(to: device)
         }
         let fitted = try notification.truncatedToFit()
@@ -107,8 +107,9 @@ import Testing
             Alert { Body(localizedKey: "K", arguments: [String(repeating: "a", count: 5000)]) }
         }
         #expect(
-            throws: APNsValidationError.payloadTooLargeAfterTruncation(
-                pushType: .alert, size: 49 + 5000, limit: 4096, fields: ["alert", "body", "subtitle", "title"])
+            throws: APNsError.validation(
+                .payloadTooLargeAfterTruncation(
+                    pushType: .alert, size: 49 + 5000, limit: 4096, fields: ["alert", "body", "subtitle", "title"]))
         ) {
             try localized.truncatedToFit()
         }
@@ -130,7 +131,7 @@ import Testing
         let over = VoIPNotification(
             bundleID: "com.example.app",
             appData: Call(callerName: String(repeating: "日", count: 1696) + "ab", callID: "42"))
-        #expect(throws: APNsValidationError.payloadTooLarge(pushType: .voip, size: 5121, limit: 5120)) {
+        #expect(throws: APNsError.validation(.payloadTooLarge(pushType: .voip, size: 5121, limit: 5120))) {
             try over.payload()
         }
         let fitted = try over.truncatedToFit(field)

@@ -9,7 +9,7 @@ import Testing
         let fits = AlertNotification(bundleID: "com.example.app") { Alert(String(repeating: "a", count: 4096 - 20)) }
         #expect(try fits.payload().count == 4096)
         let tooBig = AlertNotification(bundleID: "com.example.app") { Alert(String(repeating: "a", count: 4096 - 19)) }
-        #expect(throws: APNsValidationError.payloadTooLarge(pushType: .alert, size: 4097, limit: 4096)) {
+        #expect(throws: APNsError.validation(.payloadTooLarge(pushType: .alert, size: 4097, limit: 4096))) {
             try tooBig.request(to: device)
         }
         let error = APNsValidationError.payloadTooLarge(pushType: .alert, size: 4097, limit: 4096)
@@ -25,12 +25,12 @@ import Testing
         let long = AlertNotification(bundleID: "a", collapseID: CollapseID(String(repeating: "é", count: 32) + "x")) {
             Alert("x")
         }
-        #expect(throws: APNsValidationError.collapseIDTooLong(bytes: 65, limit: 64)) { try long.request(to: device) }
+        #expect(throws: APNsError.validation(.collapseIDTooLong(bytes: 65, limit: 64))) { try long.request(to: device) }
         let injected = AlertNotification(bundleID: "a", collapseID: "a\r\nx-evil: 1") { Alert("x") }
-        #expect(throws: APNsValidationError.controlCharacterInHeader(header: "apns-collapse-id")) {
+        #expect(throws: APNsError.validation(.controlCharacterInHeader(header: "apns-collapse-id"))) {
             try injected.request(to: device)
         }
-        #expect(throws: APNsValidationError.emptyCollapseID) {
+        #expect(throws: APNsError.validation(.emptyCollapseID)) {
             try AlertNotification(bundleID: "a", collapseID: "") { Alert("x") }.request(to: device)
         }
     }
@@ -88,48 +88,48 @@ import Testing
     }
 
     @Test func rulesTypesCannotExpress() {
-        #expect(throws: APNsValidationError.mutableContentWithoutAlertText) {
+        #expect(throws: APNsError.validation(.mutableContentWithoutAlertText)) {
             try AlertNotification(bundleID: "a") {
                 MutableContent(); Badge(1)
             }.request(to: device)
         }
-        #expect(throws: APNsValidationError.mutableContentWithoutAlertText) {
+        #expect(throws: APNsError.validation(.mutableContentWithoutAlertText)) {
             try AlertNotification(bundleID: "a") {
                 MutableContent(); Alert { LaunchImage("x") }
             }.request(to: device)
         }
-        #expect(throws: APNsValidationError.relevanceScoreOutOfRange(1.5)) {
+        #expect(throws: APNsError.validation(.relevanceScoreOutOfRange(1.5))) {
             try AlertNotification(bundleID: "a") {
                 Alert("x"); RelevanceScore(1.5)
             }.request(to: device)
         }
-        #expect(throws: APNsValidationError.negativeBadge(-1)) {
+        #expect(throws: APNsError.validation(.negativeBadge(-1))) {
             try AlertNotification(bundleID: "a") { Badge(-1) }.request(to: device)
         }
-        #expect(throws: APNsValidationError.criticalVolumeOutOfRange(2)) {
+        #expect(throws: APNsError.validation(.criticalVolumeOutOfRange(2))) {
             try AlertNotification(bundleID: "a") {
                 Alert("x"); Sound.critical(volume: 2)
             }.request(to: device)
         }
-        #expect(throws: APNsValidationError.duplicateComponent("Badge")) {
+        #expect(throws: APNsError.validation(.duplicateComponent("Badge"))) {
             try AlertNotification(bundleID: "a") {
                 Badge(1); Badge(2)
             }.request(to: device)
         }
-        #expect(throws: APNsValidationError.duplicateComponent("Title")) {
+        #expect(throws: APNsError.validation(.duplicateComponent("Title"))) {
             try AlertNotification(bundleID: "a") {
                 Alert {
                     Title("a"); Title(localizedKey: "b")
                 }
             }.request(to: device)
         }
-        #expect(throws: APNsValidationError.emptyAlert) {
+        #expect(throws: APNsError.validation(.emptyAlert)) {
             try AlertNotification(bundleID: "a") { Alert {} }.request(to: device)
         }
-        #expect(throws: APNsValidationError.invalidTopic("com.example app")) {
+        #expect(throws: APNsError.validation(.invalidTopic("com.example app"))) {
             try AlertNotification(bundleID: "com.example app") { Alert("x") }.request(to: device)
         }
-        #expect(throws: APNsValidationError.invalidTopic("")) {
+        #expect(throws: APNsError.validation(.invalidTopic(""))) {
             try BackgroundNotification(bundleID: "").request(to: device)
         }
     }
@@ -137,10 +137,10 @@ import Testing
     @Test func apnsIDAndExpiration() throws {
         #expect(APNsID("not-a-uuid") == nil)
         #expect(APNsID("7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c")?.description == "7f3c9a2b-1d4e-4f5a-8b6c-9d0e1f2a3b4c")
-        #expect(throws: APNsValidationError.invalidExpiration(-5)) { try Expiration(unixSeconds: -5) }
+        #expect(throws: APNsError.validation(.invalidExpiration(-5))) { try Expiration(unixSeconds: -5) }
         #expect(try Expiration.at(Date(timeIntervalSince1970: 10.99)).unixSeconds == 10)
         // A date before 1970 is an error, as a negative number is (it used to clamp to 0).
-        #expect(throws: APNsValidationError.invalidDate(key: "apns-expiration")) {
+        #expect(throws: APNsError.validation(.invalidDate(key: "apns-expiration"))) {
             try Expiration.at(Date(timeIntervalSince1970: -1))
         }
     }
@@ -164,10 +164,10 @@ import Testing
         #expect(try PushType.alert.priority(1) == .low)
         #expect(try PushType.widgets.priority(5) == .powerConsiderate)
         #expect(try PushType.pushtotalk.priority(10) == .immediate)
-        #expect(throws: APNsValidationError.priorityNotAllowed(pushType: .widgets, priority: "1")) {
+        #expect(throws: APNsError.validation(.priorityNotAllowed(pushType: .widgets, priority: "1"))) {
             try PushType.widgets.priority(1)
         }
-        #expect(throws: APNsValidationError.priorityNotAllowed(pushType: .alert, priority: "7")) {
+        #expect(throws: APNsError.validation(.priorityNotAllowed(pushType: .alert, priority: "7"))) {
             try PushType.alert.priority(7)
         }
         #expect(

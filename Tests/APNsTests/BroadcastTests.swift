@@ -118,12 +118,12 @@ import Testing
     @Test func clientRefusesWhatAChannelCannotTake() throws {
         let unstored = try BroadcastChannel(
             id: "dHN0LXNyY2gtY2hubA==", bundleID: "com.example.app", storagePolicy: .noMessageStored)
-        #expect(throws: APNsValidationError.expirationOnUnstoredChannel(1_700_000_000)) {
+        #expect(throws: APNsError.validation(.expirationOnUnstoredChannel(1_700_000_000))) {
             try LiveActivityNotification(
                 bundleID: "a", update: Score(home: 0, away: 0), timestamp: timestamp, expiration: .at(timestamp)
             ).request(to: unstored)
         }
-        #expect(throws: APNsValidationError.collapseIDOnBroadcast) {
+        #expect(throws: APNsError.validation(.collapseIDOnBroadcast)) {
             try LiveActivityNotification(
                 bundleID: "a", update: Score(home: 0, away: 0), timestamp: timestamp, collapseID: "c"
             ).request(to: unstored)
@@ -135,7 +135,7 @@ import Testing
         let big = LiveActivityNotification(
             bundleID: "a", update: Big(text: String(repeating: "x", count: 5000)), timestamp: timestamp)
         #expect(try big.request(to: unstored).body.count > 4096)  // 5120 on a channel
-        #expect(throws: APNsValidationError.self) { try big.request(to: .test) }  // 4096 on a device
+        #expect(throws: APNsError.self) { try big.request(to: .test) }  // 4096 on a device
         let start = LiveActivityNotification(
             bundleID: "a", start: Score(home: 0, away: 0), attributesType: "Game", attributes: Score(home: 0, away: 0),
             alert: LiveActivityAlert(title: "t", body: "b"), timestamp: timestamp, pushInput: .channel(unstored))

@@ -149,8 +149,9 @@ struct RogueWidget: CertificateDeliverable, TokenDeliverable, BroadcastDeliverab
     @Test func bundleIDThatAlreadyHasASuffixIsRefused() async throws {
         let widget = WidgetNotification(bundleID: "com.example.app.push-type.widgets")
         #expect(
-            throws: APNsValidationError.topicNotForPushType(
-                pushType: .widgets, topic: "com.example.app.push-type.widgets.push-type.widgets")
+            throws: APNsError.validation(
+                .topicNotForPushType(
+                    pushType: .widgets, topic: "com.example.app.push-type.widgets.push-type.widgets"))
         ) {
             try widget.request(to: .test)
         }
@@ -159,8 +160,9 @@ struct RogueWidget: CertificateDeliverable, TokenDeliverable, BroadcastDeliverab
         let channel = try BroadcastChannel(
             id: "dHN0LXNyY2gtY2hubA==", bundleID: "com.example.app.push-type.liveactivity")
         #expect(
-            throws: APNsValidationError.topicNotForPushType(
-                pushType: .liveactivity, topic: "com.example.app.push-type.liveactivity")
+            throws: APNsError.validation(
+                .topicNotForPushType(
+                    pushType: .liveactivity, topic: "com.example.app.push-type.liveactivity"))
         ) {
             try update.request(to: channel)
         }
@@ -172,7 +174,7 @@ struct RogueWidget: CertificateDeliverable, TokenDeliverable, BroadcastDeliverab
         // names the bundle id to pass.
         let voip = VoIPNotification(bundleID: "com.example.app.voip", appData: NoAppData())
         let doubled = APNsValidationError.topicNotForPushType(pushType: .voip, topic: "com.example.app.voip.voip")
-        #expect(throws: doubled) { try voip.request(to: .test) }
+        #expect(throws: APNsError.validation(doubled)) { try voip.request(to: .test) }
         #expect(
             doubled.description
                 == #""com.example.app.voip.voip" repeats the voip suffix ".voip": the bundle id given already ended with it. Pass the app's bundle id ("com.example.app"); swift-apns appends ".voip"."#

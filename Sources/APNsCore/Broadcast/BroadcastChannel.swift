@@ -81,9 +81,19 @@ extension BroadcastDeliverable {
     ///
     /// An unset expiration is sent as 0 (deliver now, store nothing), which every channel accepts.
     ///
-    /// - Throws: ``APNsValidationError`` before any I/O: a collapse id (channels have none), a
-    ///   non-zero expiration on a `.noMessageStored` channel, a payload over 5120 bytes.
-    public func request(to channel: BroadcastChannel) throws(APNsValidationError) -> APNsRequest {
+    /// - Throws: ``APNsError/validation(_:)`` before any I/O: a collapse id (channels have none),
+    ///   a non-zero expiration on a `.noMessageStored` channel, a payload over 5120 bytes.
+    public func request(to channel: BroadcastChannel) throws(APNsError) -> APNsRequest {
+        do { return try validatedRequest(to: channel) } catch { throw .validation(error) }
+    }
+
+    /// ``request(to:)`` for code that throws validation errors only (SPI: the send paths, the
+    /// gateway).
+    @_spi(Description) public func validatedRequest(
+        to channel: BroadcastChannel
+    ) throws(APNsValidationError)
+        -> APNsRequest
+    {
         try validateTopic(channel.bundleID)
         let pushType = Self.pushType
         guard let limit = pushType.maximumBroadcastPayloadSize else { throw .notBroadcastable(pushType) }

@@ -260,14 +260,14 @@ public struct NotificationDescription: Sendable {
         init(_ description: NotificationDescription, type: PushType) throws(Problem) {
             do throws(APNsValidationError) {
                 priority = try description.priority.map { value throws(APNsValidationError) in
-                    try type.priority(value)
+                    try type.validatedPriority(value)
                 }
             } catch {
                 throw Problem(.priority, sentence: "\(error.description)")
             }
             do throws(APNsValidationError) {
                 expiration = try description.expiration.map { value throws(APNsValidationError) in
-                    try Expiration(unixSeconds: value)
+                    try Expiration(validatingUnixSeconds: value)
                 }
             } catch {
                 throw Problem(.expiration, sentence: "\(error.description)")

@@ -44,6 +44,7 @@ extension JSONWriter {
     mutating func unixSeconds(key name: String, _ date: Date) throws(APNsValidationError) {
         let seconds = date.timeIntervalSince1970
         guard seconds.isFinite, seconds >= 0, seconds < 1e15 else { throw .invalidDate(key: name) }
+        guard seconds < Double(Expiration.millisecondsThreshold) else { throw .dateInMilliseconds(key: name) }
         key(name)
         int(Int64(seconds.rounded(.down)))
     }

@@ -18,9 +18,15 @@ public struct RawJSONObject: Encodable, Sendable, Hashable {
 
     /// App data from JSON text, which must be one object without a root `aps` key.
     ///
-    /// - Throws: ``APNsValidationError/appDataNotAnObject`` unless `text` is one JSON object,
-    ///   ``APNsValidationError/reservedAppDataKey(_:)`` if it has a root `aps` key.
-    public init(_ text: String) throws(APNsValidationError) {
+    /// - Throws: ``APNsError/validation(_:)``: ``APNsValidationError/appDataNotAnObject`` unless
+    ///   `text` is one JSON object, ``APNsValidationError/reservedAppDataKey(_:)`` if it has a root
+    ///   `aps` key.
+    public init(_ text: String) throws(APNsError) {
+        do { self = try RawJSONObject(validating: text) } catch { throw .validation(error) }
+    }
+
+    /// ``init(_:)`` for code that throws validation errors only.
+    package init(validating text: String) throws(APNsValidationError) {
         guard let root = try? JSONDecoder().decode(RootKeys.self, from: Data(text.utf8)) else {
             throw .appDataNotAnObject
         }

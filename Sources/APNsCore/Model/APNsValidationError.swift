@@ -46,6 +46,9 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
     case notAnObject(key: String)
     /// A date before 1970 or too far in the future to send.
     case invalidDate(key: String)
+    /// A date past the year 5000, which is a count of milliseconds read as seconds: APNs takes
+    /// UNIX seconds (``Expiration/millisecondsThreshold``).
+    case dateInMilliseconds(key: String)
     /// An MDM topic that is not a push certificate UID.
     case invalidMDMTopic(String)
     /// A broadcast channel id that is not base64.
@@ -197,6 +200,9 @@ public enum APNsValidationError: Error, Hashable, Sendable, CustomStringConverti
                 "A Live Activity \(event) needs aps.\(key) (a start: timestamp, content-state, attributes-type, attributes and alert; an update or end: timestamp and content-state). Use LiveActivityNotification, which writes them."
         case let .invalidDate(key):
             return "The date for \(key) is before 1970 or not a finite time; APNs takes UNIX seconds."
+        case let .dateInMilliseconds(key):
+            return
+                "The date for \(key) is past the year 5000: it was made from milliseconds. APNs takes UNIX seconds: divide by 1000 (Date(timeIntervalSince1970: Double(milliseconds) / 1000))."
         }
     }
 }
@@ -226,6 +232,7 @@ extension APNsValidationError {
         case .emptyAlert: return "emptyAlert"
         case .notAnObject: return "notAnObject"
         case .invalidDate: return "invalidDate"
+        case .dateInMilliseconds: return "dateInMilliseconds"
         case .invalidMDMTopic: return "invalidMDMTopic"
         case .invalidChannelID: return "invalidChannelID"
         case .collapseIDOnBroadcast: return "collapseIDOnBroadcast"

@@ -96,7 +96,9 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
     /// `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)`.
     ///
     /// - Throws: ``APNsError/validation(_:)`` with ``APNsValidationError/invalidDeviceToken(_:)``
-    ///   when there are no bytes, or more than ``maximumTokenBytes``.
+    ///   when there are no bytes, more than ``maximumTokenBytes``, or when the bytes are the
+    ///   token's hex text (`Data(hex.utf8)`) rather than the token: pass that text to
+    ///   ``init(token:)``.
     public init<Bytes: Collection>(tokenBytes: Bytes) throws(APNsError) where Bytes.Element == UInt8 {
         do { self = try Device(validatingTokenBytes: tokenBytes) } catch { throw .validation(error) }
     }
@@ -108,6 +110,13 @@ public struct Device: Hashable, Sendable, CustomStringConvertible {
         guard tokenBytes.count <= Device.maximumTokenBytes else {
             throw .invalidDeviceToken(
                 "the token has \(tokenBytes.count) bytes; at most \(Device.maximumTokenBytes) are accepted: pass the token the app registered, not another value"
+            )
+        }
+        // A token's own bytes are random: 16 or more that are all ASCII hex digits (a chance of
+        // about 10⁻¹⁷ for a real token) are its hex text, made bytes with `Data(hex.utf8)`.
+        if tokenBytes.count >= 16, tokenBytes.allSatisfy({ Hex.value($0) != nil }) {
+            throw .invalidDeviceToken(
+                "these \(tokenBytes.count) bytes are the token's hex text, not the token's \(tokenBytes.count / 2) bytes: pass the text to Device(token:) instead of its UTF-8 to Device(tokenBytes:)"
             )
         }
         // Called from another module this generic is not specialised: iterating `tokenBytes`

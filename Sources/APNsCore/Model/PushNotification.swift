@@ -61,8 +61,11 @@ public protocol CertificateDeliverable: PushNotification {}
 
 extension PushNotification {
     /// The JSON body exactly as it would be sent.
-    /// - Throws: ``APNsValidationError`` for anything APNs would reject, including an oversize payload.
-    public func payload() throws(APNsValidationError) -> [UInt8] { try writer().bytes }
+    /// - Throws: ``APNsError/validation(_:)`` for anything APNs would reject, including an
+    ///   oversize payload.
+    public func payload() throws(APNsError) -> [UInt8] {
+        do { return try writer().bytes } catch { throw .validation(error) }
+    }
 
     /// The writer that wrote the payload, checked against the push type's size limit.
     func writer() throws(APNsValidationError) -> JSONWriter {
@@ -82,8 +85,15 @@ extension PushNotification {
     /// let request = try notification.request(to: Device(token: "00fc13adff78"))
     /// print(request)   // POST /3/device/00fc13adff78, the headers, the body
     /// ```
-    /// - Throws: ``APNsValidationError`` before anything is sent.
-    public func request(to device: Device) throws(APNsValidationError) -> APNsRequest {
+    /// - Throws: ``APNsError/validation(_:)`` before anything is sent: the error type of `send`,
+    ///   so one `do`/`catch` holds both.
+    public func request(to device: Device) throws(APNsError) -> APNsRequest {
+        do { return try request(path: device.path) } catch { throw .validation(error) }
+    }
+
+    /// ``request(to:)`` for code that throws validation errors only (SPI: the send paths, the
+    /// gateway).
+    @_spi(Description) public func validatedRequest(to device: Device) throws(APNsValidationError) -> APNsRequest {
         try request(path: device.path)
     }
 

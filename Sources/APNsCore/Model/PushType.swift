@@ -60,9 +60,15 @@ public struct PushType: Hashable, Sendable, CustomStringConvertible {
     /// let level = StandardPriority(priority) ?? .immediate             // for WidgetNotification
     /// try PushType.background.priority(10)   // throws: "… it is always 5."
     /// ```
-    /// - Throws: ``APNsValidationError/priorityNotAllowed(pushType:priority:)``, which names the
+    /// - Throws: ``APNsError/validation(_:)`` with
+    ///   ``APNsValidationError/priorityNotAllowed(pushType:priority:)``, which names the
     ///   priorities this push type takes.
-    public func priority(_ value: Int) throws(APNsValidationError) -> PushPriority {
+    public func priority(_ value: Int) throws(APNsError) -> PushPriority {
+        do { return try validatedPriority(value) } catch { throw .validation(error) }
+    }
+
+    /// ``priority(_:)`` for code that throws validation errors only.
+    package func validatedPriority(_ value: Int) throws(APNsValidationError) -> PushPriority {
         guard let priority = allowedPriorities.first(where: { $0.rawValue == value }) else {
             throw .priorityNotAllowed(pushType: self, priority: String(value))
         }

@@ -99,10 +99,20 @@ extension PushNotification {
     ///   - fields: The texts that may be shortened, first shortened first.
     ///   - limit: The payload limit; the push type's (4096 bytes, 5120 for VoIP) by default.
     ///   - ellipsis: Appended to shortened text; `…` (U+2026, 3 bytes) by default.
-    /// - Throws: ``APNsValidationError/payloadTooLargeAfterTruncation(pushType:size:limit:fields:)``
-    ///   when the payload is still too large with every field cut, and whatever building the
-    ///   payload throws.
+    /// - Throws: ``APNsError/validation(_:)``:
+    ///   ``APNsValidationError/payloadTooLargeAfterTruncation(pushType:size:limit:fields:)`` when
+    ///   the payload is still too large with every field cut, and whatever building the payload
+    ///   throws.
     public func truncatedToFit(
+        _ fields: [TruncatableText<Self>], limit: Int? = nil, ellipsis: String = "…"
+    ) throws(APNsError) -> Truncated<Self> {
+        do { return try validatedTruncation(fields, limit: limit, ellipsis: ellipsis) } catch {
+            throw .validation(error)
+        }
+    }
+
+    /// ``truncatedToFit(_:limit:ellipsis:)`` for code that throws validation errors only.
+    package func validatedTruncation(
         _ fields: [TruncatableText<Self>], limit: Int? = nil, ellipsis: String = "…"
     ) throws(APNsValidationError) -> Truncated<Self> {
         let limit = limit ?? Self.pushType.maximumPayloadSize

@@ -154,9 +154,9 @@ package struct NotificationRequest: Sendable {
     package func check(for method: AuthenticationMethod) throws(RequestProblem) {
         do {
             if let channel, let broadcast = notification as? any BroadcastDeliverable {
-                try broadcast.request(to: channel).checkRules(for: method)
+                try broadcast.validatedRequest(to: channel).checkRules(for: method)
             } else if let device = devices.first {
-                try notification.request(to: device).checkRules(for: method)
+                try notification.validatedRequest(to: device).checkRules(for: method)
             }
         } catch {
             // What JSON Schema cannot say gets its own status, so that a body valid under
@@ -538,7 +538,11 @@ extension FieldReader {
     func object(_ key: String, _ rule: String) throws(RequestProblem) -> RawJSONObject? {
         guard let value = fields[key] else { return nil }
         guard case .object = value else { throw RequestProblem(field: key, "is \(value.typeName); \(rule)") }
-        do { return try RawJSONObject(value.compactText) } catch { throw RequestProblem(field: key, error.description) }
+        do { return try RawJSONObject(value.compactText) } catch {
+            // Its validation error's words, as every other field's problem says them.
+            guard case .validation(let problem) = error else { throw RequestProblem(field: key, error.description) }
+            throw RequestProblem(field: key, problem.description)
+        }
     }
 
     func delivery() throws(RequestProblem) -> DeliverySemantics {

@@ -13,9 +13,10 @@ extension AlertNotification {
     /// if fitted.wasTruncated { logger.info("shortened: \(fitted.cuts)") }   // body: removed 1210 characters (3650 bytes)
     /// try await send(fitted.notification, via: connector, to: device)
     /// ```
-    /// - Throws: ``APNsValidationError/payloadTooLargeAfterTruncation(pushType:size:limit:fields:)``
-    ///   when the rest of the payload is too large on its own; any other rule the payload breaks.
-    public func truncatedToFit(ellipsis: String = "…") throws(APNsValidationError) -> Truncated<Self> {
+    /// - Throws: ``APNsError/validation(_:)``:
+    ///   ``APNsValidationError/payloadTooLargeAfterTruncation(pushType:size:limit:fields:)`` when
+    ///   the rest of the payload is too large on its own; any other rule the payload breaks.
+    public func truncatedToFit(ellipsis: String = "…") throws(APNsError) -> Truncated<Self> {
         try truncatedToFit(Self.alertTextFields, ellipsis: ellipsis)
     }
 

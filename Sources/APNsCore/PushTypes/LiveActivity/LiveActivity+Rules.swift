@@ -37,5 +37,6 @@ enum LiveActivityRules {
             throw .missingLiveActivityKey(event: event, key: key.name)
         }
         guard let timestamp = facts.timestamp, timestamp >= 0 else { throw .invalidDate(key: "timestamp") }
+        guard timestamp < Int64(Expiration.millisecondsThreshold) else { throw .dateInMilliseconds(key: "timestamp") }
     }
 }

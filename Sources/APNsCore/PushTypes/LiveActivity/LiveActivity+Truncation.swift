@@ -10,8 +10,9 @@ extension LiveActivityNotification {
     /// - Parameters:
     ///   - limit: 4096 bytes by default; pass the broadcast limit (5120) for a channel.
     ///   - ellipsis: Appended where text is cut.
-    public func truncatedToFit(limit: Int? = nil, ellipsis: String = "…") throws(APNsValidationError) -> Truncated<Self>
-    {
+    /// - Throws: ``APNsError/validation(_:)`` when the payload is too large with its alert cut,
+    ///   or breaks another rule.
+    public func truncatedToFit(limit: Int? = nil, ellipsis: String = "…") throws(APNsError) -> Truncated<Self> {
         try truncatedToFit(
             [alertField("body", \.body), alertField("title", \.title)], limit: limit, ellipsis: ellipsis)
     }

@@ -1,8 +1,12 @@
 /// The alert of a Live Activity push: title and body (text or a localization key with
 /// arguments) and a sound, which sits inside the alert (<doc:ProtocolReference#Live-Activities>).
 ///
+/// Title first, then body. A literal or an interpolated string is text; a `String` you hold is
+/// `.text(value)`; a key of the app's `Localizable.strings` is `.localized(key:arguments:)`.
+///
 /// ```swift
-/// LiveActivityAlert(title: "Delivery update", body: "Your order is 2 stops away", sound: "chime.caf")
+/// LiveActivityAlert(title: "Delivery update", body: "Your order is \(stops) stops away", sound: "chime.caf")
+/// LiveActivityAlert(title: .text(order.headline), body: .text(order.status))
 /// LiveActivityAlert(title: .localized(key: "%@ is knocked down!", arguments: ["Power Panda"]),
 ///                   body: .localized(key: "Use a potion to heal %@!", arguments: ["Power Panda"]),
 ///                   sound: "HeroDown.mp4")
@@ -36,8 +40,8 @@ public struct LiveActivityAlert: Hashable, Sendable {
     }
 }
 
-extension LocalizableText: ExpressibleByStringLiteral {
-    /// A value from a string literal.
+extension LocalizableText: ExpressibleByStringInterpolation {
+    /// Text from a string literal, interpolated or not (`"\(stops) stops away"`).
     public init(stringLiteral value: String) { self = .text(value) }
 
     /// Text as a string; a localization as `{"loc-key":…,"loc-args":[…]}`.
