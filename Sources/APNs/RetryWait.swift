@@ -1,3 +1,5 @@
+import Foundation
+
 /// The clock a send's own waits run on: the wait before a retry (``RetryPolicy``), and the "now"
 /// its deadline and the decision to retry are counted from.
 ///
@@ -18,11 +20,15 @@ package protocol WaitClock: AnyObject, Sendable {
     /// advanced): the transport's loop, asleep until a time of this clock, looks again. The real
     /// clock never jumps.
     func whenAdvanced(_ action: @escaping @Sendable () -> Void)
+    /// The calendar time, for what is judged against a date (a certificate's expiry).
+    var date: Date { get }
 }
 
 extension WaitClock {
     /// A clock that never jumps calls nothing.
     package func whenAdvanced(_ action: @escaping @Sendable () -> Void) {}
+    /// The system's calendar time, unless the clock keeps its own.
+    package var date: Date { Date() }
 }
 
 /// The real clock: `ContinuousClock`.

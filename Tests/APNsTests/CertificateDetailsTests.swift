@@ -133,6 +133,38 @@ import Testing
         }
     }
 
+    /// A certificate that expires while its connector lives is refused from then on, before any
+    /// I/O, at the connector's calendar time (the test's clock, advanced past the expiry).
+    @Test func aCertificateThatExpiresWhileItsConnectorLivesIsRefusedFromThen() async throws {
+        try await Fixture.with { fixture in
+            let clock = ManualWaitClock()
+            let expiry = clock.date + 3600
+            let issued = try fixture.authority.issueClientCertificate(
+                bundleID: Fixture.bundleID, notValidBefore: clock.date - 3600, notValidAfter: expiry)
+            var transport = fixture.transport
+            transport.waitClock = WaitClockReference(clock)
+            let connector = try CertificateConnector(
+                certificate: .pem(issued.certificatePEM), privateKey: .pem(issued.privateKeyPEM),
+                environment: fixture.environment, transport: transport)
+            let notification = AlertNotification(bundleID: Fixture.bundleID) { Alert("Hi") }
+            #expect(try await send(notification, via: connector, to: .test).status == 200)
+            clock.advance(by: .seconds(3601))
+            let subject = "O=swift-apns tests,CN=Apple Push Services: com.example.app,UID=com.example.app"
+            let truncated = Date(timeIntervalSince1970: expiry.timeIntervalSince1970.rounded(.down))
+            let error = await #expect(throws: APNsError.self) {
+                try await send(notification, via: connector, to: .test)
+            }
+            guard case .credential(.certificateExpired(let named, let notValidAfter))? = error else {
+                Issue.record("not certificateExpired: \(String(describing: error))")
+                return
+            }
+            #expect(named == subject)
+            #expect(abs(notValidAfter.timeIntervalSince(truncated)) < 1)
+            #expect(fixture.server.requests.count == 1)  // the second was refused before any I/O
+            await connector.shutdown(gracePeriod: .zero)
+        }
+    }
+
     @Test func certificateForTheOtherEnvironmentIsRefused() throws {
         let authority = try MockCertificateAuthority()
         let sandboxOnly = try authority.issueClientCertificate(bundleID: "com.example.app", environments: [.sandbox])

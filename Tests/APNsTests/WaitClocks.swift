@@ -43,8 +43,16 @@ final class ManualWaitClock: WaitClock {
     }
 
     private let state = Locked(State(now: .now))
+    /// The calendar time when the clock was made; ``date`` moves on with it.
+    private let start = (instant: ContinuousClock.now, date: Date())
 
     var now: ContinuousClock.Instant { state.withLock { $0.now } }
+    /// The calendar time on this clock: its start's date plus how far it was advanced.
+    var date: Date {
+        let elapsed = now - start.instant
+        return start.date.addingTimeInterval(
+            Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
     /// Tasks asleep on it now.
     var sleeping: Int { state.withLock { $0.sleepers.count } }
 

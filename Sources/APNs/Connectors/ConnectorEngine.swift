@@ -51,7 +51,7 @@ public final class ConnectorEngine: Sendable {
     /// push type's rules (`checkBeforeSending(_:via:engine:)`, the one check every path makes).
     func checkCredential(for request: APNsRequest) throws(APNsError) {
         guard case .certificate(let certificate) = credential else { return }
-        do { try certificate.checkCovers(request) } catch { throw .credential(error) }
+        do { try certificate.checkCovers(request, at: clock.date) } catch { throw .credential(error) }
     }
 
     /// Sends a request that passed `checkBeforeSending(_:via:engine:)` and reads APNs' answer once. On a token

@@ -173,10 +173,10 @@ public struct CertificateDetails: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Refuses, before any I/O, a request this certificate cannot carry: it has expired since the
-    /// connector was made, or it does not cover the request's topic for its push type.
-    func checkCovers(_ request: APNsRequest) throws(CredentialError) {
-        if Date() > notValidAfter {
+    /// Refuses, before any I/O, a request this certificate cannot carry at `now`: it has expired
+    /// since the connector was made, or it does not cover the request's topic for its push type.
+    func checkCovers(_ request: APNsRequest, at now: Date) throws(CredentialError) {
+        if now > notValidAfter {
             throw .certificateExpired(subject: subject, notValidAfter: notValidAfter)
         }
         guard request.service == .device, !topics.isEmpty, let topic = request[header: .apnsTopic] else { return }
