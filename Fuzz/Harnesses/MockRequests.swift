@@ -36,6 +36,10 @@ final class FuzzContext: ValidationContext {
             ? .valid(teamID: "TEAM000001", keyID: "KEY0000001", issuedAt: 0) : .rejected(.invalidProviderToken)
     }
 
+    let keyEnvironment = KeyScope.Environment.sandbox
+    func keyScope(of keyID: String) -> KeyScope? { nil }
+    func keysAreRelated(_ first: String, _ second: String) -> Bool { false }
+
     func scriptedRejection(for token: String) -> ScriptedRejection? {
         token.hasPrefix("dead")
             ? ScriptedRejection(status: 410, reason: .unregistered, timestamp: 1_700_000_000_000) : nil

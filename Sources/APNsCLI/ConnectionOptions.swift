@@ -11,6 +11,13 @@ struct ConnectionOptions: ParsableArguments {
     @Option(name: .customLong("key-file"), help: "The .p8 signing key (token authentication).") var keyFile: String?
     @Option(name: .customLong("key-id"), help: "The 10-character key id.") var keyID: String?
     @Option(name: .customLong("team-id"), help: "The 10-character team id.") var teamID: String?
+    @Option(
+        name: .customLong("key-scope"),
+        help: ArgumentHelp(
+            "What the --key-file key may send, as the developer account shows it: team, team:sandbox, team:production or topics:ENVIRONMENT:BUNDLE[,BUNDLE…].",
+            discussion:
+                "Stated, a send the key cannot make (the other environment, an app a topic key does not cover) is refused before any byte; without it, APNs answers."
+        )) var keyScope: String?
     @Option(name: .customLong("cert"), help: "PEM client certificate (certificate authentication).") var certificate:
         String?
     @Option(name: .customLong("key"), help: "PEM private key of --cert.") var privateKey: String?
@@ -34,6 +41,26 @@ struct ConnectionOptions: ParsableArguments {
         help: "Environment variable holding the proxy's password (the user is the one in --proxy).")
     var proxyPasswordEnvironment: String?
 
+    /// `--key-scope` read: `team`, `team:ENVIRONMENT` or `topics:ENVIRONMENT:BUNDLE[,BUNDLE…]`.
+    func resolveKeyScope() throws -> KeyScope? {
+        guard let keyScope else { return nil }
+        let parts = keyScope.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+        let environment = parts.count > 1 ? KeyScope.Environment(rawValue: parts[1]) : nil
+        switch (parts.first, parts.count) {
+        case ("team", 1): return .team
+        case ("team", 2) where environment != nil: return environment.map(KeyScope.team)
+        case ("topics", 3) where environment != nil:
+            let bundleIDs = Set(parts[2].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+            if let environment, !bundleIDs.isEmpty, !bundleIDs.contains("") {
+                return .topics(bundleIDs, environment: environment)
+            }
+        default: break
+        }
+        throw UsageError(
+            "--key-scope \(keyScope) is not a key scope: give team, team:sandbox, team:production or topics:ENVIRONMENT:BUNDLE[,BUNDLE…] (e.g. topics:production:com.example.shop)"
+        )
+    }
+
     /// The connector the options describe, or nil when no credentials were given.
     func makeConnector() throws -> AnyConnector? {
         let environment = try resolveEnvironment()
@@ -46,8 +73,8 @@ struct ConnectionOptions: ParsableArguments {
             guard let keyID, let teamID else { throw UsageError("--key-file needs --key-id and --team-id") }
             return AnyConnector(
                 try TokenConnector(
-                    teamID: teamID, keyID: keyID, key: .file(path: keyFile), environment: environment,
-                    transport: transport))
+                    teamID: teamID, keyID: keyID, key: .file(path: keyFile), scope: try resolveKeyScope(),
+                    environment: environment, transport: transport))
         }
         if let certificate {
             guard let privateKey else { throw UsageError("--cert needs --key") }

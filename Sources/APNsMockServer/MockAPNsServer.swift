@@ -55,6 +55,15 @@ public final class MockAPNsServer: Sendable {
         public var minimumDeviceTokenBytes = 32
         /// Bundle ids the team may push to; nil accepts any.
         public var allowedBundleIDs: Set<String>?
+        /// Keys restricted as Apple restricts them, by key id (<doc:ProtocolReference#Token-authentication>):
+        /// a token of a key used outside its environments is answered 403
+        /// BadEnvironmentKeyIdInToken, for an app outside its topics 400 TopicDisallowed. A key
+        /// not listed is team-scoped for both environments.
+        public var keyScopes: [String: KeyScope] = [:]
+        /// Related keys, by key id (either way round): tokens of a topic-specific key and of its
+        /// related key may share a connection, as Apple allows. Any other second key on a
+        /// connection is answered 403 UnrelatedKeyIdInToken.
+        public var relatedKeys: [String: String] = [:]
         /// Ends each connection with GOAWAY after this many streams (to test reconnection).
         public var goAwayAfterStreams: Int?
         /// A key whose token changes sooner than this after the previous one gets 429

@@ -96,8 +96,14 @@ struct RequestValidator {
         guard let authorization = request.header("authorization") else { return .failure(.missingProviderToken) }
         switch state.verifyToken(authorization) {
         case .valid(let teamID, let keyID, let issuedAt):
-            // APNs ties a connection to the key of its first push (protocol reference, Responses).
-            if let tied = request.connectionKeyID, tied != keyID { return .failure(.unrelatedKeyIdInToken) }
+            // APNs ties a connection to the key of its first push, and to that key's related key
+            // (protocol reference, Token authentication).
+            if let tied = request.connectionKeyID, tied != keyID, !state.keysAreRelated(tied, keyID) {
+                return .failure(.unrelatedKeyIdInToken)
+            }
+            if let scope = state.keyScope(of: keyID), !scope.environments.contains(state.keyEnvironment) {
+                return .failure(.badEnvironmentKeyIdInToken)
+            }
             return .success(.token(teamID: teamID, keyID: keyID, issuedAt: issuedAt))
         case .rejected(let reason): return .failure(reason)
         }
@@ -116,6 +122,12 @@ struct RequestValidator {
             return mismatch
         }
         if checkAllowedBundles, let allowed = state.allowedBundleIDs, !allowed.contains(bundleID) {
+            return .topicDisallowed
+        }
+        // A topic-specific key sends for its apps only.
+        if case .token(_, let keyID, _) = authentication, let scope = state.keyScope(of: keyID),
+            !scope.covers(bundleID: bundleID)
+        {
             return .topicDisallowed
         }
         return nil

@@ -96,6 +96,11 @@ final class ServerState: ValidationContext {
     var allowedBundleIDs: Set<String>? { configuration.allowedBundleIDs }
     var answersWithUniqueID: Bool { configuration.environment == .sandbox }
     var minimumDeviceTokenBytes: Int { configuration.minimumDeviceTokenBytes }
+    var keyEnvironment: KeyScope.Environment { configuration.environment == .sandbox ? .sandbox : .production }
+    func keyScope(of keyID: String) -> KeyScope? { configuration.keyScopes[keyID] }
+    func keysAreRelated(_ first: String, _ second: String) -> Bool {
+        configuration.relatedKeys[first] == second || configuration.relatedKeys[second] == first
+    }
 
     func verifyToken(_ authorization: String) -> TokenVerifier.Outcome {
         let now = Int(configuration.clock().timeIntervalSince1970)

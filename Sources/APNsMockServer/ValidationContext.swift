@@ -18,6 +18,13 @@ protocol ValidationContext: Sendable {
     var minimumDeviceTokenBytes: Int { get }
     /// Verifies an `authorization` header's provider token (protocol reference, Token authentication).
     func verifyToken(_ authorization: String) -> TokenCheck
+    /// The environment the server answers as (``MockAPNsServer/Configuration/environment``).
+    var keyEnvironment: KeyScope.Environment { get }
+    /// The scope of a restricted key; nil for a team key of both environments
+    /// (``MockAPNsServer/Configuration/keyScopes``).
+    func keyScope(of keyID: String) -> KeyScope?
+    /// Whether tokens of the two keys may share a connection (``MockAPNsServer/Configuration/relatedKeys``).
+    func keysAreRelated(_ first: String, _ second: String) -> Bool
     /// The answer a test scripted for a device token, if any.
     func scriptedRejection(for token: String) -> ScriptedRejection?
     /// Creates a channel and returns its id, or nil at the per-app limit.

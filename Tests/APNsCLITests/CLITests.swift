@@ -167,6 +167,35 @@ import Testing
         try await server.stop()
     }
 
+    /// `--key-scope` states what the key may send: an app a topic key does not cover is refused
+    /// before any byte, with the fix; a scope that is not one is a usage error.
+    @Test func aKeyScopeRefusesWhatTheKeyCannotSendBeforeAnyByte() async throws {
+        let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+        let server = try await MockAPNsServer.start(.init(signingKeys: [key]))
+        let folder = try Self.credentials(key: key, server: server)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let send =
+            Self.tokenArguments(key: key, server: server, folder: folder) + [
+                "--topic", "com.example.app", "--token", Self.tokenA, "--body", "Hello",
+            ]
+        let refused = try await Self.apns(send + ["--key-scope", "topics:sandbox:com.example.other"])
+        #expect(refused.status != 0)
+        #expect(
+            (refused.stdout + refused.stderr).contains(
+                "The key KEY0000001 does not cover com.example.app: it is a topic-specific key for com.example.other."),
+            "\(refused.stdout)\(refused.stderr)")
+        #expect(server.requests.isEmpty)
+        let covered = try await Self.apns(send + ["--key-scope", "topics:sandbox:com.example.app,com.example.other"])
+        #expect(covered.status == 0, "\(covered.stderr)")
+        let bad = try await Self.apns(send + ["--key-scope", "topics:staging:com.example.app"])
+        #expect(bad.status == 2)
+        #expect(
+            bad.stderr
+                == "apns: --key-scope topics:staging:com.example.app is not a key scope: give team, team:sandbox, team:production or topics:ENVIRONMENT:BUNDLE[,BUNDLE…] (e.g. topics:production:com.example.shop)\n"
+        )
+        try await server.stop()
+    }
+
     /// Each `apns send` is a process with a new token for the key; a second run within 20 minutes
     /// meets the token-update limit (the mock's as APNs'): the message names the cause and the fix.
     @Test func aSecondRunWithANewTokenSaysHowToRunAgainstTheMock() async throws {

@@ -10,7 +10,7 @@ import Testing
         #expect(reason.retry == .onNewConnection)
         #expect(
             reason.advice
-                == "APNs ties a connection to the key of its first push, and this token was signed with another key: send it again on a new connection (the token connector does so once by itself), and keep tokens of each key on connections of their own (one token connector per key)."
+                == "APNs ties a connection to the key of its first push, and this token was signed with another key that is not its related key: send it again on a new connection (the token connector does so once by itself), and keep tokens of unrelated keys on connections of their own (one token connector per key; a topic key and its related key may share one: TokenConnector's relatedKey:)."
         )
         #expect(APNsRejection.Reason.invalidProviderToken.advice.hasPrefix("Check the key id"))
     }

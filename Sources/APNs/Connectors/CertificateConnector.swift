@@ -115,12 +115,7 @@ public final class CertificateConnector: TransportConnector, CustomStringConvert
         _ details: CertificateDetails, for environment: APNsEnvironment, observability: Observability
     ) throws(APNsError) {
         do { try details.checkValidity() } catch { throw .credential(error) }
-        let wanted: PushCertificate.Environment?
-        switch environment {
-        case .sandbox: wanted = .sandbox
-        case .production: wanted = .production
-        default: wanted = nil  // a custom host (a mock or a proxy) takes either
-        }
+        let wanted = environment.certificateEnvironment  // a custom host (a mock or a proxy) takes either
         if let wanted, !details.environments.isEmpty, !details.environments.contains(wanted) {
             throw .credential(.certificateEnvironmentMismatch(connector: wanted, certificate: details.environments))
         }

@@ -25,8 +25,9 @@ public final class ConnectorEngine: Sendable {
 
     /// How requests are authenticated.
     enum Credential: Sendable {
-        /// A provider token on each request (`authorization: bearer …`).
-        case token(ProviderTokens)
+        /// A provider token on each request (`authorization: bearer …`), from the key that covers
+        /// its app.
+        case token(TokenKeys)
         /// A TLS client certificate on the connection; what it covers is checked per request.
         case certificate(CertificateDetails)
     }
@@ -50,8 +51,12 @@ public final class ConnectorEngine: Sendable {
     /// expired or does not cover its topic (a token covers every topic of its team). Runs after the
     /// push type's rules (`checkBeforeSending(_:via:engine:)`, the one check every path makes).
     func checkCredential(for request: APNsRequest) throws(APNsError) {
-        guard case .certificate(let certificate) = credential else { return }
-        do { try certificate.checkCovers(request, at: clock.date) } catch { throw .credential(error) }
+        switch credential {
+        case .certificate(let certificate):
+            do { try certificate.checkCovers(request, at: clock.date) } catch { throw .credential(error) }
+        case .token(let keys):
+            do { _ = try keys.signer(for: request) } catch { throw .credential(error) }
+        }
     }
 
     /// Sends a request that passed `checkBeforeSending(_:via:engine:)` and reads APNs' answer once. On a token
@@ -60,9 +65,10 @@ public final class ConnectorEngine: Sendable {
     /// (``secondAttempt(after:sent:)``).
     func exchange(checked request: APNsRequest, deadline: ContinuousClock.Instant) async throws -> Exchange {
         let endpoint = environment.endpoint(for: request.service)
-        let token = try authorization()
+        let token = try authorization(for: request)
         let first = Exchange(
-            try await transport.perform(request, endpoint: endpoint, authorization: token?.header, deadline: deadline))
+            try await transport.perform(
+                request, endpoint: endpoint, authorization: token?.token.header, deadline: deadline))
         guard case .failure(let rejection) = first.answer, let again = secondAttempt(after: rejection, sent: token)
         else { return first }
         return Exchange(
@@ -78,9 +84,9 @@ public final class ConnectorEngine: Sendable {
         deadline: ContinuousClock.Instant, group: TransferGroup,
         completion: @escaping @Sendable (Device, Result<APNsResponse, APNsError>) -> Void
     ) {
-        let token: ProviderTokens.Token?
+        let token: Signed?
         do {
-            token = try authorization()
+            token = try authorization(for: template)
         } catch {
             for device in devices { completion(device, .failure(.credential(error))) }
             return
@@ -89,7 +95,7 @@ public final class ConnectorEngine: Sendable {
         let ids = apnsID.map { apnsID in devices.map { apnsID($0).description } }
         transport.submit(
             template, to: devices, apnsIDs: ids, endpoint: endpoint,
-            authorization: token?.header, deadline: deadline, group: group
+            authorization: token?.token.header, deadline: deadline, group: group
         ) { [self] index, raw in
             let device = devices[index]
             let result = ConnectorEngine.interpret(raw)
@@ -103,20 +109,23 @@ public final class ConnectorEngine: Sendable {
         }
     }
 
-    /// The provider token a request carries on a token connection; nil on a certificate one.
-    private func authorization() throws(CredentialError) -> ProviderTokens.Token? {
-        guard case .token(let tokens) = credential else { return nil }
-        return try tokens.current()
+    /// A provider token and the key's tokens it came from.
+    typealias Signed = (tokens: ProviderTokens, token: ProviderTokens.Token)
+
+    /// The provider token `request` carries on a token connection, from the key that covers its
+    /// app; nil on a certificate connection.
+    private func authorization(for request: APNsRequest) throws(CredentialError) -> Signed? {
+        guard case .token(let keys) = credential else { return nil }
+        let tokens = try keys.signer(for: request)
+        return (tokens, try tokens.current())
     }
 
     /// The token to send a request with once more after APNs refused it with `token`, when the
     /// refusal calls for it (``ProviderTokens/secondAttempt(after:sent:)``); never on a certificate
     /// connection. The one place either send path decides it.
-    private func secondAttempt(
-        after rejection: APNsRejection, sent token: ProviderTokens.Token?
-    ) -> ProviderTokens.Token? {
-        guard case .token(let tokens) = credential, let token else { return nil }
-        return tokens.secondAttempt(after: rejection, sent: token)
+    private func secondAttempt(after rejection: APNsRejection, sent: Signed?) -> ProviderTokens.Token? {
+        guard let sent else { return nil }
+        return sent.tokens.secondAttempt(after: rejection, sent: sent.token)
     }
 
     /// What the transport's result for one request means, read once: the acceptance, the

@@ -49,6 +49,11 @@ public final class TokenConnector: TransportConnector, CustomStringConvertible, 
     ///   - teamID: Your 10-character team id.
     ///   - keyID: The 10-character id of the `.p8` key.
     ///   - key: The `.p8` key: PEM text, its bytes, or its path.
+    ///   - scope: What the key may send, as the developer account shows it (``KeyScope``): a key
+    ///     for another environment is refused here, an app it does not cover on each send, before
+    ///     any I/O. Nil (not stated): every send is tried, and APNs answers.
+    ///   - relatedKey: A topic-specific key's related key, whose tokens share this connector's
+    ///     connections: each request is signed by the first key whose scope covers its app.
     ///   - environment: `.sandbox`, `.production` or `.custom(host:port:)`.
     ///   - transport: Timeouts, trust and connection limits.
     ///   - refreshInterval: Token lifetime, within 20–60 minutes.
@@ -58,13 +63,16 @@ public final class TokenConnector: TransportConnector, CustomStringConvertible, 
     ///     nothing. See <doc:Observability> for the messages and metadata keys.
     ///   - metricsFactory: Where its metrics go; nil uses `MetricsSystem.factory` (the bootstrapped
     ///     factory, or none). See <doc:Observability> for the table of names and dimensions.
-    /// - Throws: ``APNsError/credential(_:)`` for a malformed id, an unreadable or wrong key, or an
-    ///   interval outside Apple's window (never including key material);
+    /// - Throws: ``APNsError/credential(_:)`` for a malformed id, an unreadable or wrong key, a key
+    ///   scoped to the other environment, or an interval outside Apple's window (never including
+    ///   key material);
     ///   ``APNsError/validation(_:)`` for a transport setting no connection can use.
     public convenience init(
         teamID: String,
         keyID: String,
         key: CredentialSource,
+        scope: KeyScope? = nil,
+        relatedKey: RelatedKey? = nil,
         environment: APNsEnvironment,
         transport: TransportConfiguration = TransportConfiguration(),
         refreshInterval: Duration = TokenConnector.defaultRefreshInterval,
@@ -73,8 +81,8 @@ public final class TokenConnector: TransportConnector, CustomStringConvertible, 
         metricsFactory: (any MetricsFactory)? = nil
     ) throws(APNsError) {
         try self.init(
-            teamID: teamID, keyID: keyID, key: key, environment: environment, transport: transport,
-            refreshInterval: refreshInterval, clock: clock,
+            teamID: teamID, keyID: keyID, key: key, scope: scope, relatedKey: relatedKey, environment: environment,
+            transport: transport, refreshInterval: refreshInterval, clock: clock,
             observability: Observability(logger: logger, metricsFactory: metricsFactory))
     }
 
@@ -90,14 +98,22 @@ public final class TokenConnector: TransportConnector, CustomStringConvertible, 
     }
 
     init(
-        teamID: String, keyID: String, key: CredentialSource, environment: APNsEnvironment,
-        transport: TransportConfiguration,
+        teamID: String, keyID: String, key: CredentialSource, scope: KeyScope? = nil, relatedKey: RelatedKey? = nil,
+        environment: APNsEnvironment, transport: TransportConfiguration,
         refreshInterval: Duration, clock: @escaping @Sendable () -> Date, observability: Observability
     ) throws(APNsError) {
         guard ProviderTokenRules.isAppleID(teamID) else { throw .credential(.invalidTeamID(teamID)) }
-        guard ProviderTokenRules.isAppleID(keyID) else { throw .credential(.invalidKeyID(keyID)) }
-        if case .file(let path) = key, let fileKeyID = SigningKeyDetails.keyID(fromFileName: path), fileKeyID != keyID {
-            throw .credential(.keyIDDoesNotMatchKeyFile(keyID: keyID, fileKeyID: fileKeyID))
+        for (keyID, key, scope) in [(keyID, key, scope)] + (relatedKey.map { [($0.keyID, $0.key, $0.scope)] } ?? []) {
+            guard ProviderTokenRules.isAppleID(keyID) else { throw .credential(.invalidKeyID(keyID)) }
+            if case .file(let path) = key, let fileKeyID = SigningKeyDetails.keyID(fromFileName: path),
+                fileKeyID != keyID
+            {
+                throw .credential(.keyIDDoesNotMatchKeyFile(keyID: keyID, fileKeyID: fileKeyID))
+            }
+            if let scope, !scope.covers(environment), let wanted = environment.certificateEnvironment {
+                throw .credential(
+                    .keyNotForEnvironment(keyID: keyID, connector: wanted, key: scope.environments.sorted()))
+            }
         }
         let seconds = Int(refreshInterval.components.seconds)
         guard TokenConnector.refreshWindow.contains(seconds), seconds < 60 * 60 else {
@@ -107,15 +123,23 @@ public final class TokenConnector: TransportConnector, CustomStringConvertible, 
         self.keyID = keyID
         self.environment = environment
         self.refreshInterval = refreshInterval
+        let related: ProviderTokens?
         do throws(CredentialError) {
             tokens = try ProviderTokens(
                 teamID: teamID, keyID: keyID, key: key, refreshInterval: refreshInterval, clock: clock,
                 observability: observability)
+            related = try relatedKey.map { relatedKey throws(CredentialError) in
+                try ProviderTokens(
+                    teamID: teamID, keyID: relatedKey.keyID, key: relatedKey.key, refreshInterval: refreshInterval,
+                    clock: clock, observability: observability)
+            }
         } catch {
             throw .credential(error)
         }
+        var keys = [TokenKeys.Key(tokens: tokens, scope: scope)]
+        if let related, let relatedKey { keys.append(TokenKeys.Key(tokens: related, scope: relatedKey.scope)) }
         engine = try ConnectorEngine(
-            credential: .token(tokens), identity: nil, environment: environment, transport: transport,
+            credential: .token(TokenKeys(keys: keys)), identity: nil, environment: environment, transport: transport,
             observability: observability)
     }
 

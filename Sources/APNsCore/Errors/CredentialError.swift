@@ -48,6 +48,12 @@ public enum CredentialError: Error, Hashable, Sendable, CustomStringConvertible 
     /// The certificate does not cover the request's topic for its push type; `covered` lists the
     /// topics it does cover, with their kinds.
     case topicNotCovered(topic: String, pushType: PushType, covered: [String])
+    /// The token key's scope does not include the connector's environment; APNs would answer
+    /// 403 BadEnvironmentKeyIdInToken.
+    case keyNotForEnvironment(keyID: String, connector: PushCertificate.Environment, key: [PushCertificate.Environment])
+    /// No key of the connector (its key, and its related key if it has one) covers the request's
+    /// app; `covered` lists the apps they do. APNs would answer 400 TopicDisallowed.
+    case keyDoesNotCoverTopic(keyID: String, topic: String, covered: [String])
 
     /// A readable form for logs and test failures; it never contains a secret.
     public var description: String {
@@ -102,6 +108,13 @@ public enum CredentialError: Error, Hashable, Sendable, CustomStringConvertible 
             let list = covered.isEmpty ? "none" : covered.joined(separator: ", ")
             return
                 "The certificate does not cover topic \(topic) for \(pushType) pushes; it covers: \(list). Send to a topic it covers, use a certificate issued for this app and push type, or use token authentication."
+        case let .keyNotForEnvironment(keyID, connector, key):
+            let names = key.map(\.rawValue).joined(separator: " and ")
+            return
+                "The key \(keyID) is for the \(names) environment only, not \(connector): APNs would answer BadEnvironmentKeyIdInToken. Use environment .\(key.first?.rawValue ?? "sandbox"), or a key made for \(connector) (a team key for both environments covers either)."
+        case let .keyDoesNotCoverTopic(keyID, topic, covered):
+            return
+                "The key \(keyID) does not cover \(topic): it is a topic-specific key for \(covered.isEmpty ? "no app" : covered.joined(separator: ", ")). Send for an app it covers, add the app to the key in the developer account, or use a team-scoped key. APNs would answer TopicDisallowed."
         }
     }
 }

@@ -63,16 +63,19 @@ extension APNsRejection {
             case .deviceTokenNotForTopic:
                 return
                     "Check the bundle id: the token belongs to another app (or the topic suffix is wrong). A whole batch of these means a configuration mistake, not dead tokens."
-            case .badCertificateEnvironment, .badEnvironmentKeyIdInToken, .badEnvironmentKeyInToken:
+            case .badCertificateEnvironment:
                 return
                     "The credential is for the other environment: use .sandbox for development builds and .production for App Store and TestFlight builds."
+            case .badEnvironmentKeyIdInToken, .badEnvironmentKeyInToken:
+                return
+                    "The key is for the other environment: a key can be restricted to sandbox or production. Use the environment the key was made for, or a key for this one; state the key's scope (TokenConnector's scope:) to have this refused before sending."
             case .expiredProviderToken:
                 return "The JWT is older than an hour: check the server's clock."
             case .invalidProviderToken, .missingProviderToken:
                 return "Check the key id, team id and .p8 key of the token connector."
             case .unrelatedKeyIdInToken:
                 return
-                    "APNs ties a connection to the key of its first push, and this token was signed with another key: send it again on a new connection (the token connector does so once by itself), and keep tokens of each key on connections of their own (one token connector per key)."
+                    "APNs ties a connection to the key of its first push, and this token was signed with another key that is not its related key: send it again on a new connection (the token connector does so once by itself), and keep tokens of unrelated keys on connections of their own (one token connector per key; a topic key and its related key may share one: TokenConnector's relatedKey:)."
             case .tooManyProviderTokenUpdates:
                 return
                     "Share one token connector per key instead of creating one per request, then retry after a while: APNs accepts a new token at most every 20 minutes."
@@ -80,7 +83,10 @@ extension APNsRejection {
                 return "Slow down: too many pushes to this device; retry later."
             case .payloadTooLarge:
                 return "Shorten the payload."
-            case .topicDisallowed, .badTopic, .missingTopic, .topicMismatch:
+            case .topicDisallowed:
+                return
+                    "Check the bundle id: it must belong to the team, to the topic-specific key's apps (token), or to the certificate. State a topic key's scope (TokenConnector's scope:) to have this refused before sending."
+            case .badTopic, .missingTopic, .topicMismatch:
                 return "Check the bundle id: it must belong to the team (token) or the certificate."
             case .internalServerError, .serviceUnavailable, .shutdown:
                 return "Retry with back-off."
