@@ -71,7 +71,11 @@ struct BulkDelivery {
         let elapsed = ContinuousClock.now - start
         progress?.finish(done: tally.done, elapsed: elapsed)
         if let unregisteredOut { try BulkDelivery.write(tally.tokensToForget.unregistered, to: unregisteredOut) }
-        if !json { print(tally.summary(elapsed: elapsed)) }
+        if !json {
+            print(tally.summary(elapsed: elapsed))
+        } else if let cause = tally.counts.likelyCause {
+            FileHandle.standardError.write(Data("apns: \(cause)\n".utf8))
+        }
         return tally.exitCode
     }
 
@@ -106,6 +110,8 @@ struct BulkDelivery {
         var latencies: [Duration] = []
         var exitCode: ExitCode = .success
         var tokensToForget = TokensToForget()
+        /// The library's own count, for the one cause most outcomes may share.
+        var counts = BulkSendSummary()
 
         init(total: Int) {
             self.total = total
@@ -116,6 +122,7 @@ struct BulkDelivery {
             done += 1
             latencies.append(outcome.duration)
             tokensToForget.collect(outcome)
+            counts.count(outcome, collectingTokens: false)
             switch outcome.result {
             case .success:
                 delivered += 1
@@ -150,6 +157,7 @@ struct BulkDelivery {
                 "latency p50 \(Tally.milliseconds(Tally.percentile(sorted, 0.50))), p99 \(Tally.milliseconds(Tally.percentile(sorted, 0.99)))"
             )
             lines.append("elapsed \(String(format: "%.2f", seconds)) s")
+            if let cause = counts.likelyCause { lines.append(cause) }
             return lines.joined(separator: "\n")
         }
 

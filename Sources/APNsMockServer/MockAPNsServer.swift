@@ -66,6 +66,9 @@ public final class MockAPNsServer: Sendable {
         public var relatedKeys: [String: String] = [:]
         /// Ends each connection with GOAWAY after this many streams (to test reconnection).
         public var goAwayAfterStreams: Int?
+        /// APNs' manners under errors (<doc:ProtocolReference#Responses>): too many error answers
+        /// on one connection end it. Nil turns it off.
+        public var errorLimit: ErrorLimit? = ErrorLimit()
         /// A key whose token changes sooner than this after the previous one gets 429
         /// TooManyProviderTokenUpdates, as with APNs (20 minutes). `nil` turns the check off, for
         /// tests that run many short-lived processes, each minting its own token.
@@ -295,6 +298,8 @@ public final class MockAPNsServer: Sendable {
 
     /// HTTP/2 PING frames received so far (acknowledgements not counted), on every connection.
     public var pingCount: Int { state.pingCount }
+    /// Connections the server ended for answering too many errors (``Configuration/errorLimit``).
+    public var connectionsEndedForErrors: Int { state.connectionsEndedForErrorsCount }
 
     /// Makes the server misbehave: connections opened from now on get `fault` (the first
     /// `connections` of them, or all when nil), for the first `requests` requests that reach a
@@ -347,6 +352,24 @@ public final class MockAPNsServer: Sendable {
 }
 
 extension MockAPNsServer {
+    /// When a connection has answered too many errors: Apple says 4xx answers slow a connection
+    /// down and too many disconnect it, sooner for BadDeviceToken, and that 410 does not count,
+    /// and gives no numbers. Past either count, the server sends GOAWAY after the answer that
+    /// crossed it, naming that stream the last it processed: a stream after it is not processed,
+    /// and the client sends it again on a new connection (or, when the connection ends under a
+    /// request already written, reports its delivery unknown).
+    public struct ErrorLimit: Sendable, Hashable {
+        /// Answers of 400–499 but 410 on one connection (our decision: 1,000).
+        public var errors: Int
+        /// 400 BadDeviceToken answers on one connection (our decision: 100).
+        public var badDeviceTokens: Int
+
+        public init(errors: Int = 1000, badDeviceTokens: Int = 100) {
+            self.errors = errors
+            self.badDeviceTokens = badDeviceTokens
+        }
+    }
+
     /// The APNs environment a mock server answers as.
     public enum Environment: Sendable, Hashable {
         /// `api.sandbox.push.apple.com`, for development builds: a success carries `apns-unique-id`.

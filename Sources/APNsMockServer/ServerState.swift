@@ -18,6 +18,7 @@ final class ServerState: ValidationContext {
         var streams = 0
         var connections = 0
         var pings = 0
+        var connectionsEndedForErrors = 0
         /// Requests processed (accepted for delivery), by apns-id.
         var processed: [String: Int] = [:]
         var fault: MockAPNsServer.Fault?
@@ -242,6 +243,8 @@ final class ServerState: ValidationContext {
     }
 
     func pingReceived() { mutable.withLock { $0.pings += 1 } }
+    func connectionEndedForErrors() { mutable.withLock { $0.connectionsEndedForErrors += 1 } }
+    var connectionsEndedForErrorsCount: Int { mutable.withLock { $0.connectionsEndedForErrors } }
     var pingCount: Int { mutable.withLock { $0.pings } }
 
     func inject(_ fault: MockAPNsServer.Fault?, connections: Int?, requests: Int?) {

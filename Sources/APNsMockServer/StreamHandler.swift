@@ -32,6 +32,13 @@ final class ConnectionContext {
     /// The verified client certificate's common name: nil until looked up, then `.some(nil)` for none.
     var clientCertificateCache: (commonName: String, topics: [PushCertificate.Topic]?)??
     var acceptedStreams = 0
+    /// Error answers so far (400–499 but 410), and of them BadDeviceToken (``MockAPNsServer/ErrorLimit``).
+    var errors = 0
+    var badDeviceTokens = 0
+    /// The server ended the connection for its errors: a stream above the GOAWAY's last id is
+    /// also refused on the stream (RST_STREAM REFUSED_STREAM), so the client sends it again at
+    /// once rather than when the connection closes.
+    var endedForErrors = false
     var goAwayLastStreamID: HTTP2StreamID?
     var openStreams = 0
     /// The peer's address as `ip:port`, made once per connection for the requests it records.
@@ -107,12 +114,16 @@ final class ConnectionContext {
 
     /// After GOAWAY, the client closes the connection once its last stream is answered. Closing it
     /// here at once could drop responses NIO has not written yet, so the server only cleans up a
-    /// second after the last stream, for clients that keep the connection open.
+    /// second after the last stream, for clients that keep the connection open; a tenth of one
+    /// after an end for errors, as APNs disconnects (a client waiting for the connection to go,
+    /// before it opens the next, waits that long).
     func streamFinished() {
         openStreams -= 1
         guard goAwayLastStreamID != nil, openStreams <= 0 else { return }
         let channel = channel
-        channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+        channel.eventLoop.scheduleTask(in: endedForErrors ? .milliseconds(100) : .seconds(1)) {
+            channel.close(promise: nil)
+        }
     }
 }
 
@@ -201,11 +212,40 @@ final class StreamHandler: ChannelInboundHandler {
         }
     }
 
+    /// Counts an error answer against the connection and ends it, after this answer, once it has
+    /// answered too many (``MockAPNsServer/ErrorLimit``).
+    private func countError(_ verdict: RequestValidator.Verdict) {
+        guard let limit = state.configuration.errorLimit, (400..<500).contains(verdict.status), verdict.status != 410
+        else { return }
+        let connection = connection.value
+        connection.errors += 1
+        if verdict.reason == .badDeviceToken { connection.badDeviceTokens += 1 }
+        guard connection.goAwayLastStreamID == nil,
+            connection.errors >= limit.errors || connection.badDeviceTokens >= limit.badDeviceTokens
+        else { return }
+        // Our decision: GOAWAY names this stream as the last processed; a stream after it is
+        // refused, never processed, as after APNs' own GOAWAY, and the client sends it again.
+        connection.goAwayLastStreamID = streamID
+        connection.endedForErrors = true
+        state.connectionEndedForErrors()
+        let frame = HTTP2Frame(
+            streamID: .rootStream,
+            payload: .goAway(
+                lastStreamID: streamID, errorCode: .noError,
+                opaqueData: connection.channel.allocator.buffer(string: "too many errors on this connection")))
+        connection.channel.writeAndFlush(frame, promise: nil)
+    }
+
     /// Misbehaves as the connection's fault says; returns true when the request is dealt with.
     private func applyFault(context: ChannelHandlerContext, apnsID: String?) -> Bool {
         let connection = connection.value
         if let last = connection.goAwayLastStreamID, streamID > last {
-            // Above the GOAWAY's last-stream-id: refused, never processed. The client knows.
+            // Above the GOAWAY's last-stream-id: refused, never processed. The client knows; after
+            // an end for errors it is told so on the stream too.
+            if connection.endedForErrors {
+                answered = true
+                context.writeAndFlush(wrapOutboundOut(.rstStream(.refusedStream)), promise: nil)
+            }
             if counted { connection.streamFinished() }
             return true
         }
@@ -323,6 +363,7 @@ final class StreamHandler: ChannelInboundHandler {
             context.write(wrapOutboundOut(.data(.init(data: .byteBuffer(responseBody), endStream: true))), promise: nil)
         }
         context.flush()
+        countError(verdict)
 
         if verdict.status == 200 {
             let connection = connection.value

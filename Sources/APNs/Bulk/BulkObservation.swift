@@ -63,6 +63,12 @@ final class BulkObservation: Sendable {
             metadata["apns.bulk.delivery_unknown"] = "\(counts.deliveryUnknown)"
             metadata["apns.bulk.cancelled"] = "\(counts.cancelled)"
             observability.logger.debug("APNs bulk send finished", metadata: metadata)
+            if let cause = counts.likelyCause {
+                // The one line that says why, at notice: a whole batch refused is a configuration
+                // mistake, not dead tokens.
+                metadata["apns.bulk.bad_device_tokens"] = "\(counts.badDeviceTokens)"
+                observability.logger.notice("APNs bulk send: \(cause)", metadata: metadata)
+            }
         }
     }
 }

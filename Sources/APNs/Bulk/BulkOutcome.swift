@@ -56,19 +56,33 @@ public struct BulkSendSummary: Hashable, Sendable, CustomStringConvertible {
     /// refused as not tokens for this topic or environment: persist them (see ``TokensToForget``).
     public var tokensToForget = TokensToForget()
 
+    /// Of ``rejected``, the devices APNs refused as 400 `BadDeviceToken`.
+    public var badDeviceTokens = 0
+
     /// An empty summary.
     public init() {}
+
+    /// The one cause most outcomes share, said for the log and the user, or nil: when at least
+    /// ten devices, and half of every outcome, were refused `BadDeviceToken`, the tokens are most
+    /// likely of the other environment (a bulk send of development builds' sandbox tokens to
+    /// production is the common case), and forgetting them would lose every user.
+    public var likelyCause: String? {
+        guard badDeviceTokens >= 10, badDeviceTokens * 2 >= total else { return nil }
+        return
+            "\(badDeviceTokens) of \(total) devices were refused BadDeviceToken: the tokens are most likely of the other environment (development builds register sandbox tokens, App Store and TestFlight builds production ones). Check the connector's environment before forgetting them."
+    }
 
     /// Every outcome counted.
     public var total: Int { accepted + rejected + failed }
 
     /// Counts `outcome`; with `collectingTokens`, also adds its device to ``tokensToForget`` when
     /// APNs said to stop using it.
-    mutating func count(_ outcome: BulkOutcome, collectingTokens: Bool = true) {
+    package mutating func count(_ outcome: BulkOutcome, collectingTokens: Bool = true) {
         switch outcome.result {
         case .success: accepted += 1
         case .failure(.rejected(let rejection)):
             rejected += 1
+            if rejection.reason == .badDeviceToken { badDeviceTokens += 1 }
             if collectingTokens { tokensToForget.collect(rejection, for: outcome.device) }
         case .failure(let error):
             failed += 1
