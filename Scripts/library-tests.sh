@@ -17,9 +17,10 @@
 #               IdleConnectionTests   no send is written to a connection idle too long to trust
 #               ServerBehaviourTests  slow and stalled servers are judged at the right time
 #               CLITimingTests        the `apns` command's timeout against a mock that stops answering
-#               */RealTime            keep-warm's back-off and idle replacement, an idle connection
-#                                     with no PING, memory trimmed per interval, deadlines counted
-#                                     from the send and on the task executor, the grace period
+#               */RealTime            keep-warm's idle replacement, an idle connection with no PING,
+#                                     memory trimmed per interval, deadlines counted from the send
+#                                     and on the task executor, the grace period, a bulk send
+#                                     through GOAWAY and a pool's spread as libcurl paces them
 #   The rest run in the parallel tier, processes too: a test that runs `apns` waits for it off
 #   Swift's concurrency threads (Tests/APNsCLITests/ChildProcess.swift).
 #   Their decisions (the breaker, keep-warm's schedule, stall judgement) are tested as values too,

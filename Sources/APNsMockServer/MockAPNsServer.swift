@@ -119,8 +119,22 @@ public final class MockAPNsServer: Sendable {
         self.channel = channel
     }
 
-    /// Starts a server and returns once it listens.
+    /// Writing to a connection its client has closed raises SIGPIPE, whose default action ends the
+    /// process: SwiftNIO writes with write(2), which, unlike a send with MSG_NOSIGNAL, raises it.
+    /// A client that closes connections under the server's answers (the error limit's GOAWAYs, a
+    /// test's faults) would otherwise end the test process, so the first server started ignores
+    /// SIGPIPE in its process, as SwiftNIO asks of the programs that use it; the write then fails
+    /// with EPIPE, which NIO handles as a closed connection.
+    private static let ignoresBrokenPipes: Void = {
+        #if os(Linux)
+            _ = signal(SIGPIPE, SIG_IGN)
+        #endif
+    }()
+
+    /// Starts a server and returns once it listens. The first ignores SIGPIPE in the process
+    /// (``ignoresBrokenPipes``).
     public static func start(_ configuration: Configuration = Configuration()) async throws -> MockAPNsServer {
+        _ = ignoresBrokenPipes
         let authority = try configuration.certificateAuthority ?? MockCertificateAuthority()
         let serverCertificate = try authority.issueServerCertificate()
         var tls = TLSConfiguration.makeServerConfiguration(

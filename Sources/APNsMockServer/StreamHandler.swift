@@ -35,9 +35,8 @@ final class ConnectionContext {
     /// Error answers so far (400–499 but 410), and of them BadDeviceToken (``MockAPNsServer/ErrorLimit``).
     var errors = 0
     var badDeviceTokens = 0
-    /// The server ended the connection for its errors: a stream above the GOAWAY's last id is
-    /// also refused on the stream (RST_STREAM REFUSED_STREAM), so the client sends it again at
-    /// once rather than when the connection closes.
+    /// The server ended the connection for its errors: it closes it sooner once its streams are
+    /// done (``streamFinished()``).
     var endedForErrors = false
     var goAwayLastStreamID: HTTP2StreamID?
     var openStreams = 0
@@ -240,12 +239,9 @@ final class StreamHandler: ChannelInboundHandler {
     private func applyFault(context: ChannelHandlerContext, apnsID: String?) -> Bool {
         let connection = connection.value
         if let last = connection.goAwayLastStreamID, streamID > last {
-            // Above the GOAWAY's last-stream-id: refused, never processed. The client knows; after
-            // an end for errors it is told so on the stream too.
-            if connection.endedForErrors {
-                answered = true
-                context.writeAndFlush(wrapOutboundOut(.rstStream(.refusedStream)), promise: nil)
-            }
+            // Above the GOAWAY's last-stream-id: refused, never processed. The client knows. (No
+            // RST_STREAM is written here: this runs inside NIO's own closing of streams, where a
+            // write re-enters the stream channel's pending writes.)
             if counted { connection.streamFinished() }
             return true
         }

@@ -43,8 +43,9 @@ import Testing
                     #expect(outcome.transportFailure != nil)
                 }
             }
+            // Some may fail (a deadline passed while connections were replaced, a request cut off
+            // with its connection): each failure is checked against the server's view below.
             #expect(summary.badDeviceTokens + summary.failed == 5000)
-            #expect(summary.failed == summary.deliveryUnknown)  // only a request cut off with its connection
             #expect(fixture.server.connectionsEndedForErrors >= 40)  // 100 each: the mock's manners
             let cause = try #require(summary.likelyCause)
             #expect(
