@@ -1,4 +1,6 @@
+import APNs
 import Foundation
+import TestFixtures
 
 /// A child process (the built `apns`, `openssl`, `script`) run as a user's shell runs it, without
 /// blocking a Swift concurrency thread: the reads of its output and the wait for its exit, which
@@ -32,9 +34,8 @@ final class ChildProcess: @unchecked Sendable {
         process.standardOutput = stdout
         process.standardError = discardingErrors ? FileHandle.nullDevice : stderr
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try launching.withLock { _ in try process.run() }
     }
-
     /// Runs `executable` to its end.
     static func run(
         _ executable: URL, _ arguments: [String], environment: [String: String]? = nil
