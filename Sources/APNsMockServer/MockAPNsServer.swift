@@ -55,7 +55,7 @@ public final class MockAPNsServer: Sendable {
         public var minimumDeviceTokenBytes = 32
         /// Bundle ids the team may push to; nil accepts any.
         public var allowedBundleIDs: Set<String>?
-        /// Keys restricted as Apple restricts them, by key id (<doc:ProtocolReference#Token-authentication>):
+        /// Keys restricted as Apple restricts them, by key id (protocol reference, Token authentication):
         /// a token of a key used outside its environments is answered 403
         /// BadEnvironmentKeyIdInToken, for an app outside its topics 400 TopicDisallowed. A key
         /// not listed is team-scoped for both environments.
@@ -66,7 +66,7 @@ public final class MockAPNsServer: Sendable {
         public var relatedKeys: [String: String] = [:]
         /// Ends each connection with GOAWAY after this many streams (to test reconnection).
         public var goAwayAfterStreams: Int?
-        /// APNs' manners under errors (<doc:ProtocolReference#Responses>): too many error answers
+        /// APNs' manners under errors (protocol reference, Responses): too many error answers
         /// on one connection end it. Nil turns it off.
         public var errorLimit: ErrorLimit? = ErrorLimit()
         /// A key whose token changes sooner than this after the previous one gets 429
@@ -131,8 +131,8 @@ public final class MockAPNsServer: Sendable {
         #endif
     }()
 
-    /// Starts a server and returns once it listens. The first ignores SIGPIPE in the process
-    /// (``ignoresBrokenPipes``).
+    /// Starts a server and returns once it listens. The first ignores SIGPIPE in the process:
+    /// writing to a connection its client closed would otherwise end it.
     public static func start(_ configuration: Configuration = Configuration()) async throws -> MockAPNsServer {
         _ = ignoresBrokenPipes
         let authority = try configuration.certificateAuthority ?? MockCertificateAuthority()
