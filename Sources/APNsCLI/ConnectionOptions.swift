@@ -41,24 +41,17 @@ struct ConnectionOptions: ParsableArguments {
         help: "Environment variable holding the proxy's password (the user is the one in --proxy).")
     var proxyPasswordEnvironment: String?
 
-    /// `--key-scope` read: `team`, `team:ENVIRONMENT` or `topics:ENVIRONMENT:BUNDLE[,BUNDLE…]`.
+    /// `--key-scope` read (``KeyScope/init(argument:)``).
     func resolveKeyScope() throws -> KeyScope? {
-        guard let keyScope else { return nil }
-        let parts = keyScope.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
-        let environment = parts.count > 1 ? KeyScope.Environment(rawValue: parts[1]) : nil
-        switch (parts.first, parts.count) {
-        case ("team", 1): return .team
-        case ("team", 2) where environment != nil: return environment.map(KeyScope.team)
-        case ("topics", 3) where environment != nil:
-            let bundleIDs = Set(parts[2].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
-            if let environment, !bundleIDs.isEmpty, !bundleIDs.contains("") {
-                return .topics(bundleIDs, environment: environment)
-            }
-        default: break
+        try keyScope.map(Self.keyScope(from:))
+    }
+
+    /// A `--key-scope` argument read, or a usage error that lists the forms it takes.
+    static func keyScope(from argument: String) throws -> KeyScope {
+        guard let scope = KeyScope(argument: argument) else {
+            throw UsageError("--key-scope \(argument) is not a key scope: give \(KeyScope.argumentForms)")
         }
-        throw UsageError(
-            "--key-scope \(keyScope) is not a key scope: give team, team:sandbox, team:production or topics:ENVIRONMENT:BUNDLE[,BUNDLE…] (e.g. topics:production:com.example.shop)"
-        )
+        return scope
     }
 
     /// The connector the options describe, or nil when no credentials were given.

@@ -34,6 +34,13 @@ struct InspectCommand: AsyncParsableCommand {
         name: .customLong("key-id"), help: "For a .p8 key: the key id, when the file is not named AuthKey_<KEYID>.p8.")
     var keyID: String?
     @Option(
+        name: .customLong("key-scope"),
+        help: ArgumentHelp(
+            "For a .p8 key: its scope as the developer account shows it: \(KeyScope.argumentForms).",
+            discussion:
+                "With --topic (a bundle id, or a push type's topic with --push-type): whether the key covers it."
+        )) var keyScope: String?
+    @Option(
         name: .customLong("issued-at"), parsing: .unconditional,
         help: "For a .p8 key: the iat to show, in seconds since 1970 (default now).")
     var issuedAt: Int?
@@ -257,8 +264,26 @@ struct InspectCommand: AsyncParsableCommand {
 
     // MARK: Signing keys
 
+    /// `--key-scope` read, and whether it covers `--topic`'s app (nil without either).
+    private func scopeCheck() throws -> (scope: KeyScope?, covers: Bool?) {
+        guard let keyScope else { return (nil, nil) }
+        let scope = try ConnectionOptions.keyScope(from: keyScope)
+        guard let topic else { return (scope, nil) }
+        var bundleIDs: [String] = []
+        for name in pushTypes {
+            guard let pushType = PushType(rawValue: name) else { throw APNsValidationError.unknownPushType(name) }
+            guard let bundleID = pushType.bundleID(fromTopic: topic) else {
+                throw UsageError("--topic \(topic) is not a topic of \(pushType.rawValue) pushes")
+            }
+            bundleIDs.append(bundleID)
+        }
+        if bundleIDs.isEmpty { bundleIDs = [topic] }
+        return (scope, bundleIDs.allSatisfy(scope.covers(bundleID:)))
+    }
+
     private func inspectSigningKey() throws {
         let details = try SigningKeyDetails(key: .file(path: file))
+        let (scope, covers) = try scopeCheck()
         let id = keyID ?? details.keyID
         let header = id.map { ProviderTokenRules.header(keyID: $0) }
         let claims = teamID.map {
@@ -279,8 +304,20 @@ struct InspectCommand: AsyncParsableCommand {
             if let header { writer.string(header) } else { writer.null() }
             writer.key("jwtClaims")
             if let claims { writer.string(claims) } else { writer.null() }
+            if let scope {
+                writer.key("keyScope")
+                writer.string(scope.argument)
+            }
+            if let covers, let topic {
+                writer.key("covers")
+                writer.beginObject()
+                writer.key(topic)
+                writer.bool(covers)
+                writer.endObject()
+            }
             writer.endObject()
             print(String(decoding: writer.bytes, as: UTF8.self))
+            try refuseUncovered(scope, covers, keyID: id)
             return
         }
         let idSource = keyID != nil ? "(from --key-id)" : "(from the file name)"
@@ -296,7 +333,30 @@ struct InspectCommand: AsyncParsableCommand {
             ("jwt claims", claims ?? "pass --team-id to see them"),
             ("signature", "not shown: a signed token is a credential"),
         ]
-        print(rows.map { $0.0.padding(toLength: 14, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n"))
+        var scopeRows: [(String, String)] = []
+        if let scope {
+            let environments = scope.environments.sorted().map(\.rawValue).joined(separator: " and ")
+            scopeRows.append(
+                (
+                    "scope",
+                    scope.bundleIDs.map {
+                        "topic-specific: \($0.sorted().joined(separator: ", ")), \(environments) only"
+                    }
+                        ?? "team: every app of the team, \(environments)\(scope.environments.count == 1 ? " only" : "")"
+                ))
+            if let covers, let topic { scopeRows.append(("covers", "\(topic): \(covers ? "yes" : "no")")) }
+        }
+        print(
+            (rows + scopeRows).map { $0.0.padding(toLength: 14, withPad: " ", startingAt: 0) + $0.1 }.joined(
+                separator: "\n"))
+        try refuseUncovered(scope, covers, keyID: id)
+    }
+
+    /// Exit status 3 (a credential error) when `--topic` is outside the key's scope.
+    private func refuseUncovered(_ scope: KeyScope?, _ covers: Bool?, keyID: String?) throws {
+        guard let scope, covers == false, let topic else { return }
+        throw CredentialError.keyDoesNotCoverTopic(
+            keyID: keyID ?? "?", topic: topic, covered: scope.bundleIDs?.sorted() ?? [])
     }
 
     // MARK: Helpers

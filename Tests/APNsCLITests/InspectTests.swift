@@ -302,4 +302,39 @@ struct InspectTests {
         #expect(
             unnamed.stdout.contains("key id        unknown: the file is not named AuthKey_<KEYID>.p8; pass --key-id\n"))
     }
+
+    /// A key's scope, as the developer account shows it, and whether it covers a topic: exit
+    /// status 3, with the fix, when it does not.
+    @Test func signingKeyWithItsScope() async throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let key = MockCertificateAuthority.makeSigningKey(teamID: "DEF123GHIJ", keyID: "ABC123DEFG")
+        let file = try Self.write(key.privateKeyPEM, "AuthKey_ABC123DEFG.p8", in: folder)
+        let scope = ["--key-scope", "topics:production:com.example.shop,com.example.news"]
+        let covered = try await CLITests.apns(
+            ["inspect", file, "--topic", "com.example.shop.voip", "--push-type", "voip"] + scope)
+        #expect(covered.status == 0, "\(covered.stderr)")
+        #expect(
+            covered.stdout.hasSuffix(
+                """
+                signature     not shown: a signed token is a credential
+                scope         topic-specific: com.example.news, com.example.shop, production only
+                covers        com.example.shop.voip: yes
+
+                """), "\(covered.stdout)")
+        let team = try await CLITests.apns(["inspect", file, "--key-scope", "team:sandbox"])
+        #expect(team.stdout.contains("scope         team: every app of the team, sandbox only\n"), "\(team.stdout)")
+        let uncovered = try await CLITests.apns(["inspect", file, "--topic", "com.example.other", "--json"] + scope)
+        #expect(uncovered.status == 3)
+        #expect(
+            uncovered.stdout.hasSuffix(
+                #""keyScope":"topics:production:com.example.news,com.example.shop","covers":{"com.example.other":false}}"#
+                    + "\n"), "\(uncovered.stdout)")
+        #expect(
+            uncovered.stderr.contains(
+                "The key ABC123DEFG does not cover com.example.other: it is a topic-specific key for com.example.news, com.example.shop."
+            ), "\(uncovered.stderr)")
+        let wrong = try await CLITests.apns(["inspect", file, "--key-scope", "topics:prod:com.a"])
+        #expect(wrong.status == 2 && wrong.stderr.contains("is not a key scope: give team, team:sandbox"))
+    }
 }

@@ -23,6 +23,26 @@ import Testing
             relatedKey: relatedKey, environment: environment ?? fixture.environment, transport: fixture.transport)
     }
 
+    /// The text form `--key-scope` takes and the gateway stores, both ways.
+    @Test func aScopeIsWrittenAndReadAsOneArgument() {
+        let scopes: [(KeyScope, String)] = [
+            (.team, "team"), (.team(.sandbox), "team:sandbox"), (.team(.production), "team:production"),
+            (.topics(["com.b", "com.a"], environment: .production), "topics:production:com.a,com.b"),
+        ]
+        for (scope, argument) in scopes {
+            #expect(scope.argument == argument)
+            #expect(KeyScope(argument: argument) == scope)
+        }
+        #expect(
+            KeyScope(argument: "topics:sandbox: com.a , com.b") == .topics(["com.a", "com.b"], environment: .sandbox))
+        for wrong in [
+            "", "teams", "team:staging", "team:sandbox:com.a", "topics:sandbox", "topics:sandbox:",
+            "topics:sandbox:com.a,,com.b", "topics::com.a",
+        ] {
+            #expect(KeyScope(argument: wrong) == nil, "\(wrong)")
+        }
+    }
+
     @Test func aKeyForTheOtherEnvironmentIsRefusedWhenTheConnectorIsMade() async throws {
         try await Fixture.with { fixture in
             let expected = APNsError.credential(

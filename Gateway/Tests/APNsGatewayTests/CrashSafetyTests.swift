@@ -29,7 +29,7 @@ import Testing
         process.arguments = ["--pid", "--fork", "--mount-proc", "/bin/sh", "-c", "test $$ = 1"]
         process.standardOutput = Pipe()
         process.standardError = Pipe()
-        guard (try? process.run()) != nil else { return false }
+        guard (try? Launching.run(process)) != nil else { return false }
         process.waitUntilExit()
         return process.terminationStatus == 0
     }()
@@ -71,7 +71,7 @@ import Testing
             let errors = Pipe()
             process.standardError = errors
             process.terminationHandler = { [exited] _ in exited.signal() }
-            try process.run()
+            try Launching.run(process)
             // A thread of its own reads the log until its end: blocking reads, so the end is seen
             // when the last writer goes (Foundation's `readabilityHandler` once missed it, and the
             // test waited forever), and no Swift concurrency thread waits for the gateway.

@@ -92,7 +92,7 @@ import Testing
         let out = Pipe()
         process.standardOutput = out
         process.standardError = out
-        try process.run()
+        try Launching.run(process)
         let data = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))

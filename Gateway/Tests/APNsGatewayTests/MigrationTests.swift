@@ -41,9 +41,9 @@ import Testing
                 == (backend == .sqlite
                     ? [
                         "1-release-0.1.0", "2-leases-and-retention", "3-at-most-once", "4-idempotency-keys",
-                        "5-apps-and-credentials", "6-expired-leases-by-app", "7-shared-app-rates",
+                        "5-apps-and-credentials", "6-expired-leases-by-app", "7-shared-app-rates", "8-key-scopes",
                     ]
-                    : ["1", "2", "3", "4", "5", "6", "7", "8"]))
+                    : ["1", "2", "3", "4", "5", "6", "7", "8", "9"]))
         let schema = try await Self.schema(of: queue)
         // A second start applies nothing and changes nothing.
         try await queue.store.prepare()

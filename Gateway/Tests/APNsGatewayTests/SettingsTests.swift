@@ -17,7 +17,7 @@ import Testing
         let errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
-        try process.run()
+        try Launching.run(process)
         let error = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let out = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()

@@ -40,7 +40,7 @@ import Testing
         let errors = Pipe()
         process.standardError = errors
         process.standardOutput = Pipe()
-        try process.run()
+        try Launching.run(process)
         return (process, errors, folder)
     }
 

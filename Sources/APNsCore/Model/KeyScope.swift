@@ -53,3 +53,40 @@ public struct KeyScope: Sendable, Hashable, CustomStringConvertible {
         return "topics \(bundleIDs.sorted().joined(separator: ", ")) (\(where_))"
     }
 }
+
+extension KeyScope {
+    /// The scope written as `apns send --key-scope` and `apns-gateway credential add --key-scope`
+    /// take it, and as the gateway stores it: `team`, `team:ENVIRONMENT` or
+    /// `topics:ENVIRONMENT:BUNDLE[,BUNDLE…]`; nil when `argument` is none of these
+    /// (``argumentForms`` says what is).
+    public init?(argument: String) {
+        let parts = argument.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+        let environment = parts.count > 1 ? Environment(rawValue: parts[1]) : nil
+        switch (parts.first, parts.count, environment) {
+        case ("team", 1, _):
+            self = .team
+        case ("team", 2, let environment?):
+            self = .team(environment)
+        case ("topics", 3, let environment?):
+            let bundleIDs = parts[2].split(separator: ",", omittingEmptySubsequences: false).map { item in
+                String(item.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
+            }
+            guard !bundleIDs.contains("") else { return nil }
+            self = .topics(Set(bundleIDs), environment: environment)
+        default:
+            return nil
+        }
+    }
+
+    /// The scope in the form ``init(argument:)`` reads: `team`, `team:sandbox`,
+    /// `topics:production:com.a,com.b` (bundle ids sorted).
+    public var argument: String {
+        let environment = environments.count == 1 ? environments.first.map { ":\($0.rawValue)" } ?? "" : ""
+        guard let bundleIDs else { return "team" + environment }
+        return "topics\(environment):\(bundleIDs.sorted().joined(separator: ","))"
+    }
+
+    /// What ``init(argument:)`` reads, for a usage message.
+    public static let argumentForms =
+        "team, team:sandbox, team:production or topics:ENVIRONMENT:BUNDLE[,BUNDLE…] (e.g. topics:production:com.example.shop)"
+}

@@ -325,8 +325,8 @@ public final class CredentialConnectors: Service, Sendable {
             }
             return AnyConnector(
                 try TokenConnector(
-                    teamID: teamID, keyID: keyID, key: .pem(pem), environment: apns, transport: transport,
-                    logger: logger))
+                    teamID: teamID, keyID: keyID, key: .pem(pem), scope: credential.keyScope, environment: apns,
+                    transport: transport, logger: logger))
         case .pkcs12(let bytes, let password):
             return AnyConnector(
                 try CertificateConnector(

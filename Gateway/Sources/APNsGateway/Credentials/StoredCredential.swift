@@ -32,6 +32,9 @@ package struct StoredCredential: Sendable, Hashable, CustomStringConvertible {
     /// A token key's team id (`iss`) and key id (`kid`).
     package var teamID: String?
     package var keyID: String?
+    /// A token key's scope as the operator stated it (`--key-scope`): its connectors refuse, before
+    /// any byte, a send it cannot make. Nil for a certificate, or a key whose scope was not stated.
+    package var keyScope: KeyScope?
     /// The environments it may send to; the first is a notification's when it names none.
     package var environments: [GatewayEnvironment]
     /// Another APNs server (`HOST:PORT`, a mock or a relay) in place of Apple's, for both environments.
@@ -48,13 +51,15 @@ package struct StoredCredential: Sendable, Hashable, CustomStringConvertible {
     package var updatedAt: Date
 
     package init(
-        name: String, kind: Kind, teamID: String? = nil, keyID: String? = nil, environments: [GatewayEnvironment],
-        apnsHost: String? = nil, sealed: String, fingerprint: String, revision: Int, apps: Set<String>, updatedAt: Date
+        name: String, kind: Kind, teamID: String? = nil, keyID: String? = nil, keyScope: KeyScope? = nil,
+        environments: [GatewayEnvironment], apnsHost: String? = nil, sealed: String, fingerprint: String,
+        revision: Int, apps: Set<String>, updatedAt: Date
     ) {
         self.name = name
         self.kind = kind
         self.teamID = teamID
         self.keyID = keyID
+        self.keyScope = keyScope
         self.environments = environments
         self.apnsHost = apnsHost
         self.sealed = sealed
@@ -70,6 +75,7 @@ package struct StoredCredential: Sendable, Hashable, CustomStringConvertible {
     package var description: String {
         var parts = ["\(name)", kind.rawValue]
         if let teamID, let keyID { parts.append("team \(teamID) key \(keyID)") }
+        if let keyScope { parts.append("scope \(keyScope.argument)") }
         parts.append("revision \(revision)")
         parts.append("sha256 \(fingerprint.prefix(16))…")
         return parts.joined(separator: " ")

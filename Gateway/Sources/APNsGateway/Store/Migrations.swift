@@ -17,8 +17,9 @@ import PostgresNIO
 /// sixth (PostgreSQL) keeps the queue's depth in rows and indexes unfinished rows by due time; the
 /// next gives each unfinished device-send its app, so that claims take turns between apps, and
 /// adds the credentials and the app each is bound to; SQLite's sixth indexes claimed device-sends
-/// by app and lease, so that those under an expired lease are taken in their app's turn; the last
-/// keeps each app's device-sends a second in the queue, shared by its instances.
+/// by app and lease, so that those under an expired lease are taken in their app's turn; the next
+/// keeps each app's device-sends a second in the queue, shared by its instances; the last keeps a
+/// token key's stated scope with its credential.
 enum Migrations {
     /// SQLite: (identifier, SQL) in order.
     static let sqlite: [(identifier: String, sql: String)] = [
@@ -99,6 +100,7 @@ enum Migrations {
             CREATE TABLE app_rates (app TEXT PRIMARY KEY, tokens REAL NOT NULL, at REAL NOT NULL);
             """
         ),
+        ("8-key-scopes", "ALTER TABLE credentials ADD COLUMN key_scope TEXT;"),
     ]
 
     /// The credentials and each app's credential and limits, the same on both backends. A secret
@@ -258,6 +260,8 @@ enum Migrations {
                 """
             ]
         ),
+        // A token key's scope as the operator stated it (``KeyScope/argument``); null when not stated.
+        (9, "key scopes", ["ALTER TABLE credentials ADD COLUMN IF NOT EXISTS key_scope text"]),
     ]
 
     /// The error for a queue a newer gateway has migrated past what this one knows.

@@ -52,15 +52,16 @@ extension PostgresStore {
         var credentials: [StoredCredential] = []
         for try await row in try await client.query(
             """
-            SELECT name, kind, team_id, key_id, environments, apns_host, sealed, fingerprint, revision::int8, updated_at
+            SELECT name, kind, team_id, key_id, key_scope, environments, apns_host, sealed, fingerprint, revision::int8,
+                updated_at
             FROM credentials ORDER BY name
             """, logger: logger
-        ).decode((String, String, String?, String?, String, String?, String, String, Int, Double).self) {
+        ).decode((String, String, String?, String?, String?, String, String?, String, String, Int, Double).self) {
             credentials.append(
                 try StoredCredential(
                     row: CredentialRow(
-                        name: row.0, kind: row.1, teamID: row.2, keyID: row.3, environments: row.4, apnsHost: row.5,
-                        sealed: row.6, fingerprint: row.7, revision: row.8, updatedAt: row.9),
+                        name: row.0, kind: row.1, teamID: row.2, keyID: row.3, keyScope: row.4, environments: row.5,
+                        apnsHost: row.6, sealed: row.7, fingerprint: row.8, revision: row.9, updatedAt: row.10),
                     apps: apps[row.0] ?? []))
         }
         return credentials
@@ -76,7 +77,7 @@ extension PostgresStore {
                 saved = try await connection.query(
                     """
                     UPDATE credentials SET kind = \(row.kind), team_id = \(row.teamID), key_id = \(row.keyID),
-                        environments = \(row.environments), apns_host = \(row.apnsHost), sealed = \(row.sealed),
+                        key_scope = \(row.keyScope), environments = \(row.environments), apns_host = \(row.apnsHost), sealed = \(row.sealed),
                         fingerprint = \(row.fingerprint), revision = \(row.revision), updated_at = \(row.updatedAt)
                     WHERE name = \(row.name) AND revision = \(revision) RETURNING 1
                     """, logger: logger
@@ -84,9 +85,10 @@ extension PostgresStore {
             } else {
                 saved = try await connection.query(
                     """
-                    INSERT INTO credentials(name, kind, team_id, key_id, environments, apns_host, sealed, fingerprint,
-                        revision, updated_at)
-                    VALUES (\(row.name), \(row.kind), \(row.teamID), \(row.keyID), \(row.environments), \(row.apnsHost),
+                    INSERT INTO credentials(name, kind, team_id, key_id, key_scope, environments, apns_host, sealed,
+                        fingerprint, revision, updated_at)
+                    VALUES (\(row.name), \(row.kind), \(row.teamID), \(row.keyID), \(row.keyScope), \(row.environments),
+                        \(row.apnsHost),
                         \(row.sealed), \(row.fingerprint), \(row.revision), \(row.updatedAt))
                     ON CONFLICT (name) DO NOTHING RETURNING 1
                     """, logger: logger

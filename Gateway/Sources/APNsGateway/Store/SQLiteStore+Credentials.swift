@@ -52,7 +52,8 @@ extension SQLiteStore {
                 try StoredCredential(
                     row: CredentialRow(
                         name: row["name"], kind: row["kind"], teamID: row["team_id"], keyID: row["key_id"],
-                        environments: row["environments"], apnsHost: row["apns_host"], sealed: row["sealed"],
+                        keyScope: row["key_scope"], environments: row["environments"], apnsHost: row["apns_host"],
+                        sealed: row["sealed"],
                         fingerprint: row["fingerprint"], revision: row["revision"], updatedAt: row["updated_at"]),
                     apps: apps[row["name"]] ?? [])
             }
@@ -65,12 +66,13 @@ extension SQLiteStore {
             if let revision {
                 try db.execute(
                     sql: """
-                        UPDATE credentials SET kind = ?, team_id = ?, key_id = ?, environments = ?, apns_host = ?,
-                            sealed = ?, fingerprint = ?, revision = ?, updated_at = ?
+                        UPDATE credentials SET kind = ?, team_id = ?, key_id = ?, key_scope = ?, environments = ?,
+                            apns_host = ?, sealed = ?, fingerprint = ?, revision = ?, updated_at = ?
                         WHERE name = ? AND revision = ?
                         """,
                     arguments: [
-                        row.kind, row.teamID, row.keyID, row.environments, row.apnsHost, row.sealed, row.fingerprint,
+                        row.kind, row.teamID, row.keyID, row.keyScope, row.environments, row.apnsHost, row.sealed,
+                        row.fingerprint,
                         row.revision, row.updatedAt, row.name, revision,
                     ])
                 guard db.changesCount == 1 else { return false }
@@ -80,12 +82,13 @@ extension SQLiteStore {
                 else { return false }
                 try db.execute(
                     sql: """
-                        INSERT INTO credentials(name, kind, team_id, key_id, environments, apns_host, sealed, fingerprint,
-                            revision, updated_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO credentials(name, kind, team_id, key_id, key_scope, environments, apns_host, sealed,
+                            fingerprint, revision, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """,
                     arguments: [
-                        row.name, row.kind, row.teamID, row.keyID, row.environments, row.apnsHost, row.sealed,
+                        row.name, row.kind, row.teamID, row.keyID, row.keyScope, row.environments, row.apnsHost,
+                        row.sealed,
                         row.fingerprint, row.revision, row.updatedAt,
                     ])
             }
