@@ -50,14 +50,18 @@ struct MockServerCommand: AsyncParsableCommand {
         help: "Refuse pushes to a device token: TOKEN:REASON[:TIMESTAMP-MS] (see the discussion); repeatable.")
     var rejections: [String] = []
     @Flag(
-        name: .customLong("one-stream-until-first-success"),
+        name: [.customLong("one-stream-until-valid-token"), .customLong("one-stream-until-first-success")],
         help:
-            "Start each connection at one concurrent stream, raised after the first accepted push (APNs on token connections)."
+            "Start each token connection at one concurrent stream, raised once a push with a valid token arrived, as APNs does (the second name is the flag's earlier one)."
     )
-    var oneStreamUntilFirstSuccess = false
+    var oneStreamUntilValidToken = false
     @Flag(
         help: "Answer as APNs' production environment: no apns-unique-id on a success (the sandbox's is the default).")
     var production = false
+    @Option(
+        name: .customLong("header-table-size"),
+        help: "Advertise this HPACK dynamic table size in bytes (0 for none; HTTP/2's default is 4096).")
+    var headerTableSize: Int?
     @Option(
         name: .customLong("fault-connections"), parsing: .unconditional,
         help: "Only the first N connections get the fault.")
@@ -70,6 +74,9 @@ struct MockServerCommand: AsyncParsableCommand {
         try await Failure.reporting {
             guard (0...65_535).contains(port) else {
                 throw UsageError("--port \(port) is not a TCP port; use 1 to 65535, or 0 for a free one")
+            }
+            if let headerTableSize, !(0...65_536).contains(headerTableSize) {
+                throw UsageError("--header-table-size \(headerTableSize) must be 0 to 65536 bytes")
             }
             for (flag, value) in [("--fault-connections", faultConnections), ("--fault-requests", faultRequests)] {
                 if let value, value < 1 { throw UsageError("\(flag) \(value) must be at least 1") }
@@ -103,7 +110,8 @@ struct MockServerCommand: AsyncParsableCommand {
             configuration.port = port
             if allowFrequentTokenUpdates { configuration.minimumTokenUpdateInterval = nil }
             configuration.strict = strict
-            configuration.oneStreamUntilFirstSuccess = oneStreamUntilFirstSuccess
+            configuration.oneStreamUntilValidToken = oneStreamUntilValidToken
+            configuration.headerTableSize = headerTableSize
             configuration.environment = production ? .production : .sandbox
             if let clientCA {
                 guard let pem = FileManager.default.contents(atPath: clientCA) else {

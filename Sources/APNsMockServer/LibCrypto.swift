@@ -200,10 +200,12 @@ enum LibCrypto {
         let commonName: String?
         /// The contents of the extension `topicsOID`, or nil when there is none.
         let topicsExtension: [UInt8]?
+        /// Which of the `markerOIDs` asked about the certificate carries as extensions.
+        let markers: Set<String>
     }
 
     /// Reads a DER certificate; nil when it is not one.
-    static func clientCertificate(der: [UInt8], topicsOID: String) -> ClientCertificate? {
+    static func clientCertificate(der: [UInt8], topicsOID: String, markerOIDs: [String] = []) -> ClientCertificate? {
         _ = OpenSSL.initialized
         defer { ERR_clear_error() }
         let read: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
@@ -230,7 +232,13 @@ enum LibCrypto {
                 topics = bytes(of: UnsafePointer(data))
             }
         }
-        return ClientCertificate(commonName: commonName, topicsExtension: topics)
+        var markers: Set<String> = []
+        for oid in markerOIDs {
+            guard let object = OBJ_txt2obj(oid, 1) else { continue }
+            defer { ASN1_OBJECT_free(object) }
+            if X509_get_ext_by_OBJ(certificate, object, -1) >= 0 { markers.insert(oid) }
+        }
+        return ClientCertificate(commonName: commonName, topicsExtension: topics, markers: markers)
     }
 
     // MARK: - Helpers

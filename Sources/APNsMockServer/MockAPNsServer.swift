@@ -77,10 +77,23 @@ public final class MockAPNsServer: Sendable {
         public var maximumChannelsPerApp = 10_000
         /// SETTINGS_MAX_CONCURRENT_STREAMS.
         public var maximumConcurrentStreams = 1000
-        /// Start each connection with SETTINGS_MAX_CONCURRENT_STREAMS 1 and raise it to
-        /// ``maximumConcurrentStreams`` after the first accepted request, as APNs does on token
-        /// connections (protocol reference, Hosts and connections).
-        public var oneStreamUntilFirstSuccess = false
+        /// SETTINGS_HEADER_TABLE_SIZE: the HPACK dynamic table the server decodes requests with.
+        /// Nil advertises nothing (HTTP/2's 4,096 bytes); a small one (0, 256) makes a client
+        /// shrink its table and encode every request within it, as a server short of memory may.
+        public var headerTableSize: Int?
+        /// Start each token connection with SETTINGS_MAX_CONCURRENT_STREAMS 1 and raise it to
+        /// ``maximumConcurrentStreams`` once a request with a valid provider token has arrived,
+        /// whatever its answer, as APNs does (protocol reference, Hosts and connections). A
+        /// connection that presents a client certificate is raised as soon as its TLS handshake
+        /// ends (its first SETTINGS, sent before the handshake, says 1).
+        public var oneStreamUntilValidToken = false
+        /// The name ``oneStreamUntilValidToken`` had when the limit was raised after the first
+        /// success, on every connection.
+        @available(*, deprecated, renamed: "oneStreamUntilValidToken")
+        public var oneStreamUntilFirstSuccess: Bool {
+            get { oneStreamUntilValidToken }
+            set { oneStreamUntilValidToken = newValue }
+        }
         /// The protocols offered by ALPN; `["http/1.1"]` makes a server that is not APNs.
         public var applicationProtocols = ["h2"]
         /// Hold each new connection's first bytes this long before the TLS handshake proceeds.
@@ -162,9 +175,12 @@ public final class MockAPNsServer: Sendable {
             HTTP2Setting(
                 parameter: .maxConcurrentStreams,
                 value: StreamLimit.enforcedByNIO(
-                    configuration.oneStreamUntilFirstSuccess ? 1 : configuration.maximumConcurrentStreams)),
+                    configuration.oneStreamUntilValidToken ? 1 : configuration.maximumConcurrentStreams)),
             HTTP2Setting(parameter: .maxHeaderListSize, value: 16384),
         ]
+        if let size = configuration.headerTableSize {
+            connectionConfiguration.initialSettings.append(HTTP2Setting(parameter: .headerTableSize, value: size))
+        }
         // libcurl 7.88 ends every finished stream with RST_STREAM(STREAM_CLOSED); NIO's defaults
         // would treat a busy client as a rapid-reset attack. Finite limits, because NIO preallocates
         // room for them.
@@ -195,7 +211,7 @@ public final class MockAPNsServer: Sendable {
                     let connection = NIOLoopBound(
                         ConnectionContext(
                             channel: channel, fault: fault,
-                            streamLimit: configuration.oneStreamUntilFirstSuccess
+                            streamLimit: configuration.oneStreamUntilValidToken
                                 ? 1 : configuration.maximumConcurrentStreams),
                         eventLoop: channel.eventLoop)
                     let id = ObjectIdentifier(channel)
@@ -272,7 +288,7 @@ public final class MockAPNsServer: Sendable {
     /// Waits until clients have acknowledged `count` SETTINGS frames, on any connection, those
     /// before the call included; returns false if `limit` passes first or the calling task is
     /// cancelled. A client acknowledges the server's first SETTINGS once it has read them, and
-    /// each later one (``Configuration/oneStreamUntilFirstSuccess`` raising the stream limit),
+    /// each later one (``Configuration/oneStreamUntilValidToken`` raising the stream limit),
     /// though it may hold an acknowledgement until it next writes to the connection (libcurl 8
     /// does). Until then it may open streams past a limit it has not seen, which the server accepts.
     ///

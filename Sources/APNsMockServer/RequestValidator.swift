@@ -15,14 +15,23 @@ import Foundation
 /// would pass every test. It parses the raw method, path, headers and body, independently of how
 /// the client built them.
 struct RequestValidator {
+    /// What the mock judges a connection's client certificate by.
+    struct ClientCertificate: Sendable {
+        /// The subject's common name.
+        var commonName: String
+        /// Apple's topic list, when the certificate carries one.
+        var topics: [PushCertificate.Topic]?
+        /// The environments its extensions name; empty for an older certificate that names none.
+        var environments: Set<PushCertificate.Environment>
+    }
+
     struct Incoming {
         var method: String
         var path: String
         var headers: [APNsRequest.Header]
         var body: [UInt8]
-        /// A verified client certificate's common name and Apple topic list, if the connection
-        /// presented one.
-        var clientCertificate: (commonName: String, topics: [PushCertificate.Topic]?)?
+        /// The verified client certificate, if the connection presented one.
+        var clientCertificate: ClientCertificate?
         /// The key of the first push on the connection whose token verified, if one has.
         var connectionKeyID: String? = nil
 
@@ -58,9 +67,17 @@ struct RequestValidator {
 
     func evaluate(_ request: Incoming) -> Verdict {
         if request.path.hasPrefix("/4/broadcasts/apps/") || request.path.hasPrefix("/1/apps/") {
-            return Self.duplicateHeader(in: request)
+            var verdict =
+                Self.duplicateHeader(in: request)
                 ?? (request.path.hasPrefix("/1/apps/")
                     ? evaluateManagement(request) : evaluateBroadcast(request))
+            // Every broadcast and channel answer carries an apns-request-id, a failure's too: the
+            // request's, or one APNs makes (protocol reference, Broadcast channels).
+            if !verdict.headers.contains(where: { $0.0 == "apns-request-id" }) {
+                let sent = request.header("apns-request-id").flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil }
+                verdict.headers.insert(("apns-request-id", sent ?? APNsID().description), at: 0)
+            }
+            return verdict
         }
         var verdict = Self.duplicateHeader(in: request) ?? evaluateDevice(request)
         // Every device answer carries an apns-id, a failure's too: the request's, or one APNs
@@ -91,6 +108,11 @@ struct RequestValidator {
 
     private func authenticate(_ request: Incoming) -> Authenticated {
         if let certificate = request.clientCertificate {
+            // A certificate issued for the other environment (one that names none is taken as
+            // Apple's older certificates were, for either).
+            if !certificate.environments.isEmpty, !certificate.environments.contains(state.keyEnvironment) {
+                return .failure(.badCertificateEnvironment)
+            }
             return .success(.certificate(commonName: certificate.commonName))
         }
         guard let authorization = request.header("authorization") else { return .failure(.missingProviderToken) }
@@ -284,6 +306,12 @@ struct RequestValidator {
         case .success(let value): authentication = value
         case .failure(let reason): return .reject(reason)
         }
+        // The path names the app's bundle id; a push type's topic in its place (`….voip`,
+        // `….push-type.liveactivity`) is not a topic the connection may send broadcasts to.
+        if PushType.allCases.contains(where: { $0.topicSuffix.map { !$0.isEmpty && bundleID.hasSuffix($0) } ?? false })
+        {
+            return .reject(.topicDisallowed, authentication)
+        }
         if let reason = authorize(authentication, bundleID: bundleID, mismatch: .topicMismatch) {
             return .reject(reason, authentication)
         }
@@ -405,7 +433,7 @@ struct RequestValidator {
     /// The topic APNs takes for a certificate connection's request without `apns-topic`: the
     /// subject's, when the certificate has no topic list; the one topic of a list of one. A
     /// certificate with several topics has none: the request must name one.
-    static func defaultTopic(of certificate: (commonName: String, topics: [PushCertificate.Topic]?)) -> String? {
+    static func defaultTopic(of certificate: ClientCertificate) -> String? {
         guard let topics = certificate.topics else { return bundleID(fromCommonName: certificate.commonName) }
         return topics.count == 1 ? topics[0].name : nil
     }

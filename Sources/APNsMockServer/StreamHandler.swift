@@ -4,6 +4,7 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 import NIOSSL
+import NIOTLS
 
 /// Per-connection state, used only on the connection's event loop.
 final class ConnectionContext {
@@ -18,7 +19,7 @@ final class ConnectionContext {
     /// silent for good (`silentAfterIdle`).
     var lastRequest = NIODeadline.now()
     var silenced = false
-    /// The stream limit was raised after the first accepted request (`oneStreamUntilFirstSuccess`).
+    /// The stream limit was raised after the one-stream start (`oneStreamUntilValidToken`).
     var streamLimitRaised = false
     /// The concurrent-stream limit in effect; a stream over it is refused (``StreamLimit``). A
     /// limit takes effect when the client acknowledges the SETTINGS that carried it (RFC 9113
@@ -29,8 +30,8 @@ final class ConnectionContext {
     /// The key id of the first push on the connection whose token verified: APNs ties the
     /// connection to it and refuses tokens of any other key (UnrelatedKeyIdInToken).
     var keyID: String?
-    /// The verified client certificate's common name: nil until looked up, then `.some(nil)` for none.
-    var clientCertificateCache: (commonName: String, topics: [PushCertificate.Topic]?)??
+    /// The verified client certificate: nil until looked up, then `.some(nil)` for none.
+    var clientCertificateCache: RequestValidator.ClientCertificate??
     var acceptedStreams = 0
     /// Error answers so far (400–499 but 410), and of them BadDeviceToken (``MockAPNsServer/ErrorLimit``).
     var errors = 0
@@ -94,21 +95,42 @@ final class ConnectionContext {
         }
     }
 
-    /// The verified client certificate's common name and, when it carries Apple's topic list, its
-    /// topics (`PushCertificate`, in `APNs`); read once per connection.
-    func clientCertificate() -> (commonName: String, topics: [PushCertificate.Topic]?)? {
+    /// The verified client certificate's common name and, when it carries them, Apple's topic list
+    /// and environment extensions (`PushCertificate`, in `APNs`); read once per connection.
+    func clientCertificate() -> RequestValidator.ClientCertificate? {
         if let cached = clientCertificateCache { return cached }
-        var found: (commonName: String, topics: [PushCertificate.Topic]?)?
+        var found: RequestValidator.ClientCertificate?
         if let handler = try? channel.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self),
             let peer = handler.peerCertificate,
             let der = try? peer.toDERBytes(),
-            let certificate = LibCrypto.clientCertificate(der: der, topicsOID: PushCertificate.topicsOID),
+            let certificate = LibCrypto.clientCertificate(
+                der: der, topicsOID: PushCertificate.topicsOID,
+                markerOIDs: [PushCertificate.sandboxOID, PushCertificate.productionOID]),
             let name = certificate.commonName
         {
-            found = (name, certificate.topicsExtension.flatMap { try? PushCertificate.topics(fromExtensionValue: $0) })
+            var environments: Set<PushCertificate.Environment> = []
+            if certificate.markers.contains(PushCertificate.sandboxOID) { environments.insert(.sandbox) }
+            if certificate.markers.contains(PushCertificate.productionOID) { environments.insert(.production) }
+            found = RequestValidator.ClientCertificate(
+                commonName: name,
+                topics: certificate.topicsExtension.flatMap { try? PushCertificate.topics(fromExtensionValue: $0) },
+                environments: environments)
         }
         clientCertificateCache = .some(found)
         return found
+    }
+
+    /// Ends the one-stream start (``MockAPNsServer/Configuration/oneStreamUntilValidToken``): a
+    /// SETTINGS frame raises the limit to `limit`, in effect once the client acknowledges it.
+    func raiseStreamLimit(to limit: Int) {
+        guard !streamLimitRaised else { return }
+        streamLimitRaised = true
+        unacknowledgedStreamLimits.append(limit)
+        let settings = HTTP2Frame(
+            streamID: .rootStream,
+            payload: .settings(
+                .settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: StreamLimit.enforcedByNIO(limit))])))
+        channel.writeAndFlush(settings, promise: nil)
     }
 
     /// After GOAWAY, the client closes the connection once its last stream is answered. Closing it
@@ -293,7 +315,10 @@ final class StreamHandler: ChannelInboundHandler {
         case .respond(let status, let retryAfter, let body):
             var headers = HPACKHeaders([(":status", String(status))])
             if let retryAfter { headers.add(name: "retry-after", value: String(retryAfter)) }
-            if let apnsID { headers.add(name: "apns-id", value: apnsID) }
+            // Every answer carries an apns-id, as APNs' own (protocol reference, Responses).
+            headers.add(
+                name: "apns-id",
+                value: apnsID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? APNsID().description)
             context.write(wrapOutboundOut(.headers(.init(headers: headers, endStream: body.isEmpty))), promise: nil)
             if !body.isEmpty {
                 let buffer = context.channel.allocator.buffer(string: body)
@@ -361,21 +386,9 @@ final class StreamHandler: ChannelInboundHandler {
         context.flush()
         countError(verdict)
 
-        if verdict.status == 200 {
-            let connection = connection.value
-            if state.configuration.oneStreamUntilFirstSuccess, !connection.streamLimitRaised {
-                connection.streamLimitRaised = true
-                connection.unacknowledgedStreamLimits.append(state.configuration.maximumConcurrentStreams)
-                let settings = HTTP2Frame(
-                    streamID: .rootStream,
-                    payload: .settings(
-                        .settings([
-                            HTTP2Setting(
-                                parameter: .maxConcurrentStreams,
-                                value: StreamLimit.enforcedByNIO(state.configuration.maximumConcurrentStreams))
-                        ])))
-                connection.channel.writeAndFlush(settings, promise: nil)
-            }
+        // A token that verified ends the one-stream start, whatever the answer to its request.
+        if state.configuration.oneStreamUntilValidToken, case .token = verdict.authentication {
+            connection.value.raiseStreamLimit(to: state.configuration.maximumConcurrentStreams)
         }
         if counted { connection.value.streamFinished() }
     }
@@ -392,6 +405,17 @@ final class PingCounter: ChannelInboundHandler {
     init(state: ServerState, connection: NIOLoopBound<ConnectionContext>) {
         self.state = state
         self.connection = connection
+    }
+
+    /// A connection that presented a client certificate has no one-stream start: its limit is
+    /// raised as soon as the handshake shows the certificate.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .handshakeCompleted? = event as? TLSUserEvent, state.configuration.oneStreamUntilValidToken,
+            connection.value.clientCertificate() != nil
+        {
+            connection.value.raiseStreamLimit(to: state.configuration.maximumConcurrentStreams)
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -27,7 +27,7 @@ import Testing
             [
                 "mock-server", "--dir", folder.path, "--reject",
                 CLITests.tokenA.uppercased() + ":Unregistered:1700000000123",
-                "--one-stream-until-first-success", "--production",
+                "--one-stream-until-valid-token", "--production",
             ],
             discardingErrors: true)
         defer { server.terminate() }

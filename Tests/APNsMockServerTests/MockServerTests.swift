@@ -199,7 +199,7 @@ import Testing
     /// after the first success (libcurl 8 holds that acknowledgement until it next writes to the
     /// connection); a test awaits them to know which limit the client works to.
     @Test func aTestAwaitsTheClientsAcknowledgementOfEachSettings() async throws {
-        try await Fixture.with(adjust: { $0.oneStreamUntilFirstSuccess = true }) { fixture in
+        try await Fixture.with(adjust: { $0.oneStreamUntilValidToken = true }) { fixture in
             let connector = try fixture.tokenConnector()
             for text in ["first", "second"] {
                 let response = try await send(

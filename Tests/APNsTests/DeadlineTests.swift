@@ -42,7 +42,7 @@ import Testing
     /// sends made after it wait inside libcurl for the stream (libcurl 7.88 applies no timeout
     /// there). Each ends by its own 1 s deadline, not sent.
     @Test func sendsWaitingForAStreamEndByTheirDeadline() async throws {
-        try await Fixture.with(adjust: { $0.oneStreamUntilFirstSuccess = true }) { fixture in
+        try await Fixture.with(adjust: { $0.oneStreamUntilValidToken = true }) { fixture in
             fixture.server.inject(.neverAnswer)
             let connector = try fixture.tokenConnector()
             let holder = Task {

@@ -14,7 +14,7 @@ import Testing
     /// client acknowledges them (RFC 9113). The answers come half a second late, so the sends are
     /// all in flight together.
     @Test(arguments: [1, 4]) func oneStreamUntilFirstSuccess(connections: Int) async throws {
-        try await Fixture.with(adjust: { $0.oneStreamUntilFirstSuccess = true }) { fixture in
+        try await Fixture.with(adjust: { $0.oneStreamUntilValidToken = true }) { fixture in
             fixture.server.inject(.delay(.milliseconds(500).scaledForSanitizers))
             let connector = try fixture.tokenConnector(adjust: { $0.maximumConnectionsPerHost = connections })
             let ids = (0..<400).map { _ in APNsID() }
