@@ -7,8 +7,8 @@ import NIOCore
 import Testing
 
 /// Requests with API keys the gateway does not know cost a database read each, so their look-ups
-/// share one rate: past it they are a 429 that reaches no database, while keys already known (and
-/// remembered) go on as before.
+/// have a rate per caller's address: past it they are a 429 that reaches no database, while keys
+/// already known (and remembered), and other callers' keys, go on as before.
 @Suite struct APIKeyLookupTests {
     @Test func guessedKeysAreLimitedAndKnownKeysAreNot() async throws {
         let setup = try await GatewayAPITests.Setup.start(.sqlite)
@@ -35,6 +35,48 @@ import Testing
         }
         #expect(answers.map(\.0) == [.ok, .ok, .ok, .unauthorized, .unauthorized, .tooManyRequests, .ok])
         #expect(answers[5].1 == "1")
+        try await setup.stop()
+    }
+
+    /// A flood of guesses from one address (the test client's, 127.0.0.1) leaves a valid key,
+    /// never looked up before, served to another (127.0.0.2, curl bound to it): each address has
+    /// its own look-ups. The flooding address stays refused.
+    @Test func oneCallersGuessesDoNotTurnAwayAnotherCallersKey() async throws {
+        let setup = try await GatewayAPITests.Setup.start(.sqlite)
+        var limits = GatewayAPI.Configuration()
+        limits.unknownKeysPerSecond = 1  // a burst of 2
+        limits.clock = ManualGatewayClock()
+        let api = GatewayAPI(store: setup.store, configuration: limits, authenticationMethod: .token)
+        let key = setup.key
+        let application = Application(
+            router: api.router(), configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        try await application.test(.live) { client in
+            var flood: [HTTPResponse.Status] = []
+            for _ in 0..<4 {
+                flood.append(
+                    try await client.execute(
+                        uri: "/v1/unregistered", method: .get, headers: GatewayAPITests.bearer(GatewayAPI.makeAPIKey())
+                    ) { $0.status })
+            }
+            #expect(flood == [.unauthorized, .unauthorized, .tooManyRequests, .tooManyRequests])
+            let port = try #require(client.port)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+            process.arguments = [
+                "--silent", "--output", "/dev/null", "--write-out", "%{http_code}", "--interface", "127.0.0.2",
+                "--header", "Authorization: Bearer \(key)", "http://127.0.0.1:\(port)/v1/unregistered",
+            ]
+            let output = Pipe()
+            process.standardOutput = output
+            try Launching.run(process)
+            let status = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(status == "200", "another address's valid key: \(status)")
+            let again = try await client.execute(
+                uri: "/v1/unregistered", method: .get, headers: GatewayAPITests.bearer(GatewayAPI.makeAPIKey())
+            ) { $0.status }
+            #expect(again == .tooManyRequests)
+        }
         try await setup.stop()
     }
 }

@@ -33,9 +33,10 @@ public struct GatewayAPI: Sendable {
         public var queueFullRetryAfter = 5
         /// The `Retry-After` of a 503 when the queue's database is unavailable, in seconds.
         public var databaseRetryAfter = 2
-        /// Look-ups of API keys the store does not know, a second (bursts of twice it), across
-        /// all callers: past it, a request with a key not remembered is a 429 without reaching the
-        /// database. Known keys do not spend it.
+        /// Look-ups of API keys the store does not know, a second (bursts of twice it), for each
+        /// caller's address: past it, that caller's requests with a key not remembered are a 429
+        /// without reaching the database, while other callers' keys are looked up as before.
+        /// Known keys do not spend it.
         public var unknownKeysPerSecond: Double = 50
         /// How long a key looked up in the store is remembered.
         public var keyCacheLifetime: Duration = .seconds(5)
@@ -192,8 +193,8 @@ public struct GatewayAPI: Sendable {
     }
 
     /// The routes.
-    public func router() -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+    public func router() -> Router<GatewayRequestContext> {
+        let router = Router(context: GatewayRequestContext.self)
         // First, so that it wraps every route and the answer for an unknown path.
         router.add(
             middleware: ProblemMiddleware(retryAfter: configuration.databaseRetryAfter, metricsFactory: metricsFactory))
@@ -263,8 +264,8 @@ public struct GatewayAPI: Sendable {
 
     // MARK: Routes
 
-    private func accept(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let key = try await authenticate(request)
+    private func accept(_ request: Request, context: GatewayRequestContext) async throws -> Response {
+        let key = try await authenticate(request, caller: context.caller)
         let idempotencyKey = try Self.idempotencyKey(request.headers)
         let body = try await readBody(request)
         let notification: NotificationRequest
@@ -377,8 +378,8 @@ public struct GatewayAPI: Sendable {
         }
     }
 
-    private func progress(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let key = try await authenticate(request)
+    private func progress(_ request: Request, context: GatewayRequestContext) async throws -> Response {
+        let key = try await authenticate(request, caller: context.caller)
         let id = context.parameters.get("id") ?? ""
         // Another key's notification is as absent as one that never was.
         guard let progress = try await store.progress(of: id), key.apps.contains(progress.app) else {
@@ -418,8 +419,8 @@ public struct GatewayAPI: Sendable {
             ]))
     }
 
-    private func unregistered(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let key = try await authenticate(request)
+    private func unregistered(_ request: Request, context: GatewayRequestContext) async throws -> Response {
+        let key = try await authenticate(request, caller: context.caller)
         let query = request.uri.queryParameters
         var cursor: Int64 = 0
         if let since = query["since"] {
@@ -464,8 +465,8 @@ public struct GatewayAPI: Sendable {
             ]))
     }
 
-    private func acknowledge(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let key = try await authenticate(request)
+    private func acknowledge(_ request: Request, context: GatewayRequestContext) async throws -> Response {
+        let key = try await authenticate(request, caller: context.caller)
         let body = try await readBody(request)
         guard let root = try? JSONDecoder().decode([String: JSONValue].self, from: Data(body)),
             case .string(let app)? = root["app"], case .array(let values)? = root["tokens"],
@@ -493,8 +494,9 @@ public struct GatewayAPI: Sendable {
 
     // MARK: Shared steps
 
-    /// The caller's key: `Authorization: Bearer <key>`, known, and within its rate.
-    private func authenticate(_ request: Request) async throws -> APIKey {
+    /// The caller's key: `Authorization: Bearer <key>`, known, and within its rate; `caller` is
+    /// the address whose look-ups of unknown keys are counted.
+    private func authenticate(_ request: Request, caller: String) async throws -> APIKey {
         guard let header = request.headers[.authorization] else {
             throw Problem(.unauthorized, "give an API key: Authorization: Bearer <key>")
         }
@@ -504,7 +506,7 @@ public struct GatewayAPI: Sendable {
         }
         let hash = GatewayAPI.hash(apiKey: String(parts[1]))
         let now = configuration.clock.now
-        guard let key = try await keys.key(hash: hash, store: store, now: now) else {
+        guard let key = try await keys.key(hash: hash, caller: caller, store: store, now: now) else {
             throw Problem(.unauthorized, "the API key is not known")
         }
         if let wait = limiter.admit(key: key.name, rate: key.requestsPerSecond, now: now) {
@@ -539,9 +541,9 @@ final class KeyCache: Sendable {
     private let lifetime: Duration
     private let entries = Mutex<[String: (key: APIKey?, until: Date)]>([:])
 
-    /// Look-ups of keys not remembered: each takes a token from this bucket, given back when the
-    /// key is known, so that only guesses spend it, and once it is empty no look-up reaches the
-    /// database until it refills.
+    /// Look-ups of keys not remembered: each takes a token from its caller's bucket, given back
+    /// when the key is known, so that only guesses spend it, and once a caller's is empty none of
+    /// its look-ups reaches the database until it refills; other callers have their own.
     private let lookups = RateLimiter()
     private let unknownPerSecond: Double
 
@@ -550,18 +552,18 @@ final class KeyCache: Sendable {
         self.unknownPerSecond = unknownPerSecond
     }
 
-    /// The key with this hash, nil when there is none; a ``Problem`` (429) when look-ups of unknown
-    /// keys have used up their rate.
-    func key(hash: String, store: any GatewayStore, now: Date) async throws -> APIKey? {
+    /// The key with this hash, nil when there is none; a ``Problem`` (429) when `caller`'s
+    /// look-ups of unknown keys have used up their rate.
+    func key(hash: String, caller: String, store: any GatewayStore, now: Date) async throws -> APIKey? {
         if let entry = entries.withLock({ $0[hash] }), entry.until > now { return entry.key }
-        if let wait = lookups.admit(key: "", rate: unknownPerSecond, now: now) {
+        if let wait = lookups.admit(key: caller, rate: unknownPerSecond, now: now) {
             throw Problem(
                 .tooManyRequests,
                 "too many requests with API keys this gateway does not know; wait and try again",
                 retryAfter: max(1, Int(wait.rounded(.up))))
         }
         let key = try await store.apiKey(hash: hash)
-        if key != nil { lookups.giveBack(key: "", rate: unknownPerSecond) }
+        if key != nil { lookups.giveBack(key: caller, rate: unknownPerSecond) }
         entries.withLock { entries in
             if entries.count > 10_000 { entries.removeAll() }
             entries[hash] = (key, now + lifetime)
@@ -581,6 +583,12 @@ final class RateLimiter: Sendable {
         guard rate > 0 else { return 1 }
         let burst = max(1, rate * 2)
         return buckets.withLock { buckets in
+            // Keyed by caller, the table could grow with every address seen: past 10,000
+            // buckets, those full again (idle for their burst's refill) are forgotten, which
+            // changes nothing, as a new bucket starts full.
+            if buckets.count > 10_000 {
+                buckets = buckets.filter { $0.value.tokens + now.timeIntervalSince($0.value.at) * rate < burst }
+            }
             var bucket = buckets[key] ?? (burst, now)
             bucket.tokens = min(burst, bucket.tokens + max(0, now.timeIntervalSince(bucket.at)) * rate)
             bucket.at = now

@@ -16,7 +16,7 @@ import Metrics
 ///
 /// Thread safety: a value type; `Sendable`.
 struct ProblemMiddleware: RouterMiddleware {
-    typealias Context = BasicRequestContext
+    typealias Context = GatewayRequestContext
     /// The `Retry-After` of a 503 for an unavailable database, in seconds.
     let retryAfter: Int
     let metricsFactory: any MetricsFactory

@@ -47,6 +47,12 @@ extension Dispatcher {
             record.apnsID = rejection.apnsID?.description
             record.invalidSince = rejection.timestamp
             record.message = rejection.description
+        case .failure where UpstreamCause.isUnanswered(result):
+            // Written and never answered: it may have been delivered, so it is final; the
+            // credential pauses so that its next sends do not meet the same silence.
+            _ = paused(credential, by: .unanswered, result)
+            let (kind, message) = Self.failureText(result)
+            return finished(claimed, delivery, app: app, kind: kind, delivery: .unknown, message: message)
         case .failure(.transport(let failure))
         where failure.delivery == .notSent && (failure.kind == .cancelled || failure.kind == .shutDown):
             // This sender stopping, not the device-send failing: queued again, no attempt spent.
@@ -160,6 +166,7 @@ extension Dispatcher {
         case .unreachable: "APNs cannot be reached"
         case .serverError: "APNs answers with server errors"
         case .credentials: "APNs refuses the credential"
+        case .unanswered: "APNs does not answer (sends timed out after they were written)"
         }
     }
 

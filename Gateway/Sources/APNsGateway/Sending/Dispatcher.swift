@@ -26,7 +26,10 @@ public final class Dispatcher: Service, Sendable {
     public struct Configuration: Sendable {
         /// Device-sends claimed at once.
         public var claimBatch = 2_000
-        /// Batches being sent at once (each claimed while the others are on the wire).
+        /// Batches each credential may have on the wire at once (one is claimed while the others
+        /// are sent): its lane holds `concurrentBatches × claimBatch` device-sends. Each credential
+        /// has its own lane, so one whose upstream is slow or hung holds only its own
+        /// (``SendingLanes``).
         public var concurrentBatches = 2
         /// How long a claim is held before another sender may take it over. It is renewed every
         /// ``heartbeat`` while the sender lives, so it bounds how long a dead sender's work waits,
@@ -149,6 +152,11 @@ public final class Dispatcher: Service, Sendable {
     let lease: Mutex<SenderLease>
     /// Whether each credential's sending is paused for a cause upstream.
     let pauses = Mutex(CredentialPauses())
+    /// Each credential's device-sends on the wire.
+    let lanes: Mutex<SendingLanes>
+    /// The sends started and not ended (each its notification's), awaited when the dispatcher
+    /// stops: work claimed is finished first.
+    private let sending = Mutex<(next: Int, tasks: [Int: Task<Void, Never>])>((0, [:]))
     /// ``Configuration/clock``.
     let clock: any GatewayClock
 
@@ -198,6 +206,10 @@ public final class Dispatcher: Service, Sendable {
         identity = GatewayInstance(name: configuration.instance, heartbeat: configuration.heartbeat)
         lease = Mutex(
             SenderLease(lease: configuration.lease, timeout: configuration.timeout, heartbeat: configuration.heartbeat))
+        lanes = Mutex(
+            SendingLanes(
+                perCredential: max(1, configuration.concurrentBatches) * configuration.claimBatch,
+                claimBatch: configuration.claimBatch))
         (wakeUps, wakeUpContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -217,6 +229,9 @@ public final class Dispatcher: Service, Sendable {
     /// senders held, then claims and sends until graceful shutdown (or cancellation), renewing
     /// its leases every ``Configuration/heartbeat``; work claimed when shutdown begins is finished
     /// first, and the registration is removed at the end.
+    ///
+    /// Claims go on while any credential has room in its lane (``SendingLanes``): a send is not
+    /// awaited before the next claim, so one credential's hung sends never hold another's.
     public func run() async throws {
         try configuration.check()
         try await register()
@@ -236,18 +251,25 @@ public final class Dispatcher: Service, Sendable {
                 group.addTask { await self.keepLeases() }
                 group.addTask { await self.pruneHistory() }
                 for await _ in wakeUps {
-                    // Batches overlap: one is claimed (and its outcomes written) while another is
-                    // on the wire, so the connection does not idle between them.
-                    await withDiscardingTaskGroup { batches in
-                        for _ in 0..<self.configuration.concurrentBatches {
-                            batches.addTask { while await self.dispatchLogged() > 0 {} }
-                        }
-                    }
+                    // Batches overlap: one is claimed (and its outcomes written) while others are
+                    // on the wire, so a connection does not idle between them; a credential whose
+                    // lane is full waits for its own sends alone.
+                    while await self.startLogged() > 0 {}
                     if let depth = try? await self.store.queueDepth() { self.queueDepth.record(depth) }
                 }
             }
         }
+        await finishSending()
         try? await store.unregister(identity)
+    }
+
+    /// Awaits every send started and not yet ended.
+    private func finishSending() async {
+        while true {
+            let tasks = sending.withLock { Array($0.tasks.values) }
+            if tasks.isEmpty { return }
+            for task in tasks { await task.value }
+        }
     }
 
     /// Registers ``owner`` in the store; the start's failure when a live sender holds the name.
@@ -355,11 +377,11 @@ public final class Dispatcher: Service, Sendable {
         return lease.withLock { $0.mayStart(at: now) } && pauses.withLock { $0.mayStart(credential, at: now) }
     }
 
-    /// ``dispatchOnce()``, with a failure to claim logged (the next wake-up tries again)
+    /// ``claimAndStart()``, with a failure to claim logged (the next wake-up tries again)
     /// instead of ending the service.
-    private func dispatchLogged() async -> Int {
+    private func startLogged() async -> Int {
         do {
-            return try await dispatchOnce()
+            return try await claimAndStart().count
         } catch {
             if Task.isCancelled {
                 // Shutting down: the claim was interrupted, not failed (its lease lets it go).
@@ -374,28 +396,43 @@ public final class Dispatcher: Service, Sendable {
     }
 
     /// Claims one batch due now (on ``Configuration/clock``) and sends it; returns how many
-    /// device-sends it claimed.
+    /// device-sends it claimed, once their sends have ended.
     ///
     /// Called on its own (without ``run()``, as tests do), it claims under the lease alone: no
     /// registration and no heartbeat renews it.
-    ///
-    /// The apps of a credential whose sending is paused are left out of the claim; when its pause
-    /// is over, one device-send of its apps is claimed alone, the probe (``UpstreamPause``). The
-    /// other credentials' apps are claimed as usual.
     @discardableResult
     package func dispatchOnce() async throws -> Int {
+        let (count, sends) = try await claimAndStart()
+        for send in sends { await send.value }
+        return count
+    }
+
+    /// Claims one batch due now and starts its sends, each notification's in a task of its own
+    /// (returned, and awaited by ``run()`` when it stops); returns how many device-sends it
+    /// claimed.
+    ///
+    /// The apps of a credential whose sending is paused, or whose lane has no room for a whole
+    /// claim (``SendingLanes``), are left out of the claim; when a pause is over, one device-send
+    /// of its apps is claimed alone, the probe (``UpstreamPause``). The other credentials' apps
+    /// are claimed as usual.
+    func claimAndStart() async throws -> (count: Int, sends: [Task<Void, Never>]) {
         let now = clock.now
-        guard lease.withLock({ $0.mayStart(at: now) }) else { return 0 }
-        let (blocked, probes) = pauses.withLock { $0.claims(at: now) }
+        guard lease.withLock({ $0.mayStart(at: now) }) else { return (0, []) }
+        let (paused, probes) = pauses.withLock { $0.claims(at: now) }
+        let blocked = paused.union(lanes.withLock { $0.full })
         let connectors = self.connectors
         let leaseUntil = now + configuration.lease
         var claimed: [ClaimedNotification] = []
         var failure: (any Error)?
+        // The probes that found something to send: each ends with its send.
+        var probing: Set<String> = []
         for probe in probes {
             do {
-                claimed += try await store.claim(
+                let found = try await store.claim(
                     owner: owner, limit: 1, now: now, leaseUntil: leaseUntil,
                     apps: AppFilter { connectors.credentialName(for: $0) == probe })
+                if !found.isEmpty { probing.insert(probe) }
+                claimed += found
             } catch {
                 failure = error
             }
@@ -410,24 +447,43 @@ public final class Dispatcher: Service, Sendable {
                 failure = error
             }
         }
+        // A probe that found nothing to send: the next claim probes.
+        let ended = clock.now
+        pauses.withLock { pauses in
+            for probe in probes where !probing.contains(probe) { pauses.probeEnded(probe, at: ended) }
+        }
         // Finish what was claimed even if shutdown begins meanwhile (or a later claim failed): a
         // lease left to expire would delay these sends by its length.
-        // (An unstructured task: cancelling the caller does not cancel it.)
-        if !claimed.isEmpty {
-            let batch = claimed
-            await Task {
-                await withDiscardingTaskGroup { group in
-                    for notification in batch {
-                        group.addTask { await self.send(notification) }
-                    }
-                }
-            }.value
+        let sends = claimed.map { notification in
+            start(notification, credential: connectors.credentialName(for: notification.app), probe: probing)
         }
-        // A probe that found nothing to send, or ended without a verdict: the next claim probes.
-        let ended = clock.now
-        pauses.withLock { pauses in for probe in probes { pauses.probeEnded(probe, at: ended) } }
         if let failure { throw failure }
-        return claimed.reduce(0) { $0 + $1.deliveries.count }
+        return (claimed.reduce(0) { $0 + $1.deliveries.count }, sends)
+    }
+
+    /// Starts the send of `notification` in its credential's lane, in an unstructured task
+    /// (cancelling the claim does not cancel it); when it ends, its lane is let go of, a probe
+    /// that ended without a verdict is probed again, and the dispatcher is woken when the lane has
+    /// room for a claim again.
+    private func start(_ notification: ClaimedNotification, credential: String, probe: Set<String>) -> Task<Void, Never>
+    {
+        let count = notification.deliveries.count
+        lanes.withLock { $0.started(credential, count: count) }
+        let isProbe = probe.contains(credential)
+        return sending.withLock { sending in
+            let id = sending.next
+            sending.next += 1
+            let task = Task {
+                await self.send(notification)
+                let now = self.clock.now
+                if isProbe { self.pauses.withLock { $0.probeEnded(credential, at: now) } }
+                let room = self.lanes.withLock { $0.ended(credential, count: count) }
+                _ = self.sending.withLock { $0.tasks.removeValue(forKey: id) }
+                if room || isProbe { self.wake() }
+            }
+            sending.tasks[id] = task
+            return task
+        }
     }
 }
 

@@ -13,9 +13,15 @@ package enum UpstreamCause: String, Sendable, CaseIterable {
     /// APNs refused the credential (the key, team, certificate or its environment), or its tokens
     /// (TooManyProviderTokenUpdates, a token called expired after a fresh one).
     case credentials
+    /// Sends were written and not answered within their deadline: the connection, or APNs, holds
+    /// requests without answering. Unlike the others, the device-send that met it may have been
+    /// delivered: it is finished `unknown`, never sent again; the pause keeps the credential's
+    /// next sends from meeting it too.
+    case unanswered
 
-    /// The cause of a send's failure, when it is upstream; nil when the failure is the device-send's
-    /// own (or it did not fail).
+    /// The cause of a send's failure, when it is upstream and the device-send provably did not
+    /// reach APNs (so it waits for the pause's end); nil otherwise. ``unanswered`` is judged
+    /// apart (``isUnanswered(_:)``).
     static func of(_ result: Result<APNsResponse, APNsError>) -> UpstreamCause? {
         switch result {
         case .success:
@@ -40,6 +46,12 @@ package enum UpstreamCause: String, Sendable, CaseIterable {
         case .failure:
             return nil
         }
+    }
+
+    /// Whether a send was written and its deadline passed without an answer.
+    static func isUnanswered(_ result: Result<APNsResponse, APNsError>) -> Bool {
+        guard case .failure(.transport(let failure)) = result else { return false }
+        return failure.kind == .timeout && failure.delivery == .unknown
     }
 }
 

@@ -232,8 +232,9 @@ extension PostgresStore {
             where filter.admits(app) {
                 apps.append(app)
             }
-            var claimed: [(id: String, position: Int, token: String, attempts: Int, created: Double, started: Bool)] =
-                []
+            var claimed:
+                [(id: String, position: Int, token: String, attempts: Int, created: Double, started: Bool, app: String)] =
+                    []
             // Apps take turns (FairShares), one statement per round; a row claimed in a round is
             // no longer due, so the next round reads on from where it stopped.
             var shares = FairShares(limit: limit, apps: apps)
@@ -245,7 +246,7 @@ extension PostgresStore {
                     logger: logger)
                 var taken: [String: Int] = [:]
                 for try await row in rows.decode((String, Int, String, Int, Double, Bool, String).self) {
-                    claimed.append((row.0, row.1, row.2, row.3, row.4, row.5))
+                    claimed.append((row.0, row.1, row.2, row.3, row.4, row.5, row.6))
                     taken[row.6, default: 0] += 1
                 }
                 shares.finishRound(share: round.share, taken: taken)
@@ -269,7 +270,8 @@ extension PostgresStore {
                 } else {
                     notifications.append(
                         ClaimedNotification(
-                            id: entry.id, storedJSON: requests[entry.id] ?? "{}", deliveries: [delivery],
+                            id: entry.id, app: entry.app, storedJSON: requests[entry.id] ?? "{}",
+                            deliveries: [delivery],
                             createdAt: Date(timeIntervalSince1970: entry.created)))
                 }
             }

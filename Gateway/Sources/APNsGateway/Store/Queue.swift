@@ -67,14 +67,18 @@ package enum EnqueueResult: Sendable, Equatable {
 /// A notification with the device-sends claimed for it.
 package struct ClaimedNotification: Sendable {
     package var id: String
+    /// Its app (bundle id, or MDM topic), as its device-sends hold it: which credential's lane it
+    /// is sent in, known without reading the stored request.
+    package var app: String
     package var storedJSON: String
     package var deliveries: [ClaimedDelivery]
     /// When it was accepted (a notification without an expiration of its own is sent for
     /// ``Dispatcher/Configuration/maximumAge`` from then).
     package var createdAt: Date
 
-    package init(id: String, storedJSON: String, deliveries: [ClaimedDelivery], createdAt: Date) {
+    package init(id: String, app: String, storedJSON: String, deliveries: [ClaimedDelivery], createdAt: Date) {
         self.id = id
+        self.app = app
         self.storedJSON = storedJSON
         self.deliveries = deliveries
         self.createdAt = createdAt

@@ -126,10 +126,11 @@ extension SQLiteStore {
             guard !due.isEmpty else { return [] }
             let read = try db.cachedStatement(
                 sql: """
-                    SELECT d.notification_id, d.position, d.token, d.attempts, d.started_at IS NOT NULL AS started, n.request, n.created_at
+                    SELECT d.notification_id, d.position, d.token, d.attempts, d.started_at IS NOT NULL AS started, d.app,
+                        n.request, n.created_at
                     FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE d.rowid = ?
                     """)
-            var rows: [(created: Double, id: String, delivery: ClaimedDelivery, request: String)] = []
+            var rows: [(created: Double, id: String, delivery: ClaimedDelivery, app: String, request: String)] = []
             rows.reserveCapacity(due.count)
             for rowid in due {
                 guard let row = try Row.fetchOne(read, arguments: [rowid]) else { continue }
@@ -139,7 +140,7 @@ extension SQLiteStore {
                         ClaimedDelivery(
                             position: row["position"], token: row["token"], attempts: row["attempts"],
                             mayHaveBeenSent: row["started"]),
-                        row["request"]
+                        row["app"], row["request"]
                     ))
             }
             // Oldest notification first, each one's devices in order.
@@ -151,7 +152,7 @@ extension SQLiteStore {
                 } else {
                     claimed.append(
                         ClaimedNotification(
-                            id: row.id, storedJSON: row.request, deliveries: [row.delivery],
+                            id: row.id, app: row.app, storedJSON: row.request, deliveries: [row.delivery],
                             createdAt: Date(timeIntervalSince1970: row.created)))
                 }
             }
