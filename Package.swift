@@ -151,7 +151,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CompileTimeTests",
-            dependencies: ["APNs", "APNsTesting"],
+            dependencies: ["APNs", "APNsTesting", "TestFixtures"],
             exclude: ["Snippets"]
         ),
     ],

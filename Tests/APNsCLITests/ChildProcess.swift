@@ -17,7 +17,7 @@ final class ChildProcess: @unchecked Sendable {
         var stderr: String
     }
 
-    private let process = Process()
+    private let process = TestProcess()
     private let stdout = Pipe()
     private let stderr = Pipe()
 
@@ -34,7 +34,7 @@ final class ChildProcess: @unchecked Sendable {
         process.standardOutput = stdout
         process.standardError = discardingErrors ? FileHandle.nullDevice : stderr
         process.standardInput = FileHandle.nullDevice
-        try launching.withLock { _ in try process.run() }
+        try process.run()
     }
     /// Runs `executable` to its end.
     static func run(

@@ -1,4 +1,5 @@
 import Foundation
+import TestFixtures
 import Testing
 
 /// Compile-time guarantees, tested: every snippet in `Snippets/MustFail` must fail to typecheck
@@ -45,7 +46,7 @@ import Testing
     }()
 
     static func typecheck(_ file: URL) throws -> (status: Int32, output: String) {
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments =
             [

@@ -4,16 +4,12 @@ import Foundation
 
 /// A proxy process on 127.0.0.1, stopped by `stop()` (and when the test process ends: it is
 /// started with its own pipe on standard input and exits with the test).
-/// Foundation's `Process.run()` on Linux is not safe to call from two threads at once: every launch
-/// in the tests takes this lock (the processes themselves run side by side).
-package let launching = Locked(())
-
 package final class LocalProxy: Sendable {
     package let port: Int
-    private let process: Process
+    private let process: TestProcess
     private let directory: URL
 
-    private init(port: Int, process: Process, directory: URL) {
+    private init(port: Int, process: TestProcess, directory: URL) {
         self.port = port
         self.process = process
         self.directory = directory
@@ -128,13 +124,13 @@ package final class LocalProxy: Sendable {
                 "\(name) is not installed: run Scripts/install-dependencies.sh (Debian: tinyproxy-bin, stunnel4, microsocks)"
             )
         }
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         process.standardInput = Pipe()
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try launching.withLock { _ in try process.run() }
+        try process.run()
         let proxy = LocalProxy(port: port, process: process, directory: directory)
         // Ready once it accepts a TCP connection (10 s at most); given up on if it ends first.
         await Poll.until(within: .seconds(10), every: .milliseconds(50)) {

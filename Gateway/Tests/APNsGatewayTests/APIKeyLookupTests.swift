@@ -60,7 +60,7 @@ import Testing
             }
             #expect(flood == [.unauthorized, .unauthorized, .tooManyRequests, .tooManyRequests])
             let port = try #require(client.port)
-            let process = Process()
+            let process = TestProcess()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
             process.arguments = [
                 "--silent", "--output", "/dev/null", "--write-out", "%{http_code}", "--interface", "127.0.0.2",
@@ -68,7 +68,7 @@ import Testing
             ]
             let output = Pipe()
             process.standardOutput = output
-            try Launching.run(process)
+            try process.run()
             let status = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             process.waitUntilExit()
             #expect(status == "200", "another address's valid key: \(status)")

@@ -24,12 +24,12 @@ import Testing
     /// Whether this machine can run a process as PID 1 of a new process namespace, as a container
     /// does (`unshare --pid --fork`, which needs root or user namespaces).
     static let canRunAsPID1: Bool = {
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
         process.arguments = ["--pid", "--fork", "--mount-proc", "/bin/sh", "-c", "test $$ = 1"]
         process.standardOutput = Pipe()
         process.standardError = Pipe()
-        guard (try? Launching.run(process)) != nil else { return false }
+        guard (try? process.run()) != nil else { return false }
         process.waitUntilExit()
         return process.terminationStatus == 0
     }()
@@ -38,7 +38,7 @@ import Testing
     final class Gateway: @unchecked Sendable {
         // @unchecked: `process` is configured and started in `init` and afterwards only signalled
         // and read once it has exited (``exited``); `output` is behind its mutex.
-        let process = Process()
+        let process = TestProcess()
         let address: String
         /// Run as PID 1 of its own process namespace, under `unshare`.
         let asPID1: Bool
@@ -71,7 +71,7 @@ import Testing
             let errors = Pipe()
             process.standardError = errors
             process.terminationHandler = { [exited] _ in exited.signal() }
-            try Launching.run(process)
+            try process.run()
             // A thread of its own reads the log until its end: blocking reads, so the end is seen
             // when the last writer goes (Foundation's `readabilityHandler` once missed it, and the
             // test waited forever), and no Swift concurrency thread waits for the gateway.

@@ -85,14 +85,14 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(3))) struct ManyCredentialsTests {
     /// `apns-gateway ARGUMENTS`, its status and output.
     static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String) {
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = CrashSafetyTests.binary
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = Pipe()
         process.standardOutput = out
         process.standardError = out
-        try Launching.run(process)
+        try process.run()
         let data = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))

@@ -47,7 +47,7 @@ import Testing
         #expect(try await store.heartbeat(again, now: now, leaseUntil: now.addingTimeInterval(60)) == false)
 
         // A process that has exited, on this host, with a fresh heartbeat and 10 claims.
-        let exited = Process()
+        let exited = TestProcess()
         exited.executableURL = URL(fileURLWithPath: "/bin/true")
         try exited.run()
         exited.waitUntilExit()
@@ -120,13 +120,13 @@ import Testing
 
     /// `apns-gateway serve` refuses a lease a send could outlast before it opens anything.
     @Test func serveRefusesALeaseShorterThanItsTimeout() throws {
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = CrashSafetyTests.binary
         process.arguments = ["serve", "--lease-seconds", "3", "--database", "/nonexistent/never-opened.sqlite"]
         let errors = Pipe()
         process.standardError = errors
         process.standardOutput = Pipe()
-        try Launching.run(process)
+        try process.run()
         let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 64)

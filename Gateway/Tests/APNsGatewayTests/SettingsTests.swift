@@ -8,7 +8,7 @@ import Testing
 @Suite struct SettingsTests {
     /// Runs the built `apns-gateway` to its end; its exit status, standard output and error.
     static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = CrashSafetyTests.binary
         process.arguments = arguments
         // Only what the test gives, so no APNS_GATEWAY_ variable of the caller's leaks in.
@@ -17,7 +17,7 @@ import Testing
         let errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
-        try Launching.run(process)
+        try process.run()
         let error = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let out = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()

@@ -24,13 +24,13 @@ import Testing
         return (socket, Int(UInt16(bigEndian: address.sin_port)))
     }
 
-    static func start(database: String, extra: [String]) throws -> (Process, Pipe, URL) {
+    static func start(database: String, extra: [String]) throws -> (TestProcess, Pipe, URL) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("startup-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let key = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
         let keyFile = folder.appendingPathComponent("AuthKey.p8")
         try key.privateKeyPEM.write(to: keyFile, atomically: true, encoding: .utf8)
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = CrashSafetyTests.binary
         process.arguments =
             [
@@ -40,7 +40,7 @@ import Testing
         let errors = Pipe()
         process.standardError = errors
         process.standardOutput = Pipe()
-        try Launching.run(process)
+        try process.run()
         return (process, errors, folder)
     }
 
