@@ -16,7 +16,10 @@ struct GatewayCommand: AsyncParsableCommand {
         commandName: "apns-gateway",
         abstract:
             "An HTTP push gateway in front of APNs: a durable queue (SQLite), API keys per app, outcomes and unregistered tokens.",
-        subcommands: [Serve.self, AddKey.self, ListKeys.self, RevokeKey.self, CredentialCommand.self, AppCommand.self],
+        subcommands: [
+            Serve.self, AddKey.self, ListKeys.self, RevokeKey.self, CredentialCommand.self, AppCommand.self,
+            WebhookCommand.self,
+        ],
         defaultSubcommand: Serve.self)
 
     /// Parses the command line completed from the environment and the configuration file
@@ -434,16 +437,26 @@ struct Serve: AsyncParsableCommand {
             try await connectors.refresh()
             try await serve(
                 store: store, connectors: connectors, connectorService: fallback?.service, sending: sending,
-                registry: registry, logger: logger)
+                vault: vault, registry: registry, logger: logger)
         }
     }
 
     private func serve(
         store: any GatewayStore, connectors: CredentialConnectors, connectorService: (any Service)?,
-        sending: Dispatcher.Configuration,
+        sending: Dispatcher.Configuration, vault: CredentialVault?,
         registry: PrometheusCollectorRegistry, logger: Logger
     ) async throws {
         let dispatcher = Dispatcher(store: store, connectors: connectors, configuration: sending, logger: logger)
+        // Webhook secrets are sealed like credentials: without the key-encryption key, no endpoint
+        // can have been added.
+        var webhooks: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let vault {
+            var configuration = WebhookSender.Configuration()
+            configuration.instance = sending.instance
+            configuration.clock = sending.clock
+            webhooks.append(
+                .init(service: WebhookSender(store: store, vault: vault, configuration: configuration, logger: logger)))
+        }
         var limits = GatewayAPI.Configuration()
         limits.maximumDevicesPerRequest = maximumDevices
         limits.maximumBodyBytes = GatewayAPI.Configuration.bodyBytes(forDevices: maximumDevices)
@@ -469,7 +482,7 @@ struct Serve: AsyncParsableCommand {
         let group = ServiceGroup(
             configuration: .init(
                 services: (connectorService.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? [])
-                    + [.init(service: connectors), .init(service: dispatcher), .init(service: app)],
+                    + [.init(service: connectors)] + webhooks + [.init(service: dispatcher), .init(service: app)],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }

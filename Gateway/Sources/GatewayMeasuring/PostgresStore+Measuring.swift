@@ -25,7 +25,8 @@ extension PostgresStore {
                     owner: "plan", apps: ["com.example.app", "com.example.other"], share: 1_000, limit: 2_000, now: now,
                     leaseUntil: now + 60)),
             plan(of: Self.depthQuery()),
-            plan(of: Self.finishQuery(Columns(outcomes, owner: "plan"), now: now)),
+            plan(
+                of: Self.finishQuery(Columns(outcomes, owner: "plan"), now: now, events: EventColumns([], now: Date()))),
             plan(of: Self.pruneQuery(before: now - 7 * 86_400, limit: 500))
         )
     }

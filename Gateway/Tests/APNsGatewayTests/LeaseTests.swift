@@ -227,4 +227,18 @@ struct HeartbeatFails: GatewayStore {
     func acknowledgeUnregistered(app: String, tokens: [String]) async throws -> Int {
         try await base.acknowledgeUnregistered(app: app, tokens: tokens)
     }
+    func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws -> Bool {
+        try await base.addWebhookEndpoint(endpoint)
+    }
+    func webhookEndpoints() async throws -> [WebhookEndpointStatus] { try await base.webhookEndpoints() }
+    func removeWebhookEndpoint(name: String) async throws -> Bool { try await base.removeWebhookEndpoint(name: name) }
+    func makeWebhookMessages(batch: Int, now: Date) async throws -> Int {
+        try await base.makeWebhookMessages(batch: batch, now: now)
+    }
+    func claimWebhookMessages(owner: String, limit: Int, now: Date, leaseUntil: Date) async throws -> [WebhookMessage] {
+        try await base.claimWebhookMessages(owner: owner, limit: limit, now: now, leaseUntil: leaseUntil)
+    }
+    func finishWebhookTry(id: String, owner: String, result: WebhookTry, now: Date) async throws {
+        try await base.finishWebhookTry(id: id, owner: owner, result: result, now: now)
+    }
 }

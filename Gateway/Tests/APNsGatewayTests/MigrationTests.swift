@@ -28,7 +28,8 @@ import Testing
     static func migrations(of queue: TestStore) async throws -> [String] {
         switch queue.backend {
         case .sqlite: return try await queue.rows("SELECT identifier FROM grdb_migrations ORDER BY identifier")
-        case .postgres: return try await queue.rows("SELECT version::text FROM gateway_schema ORDER BY version")
+        case .postgres:
+            return try await queue.rows("SELECT version::text FROM gateway_schema ORDER BY gateway_schema.version")
         }
     }
 
@@ -42,8 +43,9 @@ import Testing
                     ? [
                         "1-release-0.1.0", "2-leases-and-retention", "3-at-most-once", "4-idempotency-keys",
                         "5-apps-and-credentials", "6-expired-leases-by-app", "7-shared-app-rates", "8-key-scopes",
+                        "9-webhooks",
                     ]
-                    : ["1", "2", "3", "4", "5", "6", "7", "8", "9"]))
+                    : ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"]))
         let schema = try await Self.schema(of: queue)
         // A second start applies nothing and changes nothing.
         try await queue.store.prepare()

@@ -337,6 +337,8 @@ public final class CredentialConnectors: Service, Sendable {
                 try CertificateConnector(
                     certificate: .pem(certificate), privateKey: .pem(privateKey), passphrase: passphrase,
                     environment: apns, transport: transport, logger: logger))
+        case .webhookSecret:
+            throw LookupError("the credential \(credential.name) holds a webhook secret, not a key or certificate")
         }
     }
 
@@ -347,6 +349,8 @@ public final class CredentialConnectors: Service, Sendable {
         case .signingKey(let pem):
             let key = try P256.Signing.PrivateKey(pemRepresentation: pem)
             return SHA256.hash(data: key.publicKey.derRepresentation).map { String(format: "%02x", $0) }.joined()
+        case .webhookSecret:
+            throw LookupError("a webhook secret has no public part")
         case .pkcs12, .pem:
             guard let certificate = connector.base as? CertificateConnector else {
                 throw LookupError("a certificate credential made no certificate connector")

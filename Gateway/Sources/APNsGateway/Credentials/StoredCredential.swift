@@ -82,14 +82,17 @@ package struct StoredCredential: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// A credential's secret, as sealed: a `.p8` key's PEM, or a certificate with its key (a PKCS#12
-/// bundle and its password, or PEM certificate and key with an optional passphrase).
+/// A secret as sealed: a `.p8` key's PEM, a certificate with its key (a PKCS#12 bundle and its
+/// password, or PEM certificate and key with an optional passphrase), or a webhook endpoint's.
 ///
 /// Thread safety: a value type; `Sendable`. Its `description` is redacted.
 package enum CredentialSecret: Sendable, Hashable, Codable, CustomStringConvertible, CustomDebugStringConvertible {
     case signingKey(pem: String)
     case pkcs12(bytes: Data, password: String)
     case pem(certificate: String, privateKey: String, passphrase: String?)
+    /// A webhook endpoint's secret (``WebhookSecret/text``), sealed like a credential's under the
+    /// endpoint's own name (``WebhookEndpoint/sealingName(_:)``).
+    case webhookSecret(String)
 
     package var description: String { "CredentialSecret(redacted)" }
     package var debugDescription: String { description }
@@ -143,17 +146,21 @@ public struct CredentialVault: Sendable {
 
     /// The secret of `credential`; an error when this vault's key is not the one it was sealed with.
     package func open(_ credential: StoredCredential) throws(CredentialVaultError) -> CredentialSecret {
-        do {
-            guard let combined = Data(base64Encoded: credential.sealed) else { throw CocoaError(.coderReadCorrupt) }
-            let box = try AES.GCM.SealedBox(combined: combined)
-            let plain = try AES.GCM.open(
-                box, using: key, authenticating: Self.binding(credential.name, credential.revision))
-            return try JSONDecoder().decode(CredentialSecret.self, from: plain)
-        } catch {
+        guard let secret = open(sealed: credential.sealed, name: credential.name, revision: credential.revision) else {
             throw CredentialVaultError(
                 "the credential \(credential.name) (revision \(credential.revision)) does not open with this key-encryption key: give the --credential-key-file (or --credential-key-env) it was added with, or add the credential again"
             )
         }
+        return secret
+    }
+
+    /// A secret sealed for `name` at `revision`; nil when this vault's key is not the one it was
+    /// sealed with, or it was sealed for another name or revision.
+    package func open(sealed: String, name: String, revision: Int) -> CredentialSecret? {
+        guard let combined = Data(base64Encoded: sealed), let box = try? AES.GCM.SealedBox(combined: combined),
+            let plain = try? AES.GCM.open(box, using: key, authenticating: Self.binding(name, revision))
+        else { return nil }
+        return try? JSONDecoder().decode(CredentialSecret.self, from: plain)
     }
 
     private static func binding(_ name: String, _ revision: Int) -> Data {

@@ -101,8 +101,9 @@ package protocol GatewayStore: Sendable {
     func complete(_ outcomes: [DeliveryOutcome], owner: String, now: Date) async throws -> Int
 
     /// Deletes up to `limit` notifications created before `cutoff` whose device-sends are all
-    /// done, with their outcomes, and up to `limit` unregistered-list entries reported before it;
-    /// returns how many notifications. Called in small batches, so no write waits long.
+    /// done, with their outcomes, up to `limit` unregistered-list entries reported before it, and
+    /// up to `limit` webhook messages delivered or given up on before it; returns how many
+    /// notifications. Called in small batches, so no write waits long.
     func deleteFinished(before cutoff: Date, limit: Int) async throws -> Int
 
     /// A notification's progress and per-device outcomes.
@@ -112,6 +113,27 @@ package protocol GatewayStore: Sendable {
     func unregistered(apps: Set<String>, after cursor: Int64, limit: Int) async throws -> [UnregisteredToken]
     /// Forgets reported tokens of `app` (the caller has removed them); returns how many.
     func acknowledgeUnregistered(app: String, tokens: [String]) async throws -> Int
+
+    // Webhooks: the outbox. ``complete(_:owner:now:)`` adds each final outcome's events for its
+    // app's endpoints in its own transaction, so no outcome is lost between the queue and them.
+
+    /// Adds `endpoint`; false when its name is taken.
+    func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws -> Bool
+    /// Every endpoint, by name, with how its events and messages stand.
+    func webhookEndpoints() async throws -> [WebhookEndpointStatus]
+    /// Removes the endpoint with its waiting events and its messages; false when there is none.
+    func removeWebhookEndpoint(name: String) async throws -> Bool
+    /// Gathers each endpoint's waiting events, oldest first, into messages of at most `batch`
+    /// events each (the message keeps them; the events go); returns how many messages it made.
+    func makeWebhookMessages(batch: Int, now: Date) async throws -> Int
+    /// Messages due at `now`, neither delivered nor given up on, and not held under a live lease,
+    /// oldest first: leased to `owner` until `leaseUntil`.
+    func claimWebhookMessages(
+        owner: String, limit: Int, now: Date, leaseUntil: Date
+    ) async throws
+        -> [WebhookMessage]
+    /// How a try of message `id` ended; ignored when `owner` no longer holds it.
+    func finishWebhookTry(id: String, owner: String, result: WebhookTry, now: Date) async throws
 }
 
 extension GatewayStore {

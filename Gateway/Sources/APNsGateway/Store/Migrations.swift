@@ -18,8 +18,8 @@ import PostgresNIO
 /// next gives each unfinished device-send its app, so that claims take turns between apps, and
 /// adds the credentials and the app each is bound to; SQLite's sixth indexes claimed device-sends
 /// by app and lease, so that those under an expired lease are taken in their app's turn; the next
-/// keeps each app's device-sends a second in the queue, shared by its instances; the last keeps a
-/// token key's stated scope with its credential.
+/// keeps each app's device-sends a second in the queue, shared by its instances; the next keeps a
+/// token key's stated scope with its credential; the last adds webhooks (``webhookTables``).
 enum Migrations {
     /// SQLite: (identifier, SQL) in order.
     static let sqlite: [(identifier: String, sql: String)] = [
@@ -101,7 +101,42 @@ enum Migrations {
             """
         ),
         ("8-key-scopes", "ALTER TABLE credentials ADD COLUMN key_scope TEXT;"),
+        ("9-webhooks", webhookTables.joined(separator: ";\n") + ";"),
     ]
+
+    /// Webhooks, the same on both backends but for the events' sequence: each endpoint (its
+    /// secret sealed like a credential's), the events of final outcomes waiting for a message
+    /// (written in the transaction that finishes the outcome), and the messages made of them, each
+    /// tried until it is delivered or given up on, and kept with how it ended.
+    static func webhookTables(sequence: String) -> [String] {
+        [
+            """
+            CREATE TABLE IF NOT EXISTS webhook_endpoints (
+                name TEXT PRIMARY KEY, app TEXT NOT NULL, url TEXT NOT NULL, sealed TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL)
+            """,
+            "CREATE INDEX IF NOT EXISTS webhook_endpoints_by_app ON webhook_endpoints(app)",
+            """
+            CREATE TABLE IF NOT EXISTS webhook_events (
+                seq \(sequence), endpoint TEXT NOT NULL, type TEXT NOT NULL, payload TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL)
+            """,
+            "CREATE INDEX IF NOT EXISTS webhook_events_by_endpoint ON webhook_events(endpoint, seq)",
+            """
+            CREATE TABLE IF NOT EXISTS webhook_messages (
+                id TEXT PRIMARY KEY, endpoint TEXT NOT NULL, body TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,
+                attempts INTEGER NOT NULL DEFAULT 0, next_at DOUBLE PRECISION NOT NULL, lease_owner TEXT,
+                lease_until DOUBLE PRECISION, delivered_at DOUBLE PRECISION, given_up_at DOUBLE PRECISION,
+                last_error TEXT)
+            """,
+            """
+            CREATE INDEX IF NOT EXISTS webhook_messages_due ON webhook_messages(next_at)
+            WHERE delivered_at IS NULL AND given_up_at IS NULL
+            """,
+            "CREATE INDEX IF NOT EXISTS webhook_messages_by_endpoint ON webhook_messages(endpoint)",
+        ]
+    }
+    static let webhookTables = webhookTables(sequence: "INTEGER PRIMARY KEY AUTOINCREMENT")
 
     /// The credentials and each app's credential and limits, the same on both backends. A secret
     /// is stored only sealed (``CredentialVault``); `fingerprint` names it without revealing it;
@@ -262,6 +297,7 @@ enum Migrations {
         ),
         // A token key's scope as the operator stated it (``KeyScope/argument``); null when not stated.
         (9, "key scopes", ["ALTER TABLE credentials ADD COLUMN IF NOT EXISTS key_scope text"]),
+        (10, "webhooks", webhookTables(sequence: "bigserial PRIMARY KEY")),
     ]
 
     /// The error for a queue a newer gateway has migrated past what this one knows.

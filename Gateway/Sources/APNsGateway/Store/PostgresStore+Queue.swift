@@ -303,6 +303,13 @@ extension PostgresStore {
                 DELETE FROM unregistered WHERE seq IN (
                     SELECT seq FROM unregistered WHERE reported_at < \(seconds) LIMIT \(limit))
                 """, logger: logger)
+            // Webhook messages delivered or given up on, kept as long as the outcomes they carry.
+            try await connection.query(
+                """
+                DELETE FROM webhook_messages WHERE id IN (
+                    SELECT id FROM webhook_messages WHERE delivered_at < \(seconds) OR given_up_at < \(seconds)
+                    LIMIT \(limit))
+                """, logger: logger)
             return deleted
         }
     }
@@ -333,8 +340,19 @@ extension PostgresStore {
                 try await connection.query(Self.requeueQuery(Columns(requeued, owner: owner)), logger: logger)
             }
             guard !finishing.isEmpty else { return 0 }
+            // The apps with webhook endpoints: their outcomes' events go into the outbox in the
+            // statement that finishes them.
+            var hooked: Set<String> = []
+            for try await app in try await connection.query(
+                "SELECT DISTINCT app FROM webhook_endpoints", logger: logger
+            ).decode(String.self) {
+                hooked.insert(app)
+            }
             return try await connection.query(
-                Self.finishQuery(Columns(finishing, owner: owner), now: now.timeIntervalSince1970), logger: logger
+                Self.finishQuery(
+                    Columns(finishing, owner: owner), now: now.timeIntervalSince1970,
+                    events: EventColumns(finishing.filter { hooked.contains($0.app) }, now: now)),
+                logger: logger
             ).collect().first?.decode(Int.self) ?? 0
         }
     }
@@ -369,6 +387,22 @@ extension PostgresStore {
         }
     }
 
+    /// The webhook events of a batch's final outcomes (``WebhookEvents``), one array per column:
+    /// each event with the device-send it is of.
+    package struct EventColumns {
+        var ids: [String] = [], positions: [Int] = [], types: [String] = [], payloads: [String] = []
+        package init(_ outcomes: [DeliveryOutcome], now: Date) {
+            for outcome in outcomes {
+                for event in WebhookEvents.of(outcome, now: now) {
+                    ids.append(outcome.notificationID)
+                    positions.append(outcome.position)
+                    types.append(event.type)
+                    payloads.append(event.payload)
+                }
+            }
+        }
+    }
+
     /// Outcomes to try again later: each row this owner still holds is queued again for its time.
     ///
     /// Each kind of write is one statement over the batch: one array per column, sent in
@@ -399,9 +433,10 @@ extension PostgresStore {
     }
 
     /// Final outcomes, in one statement: finish the batch, record its 410s among the rows this owner
-    /// still held (a data-modifying CTE runs to completion whatever the outer query reads), and
-    /// count them — no row travels back. Written as ``requeueQuery(_:)`` is.
-    package static func finishQuery(_ c: Columns, now: Double) -> PostgresQuery {
+    /// still held (a data-modifying CTE runs to completion whatever the outer query reads), add
+    /// their webhook events (`events`: those of apps with endpoints) for each endpoint of the
+    /// row's app, and count them — no row travels back. Written as ``requeueQuery(_:)`` is.
+    package static func finishQuery(_ c: Columns, now: Double, events: EventColumns) -> PostgresQuery {
         """
         WITH finished AS (
             UPDATE deliveries d SET state = 'done', lease_owner = NULL, lease_until = NULL, attempts = d.attempts + o.counted,
@@ -416,7 +451,7 @@ extension PostgresStore {
                     invalid_since, counted, owner, held)
             WHERE d.notification_id = o.notification_id AND d.position = o.position
                 AND d.state = o.held AND d.lease_owner = o.owner
-            RETURNING o.status, o.app, o.token, o.invalid_since, d.app AS row_app),
+            RETURNING o.status, o.app, o.token, o.invalid_since, d.app AS row_app, d.notification_id, d.position),
         depth AS (
             UPDATE queue_depth SET value = value - (SELECT count(*) FROM finished) WHERE slot = \(depthSlot())),
         app_counted AS (
@@ -429,7 +464,15 @@ extension PostgresStore {
             FROM finished WHERE status = 410
             ORDER BY app, token, NULLIF(invalid_since, 'NaN') DESC NULLS LAST
             ON CONFLICT (app, token) DO UPDATE SET invalid_since = EXCLUDED.invalid_since,
-                reported_at = EXCLUDED.reported_at, seq = nextval('unregistered_seq_seq'))
+                reported_at = EXCLUDED.reported_at, seq = nextval('unregistered_seq_seq')),
+        hooked AS (
+            INSERT INTO webhook_events(endpoint, type, payload, created_at)
+            SELECT e.name, v.type, v.payload, \(now)
+            FROM finished f
+            JOIN unnest(\(events.ids)::text[], \(events.positions)::int8[], \(events.types)::text[],
+                \(events.payloads)::text[]) AS v(notification_id, position, type, payload)
+                ON v.notification_id = f.notification_id AND v.position = f.position
+            JOIN webhook_endpoints e ON e.app = f.row_app)
         SELECT count(*) FROM finished
         """
     }

@@ -196,6 +196,12 @@ extension SQLiteStore {
                 sql:
                     "DELETE FROM unregistered WHERE rowid IN (SELECT rowid FROM unregistered WHERE reported_at < ? LIMIT ?)",
                 arguments: [cutoff.timeIntervalSince1970, limit])
+            // Webhook messages delivered or given up on, kept as long as the outcomes they carry.
+            try db.execute(
+                sql: """
+                    DELETE FROM webhook_messages WHERE id IN (
+                        SELECT id FROM webhook_messages WHERE delivered_at < ? OR given_up_at < ? LIMIT ?)
+                    """, arguments: [cutoff.timeIntervalSince1970, cutoff.timeIntervalSince1970, limit])
             return ids.count
         }
     }
@@ -220,6 +226,7 @@ extension SQLiteStore {
                 sql: """
                     INSERT OR REPLACE INTO unregistered(app, token, invalid_since, reported_at) VALUES (?, ?, ?, ?)
                     """)
+            let webhooks = try Self.webhookEndpointsByApp(db)
             var finished = 0
             var finishedByApp: [String: Int] = [:]
             for outcome in outcomes {
@@ -244,6 +251,7 @@ extension SQLiteStore {
                 else { continue }
                 finished += 1
                 finishedByApp[app, default: 0] += 1
+                try Self.addWebhookEvents(outcome, app: app, endpoints: webhooks, now: now, db: db)
                 if outcome.status == 410 {
                     try unregistered.execute(arguments: [
                         outcome.app, outcome.token, outcome.invalidSince?.timeIntervalSince1970,
