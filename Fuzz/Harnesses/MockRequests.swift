@@ -152,15 +152,23 @@ public func fuzzMockRequests(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         }
         headers.append(.init(name: name, value: value))
     }
-    let certificate: (commonName: String, topics: [PushCertificate.Topic]?)?
+    // A certificate's environments: none (an older one), either, or both.
+    let environments: Set<PushCertificate.Environment> = [[], [.sandbox], [.production], [.sandbox, .production]][
+        Int(input.byte() % 4)]
+    let certificate: RequestValidator.ClientCertificate?
     switch input.byte() % 4 {
-    case 0: certificate = ("Apple Push Services: com.example.app", nil)
+    case 0:
+        certificate = .init(commonName: "Apple Push Services: com.example.app", topics: nil, environments: environments)
     case 1:
-        certificate = (
-            "Apple Push Services: com.example.app",
-            [.init("com.example.app", kinds: ["app"]), .init("com.example.app.voip", kinds: ["voip"])]
-        )
-    case 2: certificate = (input.string(limit: 48), [.init(input.string(limit: 32), kinds: [input.string(limit: 8)])])
+        certificate = .init(
+            commonName: "Apple Push Services: com.example.app",
+            topics: [.init("com.example.app", kinds: ["app"]), .init("com.example.app.voip", kinds: ["voip"])],
+            environments: environments)
+    case 2:
+        certificate = .init(
+            commonName: input.string(limit: 48),
+            topics: [.init(input.string(limit: 32), kinds: [input.string(limit: 8)])],
+            environments: environments)
     default: certificate = nil
     }
     let bodies = [
