@@ -4,8 +4,9 @@
 #   bash Fuzz/run.sh              # 1,000,000 inputs each (minutes)
 #   bash Fuzz/run.sh 20000        # a short run (CI)
 #   bash Fuzz/run.sh 20000 mock   # only the named harnesses
-#   bash Fuzz/run.sh --typecheck  # only that the fuzzed files still compile alone (seconds; the
-#                                 # fast tier runs it, so a file they need is missed before the slow one)
+#   bash Fuzz/run.sh --typecheck  # only that the fuzzed files still compile alone, and the harnesses
+#                                 # against them (half a minute; the fast tier runs it, so a file they
+#                                 # need, or a type a harness uses that changed, fails before the slow one)
 #
 # Harnesses (Fuzz/Harnesses): responses (status, headers, body from the server), json (writer and
 # app-data encoder: output must parse and round-trip), tokens (device token and apns-id parsing),
@@ -54,6 +55,25 @@ if [ "$runs" = --typecheck ]; then
     exit 1
   fi
   echo "the fuzzed library's files compile alone"
+  # The harnesses against that library's module (its interface only, no code): a type a harness
+  # uses that changed fails here too, not only in the slow tier's fuzz stage.
+  checked=$(mktemp -d)
+  trap 'rm -rf "$checked"' EXIT
+  # shellcheck disable=SC2086
+  if ! swiftc -emit-module -parse-as-library -swift-version 6 -package-name swift_apns -module-name APNs \
+    -enable-testing "${maps[@]}" -emit-module-path "$checked/APNs.swiftmodule" $library; then
+    echo "the fuzzed library's module could not be made for the harnesses" >&2
+    exit 1
+  fi
+  check=(-typecheck -parse-as-library -swift-version 6 -package-name swift_apns -I "$checked" "${maps[@]}")
+  for name in responses json tokens credentials options; do
+    [ "$name" = json ] && file=Fuzz/Harnesses/JSON.swift || file="Fuzz/Harnesses/$(tr a-z A-Z <<< "${name:0:1}")${name:1}.swift"
+    swiftc "${check[@]}" -module-name "Fuzz_$name" Fuzz/Harnesses/FuzzInput.swift "$file" \
+      || { echo "the $name harness ($file) no longer compiles" >&2; exit 1; }
+  done
+  swiftc "${check[@]}" -module-name APNsMockServer "${mock[@]}" Fuzz/Harnesses/FuzzInput.swift \
+    Fuzz/Harnesses/MockRequests.swift || { echo "the mock harness no longer compiles" >&2; exit 1; }
+  echo "the fuzz harnesses compile against them"
   exit 0
 fi
 

@@ -76,7 +76,7 @@ public func fuzzOptions(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         if let interval = configuration.memoryTrimInterval { _ = ContinuousClock.now + interval }  // its next due time
         if let breakerPolicy = configuration.circuitBreaker {
             // A circuit opened and its probes failing, as far as the cool-down can double.
-            var breaker = CircuitBreaker(policy: breakerPolicy)
+            let breaker = CircuitBreaker(policy: breakerPolicy)  // a class: its record changes it
             var now = ContinuousClock.now
             for _ in 0..<min(breakerPolicy.failureThreshold, 40) {
                 breaker.record(.failing("fuzz"), probe: false, now: now)
