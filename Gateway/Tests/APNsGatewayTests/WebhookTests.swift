@@ -190,4 +190,79 @@ import Testing
         #expect(try await queue.store.webhookEndpoints().isEmpty)
         await queue.remove()
     }
+
+    /// Two instances on one database share the outbox: while both gather and try at once, each
+    /// message is made once and delivered once (a lease and `SKIP LOCKED` on PostgreSQL, SQLite's
+    /// one writer), and every event arrives.
+    @Test(arguments: Backend.allCases)
+    func twoInstancesShareTheOutbox(_ backend: Backend) async throws {
+        let queue = try await TestStore(backend)
+        let vault = try CredentialVault(key: Array(repeating: 4, count: 32))
+        let secret = WebhookSecret.make()
+        let received = Mutex<[String]>([])
+        let router = Router()
+        router.post("/hook") { request, _ -> HTTPResponse.Status in
+            let body = Array(try await request.body.collect(upTo: 1 << 20).readableBytesView)
+            let id = request.headers[HTTPField.Name("webhook-id")!] ?? ""
+            let timestamp = request.headers[HTTPField.Name("webhook-timestamp")!].flatMap(Int.init) ?? 0
+            guard
+                request.headers[HTTPField.Name("webhook-signature")!]
+                    == secret.signature(id: id, timestamp: timestamp, body: body)
+            else { return .unauthorized }
+            received.withLock { $0.append(String(decoding: body, as: UTF8.self)) }
+            return .ok
+        }
+        let receiver = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        try await receiver.test(.live) { client in
+            let port = try #require(client.port)
+            let endpoint = WebhookEndpoint(
+                name: "hooks", app: "com.example.app", url: "http://127.0.0.1:\(port)/hook",
+                sealed: try vault.seal(
+                    .webhookSecret(secret.text), for: WebhookEndpoint.sealingName("hooks"), revision: 1),
+                createdAt: Date())
+            #expect(try await queue.store.addWebhookEndpoint(endpoint))
+            // 400 outcomes written straight into the outbox, as complete() writes them.
+            #expect(
+                try await queue.store.enqueue(
+                    QueuedNotification(
+                        id: "n", keyName: "app", pushType: "alert", app: "com.example.app",
+                        storedJSON: #"{"alert":"Hi","bundle-id":"com.example.app","push-type":"alert"}"#,
+                        tokens: (0..<400).map { String(format: "%064x", $0) }, createdAt: Date()),
+                    maximumQueueDepth: 1_000) == .accepted)
+            let claimed = try await queue.store.claim(owner: "a", limit: 400, now: Date(), leaseUntil: Date() + 60)
+            let outcomes = claimed.flatMap { notification in
+                notification.deliveries.map {
+                    DeliveryOutcome(
+                        notificationID: notification.id, position: $0.position, token: $0.token, app: notification.app,
+                        status: 200)
+                }
+            }
+            #expect(try await queue.store.complete(outcomes, owner: "a", now: Date()) == 400)
+            func sender(_ name: String) -> WebhookSender {
+                var configuration = WebhookSender.Configuration()
+                configuration.batch = 10
+                configuration.concurrency = 4
+                configuration.instance = name
+                return WebhookSender(
+                    store: queue.store, vault: vault, configuration: configuration, logger: Logger(label: name))
+            }
+            let (one, two) = (sender("one"), sender("two"))
+            async let first: Void = { while try await one.sendOnce() > 0 {} }()
+            async let second: Void = { while try await two.sendOnce() > 0 {} }()
+            _ = try await (first, second)
+        }
+        let bodies = received.withLock { $0 }
+        #expect(bodies.count == 40, "40 messages of 10, each delivered once")
+        var tokens: [String] = []
+        for body in bodies {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
+            for event in try #require(object["data"] as? [[String: Any]]) {
+                tokens.append(try #require(event["token"] as? String))
+            }
+        }
+        #expect(tokens.count == 400 && Set(tokens).count == 400)
+        let status = try #require(try await queue.store.webhookEndpoints().first)
+        #expect(status.delivered == 40 && status.pending == 0 && status.waiting == 0)
+        await queue.remove()
+    }
 }
