@@ -55,7 +55,7 @@ struct AddWebhook: AsyncParsableCommand {
         let endpoint = WebhookEndpoint(
             name: name, app: app, url: url,
             sealed: try vault.seal(.webhookSecret(secret.text), for: WebhookEndpoint.sealingName(name), revision: 1),
-            createdAt: Date())
+            createdAt: SystemGatewayClock().now)
         let added = try await database.withStore(logger: Logger(label: "apns-gateway")) { store in
             try StoredCredential.checkKey(vault, opens: try await store.credentials())
             return try await store.addWebhookEndpoint(endpoint)

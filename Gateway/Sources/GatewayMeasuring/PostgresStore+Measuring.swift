@@ -26,7 +26,7 @@ extension PostgresStore {
                     leaseUntil: now + 60)),
             plan(of: Self.depthQuery()),
             plan(
-                of: Self.finishQuery(Columns(outcomes, owner: "plan"), now: now, events: EventColumns([], now: Date()))),
+                of: Self.finishQuery(Columns(outcomes, owner: "plan"), now: now, events: EventColumns())),
             plan(of: Self.pruneQuery(before: now - 7 * 86_400, limit: 500))
         )
     }

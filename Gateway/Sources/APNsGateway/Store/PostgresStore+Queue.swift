@@ -391,6 +391,8 @@ extension PostgresStore {
     /// each event with the device-send it is of.
     package struct EventColumns {
         var ids: [String] = [], positions: [Int] = [], types: [String] = [], payloads: [String] = []
+        /// None: a batch whose apps have no webhook endpoint.
+        package init() {}
         package init(_ outcomes: [DeliveryOutcome], now: Date) {
             for outcome in outcomes {
                 for event in WebhookEvents.of(outcome, now: now) {

@@ -19,18 +19,9 @@ extension PostgresStore {
 
     package func webhookEndpoints() async throws -> [WebhookEndpointStatus] {
         var endpoints: [WebhookEndpointStatus] = []
+        // The same statement as SQLite's: it has no parameters.
         for try await row in try await client.query(
-            """
-            SELECT e.name, e.app, e.url, e.sealed, e.created_at,
-                (SELECT count(*) FROM webhook_events w WHERE w.endpoint = e.name)::int8,
-                (SELECT count(*) FROM webhook_messages m WHERE m.endpoint = e.name
-                    AND m.delivered_at IS NULL AND m.given_up_at IS NULL)::int8,
-                (SELECT count(*) FROM webhook_messages m WHERE m.endpoint = e.name AND m.delivered_at IS NOT NULL)::int8,
-                (SELECT count(*) FROM webhook_messages m WHERE m.endpoint = e.name AND m.given_up_at IS NOT NULL)::int8,
-                (SELECT m.last_error FROM webhook_messages m WHERE m.endpoint = e.name AND m.delivered_at IS NULL
-                    AND m.last_error IS NOT NULL ORDER BY m.created_at DESC LIMIT 1)
-            FROM webhook_endpoints e ORDER BY e.name
-            """, logger: logger
+            PostgresQuery(unsafeSQL: WebhookSQL.status), logger: logger
         ).decode((String, String, String, String, Double, Int, Int, Int, Int, String?).self) {
             endpoints.append(
                 WebhookEndpointStatus(

@@ -110,7 +110,8 @@ extension SQLiteStore {
     }
 }
 
-/// The webhook statements both backends share (their SQL is the same), and the rows they read.
+/// The webhook statements and rows of SQLite; ``status`` (no parameters) and ``newMessageID()``
+/// PostgreSQL uses too.
 enum WebhookSQL {
     /// Each endpoint and how its events and messages stand.
     static let status = """

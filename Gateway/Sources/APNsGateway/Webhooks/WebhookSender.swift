@@ -54,10 +54,13 @@ public final class WebhookSender: Service, Sendable {
         /// How long a claimed message is this sender's: longer than a try, so that another
         /// instance takes it over only when this one stopped.
         public var lease: Duration = .seconds(60)
-        /// The wait before each next try: 5 s, doubling, up to an hour (±20 %).
+        /// The wait before each next try: short at first, so a receiver that was restarting gets
+        /// its messages soon, then growing, so one down for hours is not asked every few seconds;
+        /// jittered, so instances retrying together spread out.
         public var backoff = Backoff(initial: .seconds(5), maximum: .seconds(3_600), jitter: 0.2)
-        /// How long after it was made a message is tried: a day by default, then it is given up
-        /// on, with its last error kept.
+        /// How long after it was made a message is tried; then it is given up on, with its last
+        /// error kept. Long enough to ride out a receiver's outage, short enough that an app does
+        /// not get a burst of stale outcomes long after it stopped caring.
         public var giveUpAfter: Duration = .seconds(86_400)
         /// The time it decides and waits by.
         public var clock: any GatewayClock = SystemGatewayClock()
