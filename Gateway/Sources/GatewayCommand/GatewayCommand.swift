@@ -453,6 +453,7 @@ struct Serve: AsyncParsableCommand {
         if let vault {
             var configuration = WebhookSender.Configuration()
             configuration.instance = sending.instance
+            configuration.incarnation = dispatcher.identity.incarnation
             configuration.clock = sending.clock
             webhooks.append(
                 .init(service: WebhookSender(store: store, vault: vault, configuration: configuration, logger: logger)))

@@ -232,6 +232,7 @@ struct HeartbeatFails: GatewayStore {
     }
     func webhookEndpoints() async throws -> [WebhookEndpointStatus] { try await base.webhookEndpoints() }
     func removeWebhookEndpoint(name: String) async throws -> Bool { try await base.removeWebhookEndpoint(name: name) }
+    func webhookBacklog() async throws -> WebhookBacklog { try await base.webhookBacklog() }
     func makeWebhookMessages(batch: Int, now: Date) async throws -> Int {
         try await base.makeWebhookMessages(batch: batch, now: now)
     }

@@ -265,4 +265,66 @@ import Testing
         #expect(status.delivered == 40 && status.pending == 0 && status.waiting == 0)
         await queue.remove()
     }
+
+    /// A start of an instance that registers after its earlier start was killed takes back at
+    /// once the webhook messages that start's sender held (no wait for their leases), and never
+    /// the ones its own sender claimed before its dispatcher registered. The outbox's backlog
+    /// counts events waiting and messages pending throughout.
+    @Test(arguments: Backend.allCases)
+    func aRestartedInstanceTakesBackWhatItsKilledStartHeld(_ backend: Backend) async throws {
+        let queue = try await TestStore(backend)
+        let vault = try CredentialVault(key: Array(repeating: 5, count: 32))
+        #expect(
+            try await queue.store.addWebhookEndpoint(
+                WebhookEndpoint(
+                    name: "hooks", app: "com.example.app", url: "http://127.0.0.1:9/hook",
+                    sealed: try vault.seal(
+                        .webhookSecret(WebhookSecret.make().text), for: WebhookEndpoint.sealingName("hooks"),
+                        revision: 1),
+                    createdAt: Date())))
+        #expect(
+            try await queue.store.enqueue(
+                QueuedNotification(
+                    id: "n", keyName: "app", pushType: "alert", app: "com.example.app",
+                    storedJSON: #"{"alert":"Hi","bundle-id":"com.example.app","push-type":"alert"}"#,
+                    tokens: (0..<20).map { String(format: "%064x", $0) }, createdAt: Date()),
+                maximumQueueDepth: 1_000) == .accepted)
+        let start = Date()
+        let claimed = try await queue.store.claim(owner: "a", limit: 20, now: start, leaseUntil: start + 60)
+        let outcomes = claimed.flatMap { notification in
+            notification.deliveries.map {
+                DeliveryOutcome(
+                    notificationID: notification.id, position: $0.position, token: $0.token, app: notification.app,
+                    status: 200)
+            }
+        }
+        #expect(try await queue.store.complete(outcomes, owner: "a", now: start) == 20)
+        #expect(try await queue.store.webhookBacklog() == WebhookBacklog(waitingEvents: 20, pendingMessages: 0))
+        #expect(try await queue.store.makeWebhookMessages(batch: 10, now: start) == 2)
+        #expect(try await queue.store.webhookBacklog() == WebhookBacklog(waitingEvents: 0, pendingMessages: 2))
+
+        // The killed start: registered, its sender holding one message, then no more heartbeats.
+        let killed = GatewayInstance(name: "a", host: "elsewhere", processID: 7, incarnation: "killed")
+        #expect(
+            try await queue.store.register(killed, now: start, staleAfter: .seconds(60))
+                == .registered(releasedClaims: 0))
+        let held = try await queue.store.claimWebhookMessages(
+            owner: GatewayInstance.webhookOwner(name: "a", incarnation: "killed"), limit: 1, now: start,
+            leaseUntil: start + 60)
+        // The next start's sender claims the other before its dispatcher registers.
+        let next = GatewayInstance(name: "a", incarnation: "next")
+        let own = try await queue.store.claimWebhookMessages(
+            owner: GatewayInstance.webhookOwner(name: "a", incarnation: "next"), limit: 1, now: start,
+            leaseUntil: start + 60)
+        #expect(held.count == 1 && own.count == 1)
+        #expect(
+            try await queue.store.register(next, now: start + 120, staleAfter: .seconds(60))
+                == .registered(releasedClaims: 0))
+        // Within both leases: only the killed start's message is free again.
+        let free = try await queue.store.claimWebhookMessages(
+            owner: "b#1", limit: 10, now: start + 1, leaseUntil: start + 61)
+        #expect(free.map(\.id) == held.map(\.id))
+        #expect(try await queue.store.webhookBacklog() == WebhookBacklog(waitingEvents: 0, pendingMessages: 2))
+        await queue.remove()
+    }
 }

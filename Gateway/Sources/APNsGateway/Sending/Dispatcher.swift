@@ -147,7 +147,7 @@ public final class Dispatcher: Service, Sendable {
     /// 1 while a credential's sending is paused for the cause, else 0.
     let paused: PauseGauges
     /// This process's registration in the store.
-    let identity: GatewayInstance
+    package let identity: GatewayInstance
     /// Whether a send may start: the lease as the last heartbeats left it.
     let lease: Mutex<SenderLease>
     /// Whether each credential's sending is paused for a cause upstream.

@@ -81,7 +81,8 @@ package protocol GatewayStore: Sendable {
     /// host, ``GatewayInstance/isDead(host:processID:lastHeartbeat:now:staleAfter:thisHost:)``, or
     /// an earlier start of this one,
     /// ``GatewayInstance/isEarlierStart(host:processID:incarnation:lastHeartbeat:now:)``) are
-    /// queued again at once and its registration removed.
+    /// queued again at once, the webhook messages its webhook sender held
+    /// (``GatewayInstance/webhookOwner(name:incarnation:)``) released, and its registration removed.
     func register(_ instance: GatewayInstance, now: Date, staleAfter: Duration) async throws -> InstanceRegistration
     /// The sender is alive: records its heartbeat and renews the lease of every device-send it
     /// holds until `leaseUntil`, in one transaction. False when its registration is gone (another
@@ -134,6 +135,9 @@ package protocol GatewayStore: Sendable {
         -> [WebhookMessage]
     /// How a try of message `id` ended; ignored when `owner` no longer holds it.
     func finishWebhookTry(id: String, owner: String, result: WebhookTry, now: Date) async throws
+    /// Events not yet in a message, and messages neither delivered nor given up on, over every
+    /// endpoint: the outbox's backlog, for its gauges.
+    func webhookBacklog() async throws -> WebhookBacklog
 }
 
 extension GatewayStore {

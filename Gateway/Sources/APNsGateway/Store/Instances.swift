@@ -46,6 +46,12 @@ package struct GatewayInstance: Sendable, Hashable {
             && now.timeIntervalSince(lastHeartbeat) > (heartbeat * 3).seconds
     }
 
+    /// The owner of the webhook messages a sender of this name and start holds
+    /// (``WebhookSender/Configuration/instance`` with this start's incarnation): registering
+    /// releases exactly what dead starts' webhook senders held, never what this start's own sender
+    /// claimed before its dispatcher registered (``GatewayStore/register(_:now:staleAfter:)``).
+    package static func webhookOwner(name: String, incarnation: String) -> String { name + "#" + incarnation }
+
     /// Whether a registration by `host` and `processID` names this process: an earlier start of it
     /// (``isEarlierStart(host:processID:incarnation:lastHeartbeat:now:)`` once its heartbeats stop).
     package func sharesProcessID(host: String, processID: Int32) -> Bool {

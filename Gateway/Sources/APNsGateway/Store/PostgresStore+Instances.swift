@@ -16,6 +16,7 @@ extension PostgresStore {
             // Starting instances register one at a time.
             try await connection.query("SELECT pg_advisory_xact_lock(7309354182)", logger: logger)
             var dead: [String] = []
+            var deadWebhookOwners: [String] = []
             for try await (name, host, pid, incarnation, heartbeat) in try await connection.query(
                 "SELECT name, host, pid, incarnation, heartbeat_at FROM instances", logger: logger
             ).decode((String, String, Int32, String, Double).self) {
@@ -29,8 +30,16 @@ extension PostgresStore {
                 if name == instance.name, !isDead {
                     return .nameInUse(host: host, processID: pid, lastHeartbeat: last)
                 }
-                if isDead { dead.append(name) }
+                if isDead {
+                    dead.append(name)
+                    deadWebhookOwners.append(GatewayInstance.webhookOwner(name: name, incarnation: incarnation))
+                }
             }
+            try await connection.query(
+                """
+                UPDATE webhook_messages SET lease_owner = NULL, lease_until = NULL
+                WHERE lease_owner = ANY(\(deadWebhookOwners)::text[])
+                """, logger: logger)
             let names = Array(Set(dead + [instance.name]))
             let released = try await connection.query(
                 """

@@ -33,6 +33,16 @@ extension PostgresStore {
         return endpoints
     }
 
+    package func webhookBacklog() async throws -> WebhookBacklog {
+        // The same statement as SQLite's: it has no parameters.
+        for try await (events, messages) in try await client.query(
+            PostgresQuery(unsafeSQL: WebhookSQL.backlog), logger: logger
+        ).decode((Int, Int).self) {
+            return WebhookBacklog(waitingEvents: events, pendingMessages: messages)
+        }
+        return WebhookBacklog(waitingEvents: 0, pendingMessages: 0)
+    }
+
     package func removeWebhookEndpoint(name: String) async throws -> Bool {
         let logger = self.logger
         return try await client.withTransaction(logger: logger) { connection -> Bool in

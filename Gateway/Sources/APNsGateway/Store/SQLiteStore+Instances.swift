@@ -11,8 +11,10 @@ extension SQLiteStore {
         try await pool.write { db in
             let rows = try Row.fetchAll(db, sql: "SELECT name, host, pid, incarnation, heartbeat_at FROM instances")
             var dead: [String] = []
+            var deadWebhookOwners: [String] = []
             for row in rows {
                 let name: String = row["name"]
+                let incarnation: String = row["incarnation"]
                 let host: String = row["host"]
                 let pid: Int32 = row["pid"]
                 let heartbeat = Date(timeIntervalSince1970: row["heartbeat_at"])
@@ -21,12 +23,20 @@ extension SQLiteStore {
                         host: host, processID: pid, lastHeartbeat: heartbeat, now: now, staleAfter: staleAfter)
                     || (name == instance.name
                         && instance.isEarlierStart(
-                            host: host, processID: pid, incarnation: row["incarnation"], lastHeartbeat: heartbeat,
+                            host: host, processID: pid, incarnation: incarnation, lastHeartbeat: heartbeat,
                             now: now))
                 if name == instance.name, !isDead {
                     return .nameInUse(host: host, processID: pid, lastHeartbeat: heartbeat)
                 }
-                if isDead { dead.append(name) }
+                if isDead {
+                    dead.append(name)
+                    deadWebhookOwners.append(GatewayInstance.webhookOwner(name: name, incarnation: incarnation))
+                }
+            }
+            for owner in deadWebhookOwners {
+                try db.execute(
+                    sql: "UPDATE webhook_messages SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ?",
+                    arguments: [owner])
             }
             var released = 0
             for name in Set(dead + [instance.name]) {

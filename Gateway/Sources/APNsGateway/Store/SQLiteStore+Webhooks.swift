@@ -85,6 +85,13 @@ extension SQLiteStore {
         }
     }
 
+    package func webhookBacklog() async throws -> WebhookBacklog {
+        try await pool.read { db in
+            let row = try Row.fetchOne(db, sql: WebhookSQL.backlog)
+            return WebhookBacklog(waitingEvents: row?[0] ?? 0, pendingMessages: row?[1] ?? 0)
+        }
+    }
+
     /// Adds the events of the final outcome `outcome` of `app` for each of its endpoints
     /// (`endpoints`, by app, read in the same transaction), in the transaction that finishes it.
     static func addWebhookEvents(
@@ -110,7 +117,7 @@ extension SQLiteStore {
     }
 }
 
-/// The webhook statements and rows of SQLite; ``status`` (no parameters) and ``newMessageID()``
+/// The webhook statements and rows of SQLite; ``status``, ``backlog`` (no parameters) and ``newMessageID()``
 /// PostgreSQL uses too.
 enum WebhookSQL {
     /// Each endpoint and how its events and messages stand.
@@ -126,6 +133,12 @@ enum WebhookSQL {
             (SELECT m.last_error FROM webhook_messages m WHERE m.endpoint = e.name AND m.delivered_at IS NULL
                 AND m.last_error IS NOT NULL ORDER BY m.created_at DESC LIMIT 1) AS last_error
         FROM webhook_endpoints e ORDER BY e.name
+        """
+
+    /// The outbox's backlog (no parameters): the pending messages counted on the due index.
+    static let backlog = """
+        SELECT (SELECT count(*) FROM webhook_events),
+            (SELECT count(*) FROM webhook_messages WHERE delivered_at IS NULL AND given_up_at IS NULL)
         """
 
     /// Due messages not held under a live lease, with their endpoints: `now`, `now`, limit.

@@ -44,6 +44,14 @@ package struct WebhookEndpointStatus: Sendable, Hashable {
     package var lastError: String?
 }
 
+/// The outbox's backlog over every endpoint (``GatewayStore/webhookBacklog()``).
+package struct WebhookBacklog: Sendable, Hashable {
+    /// Events not yet gathered into a message.
+    package var waitingEvents: Int
+    /// Messages neither delivered nor given up on.
+    package var pendingMessages: Int
+}
+
 /// A message to one endpoint, made from its waiting events (one or more), with the id it keeps
 /// on every try.
 package struct WebhookMessage: Sendable, Hashable {

@@ -66,6 +66,11 @@ public final class WebhookSender: Service, Sendable {
         public var clock: any GatewayClock = SystemGatewayClock()
         /// This sender's name in leases (the dispatcher's, by default).
         public var instance = Dispatcher.Configuration().instance
+        /// This start of the process, as its dispatcher registered it (``Dispatcher/identity``):
+        /// the next start of the same instance then releases at once what this one held
+        /// (``GatewayInstance/webhookOwner(name:incarnation:)``). Another value leaves what it
+        /// held to its lease.
+        package var incarnation = UUID().uuidString
 
         public init() {}
     }
@@ -76,6 +81,15 @@ public final class WebhookSender: Service, Sendable {
     let logger: Logger
     /// `apns_gateway_webhook_tries_total{result}`: delivered, failed (tried again later), given-up.
     let tries: [String: Counter]
+    /// `apns_gateway_webhook_waiting_events` and `apns_gateway_webhook_pending_messages`: the
+    /// outbox's backlog, read at each poll. A receiver that is down shows as pending messages
+    /// that grow; a sender that cannot keep up, as waiting events.
+    let waitingEvents: Gauge
+    let pendingMessages: Gauge
+    /// The owner of the messages it claims.
+    var owner: String {
+        GatewayInstance.webhookOwner(name: configuration.instance, incarnation: configuration.incarnation)
+    }
 
     /// A sender that delivers `database`'s outbox with the secrets `vault` opens.
     public convenience init(
@@ -100,6 +114,8 @@ public final class WebhookSender: Service, Sendable {
             uniqueKeysWithValues: ["delivered", "failed", "given-up"].map {
                 ($0, Counter(label: "apns_gateway_webhook_tries_total", dimensions: [("result", $0)], factory: factory))
             })
+        waitingEvents = Gauge(label: "apns_gateway_webhook_waiting_events", factory: factory)
+        pendingMessages = Gauge(label: "apns_gateway_webhook_pending_messages", factory: factory)
     }
 
     /// Delivers until graceful shutdown (or cancellation); a try under way then is finished. What
@@ -109,6 +125,9 @@ public final class WebhookSender: Service, Sendable {
             while !Task.isCancelled {
                 do {
                     while try await self.sendOnce() > 0, !Task.isCancelled {}
+                    let backlog = try await self.store.webhookBacklog()
+                    self.waitingEvents.record(backlog.waitingEvents)
+                    self.pendingMessages.record(backlog.pendingMessages)
                 } catch {
                     if Task.isCancelled { return }
                     self.logger.warning(
@@ -126,7 +145,7 @@ public final class WebhookSender: Service, Sendable {
         let now = configuration.clock.now
         _ = try await store.makeWebhookMessages(batch: configuration.batch, now: now)
         let messages = try await store.claimWebhookMessages(
-            owner: configuration.instance, limit: configuration.concurrency, now: now,
+            owner: owner, limit: configuration.concurrency, now: now,
             leaseUntil: now + configuration.lease)
         // Finished even if shutdown begins meanwhile: a lease left to expire would delay them.
         await Task {
@@ -169,7 +188,7 @@ public final class WebhookSender: Service, Sendable {
         }
         do {
             try await store.finishWebhookTry(
-                id: message.id, owner: configuration.instance, result: outcome, now: configuration.clock.now)
+                id: message.id, owner: owner, result: outcome, now: configuration.clock.now)
         } catch {
             // The lease lets the message go; it is tried again, with the same id.
             logger.warning(
