@@ -11,7 +11,8 @@
 # gateway's embedded queue, GRDB) and three proxies the proxy tests start on 127.0.0.1 and stop
 # again (tinyproxy-bin for HTTP CONNECT, stunnel4 in front of it for an HTTPS proxy, microsocks for
 # SOCKS5), and python3-venv (Gateway/webhooks-e2e.sh verifies with a PyPI library in a virtual
-# environment of its own). None of them runs as a service once installed. The gateway's
+# environment of its own), nginx-light (the gateway's TLS recipe, Gateway/deploy/nginx.conf, run
+# by Gateway/run-with-mock.sh --tls). None of them runs as a service once installed. The gateway's
 # PostgreSQL tests install Debian's postgresql themselves (Scripts/start-postgres.sh, which says so).
 # --benchmarks adds nginx-light and its echo module: the benchmark's delayed server
 # (APNsBenchmark --far-server nginx). Debian starts nginx on port 80 when it installs it; this
@@ -22,7 +23,7 @@ set -euo pipefail
 packages=(libcurl4-openssl-dev libssl-dev pkg-config)
 for option in "$@"; do
   case "$option" in
-    --tests) packages+=(curl bsdutils openssl libsqlite3-dev tinyproxy-bin stunnel4 microsocks python3-venv) ;;
+    --tests) packages+=(curl bsdutils openssl libsqlite3-dev tinyproxy-bin stunnel4 microsocks python3-venv nginx-light) ;;
     --benchmarks) packages+=(nginx-light libnginx-mod-http-echo) ;;
     *) echo "unknown option: $option (--tests, --benchmarks)" >&2; exit 2 ;;
   esac

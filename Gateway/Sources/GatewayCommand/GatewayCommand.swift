@@ -338,6 +338,16 @@ struct Serve: AsyncParsableCommand {
     var memoryTrimSeconds = 10.0
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning (or warn), error, critical.")
     var logLevel = "info"
+    @Option(
+        name: .customLong("log-format"),
+        help: "text (one line for a person) or json (one JSON object a line, for a log pipeline).")
+    var logFormat = "text"
+    @Flag(
+        name: .customLong("access-log"),
+        help:
+            "Log one line per request at info (label apns-gateway.access): method, path, status, duration, caller, API key name; never a key, a query or a body."
+    )
+    var accessLog = false
 
     /// `--log-level` as swift-log's level; "warn" is taken for "warning", as most tools spell it.
     func loggingLevel() throws -> Logger.Level {
@@ -403,7 +413,16 @@ struct Serve: AsyncParsableCommand {
     func serve() async throws {
         let level = try loggingLevel()
         let sending = try sendingConfiguration()
+        let format = logFormat.lowercased()
+        guard format == "text" || format == "json" else {
+            throw ValidationError("--log-format \(logFormat) is not a format: give text or json")
+        }
         LoggingSystem.bootstrap { label in
+            if format == "json" {
+                var handler = JSONLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
@@ -462,6 +481,7 @@ struct Serve: AsyncParsableCommand {
         limits.maximumDevicesPerRequest = maximumDevices
         limits.maximumBodyBytes = GatewayAPI.Configuration.bodyBytes(forDevices: maximumDevices)
         limits.maximumQueueDepth = maximumQueueDepth
+        if accessLog { limits.accessLogger = Logger(label: "apns-gateway.access") }
         let api = GatewayAPI(
             store: store, configuration: limits, credentials: { connectors.policy(for: $0) },
             metricsText: {

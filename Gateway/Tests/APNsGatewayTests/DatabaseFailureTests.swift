@@ -127,7 +127,7 @@ import Testing
         #expect(unknown.2 == "application/problem+json")
         #expect(
             unknown.3
-                == #"{"detail":"no such path: the gateway serves /v1/notifications, /v1/unregistered, /healthz, /readyz and /metrics","status":404,"title":"Not Found","type":"about:blank"}"#
+                == #"{"detail":"no such path: the gateway serves /v1/notifications, /v1/notification-batches, /v1/unregistered, /healthz, /readyz and /metrics","status":404,"title":"Not Found","type":"about:blank"}"#
         )
         #expect(reports.counter("apns_gateway_requests_refused_total", ["status": "404"]) == 1)
         try await setup.stop()

@@ -130,7 +130,7 @@ import Testing
                 let created = body.split(separator: "\"created-at\":").last?.prefix(while: \.isNumber) ?? ""
                 #expect(
                     body == """
-                        {"app":"com.example.app","counts":{"accepted":1,"expired":0,"failed":0,"queued":0,"rejected":1},"created-at":\(created),\
+                        {"app":"com.example.app","counts":{"accepted":1,"cancelled":0,"expired":0,"failed":0,"queued":0,"rejected":1},"created-at":\(created),\
                         "deliveries":[{"apns-id":"\(acceptedID)","attempts":1,"state":"accepted","status":200,"token":"\(Self.token)"},\
                         {"apns-id":"\(rejectedID)","attempts":1,"reason":"Unregistered","state":"rejected","status":410,"token":"\(Self.unregistered)"}],\
                         "done":true,"id":"\(id)","push-type":"alert"}

@@ -233,6 +233,9 @@ struct HeartbeatFails: GatewayStore {
     func webhookEndpoints() async throws -> [WebhookEndpointStatus] { try await base.webhookEndpoints() }
     func removeWebhookEndpoint(name: String) async throws -> Bool { try await base.removeWebhookEndpoint(name: name) }
     func webhookBacklog() async throws -> WebhookBacklog { try await base.webhookBacklog() }
+    func cancel(notificationID id: String, message: String, now: Date) async throws -> Int {
+        try await base.cancel(notificationID: id, message: message, now: now)
+    }
     func makeWebhookMessages(batch: Int, now: Date) async throws -> Int {
         try await base.makeWebhookMessages(batch: batch, now: now)
     }

@@ -73,7 +73,8 @@ import Testing
             "max-queue-depth": "100", "instance": #""settings-test""#, "lease-seconds": "3", "timeout": "2.5",
             "max-age-seconds": "3600", "retention-days": "1.5", "at-most-once-group": "50", "at-most-once-groups": "2",
             "memory-trim-seconds": "5", "credential-key-file": #""/nonexistent/kek""#,
-            "credential-key-env": #""GATEWAY_KEK""#, "log-level": #""debug""#,
+            "credential-key-env": #""GATEWAY_KEK""#, "log-level": #""debug""#, "log-format": #""json""#,
+            "access-log": "true",
         ]
         let (_, help, _) = try Self.run(["serve", "--help"])
         // The options as the help lists them: each line that starts with one.

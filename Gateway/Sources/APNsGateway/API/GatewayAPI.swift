@@ -12,7 +12,9 @@ import Synchronization
 ///
 /// - `POST /v1/notifications`: checks the notification with the library's rules and queues one
 ///   device-send per device, durably, before answering 202 with the notification's id.
-/// - `GET /v1/notifications/{id}`: progress and per-device outcomes.
+/// - `POST /v1/notification-batches`: several notifications, each accepted or refused on its own.
+/// - `GET /v1/notifications/{id}`: progress and per-device outcomes; `DELETE` cancels what has not
+///   been sent.
 /// - `GET /v1/unregistered?since=…` and `DELETE /v1/unregistered`: tokens APNs answered 410 for.
 /// - `GET /healthz`, `GET /readyz`, `GET /metrics`.
 ///
@@ -27,6 +29,11 @@ public struct GatewayAPI: Sendable {
         public var maximumDevicesPerRequest = 5_000
         /// Bytes of one request body.
         public var maximumBodyBytes = 1 << 20
+        /// Notifications in one `POST /v1/notification-batches` (their devices together at most
+        /// ``maximumDevicesPerRequest``).
+        public var maximumBatchItems = 100
+        /// The longest `?wait=` of a one-device `POST /v1/notifications` for its outcome.
+        public var maximumWait: Duration = .seconds(30)
         /// Unfinished device-sends above which `POST` answers 503 with `Retry-After`.
         public var maximumQueueDepth = 1_000_000
         /// The `Retry-After` of that 503, in seconds.
@@ -40,6 +47,9 @@ public struct GatewayAPI: Sendable {
         public var unknownKeysPerSecond: Double = 50
         /// How long a key looked up in the store is remembered.
         public var keyCacheLifetime: Duration = .seconds(5)
+        /// Where one line per request goes (``AccessLogMiddleware``): method, path, status,
+        /// duration, caller and API key name, never a secret; nil for none.
+        public var accessLogger: Logger?
         /// The time the API decides by (``GatewayClock``): when a notification was accepted, the
         /// keys' and apps' rate buckets, how long keys and app settings are remembered. The
         /// system's, unless a test gives one it advances itself.
@@ -73,6 +83,8 @@ public struct GatewayAPI: Sendable {
     /// Notifications accepted, by app.
     private let accepted: AppCounters
     private let replayed: Counter
+    /// Device-sends cancelled before they were sent, by app.
+    private let cancellations: AppCounters
 
     /// The API an application that embeds the gateway serves (``router()``): it accepts for the
     /// apps `connectors` serves, reports `dispatcher`'s state on its readiness probe, and wakes it
@@ -115,6 +127,7 @@ public struct GatewayAPI: Sendable {
         self.metricsFactory = metricsFactory
         accepted = AppCounters(label: "apns_gateway_notifications_accepted_total", factory: metricsFactory)
         replayed = Counter(label: "apns_gateway_notifications_replayed_total", factory: metricsFactory)
+        cancellations = AppCounters(label: "apns_gateway_device_sends_cancelled_total", factory: metricsFactory)
         self.store = store
         self.configuration = configuration
         self.credentials = credentials
@@ -195,6 +208,10 @@ public struct GatewayAPI: Sendable {
     /// The routes.
     public func router() -> Router<GatewayRequestContext> {
         let router = Router(context: GatewayRequestContext.self)
+        // First of all, so that it sees every answer's status.
+        if let accessLogger = configuration.accessLogger {
+            router.add(middleware: AccessLogMiddleware(logger: accessLogger, clock: configuration.clock))
+        }
         // First, so that it wraps every route and the answer for an unknown path.
         router.add(
             middleware: ProblemMiddleware(retryAfter: configuration.databaseRetryAfter, metricsFactory: metricsFactory))
@@ -203,6 +220,12 @@ public struct GatewayAPI: Sendable {
         }
         router.get("/v1/notifications/:id") { request, context in
             try await self.progress(request, context: context)
+        }
+        router.delete("/v1/notifications/:id") { request, context in
+            try await self.cancel(request, context: context)
+        }
+        router.post("/v1/notification-batches") { request, context in
+            try await self.acceptBatch(request, context: context)
         }
         router.get("/v1/unregistered") { request, context in
             try await self.unregistered(request, context: context)
@@ -237,7 +260,8 @@ public struct GatewayAPI: Sendable {
             return jsonResponse(.ok, .object(members))
         }
         var served: [String: [HTTPRequest.Method]] = [
-            "/v1/notifications": [.post], "/v1/notifications/:id": [.get], "/v1/unregistered": [.get, .delete],
+            "/v1/notifications": [.post], "/v1/notifications/:id": [.get, .delete],
+            "/v1/notification-batches": [.post], "/v1/unregistered": [.get, .delete],
             "/healthz": [.get], "/readyz": [.get],
         ]
         if let metricsText {
@@ -267,11 +291,38 @@ public struct GatewayAPI: Sendable {
     private func accept(_ request: Request, context: GatewayRequestContext) async throws -> Response {
         let key = try await authenticate(request, caller: context.caller)
         let idempotencyKey = try Self.idempotencyKey(request.headers)
+        let wait = try Self.wait(request.uri.queryParameters["wait"].map(String.init), limit: configuration.maximumWait)
         let body = try await readBody(request)
+        let queued = try await queue(
+            body: body, key: key,
+            idempotency: idempotencyKey.map { Idempotency(key: $0, fingerprint: Self.hex(SHA256.hash(data: body))) },
+            maximumDevices: configuration.maximumDevicesPerRequest, waiting: wait != nil)
+        var headers: HTTPFields = [.location: "/v1/notifications/\(queued.id)"]
+        if queued.replayed { headers[Self.idempotentReplayed] = "true" }
+        if let wait, let finished = try await finished(queued.id, within: wait) {
+            return jsonResponse(.ok, .object(finished), headers: headers)
+        }
+        return jsonResponse(.accepted, .object(queued.answer), headers: headers)
+    }
+
+    /// What ``queue(body:key:idempotency:maximumDevices:waiting:)`` stored, or found stored.
+    struct Queued {
+        var id: String
+        /// Stored by an earlier request with the same idempotency key and body.
+        var replayed: Bool
+        /// The 202's body.
+        var answer: [String: JSONValue]
+    }
+
+    /// Checks one notification `body` for `key` and queues it: the notification's id, or a
+    /// ``Problem`` that says why nothing was queued (a database's error as it is).
+    private func queue(
+        body: [UInt8], key: APIKey, idempotency: Idempotency?, maximumDevices: Int, waiting: Bool
+    ) async throws -> Queued {
         let notification: NotificationRequest
         do throws(RequestProblem) {
             notification = try NotificationRequest(
-                body: body, maximumDevices: configuration.maximumDevicesPerRequest, now: configuration.clock.now)
+                body: body, maximumDevices: maximumDevices, now: configuration.clock.now)
         } catch {
             throw Problem(error)
         }
@@ -293,12 +344,18 @@ public struct GatewayAPI: Sendable {
         } catch {
             throw Problem(error)
         }
+        if waiting, notification.targets.count != 1 {
+            throw Problem(
+                .unprocessableContent,
+                "wait answers for one device; this request has \(notification.targets.count) targets: leave wait out and follow GET /v1/notifications/{id}, or send one device per request",
+                field: "wait")
+        }
         let id = UUID().uuidString.lowercased()
         let queued = QueuedNotification(
             id: id, keyName: key.name, pushType: notification.pushType.rawValue, app: notification.app,
             storedJSON: notification.storedJSON,
-            tokens: notification.targets, createdAt: configuration.clock.now,
-            idempotency: idempotencyKey.map { Idempotency(key: $0, fingerprint: Self.hex(SHA256.hash(data: body))) })
+            tokens: notification.targets, createdAt: configuration.clock.now, availableAt: notification.sendAt,
+            idempotency: idempotency)
         guard queued.tokens.count <= configuration.maximumQueueDepth else {
             throw Problem(
                 .contentTooLarge,
@@ -307,15 +364,14 @@ public struct GatewayAPI: Sendable {
         }
         // The answer to this body, also when a request before it with the same key and body
         // stored the notification: what it says is read from the body, which is the same.
-        func acceptedAnswer(id: String, replayed: Bool) -> Response {
-            var headers: HTTPFields = [.location: "/v1/notifications/\(id)"]
-            if replayed { headers[Self.idempotentReplayed] = "true" }
-            return jsonResponse(
-                .accepted,
-                .object(
-                    notification.channel.map { ["id": .string(id), "channel": .string($0.id)] }
-                        ?? ["id": .string(id), "devices": .integer(Int64(queued.tokens.count))]),
-                headers: headers)
+        func acceptedAnswer(id: String, replayed: Bool) -> Queued {
+            var members: [String: JSONValue] =
+                notification.channel.map { ["id": .string(id), "channel": .string($0.id)] }
+                ?? ["id": .string(id), "devices": .integer(Int64(queued.tokens.count))]
+            if let sendAt = notification.sendAt {
+                members["send-at"] = .integer(Int64((sendAt.timeIntervalSince1970 * 1000).rounded()))
+            }
+            return Queued(id: id, replayed: replayed, answer: members)
         }
         let limits = try await apps.settings(of: notification.app, store: store, now: configuration.clock.now)
         // The rate whose budget (shared by every instance on the queue) gave this request's devices.
@@ -378,6 +434,131 @@ public struct GatewayAPI: Sendable {
         }
     }
 
+    /// `?wait=SECONDS`: how long a `POST` of one device waits for its outcome (1 to `limit`).
+    static func wait(_ text: String?, limit: Duration) throws -> Duration? {
+        guard let text else { return nil }
+        let most = Int(limit.seconds)
+        guard let seconds = Int(text), (1...most).contains(seconds) else {
+            throw Problem(
+                .badRequest, "wait is \(text); give whole seconds from 1 to \(most), or leave it out for a 202 at once",
+                field: "wait")
+        }
+        return .seconds(seconds)
+    }
+
+    /// The progress document of notification `id` once every device-send of it is finished, or
+    /// nil when `wait` ends first. The store is read every 25 ms: the instance that sends it may
+    /// be another one on the same database.
+    private func finished(_ id: String, within wait: Duration) async throws -> [String: JSONValue]? {
+        let clock = configuration.clock
+        let deadline = clock.now + wait
+        while true {
+            if let progress = try await store.progress(of: id), progress.deliveries.allSatisfy({ $0.state == "done" }) {
+                return Self.document(of: progress)
+            }
+            guard clock.now < deadline else { return nil }
+            try await clock.sleep(for: .milliseconds(25))
+        }
+    }
+
+    /// `POST /v1/notification-batches`: several notifications in one request, each checked and
+    /// queued on its own (one's refusal queues the others), with one `Idempotency-Key` for the
+    /// request: each item is stored under the key and its index, so a retry of the same batch
+    /// queues again only the items that were refused.
+    private func acceptBatch(_ request: Request, context: GatewayRequestContext) async throws -> Response {
+        let key = try await authenticate(request, caller: context.caller)
+        let idempotencyKey = try Self.idempotencyKey(request.headers)
+        let body = try await readBody(request)
+        let items = try Self.batchItems(body, maximumItems: configuration.maximumBatchItems)
+        var devices = 0
+        for case .object(let fields) in items {
+            if case .array(let tokens)? = fields["devices"] { devices += tokens.count } else { devices += 1 }
+        }
+        guard devices <= configuration.maximumDevicesPerRequest else {
+            throw Problem(
+                .contentTooLarge,
+                "the batch has \(devices) devices in all; at most \(configuration.maximumDevicesPerRequest) go in one request: split it",
+                field: "notifications")
+        }
+        let refusals = ProblemMiddleware(retryAfter: configuration.databaseRetryAfter, metricsFactory: metricsFactory)
+        var results: [JSONValue] = []
+        for (index, item) in items.enumerated() {
+            let bytes = Array(item.compactText.utf8)
+            do {
+                let queued = try await queue(
+                    body: bytes, key: key,
+                    idempotency: idempotencyKey.map {
+                        // A control character cannot be in a header's key: no single request's key
+                        // is an item's.
+                        Idempotency(key: "\($0)\u{1F}\(index)", fingerprint: Self.hex(SHA256.hash(data: bytes)))
+                    },
+                    maximumDevices: configuration.maximumDevicesPerRequest, waiting: false)
+                var members = queued.answer
+                members["status"] = .integer(202)
+                if queued.replayed { members["replayed"] = .bool(true) }
+                results.append(.object(members))
+            } catch {
+                let problem = refusals.problem(for: error, request: request, logger: context.logger)
+                var members = problem.members
+                // No header can carry an item's wait.
+                if let retryAfter = problem.retryAfter { members["retry-after"] = .integer(Int64(retryAfter)) }
+                results.append(.object(["status": .integer(Int64(problem.status.code)), "problem": .object(members)]))
+            }
+        }
+        return jsonResponse(.ok, .object(["results": .array(results)]))
+    }
+
+    /// A batch's `notifications`: 1 to `maximumItems` JSON objects (each checked as a
+    /// notification by itself later).
+    static func batchItems(_ body: [UInt8], maximumItems: Int) throws -> [JSONValue] {
+        let fields: [String: JSONValue]
+        do throws(RequestProblem) {
+            fields = try NotificationRequest.object(body)
+        } catch {
+            throw Problem(error)
+        }
+        guard case .array(let items)? = fields["notifications"], fields.count == 1 else {
+            throw Problem(
+                .badRequest,
+                #"give {"notifications": [{…}, …]}: an array of notification requests, each as POST /v1/notifications takes it"#,
+                field: "notifications")
+        }
+        guard (1...maximumItems).contains(items.count) else {
+            throw Problem(
+                .badRequest, "has \(items.count) notifications; give 1 to \(maximumItems) in one batch",
+                field: "notifications")
+        }
+        for (index, item) in items.enumerated() {
+            guard case .object = item else {
+                throw Problem(
+                    .badRequest, "is \(item.typeName); each is a notification request, a JSON object",
+                    field: "notifications[\(index)]")
+            }
+        }
+        return items
+    }
+
+    /// `DELETE /v1/notifications/{id}`: what has not been claimed is finished as cancelled, never
+    /// sent; what is on the wire finishes with its own outcome. The answer is the notification's
+    /// progress, with how many device-sends this request cancelled.
+    private func cancel(_ request: Request, context: GatewayRequestContext) async throws -> Response {
+        let key = try await authenticate(request, caller: context.caller)
+        let id = context.parameters.get("id") ?? ""
+        guard let before = try await store.progress(of: id), key.apps.contains(before.app) else {
+            throw Problem(.notFound, "no notification \(id) for this key")
+        }
+        let cancelled = try await store.cancel(
+            notificationID: id, message: "not sent: cancelled by DELETE /v1/notifications/\(id) (key \(key.name))",
+            now: configuration.clock.now)
+        if cancelled > 0 { cancellations.increment(app: before.app, by: cancelled) }
+        guard let progress = try await store.progress(of: id) else {
+            throw Problem(.notFound, "no notification \(id) for this key")
+        }
+        var document = Self.document(of: progress)
+        document["cancelled-now"] = .integer(Int64(cancelled))
+        return jsonResponse(.ok, .object(document))
+    }
+
     private func progress(_ request: Request, context: GatewayRequestContext) async throws -> Response {
         let key = try await authenticate(request, caller: context.caller)
         let id = context.parameters.get("id") ?? ""
@@ -385,6 +566,11 @@ public struct GatewayAPI: Sendable {
         guard let progress = try await store.progress(of: id), key.apps.contains(progress.app) else {
             throw Problem(.notFound, "no notification \(id) for this key")
         }
+        return jsonResponse(.ok, .object(Self.document(of: progress)))
+    }
+
+    /// A notification's progress as `GET /v1/notifications/{id}` answers it.
+    static func document(of progress: NotificationProgress) -> [String: JSONValue] {
         var counts: [String: Int] = [:]
         for result in OutcomeResult.allCases where result != .requeued { counts[result.rawValue] = 0 }
         let deliveries: [JSONValue] = progress.deliveries.map { delivery in
@@ -409,14 +595,12 @@ public struct GatewayAPI: Sendable {
             }
             return .object(members)
         }
-        return jsonResponse(
-            .ok,
-            .object([
-                "id": .string(progress.id), "push-type": .string(progress.pushType), "app": .string(progress.app),
-                "created-at": .integer(Int64((progress.createdAt.timeIntervalSince1970 * 1000).rounded())),
-                "done": .bool(counts["queued"] == 0), "counts": .object(counts.mapValues { .integer(Int64($0)) }),
-                "deliveries": .array(deliveries),
-            ]))
+        return [
+            "id": .string(progress.id), "push-type": .string(progress.pushType), "app": .string(progress.app),
+            "created-at": .integer(Int64((progress.createdAt.timeIntervalSince1970 * 1000).rounded())),
+            "done": .bool(counts["queued"] == 0), "counts": .object(counts.mapValues { .integer(Int64($0)) }),
+            "deliveries": .array(deliveries),
+        ]
     }
 
     private func unregistered(_ request: Request, context: GatewayRequestContext) async throws -> Response {
@@ -509,6 +693,7 @@ public struct GatewayAPI: Sendable {
         guard let key = try await keys.key(hash: hash, caller: caller, store: store, now: now) else {
             throw Problem(.unauthorized, "the API key is not known")
         }
+        AccessLogNote.current?.keyName.withLock { $0 = key.name }
         if let wait = limiter.admit(key: key.name, rate: key.requestsPerSecond, now: now) {
             throw Problem(
                 .tooManyRequests,

@@ -23,6 +23,13 @@ package struct NotificationRequest: Sendable {
     package let environment: GatewayEnvironment?
     /// The devices, each token checked; empty when the notification goes to a ``channel``.
     package let devices: [Device]
+    /// When it is due (`send-at`), or nil for at once: never claimed before then.
+    package let sendAt: Date?
+    /// How far ahead a `send-at` may be: a schedule longer than this belongs in the app, which
+    /// still knows then whether the push is wanted.
+    package static let maximumScheduleAhead: Duration = .seconds(30 * 86_400)
+    /// The smallest `send-at` taken (1973 in milliseconds): a smaller number is seconds, a mistake.
+    static let earliestSendAt: Int64 = 100_000_000_000
     /// The typed notification, every rule checked.
     package let notification: any PushNotification
     /// The body without `devices`, compact with sorted keys: what the queue stores and the sender
@@ -70,9 +77,26 @@ package struct NotificationRequest: Sendable {
                 "one apns-id names one push, and this request gives \(tokensGiven) tokens: send one device per request with its own apns-id, or leave it out (the gateway gives each device-send its own, the same on every attempt)"
             )
         }
+        if let sendAt = spec.sendAt {
+            guard sendAt <= now + NotificationRequest.maximumScheduleAhead else {
+                throw RequestProblem(
+                    field: NotificationSpec.sendAtField,
+                    "is \(Int((sendAt - now).seconds / 86_400)) days ahead; a notification may be scheduled at most \(Int(NotificationRequest.maximumScheduleAhead.seconds / 86_400)) days ahead: keep a later one in the app and post it nearer its time",
+                    kind: .unprocessable)
+            }
+            if let expiration = spec.notification.expiration?.unixSeconds, expiration > 0,
+                Double(expiration) < sendAt.timeIntervalSince1970
+            {
+                throw RequestProblem(
+                    field: NotificationSpec.sendAtField,
+                    "is after the notification's expiration (\(expiration) UNIX seconds): it would expire before it is due; give a later expiration or an earlier send-at",
+                    kind: .unprocessable)
+            }
+        }
         self.pushType = spec.pushType
         self.app = spec.app
         self.environment = spec.environment
+        self.sendAt = spec.sendAt
         self.devices = devices
         self.notification = spec.notification
         self.storedJSON = JSONValue.object(fields).compactText
@@ -215,6 +239,9 @@ package struct RequestProblem: Error, CustomStringConvertible, Sendable, Equatab
         /// A valid notification that the gateway's APNs credential cannot send (mdm needs a
         /// certificate; widgets, controls, location and fileprovider a token): 403.
         case notForThisGateway
+        /// A rule about time a schema cannot state (a `send-at` too far ahead, or after the
+        /// notification's expiration): 422.
+        case unprocessable
     }
 
     /// The field at fault (`devices[3]`, `alert.title`), when one is.
@@ -259,10 +286,13 @@ struct NotificationSpec: Sendable {
 
     /// Where it is sent: nil for its app's credential's default (the first it allows).
     let environment: GatewayEnvironment?
+    /// When it is sent (`send-at`): nil for at once.
+    let sendAt: Date?
 
     /// The gateway's own fields beside the notification's.
     static let deliveryField = "delivery"
     static let environmentField = "environment"
+    static let sendAtField = "send-at"
 
     init(_ fields: [String: JSONValue]) throws(RequestProblem) {
         let reader = FieldReader(fields: fields)
@@ -276,8 +306,11 @@ struct NotificationSpec: Sendable {
         do { name = try description.checkedPushType() } catch { throw RequestProblem(error) }
         var delivery = DeliverySemantics.atLeastOnce
         var environment: GatewayEnvironment?
+        var sendAt: Date?
         for key in fields.keys.sorted() {
-            if key == NotificationSpec.deliveryField {
+            if key == NotificationSpec.sendAtField {
+                sendAt = try reader.sendAt()
+            } else if key == NotificationSpec.deliveryField {
                 delivery = try reader.delivery()
             } else if key == NotificationSpec.environmentField {
                 environment = try reader.environment()
@@ -299,6 +332,7 @@ struct NotificationSpec: Sendable {
         self.apnsID = notification.apnsID
         self.delivery = delivery
         self.environment = environment
+        self.sendAt = sendAt
     }
 }
 
@@ -555,6 +589,20 @@ extension FieldReader {
             )
         }
         return semantics
+    }
+
+    /// `send-at`: milliseconds since 1970, as the gateway writes every time; a number that reads
+    /// as seconds (before 1973 in milliseconds) is refused rather than sent at once.
+    func sendAt() throws(RequestProblem) -> Date? {
+        let key = NotificationSpec.sendAtField
+        guard let milliseconds = try integer(key) else { return nil }
+        guard milliseconds >= NotificationRequest.earliestSendAt else {
+            throw RequestProblem(
+                field: key,
+                "\(milliseconds) is before 1973 in milliseconds since 1970 — seconds, most likely; give milliseconds (\(milliseconds) × 1000), or leave it out to send at once"
+            )
+        }
+        return Date(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
 
     func environment() throws(RequestProblem) -> GatewayEnvironment? {

@@ -28,24 +28,19 @@ package struct Problem: HTTPResponseError, Sendable, Equatable {
     }
 
     /// A 400 for a request the notification rules refuse; 413 for a payload over its limit, 403
-    /// for a push type the gateway's credential cannot send.
+    /// for a push type the gateway's credential cannot send, 422 for a rule about time.
     init(_ problem: RequestProblem) {
         let status: HTTPResponse.Status
         switch problem.kind {
         case .invalid: status = .badRequest
         case .tooLarge: status = .contentTooLarge
         case .notForThisGateway: status = .forbidden
+        case .unprocessable: status = .unprocessableContent
         }
         self.init(status, problem.description, field: problem.field)
     }
 
     package func response(from request: Request, context: some RequestContext) throws -> Response {
-        var members: [String: JSONValue] = [
-            "type": .string("about:blank"), "title": .string(status.reasonPhrase),
-            "status": .integer(Int64(status.code)),
-            "detail": .string(detail),
-        ]
-        if let field { members["field"] = .string(field) }
         var headers: HTTPFields = [.contentType: "application/problem+json"]
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         if let allow { headers[.allow] = allow }
@@ -54,6 +49,17 @@ package struct Problem: HTTPResponseError, Sendable, Equatable {
         return Response(
             status: status, headers: headers,
             body: .init(byteBuffer: ByteBuffer(string: JSONValue.object(members).compactText)))
+    }
+
+    /// The problem document's members (also an item's `problem` in a batch's answer).
+    var members: [String: JSONValue] {
+        var members: [String: JSONValue] = [
+            "type": .string("about:blank"), "title": .string(status.reasonPhrase),
+            "status": .integer(Int64(status.code)),
+            "detail": .string(detail),
+        ]
+        if let field { members["field"] = .string(field) }
+        return members
     }
 }
 

@@ -44,7 +44,7 @@ struct ProblemMiddleware: RouterMiddleware {
         case let error as HTTPError:
             let detail =
                 error.status == .notFound
-                ? "no such path: the gateway serves /v1/notifications, /v1/unregistered, /healthz, /readyz and /metrics"
+                ? "no such path: the gateway serves /v1/notifications, /v1/notification-batches, /v1/unregistered, /healthz, /readyz and /metrics"
                 : error.body ?? error.status.reasonPhrase
             return Problem(error.status, detail)
         default:
@@ -57,7 +57,8 @@ struct ProblemMiddleware: RouterMiddleware {
                 ])
             let code = failure.code.map { " (\($0))" } ?? ""
             let outcome =
-                request.method == .post && request.uri.path == "/v1/notifications"
+                request.method == .post
+                    && (request.uri.path == "/v1/notifications" || request.uri.path == "/v1/notification-batches")
                 ? "The notification may or may not have been queued: the same request with the same Idempotency-Key queues it at most once."
                 : "The request is safe to repeat as it is."
             switch failure.kind {

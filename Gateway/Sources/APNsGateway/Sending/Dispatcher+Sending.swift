@@ -134,12 +134,12 @@ extension Dispatcher {
     }
 
     /// When a notification expires: at its `expiration`, when it gave one (not 0), else
-    /// ``Configuration/maximumAge`` after it was accepted.
+    /// ``Configuration/maximumAge`` after it was due (accepted, or its `send-at`).
     func expiry(of spec: NotificationSpec, acceptedAt: Date) -> Date {
         if let seconds = spec.notification.expiration?.unixSeconds, seconds > 0 {
             return Date(timeIntervalSince1970: Double(seconds))
         }
-        return acceptedAt.addingTimeInterval(configuration.maximumAge.seconds)
+        return max(acceptedAt, spec.sendAt ?? acceptedAt).addingTimeInterval(configuration.maximumAge.seconds)
     }
 
     /// What ``bulk(_:_:)`` needs of the notification being sent.

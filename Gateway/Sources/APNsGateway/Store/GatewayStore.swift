@@ -107,6 +107,11 @@ package protocol GatewayStore: Sendable {
     /// notifications. Called in small batches, so no write waits long.
     func deleteFinished(before cutoff: Date, limit: Int) async throws -> Int
 
+    /// Cancels notification `id`: each of its device-sends still queued (not claimed, so never
+    /// written to APNs) is finished as ``FailureKind/cancelled`` with `message`, in one
+    /// transaction with its webhook events; returns how many. Device-sends already claimed finish
+    /// with their own outcomes.
+    func cancel(notificationID id: String, message: String, now: Date) async throws -> Int
     /// A notification's progress and per-device outcomes.
     func progress(of id: String) async throws -> NotificationProgress?
     /// Tokens APNs answered 410 Unregistered for, for `apps`, reported after the entry `cursor`

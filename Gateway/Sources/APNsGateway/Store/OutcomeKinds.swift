@@ -26,6 +26,9 @@ package struct FailureKind: RawRepresentable, Hashable, Sendable, CustomStringCo
     package static let stopped = FailureKind(rawValue: "stopped")
     /// Its notification expired before it could be sent: finished, never sent.
     package static let expired = FailureKind(rawValue: "expired")
+    /// Its notification was cancelled (`DELETE /v1/notifications/{id}`) before it was claimed:
+    /// finished, never sent.
+    package static let cancelled = FailureKind(rawValue: "cancelled")
     /// Any other failure.
     package static let other = FailureKind(rawValue: "other")
 
@@ -46,6 +49,8 @@ package enum OutcomeResult: String, Sendable, CaseIterable {
     case failed
     /// Its notification expired before it could be sent.
     case expired
+    /// Its notification was cancelled before it was sent.
+    case cancelled
     /// This try ended with it queued again for another.
     case requeued
 
@@ -68,7 +73,11 @@ package enum OutcomeResult: String, Sendable, CaseIterable {
         if let status {
             self = status == 200 ? .accepted : .rejected
         } else {
-            self = errorKind == FailureKind.expired.rawValue ? .expired : .failed
+            switch errorKind {
+            case FailureKind.expired.rawValue: self = .expired
+            case FailureKind.cancelled.rawValue: self = .cancelled
+            default: self = .failed
+            }
         }
     }
 }

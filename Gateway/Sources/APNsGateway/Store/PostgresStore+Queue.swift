@@ -111,6 +111,7 @@ extension PostgresStore {
     /// makes this insert wait for that request's transaction, and do nothing once it commits.
     private static func insertQuery(_ notification: QueuedNotification) -> PostgresQuery {
         let created = notification.createdAt.timeIntervalSince1970
+        let available = notification.availableAt.timeIntervalSince1970
         let positions = Array(0..<notification.tokens.count)
         return
             """
@@ -121,7 +122,7 @@ extension PostgresStore {
                 RETURNING id),
             devices AS (
                 INSERT INTO deliveries(notification_id, position, token, state, available_at, created_at, app)
-                SELECT notification.id, p, t, 'queued', \(created), \(created), \(notification.app)
+                SELECT notification.id, p, t, 'queued', \(available), \(created), \(notification.app)
                 FROM notification, unnest(\(positions)::integer[], \(notification.tokens)::text[]) AS u(p, t)),
             depth AS (
                 UPDATE queue_depth SET value = value + \(positions.count)
@@ -327,6 +328,50 @@ extension PostgresStore {
         gone AS (DELETE FROM deliveries d USING old WHERE d.notification_id = old.id)
         DELETE FROM notifications n USING old WHERE n.id = old.id RETURNING 1
         """
+    }
+
+    package func cancel(notificationID id: String, message: String, now: Date) async throws -> Int {
+        let logger = self.logger
+        let at = now.timeIntervalSince1970
+        let kind = FailureKind.cancelled.rawValue
+        let notSent = Delivery.notSent.rawValue
+        return try await client.withTransaction(logger: logger) { connection -> Int in
+            var cancelled: [(position: Int, token: String, app: String)] = []
+            for try await row in try await connection.query(
+                """
+                WITH cancelled AS (
+                    UPDATE deliveries SET state = 'done', error_kind = \(kind), delivery = \(notSent),
+                        message = \(message), finished_at = \(at)
+                    WHERE notification_id = \(id) AND state = 'queued' AND finished_at IS NULL
+                    RETURNING position, token, app),
+                depth AS (
+                    UPDATE queue_depth SET value = value - (SELECT count(*) FROM cancelled)
+                    WHERE slot = \(Self.depthSlot())),
+                app_counted AS (
+                    INSERT INTO app_depth(app, slot, value)
+                    SELECT app, \(Self.depthSlot()), -count(*) FROM cancelled GROUP BY app
+                    ON CONFLICT (app, slot) DO UPDATE SET value = app_depth.value + excluded.value)
+                SELECT position::int8, token, app FROM cancelled
+                """, logger: logger
+            ).decode((Int, String, String).self) {
+                cancelled.append(row)
+            }
+            guard let app = cancelled.first?.app else { return 0 }
+            let events = EventColumns(
+                cancelled.map {
+                    DeliveryOutcome(
+                        notificationID: id, position: $0.position, token: $0.token, app: app, errorKind: kind,
+                        delivery: notSent, message: message, countsAsAttempt: false)
+                }, now: now)
+            try await connection.query(
+                """
+                INSERT INTO webhook_events(endpoint, type, payload, created_at)
+                SELECT e.name, v.type, v.payload, \(at)
+                FROM unnest(\(events.types)::text[], \(events.payloads)::text[]) WITH ORDINALITY AS v(type, payload, n)
+                CROSS JOIN webhook_endpoints e WHERE e.app = \(app) ORDER BY e.name, v.n
+                """, logger: logger)
+            return cancelled.count
+        }
     }
 
     package func complete(_ outcomes: [DeliveryOutcome], owner: String, now: Date) async throws -> Int {

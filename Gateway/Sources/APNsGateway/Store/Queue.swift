@@ -14,13 +14,16 @@ package struct QueuedNotification: Sendable {
     /// Device tokens, lower-case hex, in request order (their position is their index).
     package var tokens: [String]
     package var createdAt: Date
+    /// When its device-sends are first due: its `send-at`, or when it was accepted.
+    package var availableAt: Date
     /// The request's `Idempotency-Key`, when it gave one.
     package var idempotency: Idempotency?
 
     package init(
         id: String, keyName: String, pushType: String, app: String, storedJSON: String, tokens: [String],
-        createdAt: Date, idempotency: Idempotency? = nil
+        createdAt: Date, availableAt: Date? = nil, idempotency: Idempotency? = nil
     ) {
+        self.availableAt = availableAt ?? createdAt
         self.id = id
         self.keyName = keyName
         self.pushType = pushType

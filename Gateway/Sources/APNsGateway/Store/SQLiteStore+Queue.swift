@@ -1,3 +1,4 @@
+import APNs
 import Foundation
 import GRDB
 
@@ -44,7 +45,9 @@ extension SQLiteStore {
                     "INSERT INTO deliveries(notification_id, position, token, state, available_at, app) VALUES (?, ?, ?, 'queued', ?, ?)"
             )
             for (position, token) in notification.tokens.enumerated() {
-                try insert.execute(arguments: [notification.id, position, token, created, notification.app])
+                try insert.execute(arguments: [
+                    notification.id, position, token, notification.availableAt.timeIntervalSince1970, notification.app,
+                ])
             }
             try db.execute(
                 sql: "UPDATE counters SET value = value + ? WHERE name = 'queue_depth'",
@@ -203,6 +206,34 @@ extension SQLiteStore {
                         SELECT id FROM webhook_messages WHERE delivered_at < ? OR given_up_at < ? LIMIT ?)
                     """, arguments: [cutoff.timeIntervalSince1970, cutoff.timeIntervalSince1970, limit])
             return ids.count
+        }
+    }
+
+    package func cancel(notificationID id: String, message: String, now: Date) async throws -> Int {
+        try await pool.write { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    UPDATE deliveries SET state = 'done', error_kind = ?, delivery = ?, message = ?, finished_at = ?
+                    WHERE notification_id = ? AND state = 'queued'
+                    RETURNING position, token, app
+                    """,
+                arguments: [
+                    FailureKind.cancelled.rawValue, Delivery.notSent.rawValue, message, now.timeIntervalSince1970, id,
+                ])
+            guard let app = rows.first?["app"] as String? else { return 0 }
+            let webhooks = try Self.webhookEndpointsByApp(db)
+            for row in rows {
+                let outcome = DeliveryOutcome(
+                    notificationID: id, position: row["position"], token: row["token"], app: app,
+                    errorKind: FailureKind.cancelled.rawValue, delivery: Delivery.notSent.rawValue, message: message,
+                    countsAsAttempt: false)
+                try Self.addWebhookEvents(outcome, app: app, endpoints: webhooks, now: now, db: db)
+            }
+            try db.execute(
+                sql: "UPDATE counters SET value = value - ? WHERE name IN ('queue_depth', ?)",
+                arguments: [rows.count, "app:" + app])
+            return rows.count
         }
     }
 
