@@ -7,6 +7,8 @@
 #                                           # gateway reaches the mock through tinyproxy (--proxy)
 #   bash Gateway/run-with-mock.sh --fuzz N  # schemathesis (from PyPI) against openapi.yaml, N examples
 #                                           # per operation: no 5xx, answers as the file describes
+#   bash Gateway/run-with-mock.sh --traces  # traces to an OTLP collector stand-in: the POST (a child of
+#                                           # the caller's traceparent), its send, the library's spans
 #   bash Gateway/run-with-mock.sh --tls     # the guide's TLS recipe (Gateway/deploy/nginx.conf) in front:
 #                                           # POST and /readyz over HTTPS, a renewed certificate
 #                                           # served after `nginx -s reload`
@@ -20,6 +22,8 @@ fuzz=""
 [ "${1:-}" = "--fuzz" ] && { smoke=true; fuzz=${2:-200}; }
 tls=false
 [ "${1:-}" = "--tls" ] && { smoke=true; tls=true; }
+traces=false
+[ "${1:-}" = "--traces" ] && { smoke=true; traces=true; }
 
 source "$root/Scripts/mock-apns.sh"
 build_quietly gateway-build.log . --product apns
@@ -37,7 +41,13 @@ api_key=$("$gateway" add-key --database "$database" --name example --app com.exa
 port=8080
 $smoke && port=0
 proxy=()
-if $smoke && [ -z "$fuzz" ] && ! $tls; then
+if $traces; then
+  collector_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  python3 "$root/Gateway/Tests/otlp_collector.py" "$collector_port" "$work/spans.jsonl" &
+  pids+=($!)
+  proxy=(--otlp-endpoint "http://127.0.0.1:$collector_port/v1/traces" --otlp-protocol http/json)
+fi
+if $smoke && [ -z "$fuzz" ] && ! $tls && ! $traces; then
   # The smoke run goes through an HTTP proxy (tinyproxy, Scripts/install-dependencies.sh), which
   # logs each CONNECT: the check below reads that the gateway's connection went through it.
   proxy_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -91,6 +101,46 @@ if [ -n "$fuzz" ]; then
   kill -TERM "$gateway_pid"
   wait "$gateway_pid" || { echo "the gateway did not stop cleanly after the fuzz run" >&2; exit 1; }
   exit "$status"
+fi
+
+if $traces; then
+  fail() { echo "traces: $*" >&2; cat "$work/gateway.log" >&2; exit 1; }
+  trace_id=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+  parent_id=$(python3 -c 'import secrets; print(secrets.token_hex(8))')
+  body='{"push-type":"alert","bundle-id":"com.example.app","alert":"Traced","devices":["'$token'"]}'
+  answer=$(curl -s -w ' %{http_code}' -X POST "http://$address/v1/notifications?wait=5" \
+    -H "authorization: Bearer $api_key" -H "traceparent: 00-$trace_id-$parent_id-01" -d "$body")
+  [[ "$answer" == *'"state":"accepted"'*' 200' ]] || fail "expected the outcome: $answer"
+  # The batch processor exports within a second; SIGTERM exports what is left.
+  kill -TERM "$gateway_pid"
+  wait "$gateway_pid" || fail "the gateway did not stop cleanly on SIGTERM"
+  python3 - "$work/spans.jsonl" "$trace_id" "$parent_id" <<'PY' || fail "the trace is not linked"
+import base64, json, sys
+log, trace_id, parent_id = sys.argv[1], sys.argv[2], sys.argv[3]
+def hex_id(value):
+    # OTLP/JSON writes ids in hex; a protobuf JSON writer may write bytes in base64.
+    if value and len(value) in (12, 24) and not all(c in "0123456789abcdef" for c in value):
+        return base64.b64decode(value).hex()
+    return (value or "").lower()
+spans = []
+for line in open(log):
+    for resource in json.loads(line).get("resourceSpans", []):
+        for scope in resource.get("scopeSpans", []):
+            spans += scope.get("spans", [])
+ours = [s for s in spans if hex_id(s.get("traceId")) == trace_id]
+by_parent = {}
+for span in ours:
+    by_parent.setdefault(hex_id(span.get("parentSpanId")), []).append(span)
+server = by_parent.get(parent_id, [])
+assert len(server) == 1, f"no one span under the caller's: {[(s['name'], hex_id(s.get('parentSpanId'))) for s in ours]}"
+send = [s for s in by_parent.get(hex_id(server[0]["spanId"]), []) if s["name"] == "apns-gateway.send"]
+assert len(send) == 1, f"no send span under {server[0]['name']}: {[s['name'] for s in ours]}"
+library = [s["name"] for s in by_parent.get(hex_id(send[0]["spanId"]), []) if s["name"].startswith("apns.")]
+assert library, f"no library span under the send: {[s['name'] for s in ours]}"
+print(f"trace {trace_id}: caller -> {server[0]['name']} -> apns-gateway.send -> {', '.join(library)} ({len(ours)} spans)")
+PY
+  echo "traces: ok (the POST a child of the caller's traceparent, its send a child of the POST, the library's spans under it)"
+  exit 0
 fi
 
 if $tls; then

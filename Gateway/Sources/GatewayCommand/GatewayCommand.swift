@@ -5,8 +5,10 @@ import Foundation
 import Hummingbird
 import Logging
 import Metrics
+import OTel
 import Prometheus
 import ServiceLifecycle
+import Tracing
 import UnixSignals
 
 /// `apns-gateway`: the push gateway's server, and its key management.
@@ -348,6 +350,16 @@ struct Serve: AsyncParsableCommand {
             "Log one line per request at info (label apns-gateway.access): method, path, status, duration, caller, API key name; never a key, a query or a body."
     )
     var accessLog = false
+    @Option(
+        name: .customLong("otlp-endpoint"),
+        help:
+            "Export traces over OTLP/HTTP to this collector (http://host:4318/v1/traces, or https://…): a span per request, a child span per send of each notification, the library's spans under it; an incoming traceparent is honoured."
+    )
+    var otlpEndpoint: String?
+    @Option(
+        name: .customLong("otlp-protocol"),
+        help: "http/protobuf (the default) or http/json.")
+    var otlpProtocol = "http/protobuf"
 
     /// `--log-level` as swift-log's level; "warn" is taken for "warning", as most tools spell it.
     func loggingLevel() throws -> Logger.Level {
@@ -430,6 +442,7 @@ struct Serve: AsyncParsableCommand {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "apns-gateway")
+        let tracing = try tracingService()
 
         let transport = try transportConfiguration()
         let fallback = try makeConnector(transport: transport, logger: Logger(label: "apns"))
@@ -455,14 +468,14 @@ struct Serve: AsyncParsableCommand {
                 logger: Logger(label: "apns"), gracePeriod: sending.timeout)
             try await connectors.refresh()
             try await serve(
-                store: store, connectors: connectors, connectorService: fallback?.service, sending: sending,
-                vault: vault, registry: registry, logger: logger)
+                store: store, connectors: connectors, connectorService: fallback?.service, tracing: tracing,
+                sending: sending, vault: vault, registry: registry, logger: logger)
         }
     }
 
     private func serve(
         store: any GatewayStore, connectors: CredentialConnectors, connectorService: (any Service)?,
-        sending: Dispatcher.Configuration, vault: CredentialVault?,
+        tracing: (any Service)?, sending: Dispatcher.Configuration, vault: CredentialVault?,
         registry: PrometheusCollectorRegistry, logger: Logger
     ) async throws {
         let dispatcher = Dispatcher(store: store, connectors: connectors, configuration: sending, logger: logger)
@@ -499,13 +512,41 @@ struct Serve: AsyncParsableCommand {
                 fflush(nil)
             },
             logger: logger)
-        // Shut down in reverse order: stop taking requests, finish claimed sends, close APNs connections.
+        // Shut down in reverse order: stop taking requests, finish claimed sends, close APNs
+        // connections, export the last spans.
         let group = ServiceGroup(
             configuration: .init(
-                services: (connectorService.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? [])
+                services: (tracing.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? [])
+                    + (connectorService.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? [])
                     + [.init(service: connectors)] + webhooks + [.init(service: dispatcher), .init(service: app)],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+    }
+
+    /// With `--otlp-endpoint`, swift-otel's tracer bootstrapped (traces only: logs and metrics keep
+    /// their own backends) and the service that exports its spans; nil without it.
+    private func tracingService() throws -> (any Service)? {
+        guard let otlpEndpoint else { return nil }
+        guard let url = URL(string: otlpEndpoint), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+            throw ValidationError(
+                "--otlp-endpoint \(otlpEndpoint) is not an http:// or https:// URL: give the collector's traces URL, e.g. http://127.0.0.1:4318/v1/traces"
+            )
+        }
+        var configuration = OTel.Configuration.default
+        configuration.serviceName = "apns-gateway"
+        configuration.logs.enabled = false
+        configuration.metrics.enabled = false
+        configuration.traces.otlpExporter.endpoint = otlpEndpoint
+        switch otlpProtocol {
+        case "http/protobuf": configuration.traces.otlpExporter.protocol = .httpProtobuf
+        case "http/json": configuration.traces.otlpExporter.protocol = .httpJSON
+        default: throw ValidationError("--otlp-protocol \(otlpProtocol) is not one: give http/protobuf or http/json")
+        }
+        // Spans reach the collector within a second of their end.
+        configuration.traces.batchSpanProcessor.scheduleDelay = .seconds(1)
+        let backend = try OTel.makeTracingBackend(configuration: configuration)
+        InstrumentationSystem.bootstrap(backend.factory)
+        return backend.service
     }
 
     /// Every connector's transport: trust, proxy, memory trim.

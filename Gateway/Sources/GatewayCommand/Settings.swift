@@ -33,7 +33,8 @@ enum Settings {
         ("instance", .text, false), ("lease-seconds", .whole, false), ("timeout", .number, false),
         ("max-age-seconds", .number, false), ("retention-days", .number, false), ("at-most-once-group", .whole, false),
         ("at-most-once-groups", .whole, false), ("memory-trim-seconds", .number, false), ("log-level", .text, false),
-        ("log-format", .text, false), ("access-log", .flag, false),
+        ("log-format", .text, false), ("access-log", .flag, false), ("otlp-endpoint", .text, false),
+        ("otlp-protocol", .text, false),
     ]
 
     /// Options whose value may carry a password (a URL's): refused from the file, redacted from

@@ -74,7 +74,8 @@ import Testing
             "max-age-seconds": "3600", "retention-days": "1.5", "at-most-once-group": "50", "at-most-once-groups": "2",
             "memory-trim-seconds": "5", "credential-key-file": #""/nonexistent/kek""#,
             "credential-key-env": #""GATEWAY_KEK""#, "log-level": #""debug""#, "log-format": #""json""#,
-            "access-log": "true",
+            "access-log": "true", "otlp-endpoint": #""http://127.0.0.1:4318/v1/traces""#,
+            "otlp-protocol": #""http/json""#,
         ]
         let (_, help, _) = try Self.run(["serve", "--help"])
         // The options as the help lists them: each line that starts with one.

@@ -7,6 +7,7 @@ import Logging
 import Metrics
 import NIOCore
 import Synchronization
+import Tracing
 
 /// The gateway's HTTP API (`openapi.yaml` describes it):
 ///
@@ -212,6 +213,9 @@ public struct GatewayAPI: Sendable {
         if let accessLogger = configuration.accessLogger {
             router.add(middleware: AccessLogMiddleware(logger: accessLogger, clock: configuration.clock))
         }
+        // A server span per request, a child of the caller's `traceparent` (a no-op unless a tracer
+        // is bootstrapped): a notification keeps its context for its sends (``TraceParent``).
+        router.add(middleware: TracingMiddleware())
         // First, so that it wraps every route and the answer for an unknown path.
         router.add(
             middleware: ProblemMiddleware(retryAfter: configuration.databaseRetryAfter, metricsFactory: metricsFactory))
@@ -355,7 +359,7 @@ public struct GatewayAPI: Sendable {
             id: id, keyName: key.name, pushType: notification.pushType.rawValue, app: notification.app,
             storedJSON: notification.storedJSON,
             tokens: notification.targets, createdAt: configuration.clock.now, availableAt: notification.sendAt,
-            idempotency: idempotency)
+            idempotency: idempotency, traceParent: TraceParent.of(ServiceContext.current))
         guard queued.tokens.count <= configuration.maximumQueueDepth else {
             throw Problem(
                 .contentTooLarge,

@@ -2,12 +2,25 @@ import APNs
 import Crypto
 import Foundation
 import Synchronization
+import Tracing
 
 /// Sending a claimed notification: to its devices through the library's bulk path (recorded as
 /// started first when it is at most once), or to its broadcast channel; each device-send's apns-id
 /// derived from the notification.
 extension Dispatcher {
+    /// Sends a claimed notification; when it was accepted under a trace, in a span that is a child
+    /// of the request that accepted it, with the library's send spans as its children.
     func send(_ claimed: ClaimedNotification) async {
+        guard let traceParent = claimed.traceParent else { return await sendUntraced(claimed) }
+        await withSpan("apns-gateway.send", context: TraceParent.context(traceParent), ofKind: .consumer) { span in
+            span.attributes["apns_gateway.notification.id"] = claimed.id
+            span.attributes["apns_gateway.app"] = claimed.app
+            span.attributes["apns_gateway.device_sends"] = claimed.deliveries.count
+            await sendUntraced(claimed)
+        }
+    }
+
+    private func sendUntraced(_ claimed: ClaimedNotification) async {
         let spec: NotificationSpec
         do {
             spec = try NotificationRequest.notification(storedJSON: claimed.storedJSON)

@@ -19,7 +19,9 @@ import PostgresNIO
 /// adds the credentials and the app each is bound to; SQLite's sixth indexes claimed device-sends
 /// by app and lease, so that those under an expired lease are taken in their app's turn; the next
 /// keeps each app's device-sends a second in the queue, shared by its instances; the next keeps a
-/// token key's stated scope with its credential; the last adds webhooks (``webhookTables``).
+/// token key's stated scope with its credential; the next adds webhooks (``webhookTables``); the
+/// last keeps the trace context (W3C `traceparent`) of the request that accepted a notification, so
+/// that its sends are traced as that request's children.
 enum Migrations {
     /// SQLite: (identifier, SQL) in order.
     static let sqlite: [(identifier: String, sql: String)] = [
@@ -102,6 +104,7 @@ enum Migrations {
         ),
         ("8-key-scopes", "ALTER TABLE credentials ADD COLUMN key_scope TEXT;"),
         ("9-webhooks", webhookTables.joined(separator: ";\n") + ";"),
+        ("10-trace-context", "ALTER TABLE notifications ADD COLUMN trace_parent TEXT;"),
     ]
 
     /// Webhooks, the same on both backends but for the events' sequence: each endpoint (its
@@ -298,6 +301,7 @@ enum Migrations {
         // A token key's scope as the operator stated it (``KeyScope/argument``); null when not stated.
         (9, "key scopes", ["ALTER TABLE credentials ADD COLUMN IF NOT EXISTS key_scope text"]),
         (10, "webhooks", webhookTables(sequence: "bigserial PRIMARY KEY")),
+        (11, "trace context", ["ALTER TABLE notifications ADD COLUMN trace_parent TEXT"]),
     ]
 
     /// The error for a queue a newer gateway has migrated past what this one knows.

@@ -116,8 +116,8 @@ extension PostgresStore {
         return
             """
             WITH notification AS (
-                INSERT INTO notifications(id, key_name, push_type, app, request, created_at, idempotency_key, request_hash)
-                VALUES (\(notification.id), \(notification.keyName), \(notification.pushType), \(notification.app), \(notification.storedJSON), \(created), \(notification.idempotency?.key), \(notification.idempotency?.fingerprint))
+                INSERT INTO notifications(id, key_name, push_type, app, request, created_at, idempotency_key, request_hash, trace_parent)
+                VALUES (\(notification.id), \(notification.keyName), \(notification.pushType), \(notification.app), \(notification.storedJSON), \(created), \(notification.idempotency?.key), \(notification.idempotency?.fingerprint), \(notification.traceParent))
                 ON CONFLICT (key_name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
                 RETURNING id),
             devices AS (
@@ -255,11 +255,11 @@ extension PostgresStore {
             guard !claimed.isEmpty else { return [] }
             claimed.sort { ($0.created, $0.id, $0.position) < ($1.created, $1.id, $1.position) }
             let ids = Array(Set(claimed.map(\.id)))
-            var requests: [String: String] = [:]
-            for try await (id, request) in try await connection.query(
-                "SELECT id, request FROM notifications WHERE id = ANY(\(ids)::text[])", logger: logger
-            ).decode((String, String).self) {
-                requests[id] = request
+            var requests: [String: (request: String, traceParent: String?)] = [:]
+            for try await (id, request, traceParent) in try await connection.query(
+                "SELECT id, request, trace_parent FROM notifications WHERE id = ANY(\(ids)::text[])", logger: logger
+            ).decode((String, String, String?).self) {
+                requests[id] = (request, traceParent)
             }
             var notifications: [ClaimedNotification] = []
             for entry in claimed {
@@ -271,9 +271,9 @@ extension PostgresStore {
                 } else {
                     notifications.append(
                         ClaimedNotification(
-                            id: entry.id, app: entry.app, storedJSON: requests[entry.id] ?? "{}",
-                            deliveries: [delivery],
-                            createdAt: Date(timeIntervalSince1970: entry.created)))
+                            id: entry.id, app: entry.app, storedJSON: requests[entry.id]?.request ?? "{}",
+                            deliveries: [delivery], createdAt: Date(timeIntervalSince1970: entry.created),
+                            traceParent: requests[entry.id]?.traceParent))
                 }
             }
             return notifications

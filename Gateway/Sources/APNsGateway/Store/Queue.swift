@@ -18,11 +18,15 @@ package struct QueuedNotification: Sendable {
     package var availableAt: Date
     /// The request's `Idempotency-Key`, when it gave one.
     package var idempotency: Idempotency?
+    /// The W3C `traceparent` of the span that accepted it, when tracing is on: its sends are
+    /// traced as that span's children, by whichever instance sends them.
+    package var traceParent: String?
 
     package init(
         id: String, keyName: String, pushType: String, app: String, storedJSON: String, tokens: [String],
-        createdAt: Date, availableAt: Date? = nil, idempotency: Idempotency? = nil
+        createdAt: Date, availableAt: Date? = nil, idempotency: Idempotency? = nil, traceParent: String? = nil
     ) {
+        self.traceParent = traceParent
         self.availableAt = availableAt ?? createdAt
         self.id = id
         self.keyName = keyName
@@ -78,8 +82,14 @@ package struct ClaimedNotification: Sendable {
     /// When it was accepted (a notification without an expiration of its own is sent for
     /// ``Dispatcher/Configuration/maximumAge`` from then).
     package var createdAt: Date
+    /// ``QueuedNotification/traceParent``.
+    package var traceParent: String?
 
-    package init(id: String, app: String, storedJSON: String, deliveries: [ClaimedDelivery], createdAt: Date) {
+    package init(
+        id: String, app: String, storedJSON: String, deliveries: [ClaimedDelivery], createdAt: Date,
+        traceParent: String? = nil
+    ) {
+        self.traceParent = traceParent
         self.id = id
         self.app = app
         self.storedJSON = storedJSON

@@ -32,13 +32,14 @@ extension SQLiteStore {
             let created = notification.createdAt.timeIntervalSince1970
             try db.execute(
                 sql: """
-                    INSERT INTO notifications(id, key_name, push_type, app, request, created_at, idempotency_key, request_hash)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO notifications(id, key_name, push_type, app, request, created_at, idempotency_key, request_hash,
+                        trace_parent)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     notification.id, notification.keyName, notification.pushType, notification.app,
                     notification.storedJSON, created, notification.idempotency?.key,
-                    notification.idempotency?.fingerprint,
+                    notification.idempotency?.fingerprint, notification.traceParent,
                 ])
             let insert = try db.cachedStatement(
                 sql:
@@ -130,10 +131,14 @@ extension SQLiteStore {
             let read = try db.cachedStatement(
                 sql: """
                     SELECT d.notification_id, d.position, d.token, d.attempts, d.started_at IS NOT NULL AS started, d.app,
-                        n.request, n.created_at
+                        n.request, n.created_at, n.trace_parent
                     FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE d.rowid = ?
                     """)
-            var rows: [(created: Double, id: String, delivery: ClaimedDelivery, app: String, request: String)] = []
+            var rows:
+                [(
+                    created: Double, id: String, delivery: ClaimedDelivery, app: String, request: String,
+                    traceParent: String?
+                )] = []
             rows.reserveCapacity(due.count)
             for rowid in due {
                 guard let row = try Row.fetchOne(read, arguments: [rowid]) else { continue }
@@ -143,7 +148,7 @@ extension SQLiteStore {
                         ClaimedDelivery(
                             position: row["position"], token: row["token"], attempts: row["attempts"],
                             mayHaveBeenSent: row["started"]),
-                        row["app"], row["request"]
+                        row["app"], row["request"], row["trace_parent"]
                     ))
             }
             // Oldest notification first, each one's devices in order.
@@ -156,7 +161,7 @@ extension SQLiteStore {
                     claimed.append(
                         ClaimedNotification(
                             id: row.id, app: row.app, storedJSON: row.request, deliveries: [row.delivery],
-                            createdAt: Date(timeIntervalSince1970: row.created)))
+                            createdAt: Date(timeIntervalSince1970: row.created), traceParent: row.traceParent))
                 }
             }
             return claimed
