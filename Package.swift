@@ -81,6 +81,8 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                // The console's HTTP/1.1 API (MockConsole): NIO's own, no web framework.
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .executableTarget(

@@ -69,11 +69,20 @@ struct MockServerCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("fault-requests"), parsing: .unconditional, help: "Only the first N requests get the fault.")
     var faultRequests: Int?
+    @Option(
+        name: .customLong("console"),
+        help:
+            "Also serve the console's API on 127.0.0.1:PORT (0 picks a free one): list, filter, await and clear what the mock received, make devices and remove their app, switch faults (MockConsole)."
+    )
+    var consolePort: Int?
 
     func run() async throws {
         try await Failure.reporting {
             guard (0...65_535).contains(port) else {
                 throw UsageError("--port \(port) is not a TCP port; use 1 to 65535, or 0 for a free one")
+            }
+            if let consolePort, !(0...65_535).contains(consolePort) {
+                throw UsageError("--console \(consolePort) is not a TCP port; use 1 to 65535, or 0 for a free one")
             }
             if let headerTableSize, !(0...65_536).contains(headerTableSize) {
                 throw UsageError("--header-table-size \(headerTableSize) must be 0 to 65536 bytes")
@@ -128,21 +137,24 @@ struct MockServerCommand: AsyncParsableCommand {
                 try Data(text.utf8).write(to: URL(fileURLWithPath: folder).appendingPathComponent(name))
             }
             let server = try await MockAPNsServer.start(configuration)
+            let console = try await consolePort.asyncMap { try await MockConsole.start(serving: server, port: $0) }
             if let injected { server.inject(injected, connections: faultConnections, requests: faultRequests) }
             for rejection in scripted {
                 server.reject(deviceToken: rejection.token, with: rejection.reason, timestamp: rejection.timestamp)
             }
             // Written unbuffered, so a test harness reading a pipe sees the lines at once.
-            let lines = [
-                "listening \(server.host):\(server.port)",
-                "ca-file \(folder)/ca.pem",
-                "key-file \(folder)/AuthKey_\(signingKey.keyID).p8 key-id \(signingKey.keyID) team-id \(signingKey.teamID)",
-                "client-cert \(folder)/client.pem client-key \(folder)/client-key.pem bundle-id \(bundleID)",
-            ]
+            let lines =
+                [
+                    "listening \(server.host):\(server.port)",
+                    "ca-file \(folder)/ca.pem",
+                    "key-file \(folder)/AuthKey_\(signingKey.keyID).p8 key-id \(signingKey.keyID) team-id \(signingKey.teamID)",
+                    "client-cert \(folder)/client.pem client-key \(folder)/client-key.pem bundle-id \(bundleID)",
+                ] + (console.map { ["console http://\($0.host):\($0.port)"] } ?? [])
             FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
             // Until SIGINT or SIGTERM; then the folder is removed if this process made it (a --dir
             // the caller named is the caller's), and the server stops.
             await Self.untilInterrupted()
+            try? await console?.stop()
             try? await server.stop()
             if dir == nil { try? FileManager.default.removeItem(atPath: folder) }
         }
@@ -197,4 +209,12 @@ struct MockServerCommand: AsyncParsableCommand {
     }
 
     private static let signalSources = Locked<[any DispatchSourceSignal]>([])
+}
+
+extension Optional {
+    /// `map` with an asynchronous transform.
+    fileprivate func asyncMap<Mapped>(_ transform: (Wrapped) async throws -> Mapped) async rethrows -> Mapped? {
+        guard let self else { return nil }
+        return try await transform(self)
+    }
 }

@@ -116,7 +116,7 @@ public final class MockAPNsServer: Sendable {
     public let certificateAuthority: MockCertificateAuthority
     public var certificateAuthorityPEM: String { certificateAuthority.certificatePEM }
 
-    private let state: ServerState
+    let state: ServerState
     private let group: MultiThreadedEventLoopGroup
     private let channel: Channel
 

@@ -1,4 +1,5 @@
 import APNs
+import Foundation
 
 /// One request the mock server received, exactly as it arrived, and how it answered.
 public struct RecordedRequest: Sendable, Hashable, CustomStringConvertible {
@@ -28,6 +29,8 @@ public struct RecordedRequest: Sendable, Hashable, CustomStringConvertible {
     /// The address the request came from, as the server saw it (`127.0.0.1:54321`): the client's,
     /// or a proxy's when the client went through one.
     public let remoteAddress: String?
+    /// When the server answered it, on its clock (``MockAPNsServer/Configuration/clock``).
+    public let receivedAt: Date
 
     /// The apns-id it answered with.
     public var apnsID: String? { responseHeaders.first(where: { $0.name == "apns-id" })?.value }

@@ -7,6 +7,8 @@ final class ServerState: ValidationContext {
 
     private struct Mutable {
         var records: [RecordedRequest] = []
+        /// Requests recorded and then cleared: the first of ``records`` is number this + 1.
+        var recordsCleared = 0
         var rejections: [String: Scripted] = [:]
         /// The `iat` of the last accepted token per key id (protocol reference, Token authentication: at most one new
         /// token per 20 minutes).
@@ -291,5 +293,14 @@ final class ServerState: ValidationContext {
     var records: [RecordedRequest] { mutable.withLock { $0.records } }
     var streamCount: Int { mutable.withLock { $0.streams } }
     var connectionCount: Int { mutable.withLock { $0.connections } }
-    func clearRecords() { mutable.withLock { $0.records.removeAll() } }
+    func clearRecords() {
+        mutable.withLock {
+            $0.recordsCleared += $0.records.count
+            $0.records.removeAll()
+        }
+    }
+    /// The records with the number of the first (1 for the first request ever recorded).
+    var numberedRecords: (first: Int, records: [RecordedRequest]) {
+        mutable.withLock { ($0.recordsCleared + 1, $0.records) }
+    }
 }

@@ -377,7 +377,7 @@ final class StreamHandler: ChannelInboundHandler {
                 headers: headers, body: body, authentication: verdict.authentication, status: verdict.status,
                 reason: verdict.reason?.rawValue,
                 responseHeaders: verdict.headers.map { APNsRequest.Header(name: $0.0, value: $0.1) },
-                remoteAddress: connection.value.remoteAddress))
+                remoteAddress: connection.value.remoteAddress, receivedAt: state.configuration.clock()))
         context.write(
             wrapOutboundOut(.headers(.init(headers: responseHeaders, endStream: responseBody == nil))), promise: nil)
         if let responseBody {

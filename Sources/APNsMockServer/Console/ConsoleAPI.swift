@@ -1,0 +1,329 @@
+import APNs
+import Foundation
+import Synchronization
+
+/// The mock's console API as a value: a request (method, path, query, body) in, a status and a
+/// JSON body out, with no I/O of its own — ``MockConsole`` serves it over HTTP, and tests call it
+/// directly. `Docs/MockConsole.openapi.yaml` describes it.
+///
+/// - `GET /api/requests?app=&device=&push-type=&verdict=&since=`: what the mock received, oldest
+///   first, each with its number, device, push type, priority, topic, collapse id, expiration,
+///   verdict (`accepted`, or APNs' reason), the token's claims (never a key or a signature), the
+///   headers and the body; `next-since` for the next page.
+/// - `GET /api/requests/await?count=N&timeout-ms=T&…`: waits until N requests match the filters
+///   (those already received included), then answers them; 408 when the time passes first.
+/// - `DELETE /api/requests`: forgets them.
+/// - `POST /api/devices {"app", "environment"}`: a new device token for an app; `GET /api/devices`
+///   lists them; `DELETE /api/devices/{token}`: the app is removed from the device, and every
+///   later push to it is answered 410 Unregistered with that time.
+/// - `PUT /api/fault {"fault": "status:503:30", "connections"?, "requests"?}`: the mock misbehaves
+///   as `apns mock-server --fault` says; `DELETE /api/fault` ends it.
+///
+/// Thread safety: `Sendable`; the devices it made are behind a `Mutex`, the rest is the server's.
+public final class ConsoleAPI: Sendable {
+    /// A request to the API.
+    public struct Request: Sendable {
+        public var method: String
+        public var path: String
+        public var query: [String: String]
+        public var body: [UInt8]
+
+        public init(method: String, path: String, query: [String: String] = [:], body: [UInt8] = []) {
+            self.method = method
+            self.path = path
+            self.query = query
+            self.body = body
+        }
+
+        /// From a request target (`/api/requests?app=com.example.app`).
+        public init(method: String, target: String, body: [UInt8] = []) {
+            let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+            var query: [String: String] = [:]
+            if parts.count == 2 {
+                for pair in parts[1].split(separator: "&") {
+                    let keyValue = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                    let key = String(keyValue[0]).removingPercentEncoding ?? String(keyValue[0])
+                    let value = keyValue.count == 2 ? String(keyValue[1]).removingPercentEncoding ?? "" : ""
+                    query[key] = value
+                }
+            }
+            self.init(method: method, path: String(parts[0]), query: query, body: body)
+        }
+    }
+
+    /// An answer: a status and a JSON body (empty for 204).
+    public struct Response: Sendable, Equatable {
+        public var status: Int
+        public var body: String
+    }
+
+    /// A device the console made.
+    struct Device: Sendable, Hashable {
+        var token: String
+        var app: String
+        var environment: String
+        var removedAt: Date?
+    }
+
+    let server: MockAPNsServer
+    let devices: Mutex<[Device]>
+
+    public init(server: MockAPNsServer) {
+        self.server = server
+        devices = Mutex([])
+    }
+
+    /// The answer to `request`.
+    public func answer(_ request: Request) async -> Response {
+        let path = request.path.split(separator: "/").map(String.init)
+        switch (request.method, path) {
+        case ("GET", ["api", "requests"]):
+            return listRequests(request.query)
+        case ("GET", ["api", "requests", "await"]):
+            return await awaitRequests(request.query)
+        case ("DELETE", ["api", "requests"]):
+            server.clearRequests()
+            return Response(status: 204, body: "")
+        case ("POST", ["api", "devices"]):
+            return makeDevice(request.body)
+        case ("GET", ["api", "devices"]):
+            return Self.json(200, ["devices": devices.withLock { $0 }.map(Self.object)])
+        case ("DELETE", let parts) where parts.count == 3 && parts[0] == "api" && parts[1] == "devices":
+            return removeApp(from: parts[2])
+        case ("PUT", ["api", "fault"]):
+            return setFault(request.body)
+        case ("DELETE", ["api", "fault"]):
+            server.inject(nil)
+            return Response(status: 204, body: "")
+        default:
+            return Self.problem(
+                404,
+                "no such route: the console serves GET /api/requests, GET /api/requests/await, DELETE /api/requests, GET and POST /api/devices, DELETE /api/devices/{token}, PUT and DELETE /api/fault"
+            )
+        }
+    }
+
+    // MARK: Requests
+
+    /// Which requests a query picks: by app (topic without a push-type suffix), device token,
+    /// push type, verdict (`accepted`, `rejected`, or a reason), and number (`since`).
+    struct Filter: Sendable {
+        var app: String?
+        var device: String?
+        var pushType: String?
+        var verdict: String?
+        var since = 0
+
+        init(_ query: [String: String]) throws(ConsoleProblem) {
+            app = query["app"]
+            device = query["device"]?.lowercased()
+            pushType = query["push-type"]
+            verdict = query["verdict"]
+            if let text = query["since"] {
+                guard let number = Int(text), number >= 0 else {
+                    throw ConsoleProblem("since is \(text); give the next-since of the previous page (0 or more)")
+                }
+                since = number
+            }
+        }
+
+        func admits(_ request: RecordedRequest, number: Int) -> Bool {
+            guard number > since else { return false }
+            let view = ReceivedView(request)
+            if let app, view.app != app { return false }
+            if let device, view.device != device { return false }
+            if let pushType, view.pushType != pushType { return false }
+            if let verdict {
+                switch verdict {
+                case "accepted": if request.status != 200 { return false }
+                case "rejected": if request.status == 200 { return false }
+                default: if request.reason != verdict { return false }
+                }
+            }
+            return true
+        }
+    }
+
+    func listRequests(_ query: [String: String]) -> Response {
+        let filter: Filter
+        do { filter = try Filter(query) } catch { return Self.problem(400, error.message) }
+        let (first, records) = server.state.numberedRecords
+        var picked: [[String: Any]] = []
+        for (index, record) in records.enumerated() where filter.admits(record, number: first + index) {
+            picked.append(ReceivedView(record).object(number: first + index))
+        }
+        return Self.json(200, ["requests": picked, "next-since": first + records.count - 1])
+    }
+
+    func awaitRequests(_ query: [String: String]) async -> Response {
+        let filter: Filter
+        do { filter = try Filter(query) } catch { return Self.problem(400, error.message) }
+        guard let count = query["count"].flatMap(Int.init), (1...100_000).contains(count) else {
+            return Self.problem(400, "give count=N (1 to 100000): how many matching requests to wait for")
+        }
+        guard let milliseconds = query["timeout-ms"].flatMap(Int.init), (1...600_000).contains(milliseconds) else {
+            return Self.problem(400, "give timeout-ms=T (1 to 600000): how long to wait")
+        }
+        // Numbers are not known to the server's predicate: it waits on the other filters, and
+        // `since` is applied to what it then lists.
+        var unnumbered = filter
+        unnumbered.since = -1
+        let already = server.state.numberedRecords
+        let before = already.records.enumerated().filter {
+            unnumbered.admits($0.element, number: 0) && already.first + $0.offset <= filter.since
+        }.count
+        let predicate = unnumbered
+        let reached = await server.requests(count: count + before, within: .milliseconds(milliseconds)) {
+            predicate.admits($0, number: 0)
+        }
+        guard reached else {
+            return Self.problem(408, "fewer than \(count) matching requests arrived within \(milliseconds) ms")
+        }
+        return listRequests(query)
+    }
+
+    // MARK: Devices
+
+    func makeDevice(_ body: [UInt8]) -> Response {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+            let app = object["app"] as? String, !app.isEmpty
+        else {
+            return Self.problem(400, #"give {"app": "<bundle id>", "environment": "sandbox" or "production"}"#)
+        }
+        let environment = object["environment"] as? String ?? "sandbox"
+        guard environment == "sandbox" || environment == "production" else {
+            return Self.problem(400, "environment is \(environment); give sandbox or production")
+        }
+        var generator = SystemRandomNumberGenerator()
+        let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        let device = Device(token: token, app: app, environment: environment)
+        devices.withLock { $0.append(device) }
+        return Self.json(201, Self.object(device))
+    }
+
+    func removeApp(from token: String) -> Response {
+        let token = token.lowercased()
+        guard token.count >= 2, token.allSatisfy(\.isHexDigit) else {
+            return Self.problem(400, "\(token) is not a device token; give its hex digits")
+        }
+        let now = server.state.configuration.clock()
+        server.reject(deviceToken: token, with: .unregistered, timestamp: now)
+        let removed = devices.withLock { devices -> Device in
+            if let index = devices.firstIndex(where: { $0.token == token }) {
+                devices[index].removedAt = now
+                return devices[index]
+            }
+            return Device(token: token, app: "", environment: "", removedAt: now)
+        }
+        return Self.json(200, Self.object(removed))
+    }
+
+    // MARK: Faults
+
+    func setFault(_ body: [UInt8]) -> Response {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+            let text = object["fault"] as? String, let fault = MockAPNsServer.Fault(parsing: text)
+        else {
+            return Self.problem(
+                400,
+                #"give {"fault": "<fault>"} as apns mock-server --fault takes it: reset-after:N, close-after:N, never-answer, never-answer-after:N, silent-after-idle:MS, stall-handshake, unrelated-key, delay:MS, rst-stream:CODE, rst-stream-after-processing:CODE, goaway:AFTER:CODE:LOWER-BY[:DEBUG] or status:CODE[:RETRY-AFTER]; "connections" and "requests" limit it"#
+            )
+        }
+        let connections = object["connections"] as? Int
+        let requests = object["requests"] as? Int
+        server.inject(fault, connections: connections, requests: requests)
+        var answer: [String: Any] = ["fault": text, "description": fault.description]
+        if let connections { answer["connections"] = connections }
+        if let requests { answer["requests"] = requests }
+        return Self.json(200, answer)
+    }
+
+    // MARK: JSON
+
+    static func object(_ device: Device) -> [String: Any] {
+        var object: [String: Any] = ["token": device.token, "app": device.app, "environment": device.environment]
+        if let removedAt = device.removedAt {
+            object["app-removed-at"] = APNsRejection.millisecondsSince1970(removedAt)
+        }
+        return object
+    }
+
+    static func json(_ status: Int, _ object: [String: Any]) -> Response {
+        let data =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+            ?? Data("{}".utf8)
+        return Response(status: status, body: String(decoding: data, as: UTF8.self))
+    }
+
+    static func problem(_ status: Int, _ detail: String) -> Response {
+        json(status, ["status": status, "detail": detail])
+    }
+}
+
+/// What is wrong with a console request, and how to fix it.
+struct ConsoleProblem: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
+}
+
+/// A recorded request as the console shows it.
+struct ReceivedView {
+    let request: RecordedRequest
+
+    init(_ request: RecordedRequest) { self.request = request }
+
+    /// The device token of a `/3/device/…` path.
+    var device: String? {
+        request.path.hasPrefix("/3/device/") ? String(request.path.dropFirst("/3/device/".count)).lowercased() : nil
+    }
+
+    var topic: String? { request[header: "apns-topic"] }
+
+    /// The topic without a push type's suffix: the app.
+    var app: String? {
+        guard let topic else { return nil }
+        for suffix in [".voip", ".complication", ".pushkit.fileprovider", ".location-query", ".voip-ptt"]
+        where topic.hasSuffix(suffix) {
+            return String(topic.dropLast(suffix.count))
+        }
+        if let range = topic.range(of: ".push-type.") { return String(topic[..<range.lowerBound]) }
+        return topic
+    }
+
+    var pushType: String? { request[header: "apns-push-type"] }
+
+    func object(number: Int) -> [String: Any] {
+        var object: [String: Any] = [
+            "number": number, "method": request.method, "path": request.path, "status": request.status,
+            "verdict": request.status == 200 ? "accepted" : (request.reason ?? "status \(request.status)"),
+            "received-at": APNsRejection.millisecondsSince1970(request.receivedAt),
+            // The bearer token is a signed credential: its claims are shown below, never it.
+            "headers": request.headers.map {
+                [$0.name, $0.name == "authorization" ? "bearer (redacted: see authentication)" : $0.value]
+            },
+            "body": request.bodyText,
+        ]
+        if let device { object["device"] = device }
+        if let topic { object["topic"] = topic }
+        if let app { object["app"] = app }
+        if let pushType { object["push-type"] = pushType }
+        for (header, key) in [
+            ("apns-priority", "priority"), ("apns-collapse-id", "collapse-id"), ("apns-expiration", "expiration"),
+        ] {
+            if let value = request[header: header] { object[key] = Int(value) ?? value }
+        }
+        if let apnsID = request.apnsID { object["apns-id"] = apnsID }
+        if let reason = request.reason { object["reason"] = reason }
+        if let payload = try? JSONSerialization.jsonObject(with: Data(request.body)) { object["payload"] = payload }
+        switch request.authentication {
+        case .token(let teamID, let keyID, let issuedAt):
+            // The token's claims, never the token (its signature) or a key.
+            object["authentication"] = ["kind": "token", "team-id": teamID, "key-id": keyID, "issued-at": issuedAt]
+        case .certificate(let commonName):
+            object["authentication"] = ["kind": "certificate", "common-name": commonName]
+        case .none:
+            object["authentication"] = ["kind": "none"]
+        }
+        return object
+    }
+}
