@@ -5,6 +5,7 @@
 #                                                      # flavour, for HTTP/2), libcrypto, pkg-config
 #   bash Scripts/install-dependencies.sh --tests       # and what the test suites use (below)
 #   bash Scripts/install-dependencies.sh --benchmarks  # and the benchmark's nginx
+#   bash Scripts/install-dependencies.sh --browser     # and headless Chromium with its driver
 #
 # --tests adds: curl (the example service's smoke run), script from bsdutils (the CLI's progress
 # bar on a pseudo-terminal), openssl (the inspection tests compare with it), SQLite's headers (the
@@ -18,6 +19,9 @@
 # (APNsBenchmark --far-server nginx). Debian starts nginx on port 80 when it installs it; this
 # script stops that service again (the benchmark starts its own).
 #
+# --browser adds Debian's chromium and chromium-driver: the console's browser test
+# (Scripts/console-browser-test.sh).
+#
 # Safe to run again: it installs nothing when everything is present, and removes nothing.
 set -euo pipefail
 packages=(libcurl4-openssl-dev libssl-dev pkg-config)
@@ -25,7 +29,8 @@ for option in "$@"; do
   case "$option" in
     --tests) packages+=(curl bsdutils openssl libsqlite3-dev tinyproxy-bin stunnel4 microsocks python3-venv nginx-light) ;;
     --benchmarks) packages+=(nginx-light libnginx-mod-http-echo) ;;
-    *) echo "unknown option: $option (--tests, --benchmarks)" >&2; exit 2 ;;
+    --browser) packages+=(chromium chromium-driver curl python3-venv) ;;
+    *) echo "unknown option: $option (--tests, --benchmarks, --browser)" >&2; exit 2 ;;
   esac
 done
 missing=()

@@ -51,10 +51,11 @@ public final class ConsoleAPI: Sendable {
         }
     }
 
-    /// An answer: a status and a JSON body (empty for 204).
+    /// An answer: a status and a body, JSON (empty for 204) or the page.
     public struct Response: Sendable, Equatable {
         public var status: Int
         public var body: String
+        public var contentType = "application/json"
     }
 
     /// A device the console made.
@@ -77,6 +78,8 @@ public final class ConsoleAPI: Sendable {
     public func answer(_ request: Request) async -> Response {
         let path = request.path.split(separator: "/").map(String.init)
         switch (request.method, path) {
+        case ("GET", []):
+            return Response(status: 200, body: ConsolePage.html, contentType: "text/html; charset=utf-8")
         case ("GET", ["api", "requests"]):
             return listRequests(request.query)
         case ("GET", ["api", "requests", "await"]):
@@ -98,7 +101,7 @@ public final class ConsoleAPI: Sendable {
         default:
             return Self.problem(
                 404,
-                "no such route: the console serves GET /api/requests, GET /api/requests/await, DELETE /api/requests, GET and POST /api/devices, DELETE /api/devices/{token}, PUT and DELETE /api/fault"
+                "no such route: the console serves its page at GET /, and GET /api/requests, GET /api/requests/await, DELETE /api/requests, GET and POST /api/devices, DELETE /api/devices/{token}, PUT and DELETE /api/fault"
             )
         }
     }

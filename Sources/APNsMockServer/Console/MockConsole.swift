@@ -105,7 +105,11 @@ final class ConsoleHandler: ChannelInboundHandler, @unchecked Sendable {
     ) {
         var headers = HTTPHeaders()
         headers.add(name: "content-length", value: String(response.body.utf8.count))
-        if !response.body.isEmpty { headers.add(name: "content-type", value: "application/json") }
+        if !response.body.isEmpty { headers.add(name: "content-type", value: response.contentType) }
+        // The page loads nothing from elsewhere, and runs only its own script.
+        headers.add(
+            name: "content-security-policy",
+            value: "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'")
         headers.add(name: "cache-control", value: "no-store")
         if !keepAlive { headers.add(name: "connection", value: "close") }
         let head = HTTPResponseHead(

@@ -1,0 +1,89 @@
+"""The mock's console in a real browser (headless Chromium through chromedriver and Selenium):
+what a person does with it, checked on the page, with pushes sent by a third-party client (curl,
+with the mock's client certificate). Run by Scripts/console-browser-test.sh, which starts the mock.
+
+    python3 console_test.py CONSOLE-URL APNS-HOST:PORT FOLDER SCREENSHOT
+
+FOLDER holds the mock's ca.pem, client.pem and client-key.pem; SCREENSHOT is where the picture
+of the console showing the alert goes (the one in Sources/APNs.docc/Resources).
+"""
+
+import subprocess
+import sys
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+console, apns, folder, screenshot = sys.argv[1:5]
+
+
+def push(token, body, push_type="alert"):
+    """One push as a client in another language sends it; returns the HTTP status."""
+    answer = subprocess.run(
+        ["curl", "-s", "--http2", "--cert", f"{folder}/client.pem", "--key", f"{folder}/client-key.pem",
+         "--cacert", f"{folder}/ca.pem", "-H", "apns-topic: com.example.app", "-H", f"apns-push-type: {push_type}",
+         "-H", "apns-priority: 10", "-o", "/dev/null", "-w", "%{http_code}", "-d", body,
+         f"https://{apns}/3/device/{token}"],
+        capture_output=True, text=True, check=True)
+    return int(answer.stdout)
+
+
+options = Options()
+for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,900"]:
+    options.add_argument(argument)
+options.binary_location = "/usr/bin/chromium"
+browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+wait = WebDriverWait(browser, 15)
+try:
+    browser.get(console + "/")
+    wait.until(EC.text_to_be_present_in_element((By.ID, "status"), "0 received"))
+
+    # An alert with a title and a badge arrives and is shown as a banner, its request beside it.
+    token = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
+    assert push(token, '{"aps":{"alert":{"title":"Goal!","subtitle":"Arsenal 2-1","body":"Saka scores in the 89th minute"},"badge":3,"sound":"default"}}') == 200
+    wait.until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, ".banner .title"), "Goal!"))
+    assert browser.find_element(By.CSS_SELECTOR, ".banner .badge").text == "3"
+    assert "accepted" in browser.find_element(By.ID, "rows").text
+    assert "apns-push-type" in browser.find_element(By.ID, "detail").text
+    browser.save_screenshot(screenshot)
+    print("an alert shown as a banner, with its headers and payload; screenshot", screenshot)
+
+    # A device made on the page; its app removed; the next push to it is 410, shown as such.
+    browser.find_element(By.CSS_SELECTOR, "#device-form button[type=submit]").click()
+    wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#devices tr button")))
+    device = browser.find_element(By.CSS_SELECTOR, "#devices tr td").text
+    browser.find_element(By.CSS_SELECTOR, "#devices tr button").click()
+    wait.until(EC.text_to_be_present_in_element((By.ID, "devices"), "app removed"))
+    assert push(device, '{"aps":{"alert":"Still there?"}}') == 410
+    wait.until(EC.text_to_be_present_in_element((By.ID, "rows"), "Unregistered"))
+    print("a device made, its app removed: the next push answered 410 Unregistered")
+
+    # A fault switched on from the page: the next push is 503; switched off, 200 again.
+    Select(browser.find_element(By.CSS_SELECTOR, "#fault-form select")).select_by_value("status:503:30")
+    browser.find_element(By.CSS_SELECTOR, "#fault-form button[type=submit]").click()
+    wait.until(EC.text_to_be_present_in_element((By.ID, "fault-state"), "On: 503"))
+    # (A request the fault answers is not listed: the mock's own verdicts are.)
+    assert push(token, '{"aps":{"alert":"During the fault"}}') == 503
+    browser.find_element(By.ID, "fault-off").click()
+    wait.until(EC.text_to_be_present_in_element((By.ID, "fault-state"), "No fault"))
+    assert push(token, '{"aps":{"alert":"After the fault"}}') == 200
+    print("a fault switched on (503 answered) and off (200 again)")
+
+    # Filters, and the keyboard: a verdict filter leaves the rejected; Enter on a row shows it.
+    Select(browser.find_element(By.CSS_SELECTOR, "#filters select[name=verdict]")).select_by_visible_text("rejected")
+    wait.until(lambda _: len(browser.find_elements(By.CSS_SELECTOR, "#rows tr")) == 1)
+    rows = browser.find_elements(By.CSS_SELECTOR, "#rows tr")
+    assert "Unregistered" in rows[0].text, [row.text for row in rows]
+    rows[0].send_keys(Keys.ENTER)
+    wait.until(EC.text_to_be_present_in_element((By.ID, "detail"), "Unregistered"))
+    labels = browser.find_elements(By.CSS_SELECTOR, "label")
+    assert all(label.find_elements(By.CSS_SELECTOR, "input, select") for label in labels), "every field labelled"
+    print("filtered to the rejected; a row opened with the keyboard; every field labelled")
+    print("console in a browser: ok")
+finally:
+    browser.quit()
