@@ -7,6 +7,8 @@
 #                                           # gateway reaches the mock through tinyproxy (--proxy)
 #   bash Gateway/run-with-mock.sh --fuzz N  # schemathesis (from PyPI) against openapi.yaml, N examples
 #                                           # per operation: no 5xx, answers as the file describes
+#   bash Gateway/run-with-mock.sh --schedule  # a send-at kept across a restart (nothing reaches the
+#                                           # mock before its time), a cancel, a batch of three
 #   bash Gateway/run-with-mock.sh --traces  # traces to an OTLP collector stand-in: the POST (a child of
 #                                           # the caller's traceparent), its send, the library's spans
 #   bash Gateway/run-with-mock.sh --tls     # the guide's TLS recipe (Gateway/deploy/nginx.conf) in front:
@@ -24,13 +26,17 @@ tls=false
 [ "${1:-}" = "--tls" ] && { smoke=true; tls=true; }
 traces=false
 [ "${1:-}" = "--traces" ] && { smoke=true; traces=true; }
+schedule=false
+[ "${1:-}" = "--schedule" ] && { smoke=true; schedule=true; }
 
 source "$root/Scripts/mock-apns.sh"
 build_quietly gateway-build.log . --product apns
 build_quietly gateway-build.log Gateway --product apns-gateway
 apns="$(bin_path)/apns"
 gateway="$(bin_path)/apns-gateway"
-start_mock_apns "$apns" --allow-frequent-token-updates
+# The mock's console API tells the checks below what reached APNs, and when.
+start_mock_apns "$apns" --allow-frequent-token-updates --console 0
+console=$(awk '/^console/ { print $2 }' "$work/mock.out")
 
 database="$work/queue.sqlite"
 # The fuzz run's key may make 100,000 requests a second: a 429 (answered before the body is read)
@@ -47,7 +53,7 @@ if $traces; then
   pids+=($!)
   proxy=(--otlp-endpoint "http://127.0.0.1:$collector_port/v1/traces" --otlp-protocol http/json)
 fi
-if $smoke && [ -z "$fuzz" ] && ! $tls && ! $traces; then
+if $smoke && [ -z "$fuzz" ] && ! $tls && ! $traces && ! $schedule; then
   # The smoke run goes through an HTTP proxy (tinyproxy, Scripts/install-dependencies.sh), which
   # logs each CONNECT: the check below reads that the gateway's connection went through it.
   proxy_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -101,6 +107,53 @@ if [ -n "$fuzz" ]; then
   kill -TERM "$gateway_pid"
   wait "$gateway_pid" || { echo "the gateway did not stop cleanly after the fuzz run" >&2; exit 1; }
   exit "$status"
+fi
+
+if $schedule; then
+  fail() { echo "schedule: $*" >&2; cat "$work/gateway.log" >&2; exit 1; }
+  now_ms() { python3 -c 'import time; print(int(time.time() * 1000))'; }
+  reached() { curl -s "$console/api/requests?device=$1" | python3 -c 'import json, sys; r = json.load(sys.stdin)["requests"]; print(len(r), r[0]["received-at"] if r else 0)'; }
+  due=$(($(now_ms) + 8000))
+  body='{"push-type":"alert","bundle-id":"com.example.app","alert":"At its time","send-at":'$due',"devices":["'$token'"]}'
+  answer=$(curl -s -w ' %{http_code}' -X POST "http://$address/v1/notifications" -H "authorization: Bearer $api_key" -d "$body")
+  [[ "$answer" == *'"send-at":'$due*' 202' ]] || fail "expected 202 with its send-at: $answer"
+  id=$(echo "$answer" | sed -E 's/.*"id":"([^"]+)".*/\1/')
+  # A restart while it waits: the time is in the queue, not in the process.
+  kill -TERM "$gateway_pid"
+  wait "$gateway_pid" || fail "the gateway did not stop cleanly"
+  "$gateway" serve --database "$database" --port 0 --apns-host "$listening" --ca-file "$work/ca.pem" \
+    --key-file "$key_file" --key-id "$key_id" --team-id "$team_id" >"$work/gateway2.out" 2>>"$work/gateway.log" &
+  gateway_pid=$!
+  pids+=($gateway_pid)
+  address=$(wait_for_listening "$work/gateway2.out")
+  [ -n "$address" ] || fail "the gateway did not start again"
+  while [ "$(now_ms)" -lt $((due - 1000)) ]; do
+    [ "$(reached "$token" | cut -d' ' -f1)" = 0 ] || fail "sent before its time ($(reached "$token"), due $due)"
+    sleep 0.5
+  done
+  for _ in $(seq 100); do [ "$(reached "$token" | cut -d' ' -f1)" = 1 ] && break; sleep 0.1; done
+  read -r count at < <(reached "$token")
+  [ "$count" = 1 ] && [ "$at" -ge "$due" ] || fail "expected one push at or after $due, got $count at $at"
+  progress=$(curl -s "http://$address/v1/notifications/$id" -H "authorization: Bearer $api_key")
+  [[ "$progress" == *'"state":"accepted"'* ]] || fail "not accepted: $progress"
+  echo "send-at $due, across a restart: reached the mock at $at ($((at - due)) ms after its time), not before"
+  # A cancel of a notification due in a minute: nothing sent, all of it cancelled.
+  later='{"push-type":"alert","bundle-id":"com.example.app","alert":"Never","send-at":'$(($(now_ms) + 60000))',"devices":["'$token'","'${token/00fc/11fc}'"]}'
+  id=$(curl -s -X POST "http://$address/v1/notifications" -H "authorization: Bearer $api_key" -d "$later" | sed -E 's/.*"id":"([^"]+)".*/\1/')
+  cancel=$(curl -s -X DELETE "http://$address/v1/notifications/$id" -H "authorization: Bearer $api_key")
+  [[ "$cancel" == *'"cancelled":2'* && "$cancel" == *'"cancelled-now":2'* && "$cancel" == *'"done":true'* ]] || fail "cancel: $cancel"
+  echo "DELETE -> cancelled-now 2, done, nothing sent"
+  # A batch of three different notifications, accepted item by item.
+  batch='{"notifications":[{"push-type":"alert","bundle-id":"com.example.app","alert":"One","devices":["'$token'"]},{"push-type":"background","bundle-id":"com.example.app","data":{"sync":1},"devices":["'$token'"]},{"push-type":"alert","bundle-id":"com.example.app","alert":"Three","badge":3,"devices":["'$token'"]}]}'
+  results=$(curl -s -X POST "http://$address/v1/notification-batches" -H "authorization: Bearer $api_key" -d "$batch")
+  [ "$(echo "$results" | grep -o '"status":202' | wc -l)" = 3 ] || fail "batch: $results"
+  for _ in $(seq 100); do [ "$(reached "$token" | cut -d' ' -f1)" = 4 ] && break; sleep 0.1; done
+  [ "$(reached "$token" | cut -d' ' -f1)" = 4 ] || fail "the batch's three pushes did not all reach the mock"
+  echo "a batch of three different notifications: three 202s, three pushes sent"
+  kill -TERM "$gateway_pid"
+  wait "$gateway_pid" || fail "the gateway did not stop cleanly on SIGTERM"
+  echo "schedule: ok"
+  exit 0
 fi
 
 if $traces; then
