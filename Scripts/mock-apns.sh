@@ -4,6 +4,7 @@
 #                                              # packages (Scripts/package.sh: in the repository's
 #                                              # .build); its output only if it fails
 #   bin=$(bin_path)                            # where those builds put their programs
+#                                              # (APNS_E2E_BIN=FOLDER: built before; neither builds)
 #   start_mock_apns APNS [mock-server flags…]  # `apns mock-server` in $work; sets $listening,
 #                                              # $key_file, $key_id and $team_id ($work/ca.pem is its CA)
 #   address=$(wait_for_listening FILE)         # the address a process printed as "listening ADDR"
@@ -20,12 +21,15 @@ stop_and_clean_up() {
 trap stop_and_clean_up EXIT
 
 build_quietly() {
+  # Runs that go side by side are built before (no two SwiftPM builds at once in one folder), and
+  # say where with APNS_E2E_BIN.
+  [ -n "${APNS_E2E_BIN:-}" ] && return 0
   local log="${TMPDIR:-/tmp}/$1" package=$2
   shift 2
   bash "$root/Scripts/package.sh" "$package" build "$@" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
 }
 
-bin_path() { bash "$root/Scripts/package.sh" . build --show-bin-path; }
+bin_path() { if [ -n "${APNS_E2E_BIN:-}" ]; then echo "$APNS_E2E_BIN"; else bash "$root/Scripts/package.sh" . build --show-bin-path; fi; }
 
 start_mock_apns() {
   local apns=$1
