@@ -68,12 +68,8 @@ import Testing
         let traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         for (id, parent) in [("traced", traceParent), ("untraced", nil)] as [(String, String?)] {
             #expect(
-                try await queue.store.enqueue(
-                    QueuedNotification(
-                        id: id, keyName: "app", pushType: "alert", app: "com.example.app",
-                        storedJSON: #"{"alert":"Hi","bundle-id":"com.example.app","push-type":"alert"}"#,
-                        tokens: [GatewayAPITests.token], createdAt: Date(), traceParent: parent),
-                    maximumQueueDepth: 10) == .accepted)
+                try await queue.store.enqueueAlert(id: id, tokens: [GatewayAPITests.token], traceParent: parent)
+                    == .accepted)
         }
         let claimed = try await queue.store.claim(owner: "a", limit: 10, now: Date() + 1, leaseUntil: Date() + 60)
         #expect(

@@ -132,15 +132,7 @@ import Testing
         }
         // Two sent and answered, one on the wire (claimed, no outcome yet), two still queued.
         let now = Date()
-        let sent = try await setup.store.claim(owner: "sender", limit: 2, now: now, leaseUntil: now + 60)
-        let outcomes = sent.flatMap { notification in
-            notification.deliveries.map {
-                DeliveryOutcome(
-                    notificationID: notification.id, position: $0.position, token: $0.token, app: notification.app,
-                    status: 200)
-            }
-        }
-        #expect(try await setup.store.complete(outcomes, owner: "sender", now: now) == 2)
+        #expect(try await setup.store.claimAndAccept(owner: "sender", limit: 2, now: now) == 2)
         let onTheWire = try await setup.store.claim(owner: "sender", limit: 1, now: now, leaseUntil: now + 60)
         #expect(onTheWire.flatMap(\.deliveries).count == 1)
 

@@ -145,3 +145,30 @@ final class TestStore: Sendable {
         try await PostgresStore.withRunning(client) { client in try await body(client) }
     }
 }
+
+/// What many tests do to a store before what they check.
+extension GatewayStore {
+    /// Queues notification `id`, an alert to `tokens` for com.example.app under the key "app".
+    func enqueueAlert(id: String, tokens: [String], traceParent: String? = nil) async throws -> EnqueueResult {
+        try await enqueue(
+            QueuedNotification(
+                id: id, keyName: "app", pushType: "alert", app: "com.example.app",
+                storedJSON: #"{"alert":"Hi","bundle-id":"com.example.app","push-type":"alert"}"#, tokens: tokens,
+                createdAt: Date(), traceParent: traceParent),
+            maximumQueueDepth: 1_000_000)
+    }
+
+    /// Claims up to `limit` device-sends for `owner` and writes each as accepted by APNs, as a
+    /// sender would; returns how many outcomes were written.
+    func claimAndAccept(owner: String, limit: Int, now: Date = Date()) async throws -> Int {
+        let claimed = try await claim(owner: owner, limit: limit, now: now, leaseUntil: now + 60)
+        let outcomes = claimed.flatMap { notification in
+            notification.deliveries.map {
+                DeliveryOutcome(
+                    notificationID: notification.id, position: $0.position, token: $0.token, app: notification.app,
+                    status: 200)
+            }
+        }
+        return try await complete(outcomes, owner: owner, now: now)
+    }
+}

@@ -95,13 +95,7 @@ import Testing
             #expect(try await setup.store.addWebhookEndpoint(endpoint("hooks", url: "http://127.0.0.1:\(port)/hook")))
             #expect(try await setup.store.addWebhookEndpoint(endpoint("nobody", url: "http://127.0.0.1:9/hook")))
             #expect(try await setup.store.addWebhookEndpoint(endpoint("hooks", url: "http://127.0.0.1:1/")) == false)
-            #expect(
-                try await setup.store.enqueue(
-                    QueuedNotification(
-                        id: "n", keyName: "app", pushType: "alert", app: "com.example.app",
-                        storedJSON: #"{"alert":"Hi","bundle-id":"com.example.app","push-type":"alert"}"#,
-                        tokens: tokens, createdAt: Date()),
-                    maximumQueueDepth: 1_000) == .accepted)
+            #expect(try await setup.store.enqueueAlert(id: "n", tokens: tokens) == .accepted)
             while try await setup.dispatcher.dispatchOnce() > 0 {}
 
             let clock = ManualGatewayClock()
@@ -223,21 +217,9 @@ import Testing
             #expect(try await queue.store.addWebhookEndpoint(endpoint))
             // 400 outcomes written straight into the outbox, as complete() writes them.
             #expect(
-                try await queue.store.enqueue(
-                    QueuedNotification(
-                        id: "n", keyName: "app", pushType: "alert", app: "com.example.app",
-                        storedJSON: #"{"alert":"Hi","bundle-id":"com.example.app","push-type":"alert"}"#,
-                        tokens: (0..<400).map { String(format: "%064x", $0) }, createdAt: Date()),
-                    maximumQueueDepth: 1_000) == .accepted)
-            let claimed = try await queue.store.claim(owner: "a", limit: 400, now: Date(), leaseUntil: Date() + 60)
-            let outcomes = claimed.flatMap { notification in
-                notification.deliveries.map {
-                    DeliveryOutcome(
-                        notificationID: notification.id, position: $0.position, token: $0.token, app: notification.app,
-                        status: 200)
-                }
-            }
-            #expect(try await queue.store.complete(outcomes, owner: "a", now: Date()) == 400)
+                try await queue.store.enqueueAlert(id: "n", tokens: (0..<400).map { String(format: "%064x", $0) })
+                    == .accepted)
+            #expect(try await queue.store.claimAndAccept(owner: "a", limit: 400) == 400)
             func sender(_ name: String) -> WebhookSender {
                 var configuration = WebhookSender.Configuration()
                 configuration.batch = 10
@@ -283,22 +265,10 @@ import Testing
                         revision: 1),
                     createdAt: Date())))
         #expect(
-            try await queue.store.enqueue(
-                QueuedNotification(
-                    id: "n", keyName: "app", pushType: "alert", app: "com.example.app",
-                    storedJSON: #"{"alert":"Hi","bundle-id":"com.example.app","push-type":"alert"}"#,
-                    tokens: (0..<20).map { String(format: "%064x", $0) }, createdAt: Date()),
-                maximumQueueDepth: 1_000) == .accepted)
+            try await queue.store.enqueueAlert(id: "n", tokens: (0..<20).map { String(format: "%064x", $0) })
+                == .accepted)
         let start = Date()
-        let claimed = try await queue.store.claim(owner: "a", limit: 20, now: start, leaseUntil: start + 60)
-        let outcomes = claimed.flatMap { notification in
-            notification.deliveries.map {
-                DeliveryOutcome(
-                    notificationID: notification.id, position: $0.position, token: $0.token, app: notification.app,
-                    status: 200)
-            }
-        }
-        #expect(try await queue.store.complete(outcomes, owner: "a", now: start) == 20)
+        #expect(try await queue.store.claimAndAccept(owner: "a", limit: 20, now: start) == 20)
         #expect(try await queue.store.webhookBacklog() == WebhookBacklog(waitingEvents: 20, pendingMessages: 0))
         #expect(try await queue.store.makeWebhookMessages(batch: 10, now: start) == 2)
         #expect(try await queue.store.webhookBacklog() == WebhookBacklog(waitingEvents: 0, pendingMessages: 2))
