@@ -42,11 +42,11 @@ import Testing
                 == (backend == .sqlite
                     ? [
                         // As the table sorts them, as text; GRDB applies them in the list's order.
-                        "1-release-0.1.0", "10-trace-context", "2-leases-and-retention", "3-at-most-once",
+                        "1-release-0.1.0", "10-trace-context", "11-cancel", "2-leases-and-retention", "3-at-most-once",
                         "4-idempotency-keys", "5-apps-and-credentials", "6-expired-leases-by-app",
                         "7-shared-app-rates", "8-key-scopes", "9-webhooks",
                     ]
-                    : ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]))
+                    : ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"]))
         let schema = try await Self.schema(of: queue)
         // A second start applies nothing and changes nothing.
         try await queue.store.prepare()

@@ -182,6 +182,43 @@ import Testing
         try await setup.stop()
     }
 
+    /// Device-sends a sender claimed and then left (it died) are not queued when the cancel comes,
+    /// so it cannot finish them; the sender that takes them over reads the cancel with its claim
+    /// and finishes them as cancelled: nothing reaches APNs after the cancel.
+    @Test(arguments: Backend.allCases)
+    func aCancelReachesWhatADeadSenderHeld(_ backend: Backend) async throws {
+        let setup = try await Setup.start(backend)
+        let tokens = (0..<2).map { String(format: "%064x", 8_000 + $0) }
+        let id = try await setup.client { client in
+            try await client.execute(
+                uri: "/v1/notifications", method: .post, headers: GatewayAPITests.bearer(setup.key),
+                body: ByteBuffer(string: GatewayAPITests.alert(to: tokens))
+            ) { response in try #require(try Self.object(response.body)["id"] as? String) }
+        }
+        let now = Date()
+        #expect(try await setup.store.claim(owner: "dead", limit: 2, now: now, leaseUntil: now + 1).count == 1)
+        try await setup.client { client in
+            try await client.execute(
+                uri: "/v1/notifications/\(id)", method: .delete, headers: GatewayAPITests.bearer(setup.key)
+            ) { response in
+                let answer = try Self.object(response.body)
+                #expect(answer["cancelled-now"] as? Int == 0 && answer["done"] as? Bool == false)
+            }
+        }
+        var configuration = Dispatcher.Configuration()
+        configuration.clock = ManualGatewayClock(at: now + 120)
+        configuration.instance = "next"
+        let next = Dispatcher(
+            store: setup.store, connector: AnyConnector(setup.connector), configuration: configuration,
+            logger: Logger(label: "next"))
+        #expect(try await next.dispatchOnce() == 2, "the lapsed claims taken over")
+        #expect(setup.server.requests.isEmpty, "nothing sent after the cancel")
+        let progress = try #require(try await setup.store.progress(of: id))
+        #expect(progress.deliveries.map { OutcomeResult($0) } == [.cancelled, .cancelled])
+        #expect(progress.deliveries.allSatisfy { $0.delivery == "not-sent" })
+        try await setup.stop()
+    }
+
     /// `POST /v1/notification-batches` with three different notifications and a fourth that breaks
     /// a rule: each of the three is queued, the fourth refused with its own problem; the same batch
     /// again with the same `Idempotency-Key` gets the same three ids and queues nothing more.

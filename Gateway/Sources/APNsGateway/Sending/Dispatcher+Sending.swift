@@ -21,6 +21,20 @@ extension Dispatcher {
     }
 
     private func sendUntraced(_ claimed: ClaimedNotification) async {
+        if claimed.cancelled {
+            // Cancelled after these were claimed, before this sender started them: not sent. One an
+            // earlier holder recorded as started may have been.
+            await write(
+                claimed.deliveries.map {
+                    var outcome = finished(
+                        claimed, $0, app: claimed.app, kind: .cancelled,
+                        delivery: $0.mayHaveBeenSent ? .unknown : .notSent,
+                        message: "not sent: the notification was cancelled (DELETE) before this device-send was sent")
+                    outcome.countsAsAttempt = false
+                    return outcome
+                })
+            return
+        }
         let spec: NotificationSpec
         do {
             spec = try NotificationRequest.notification(storedJSON: claimed.storedJSON)

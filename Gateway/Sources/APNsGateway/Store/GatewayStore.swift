@@ -109,8 +109,10 @@ package protocol GatewayStore: Sendable {
 
     /// Cancels notification `id`: each of its device-sends still queued (not claimed, so never
     /// written to APNs) is finished as ``FailureKind/cancelled`` with `message`, in one
-    /// transaction with its webhook events; returns how many. Device-sends already claimed finish
-    /// with their own outcomes.
+    /// transaction with its webhook events, and the notification is marked cancelled; returns how
+    /// many. Device-sends already claimed finish with their own outcomes, but a claim read after
+    /// the cancel says so (``ClaimedNotification/cancelled``), and its sender finishes them as
+    /// cancelled instead of sending them.
     func cancel(notificationID id: String, message: String, now: Date) async throws -> Int
     /// A notification's progress and per-device outcomes.
     func progress(of id: String) async throws -> NotificationProgress?

@@ -20,8 +20,9 @@ import PostgresNIO
 /// by app and lease, so that those under an expired lease are taken in their app's turn; the next
 /// keeps each app's device-sends a second in the queue, shared by its instances; the next keeps a
 /// token key's stated scope with its credential; the next adds webhooks (``webhookTables``); the
-/// last keeps the trace context (W3C `traceparent`) of the request that accepted a notification, so
-/// that its sends are traced as that request's children.
+/// next keeps the trace context (W3C `traceparent`) of the request that accepted a notification, so
+/// that its sends are traced as that request's children; the last records a cancel on the
+/// notification, so that a device-send claimed before it is not sent after it.
 enum Migrations {
     /// SQLite: (identifier, SQL) in order.
     static let sqlite: [(identifier: String, sql: String)] = [
@@ -105,6 +106,7 @@ enum Migrations {
         ("8-key-scopes", "ALTER TABLE credentials ADD COLUMN key_scope TEXT;"),
         ("9-webhooks", webhookTables.joined(separator: ";\n") + ";"),
         ("10-trace-context", "ALTER TABLE notifications ADD COLUMN trace_parent TEXT;"),
+        ("11-cancel", "ALTER TABLE notifications ADD COLUMN cancelled_at REAL;"),
     ]
 
     /// Webhooks, the same on both backends but for the events' sequence: each endpoint (its
@@ -302,6 +304,7 @@ enum Migrations {
         (9, "key scopes", ["ALTER TABLE credentials ADD COLUMN IF NOT EXISTS key_scope text"]),
         (10, "webhooks", webhookTables(sequence: "bigserial PRIMARY KEY")),
         (11, "trace context", ["ALTER TABLE notifications ADD COLUMN trace_parent TEXT"]),
+        (12, "cancel", ["ALTER TABLE notifications ADD COLUMN cancelled_at DOUBLE PRECISION"]),
     ]
 
     /// The error for a queue a newer gateway has migrated past what this one knows.

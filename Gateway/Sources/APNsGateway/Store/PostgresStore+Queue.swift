@@ -255,11 +255,14 @@ extension PostgresStore {
             guard !claimed.isEmpty else { return [] }
             claimed.sort { ($0.created, $0.id, $0.position) < ($1.created, $1.id, $1.position) }
             let ids = Array(Set(claimed.map(\.id)))
-            var requests: [String: (request: String, traceParent: String?)] = [:]
-            for try await (id, request, traceParent) in try await connection.query(
-                "SELECT id, request, trace_parent FROM notifications WHERE id = ANY(\(ids)::text[])", logger: logger
-            ).decode((String, String, String?).self) {
-                requests[id] = (request, traceParent)
+            var requests: [String: (request: String, traceParent: String?, cancelled: Bool)] = [:]
+            for try await (id, request, traceParent, cancelled) in try await connection.query(
+                """
+                SELECT id, request, trace_parent, cancelled_at IS NOT NULL FROM notifications
+                WHERE id = ANY(\(ids)::text[])
+                """, logger: logger
+            ).decode((String, String, String?, Bool).self) {
+                requests[id] = (request, traceParent, cancelled)
             }
             var notifications: [ClaimedNotification] = []
             for entry in claimed {
@@ -273,7 +276,8 @@ extension PostgresStore {
                         ClaimedNotification(
                             id: entry.id, app: entry.app, storedJSON: requests[entry.id]?.request ?? "{}",
                             deliveries: [delivery], createdAt: Date(timeIntervalSince1970: entry.created),
-                            traceParent: requests[entry.id]?.traceParent))
+                            traceParent: requests[entry.id]?.traceParent,
+                            cancelled: requests[entry.id]?.cancelled ?? false))
                 }
             }
             return notifications
@@ -356,6 +360,9 @@ extension PostgresStore {
             ).decode((Int, String, String).self) {
                 cancelled.append(row)
             }
+            try await connection.query(
+                "UPDATE notifications SET cancelled_at = coalesce(cancelled_at, \(at)) WHERE id = \(id)", logger: logger
+            )
             guard let app = cancelled.first?.app else { return 0 }
             let events = EventColumns(
                 cancelled.map {

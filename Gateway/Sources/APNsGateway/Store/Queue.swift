@@ -84,12 +84,16 @@ package struct ClaimedNotification: Sendable {
     package var createdAt: Date
     /// ``QueuedNotification/traceParent``.
     package var traceParent: String?
+    /// Cancelled (`DELETE`) after these device-sends were claimed (by an instance that has since
+    /// stopped, or one about to send them): they are finished as cancelled, not sent.
+    package var cancelled: Bool
 
     package init(
         id: String, app: String, storedJSON: String, deliveries: [ClaimedDelivery], createdAt: Date,
-        traceParent: String? = nil
+        traceParent: String? = nil, cancelled: Bool = false
     ) {
         self.traceParent = traceParent
+        self.cancelled = cancelled
         self.id = id
         self.app = app
         self.storedJSON = storedJSON

@@ -131,13 +131,13 @@ extension SQLiteStore {
             let read = try db.cachedStatement(
                 sql: """
                     SELECT d.notification_id, d.position, d.token, d.attempts, d.started_at IS NOT NULL AS started, d.app,
-                        n.request, n.created_at, n.trace_parent
+                        n.request, n.created_at, n.trace_parent, n.cancelled_at IS NOT NULL AS cancelled
                     FROM deliveries d JOIN notifications n ON n.id = d.notification_id WHERE d.rowid = ?
                     """)
             var rows:
                 [(
                     created: Double, id: String, delivery: ClaimedDelivery, app: String, request: String,
-                    traceParent: String?
+                    traceParent: String?, cancelled: Bool
                 )] = []
             rows.reserveCapacity(due.count)
             for rowid in due {
@@ -148,7 +148,7 @@ extension SQLiteStore {
                         ClaimedDelivery(
                             position: row["position"], token: row["token"], attempts: row["attempts"],
                             mayHaveBeenSent: row["started"]),
-                        row["app"], row["request"], row["trace_parent"]
+                        row["app"], row["request"], row["trace_parent"], row["cancelled"]
                     ))
             }
             // Oldest notification first, each one's devices in order.
@@ -161,7 +161,8 @@ extension SQLiteStore {
                     claimed.append(
                         ClaimedNotification(
                             id: row.id, app: row.app, storedJSON: row.request, deliveries: [row.delivery],
-                            createdAt: Date(timeIntervalSince1970: row.created), traceParent: row.traceParent))
+                            createdAt: Date(timeIntervalSince1970: row.created), traceParent: row.traceParent,
+                            cancelled: row.cancelled))
                 }
             }
             return claimed
@@ -226,6 +227,9 @@ extension SQLiteStore {
                 arguments: [
                     FailureKind.cancelled.rawValue, Delivery.notSent.rawValue, message, now.timeIntervalSince1970, id,
                 ])
+            try db.execute(
+                sql: "UPDATE notifications SET cancelled_at = coalesce(cancelled_at, ?) WHERE id = ?",
+                arguments: [now.timeIntervalSince1970, id])
             guard let app = rows.first?["app"] as String? else { return 0 }
             let webhooks = try Self.webhookEndpointsByApp(db)
             for row in rows {
