@@ -58,6 +58,12 @@ final class ManualGatewayClock: GatewayClock {
         }
     }
 
+    /// Returns once someone sleeps on this clock (it has reached its wait), yielding meanwhile: no
+    /// wall-clock time is involved.
+    func untilSleeping() async {
+        while state.withLock({ $0.sleepers.isEmpty }) { await Task.yield() }
+    }
+
     /// Moves the time on by `seconds` and wakes every sleeper whose end it passes.
     func advance(by seconds: TimeInterval) {
         let due = state.withLock { state -> [Sleeper] in

@@ -115,14 +115,7 @@ import Testing
     func aCancelStopsWhatWasNotSentAndCountsWhatWas(_ backend: Backend) async throws {
         let setup = try await Setup.start(backend)
         let vault = try CredentialVault(key: Array(repeating: 6, count: 32))
-        #expect(
-            try await setup.store.addWebhookEndpoint(
-                WebhookEndpoint(
-                    name: "hooks", app: "com.example.app", url: "http://127.0.0.1:9/",
-                    sealed: try vault.seal(
-                        .webhookSecret(WebhookSecret.make().text), for: WebhookEndpoint.sealingName("hooks"),
-                        revision: 1),
-                    createdAt: Date())))
+        #expect(try await setup.store.addWebhookEndpoint(.test(url: "http://127.0.0.1:9/", vault: vault)))
         let tokens = (0..<5).map { String(format: "%064x", 7_000 + $0) }
         let id = try await setup.client { client in
             try await client.execute(
@@ -269,35 +262,39 @@ import Testing
 
     /// `?wait=N` on a one-device `POST` answers 200 with the outcome once it is in (sent by the
     /// dispatcher meanwhile), or the usual 202 when the wait ends first; with more than one
-    /// device it is a 422.
+    /// device it is a 422. The API waits on a test clock: the test sends while it waits, then moves
+    /// its time on.
     @Test func aOneDevicePostWaitsForItsOutcome() async throws {
-        let setup = try await Setup.start(.sqlite)
-        let sender = Task {
-            // The dispatcher sends once the notification is queued.
-            while !Task.isCancelled, try await setup.dispatcher.dispatchOnce() == 0 {
-                try await Task.sleep(for: .milliseconds(10))
+        let clock = ManualGatewayClock()
+        let setup = try await Setup.start(.sqlite, limits: { $0.clock = clock })
+        @Sendable func post(wait: Int) -> Task<(HTTPResponse.Status, ByteBuffer), any Error> {
+            Task {
+                try await setup.client { client in
+                    try await client.execute(
+                        uri: "/v1/notifications?wait=\(wait)", method: .post,
+                        headers: GatewayAPITests.bearer(setup.key),
+                        body: ByteBuffer(string: GatewayAPITests.alert(to: [Self.token]))
+                    ) { response in (response.status, response.body) }
+                }
             }
         }
+        // Queued, and its POST waiting: the dispatcher sends it, and the wait's next look finds it.
+        let sent = post(wait: 10)
+        await clock.untilSleeping()
+        #expect(try await setup.dispatcher.dispatchOnce() == 1)
+        clock.advance(by: 1)
+        let (status, body) = try await sent.value
+        #expect(status == .ok)
+        let answer = try Self.object(body)
+        #expect(answer["done"] as? Bool == true)
+        let delivery = try #require((answer["deliveries"] as? [[String: Any]])?.first)
+        #expect(delivery["state"] as? String == "accepted" && delivery["status"] as? Int == 200)
+        // Nothing sends now: the wait ends with the usual 202.
+        let unsent = post(wait: 1)
+        await clock.untilSleeping()
+        clock.advance(by: 2)
+        #expect(try await unsent.value.0 == .accepted)
         try await setup.client { client in
-            try await client.execute(
-                uri: "/v1/notifications?wait=10", method: .post, headers: GatewayAPITests.bearer(setup.key),
-                body: ByteBuffer(string: GatewayAPITests.alert(to: [Self.token]))
-            ) { response in
-                #expect(response.status == .ok)
-                let answer = try Self.object(response.body)
-                #expect(answer["done"] as? Bool == true)
-                let delivery = try #require((answer["deliveries"] as? [[String: Any]])?.first)
-                #expect(delivery["state"] as? String == "accepted" && delivery["status"] as? Int == 200)
-                #expect(response.headers[.location] == "/v1/notifications/\(answer["id"] as? String ?? "")")
-            }
-            _ = try await sender.value
-            // Nothing sends now: the wait ends with the usual 202.
-            try await client.execute(
-                uri: "/v1/notifications?wait=1", method: .post, headers: GatewayAPITests.bearer(setup.key),
-                body: ByteBuffer(string: GatewayAPITests.alert(to: [Self.token]))
-            ) { response in
-                #expect(response.status == .accepted)
-            }
             try await client.execute(
                 uri: "/v1/notifications?wait=1", method: .post, headers: GatewayAPITests.bearer(setup.key),
                 body: ByteBuffer(string: GatewayAPITests.alert(to: [Self.token, String(repeating: "ab", count: 32)]))

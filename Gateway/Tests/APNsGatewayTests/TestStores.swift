@@ -172,3 +172,16 @@ extension GatewayStore {
         return try await complete(outcomes, owner: owner, now: now)
     }
 }
+
+extension WebhookEndpoint {
+    /// An endpoint of com.example.app called `name` at `url`, its `secret` (a new one by default)
+    /// sealed by `vault`.
+    static func test(
+        _ name: String = "hooks", url: String, secret: WebhookSecret = .make(), vault: CredentialVault
+    ) throws -> WebhookEndpoint {
+        WebhookEndpoint(
+            name: name, app: "com.example.app", url: url,
+            sealed: try vault.seal(.webhookSecret(secret.text), for: WebhookEndpoint.sealingName(name), revision: 1),
+            createdAt: Date())
+    }
+}

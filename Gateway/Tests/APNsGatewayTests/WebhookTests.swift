@@ -65,11 +65,7 @@ import Testing
         let vault = try CredentialVault(key: Array(repeating: 3, count: 32))
         let secret = WebhookSecret.make()
         @Sendable func endpoint(_ name: String, url: String) throws -> WebhookEndpoint {
-            WebhookEndpoint(
-                name: name, app: "com.example.app", url: url,
-                sealed: try vault.seal(
-                    .webhookSecret(secret.text), for: WebhookEndpoint.sealingName(name), revision: 1),
-                createdAt: Date())
+            try .test(name, url: url, secret: secret, vault: vault)
         }
         let received = Mutex<(tries: Int, messages: [(id: String, body: String)], unsigned: Int)>((0, [], 0))
         let router = Router()
@@ -209,12 +205,9 @@ import Testing
         let receiver = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         try await receiver.test(.live) { client in
             let port = try #require(client.port)
-            let endpoint = WebhookEndpoint(
-                name: "hooks", app: "com.example.app", url: "http://127.0.0.1:\(port)/hook",
-                sealed: try vault.seal(
-                    .webhookSecret(secret.text), for: WebhookEndpoint.sealingName("hooks"), revision: 1),
-                createdAt: Date())
-            #expect(try await queue.store.addWebhookEndpoint(endpoint))
+            #expect(
+                try await queue.store.addWebhookEndpoint(
+                    .test(url: "http://127.0.0.1:\(port)/hook", secret: secret, vault: vault)))
             // 400 outcomes written straight into the outbox, as complete() writes them.
             #expect(
                 try await queue.store.enqueueAlert(id: "n", tokens: (0..<400).map { String(format: "%064x", $0) })
@@ -256,14 +249,7 @@ import Testing
     func aRestartedInstanceTakesBackWhatItsKilledStartHeld(_ backend: Backend) async throws {
         let queue = try await TestStore(backend)
         let vault = try CredentialVault(key: Array(repeating: 5, count: 32))
-        #expect(
-            try await queue.store.addWebhookEndpoint(
-                WebhookEndpoint(
-                    name: "hooks", app: "com.example.app", url: "http://127.0.0.1:9/hook",
-                    sealed: try vault.seal(
-                        .webhookSecret(WebhookSecret.make().text), for: WebhookEndpoint.sealingName("hooks"),
-                        revision: 1),
-                    createdAt: Date())))
+        #expect(try await queue.store.addWebhookEndpoint(.test(url: "http://127.0.0.1:9/hook", vault: vault)))
         #expect(
             try await queue.store.enqueueAlert(id: "n", tokens: (0..<20).map { String(format: "%064x", $0) })
                 == .accepted)

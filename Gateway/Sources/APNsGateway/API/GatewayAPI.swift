@@ -35,6 +35,10 @@ public struct GatewayAPI: Sendable {
         public var maximumBatchItems = 100
         /// The longest `?wait=` of a one-device `POST /v1/notifications` for its outcome.
         public var maximumWait: Duration = .seconds(30)
+        /// How often such a wait reads the notification's progress: short, so that the answer
+        /// follows the outcome closely; a read is one indexed query, so a waiting request costs the
+        /// database little.
+        public var waitPollInterval: Duration = .milliseconds(25)
         /// Unfinished device-sends above which `POST` answers 503 with `Retry-After`.
         public var maximumQueueDepth = 1_000_000
         /// The `Retry-After` of that 503, in seconds.
@@ -451,8 +455,9 @@ public struct GatewayAPI: Sendable {
     }
 
     /// The progress document of notification `id` once every device-send of it is finished, or
-    /// nil when `wait` ends first. The store is read every 25 ms: the instance that sends it may
-    /// be another one on the same database.
+    /// nil when `wait` ends first. The store is read every ``Configuration/waitPollInterval``: the
+    /// instance that sends it may be another one on the same database, so no signal in this
+    /// process would say it is done.
     private func finished(_ id: String, within wait: Duration) async throws -> [String: JSONValue]? {
         let clock = configuration.clock
         let deadline = clock.now + wait
@@ -461,7 +466,7 @@ public struct GatewayAPI: Sendable {
                 return Self.document(of: progress)
             }
             guard clock.now < deadline else { return nil }
-            try await clock.sleep(for: .milliseconds(25))
+            try await clock.sleep(for: configuration.waitPollInterval)
         }
     }
 

@@ -18,11 +18,17 @@ package struct JSONLogHandler: LogHandler {
     package var metadata: Logger.Metadata = [:]
     package var logLevel: Logger.Level = .info
     let label: String
+    /// The time each line carries.
+    let clock: any GatewayClock
     /// Where a line goes (standard error, or a test's collector).
     let write: @Sendable (String) -> Void
 
-    package init(label: String, write: @escaping @Sendable (String) -> Void = JSONLogHandler.standardError) {
+    package init(
+        label: String, clock: any GatewayClock = SystemGatewayClock(),
+        write: @escaping @Sendable (String) -> Void = JSONLogHandler.standardError
+    ) {
         self.label = label
+        self.clock = clock
         self.write = write
     }
 
@@ -37,7 +43,7 @@ package struct JSONLogHandler: LogHandler {
         write(
             Self.line(
                 label: label, level: event.level, message: event.message.description, metadata: merged,
-                source: event.source, at: Date()))
+                source: event.source, at: clock.now))
     }
 
     /// One log line, newline included.
