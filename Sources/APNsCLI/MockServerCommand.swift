@@ -75,6 +75,22 @@ struct MockServerCommand: AsyncParsableCommand {
             "Also serve the console's API on 127.0.0.1:PORT (0 picks a free one): list, filter, await and clear what the mock received, make devices and remove their app, switch faults (MockConsole)."
     )
     var consolePort: Int?
+    @Option(
+        name: .customLong("sandbox-key-file"),
+        help:
+            "With --console: the composer may also send through a token connector to APNs' sandbox with this .p8 key (needs --sandbox-key-id and --sandbox-team-id)."
+    )
+    var sandboxKeyFile: String?
+    @Option(name: .customLong("sandbox-key-id"), help: "The key id of --sandbox-key-file.") var sandboxKeyID: String?
+    @Option(name: .customLong("sandbox-team-id"), help: "The team id of --sandbox-key-file.") var sandboxTeamID: String?
+    @Option(
+        name: .customLong("sandbox-cert"),
+        help:
+            "With --console: the composer may also send through a certificate connector to APNs' sandbox with this PEM client certificate (needs --sandbox-cert-key)."
+    )
+    var sandboxCertificate: String?
+    @Option(name: .customLong("sandbox-cert-key"), help: "The PEM private key of --sandbox-cert.")
+    var sandboxCertificateKey: String?
 
     func run() async throws {
         try await Failure.reporting {
@@ -83,6 +99,10 @@ struct MockServerCommand: AsyncParsableCommand {
             }
             if let consolePort, !(0...65_535).contains(consolePort) {
                 throw UsageError("--console \(consolePort) is not a TCP port; use 1 to 65535, or 0 for a free one")
+            }
+            if consolePort == nil, sandboxKeyFile != nil || sandboxCertificate != nil {
+                throw UsageError(
+                    "--sandbox-key-file and --sandbox-cert are for the console's composer: give --console too")
             }
             if let headerTableSize, !(0...65_536).contains(headerTableSize) {
                 throw UsageError("--header-table-size \(headerTableSize) must be 0 to 65536 bytes")
@@ -112,9 +132,13 @@ struct MockServerCommand: AsyncParsableCommand {
                     "apns-mock-\(UUID().uuidString.prefix(8))"
                 ).path
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let sandbox = try sandboxConnectors()
             let signingKey = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "KEY0000001")
+            // The composer's own key: its tokens never count against the printed key's (the mock,
+            // like APNs, takes a new token for a key at most every 20 minutes).
+            let consoleKey = MockCertificateAuthority.makeSigningKey(teamID: "TEAM000001", keyID: "CONSOLE001")
             let authority = try MockCertificateAuthority()
-            var configuration = MockAPNsServer.Configuration(signingKeys: [signingKey])
+            var configuration = MockAPNsServer.Configuration(signingKeys: [signingKey, consoleKey])
             configuration.certificateAuthority = authority
             configuration.port = port
             if allowFrequentTokenUpdates { configuration.minimumTokenUpdateInterval = nil }
@@ -137,7 +161,34 @@ struct MockServerCommand: AsyncParsableCommand {
                 try Data(text.utf8).write(to: URL(fileURLWithPath: folder).appendingPathComponent(name))
             }
             let server = try await MockAPNsServer.start(configuration)
-            let console = try await consolePort.asyncMap { try await MockConsole.start(serving: server, port: $0) }
+            var connectors = sandbox
+            var destinations: [ConsoleAPI.Destination] = []
+            if consolePort != nil {
+                var transport = TransportConfiguration()
+                transport.trustedCertificateAuthority = .pem(server.certificateAuthorityPEM)
+                let environment = APNsEnvironment.custom(host: server.host, port: server.port, name: "mock")
+                let mock = [
+                    AnyConnector(
+                        try TokenConnector(
+                            teamID: consoleKey.teamID, keyID: consoleKey.keyID, key: .pem(consoleKey.privateKeyPEM),
+                            environment: environment, transport: transport)),
+                    AnyConnector(
+                        try CertificateConnector(
+                            certificate: .pem(client.certificatePEM), privateKey: .pem(client.privateKeyPEM),
+                            environment: environment, transport: transport)),
+                ]
+                connectors += mock
+                destinations.append(ConsoleAPI.Destination(name: "mock", connectors: mock))
+                if !sandbox.isEmpty {
+                    destinations.append(ConsoleAPI.Destination(name: "sandbox", connectors: sandbox))
+                }
+            } else if !sandbox.isEmpty {
+                throw UsageError(
+                    "--sandbox-key-file and --sandbox-cert are for the console's composer: give --console too")
+            }
+            let console = try await consolePort.asyncMap {
+                try await MockConsole.start(serving: server, port: $0, destinations: destinations)
+            }
             if let injected { server.inject(injected, connections: faultConnections, requests: faultRequests) }
             for rejection in scripted {
                 server.reject(deviceToken: rejection.token, with: rejection.reason, timestamp: rejection.timestamp)
@@ -155,9 +206,34 @@ struct MockServerCommand: AsyncParsableCommand {
             // the caller named is the caller's), and the server stops.
             await Self.untilInterrupted()
             try? await console?.stop()
+            for connector in connectors { await connector.shutdown(gracePeriod: .zero) }
             try? await server.stop()
             if dir == nil { try? FileManager.default.removeItem(atPath: folder) }
         }
+    }
+
+    /// The connectors to APNs' sandbox that `--sandbox-key-file` and `--sandbox-cert` describe.
+    func sandboxConnectors() throws -> [AnyConnector] {
+        var connectors: [AnyConnector] = []
+        if let sandboxKeyFile {
+            guard let sandboxKeyID, let sandboxTeamID else {
+                throw UsageError("--sandbox-key-file needs --sandbox-key-id and --sandbox-team-id")
+            }
+            connectors.append(
+                AnyConnector(
+                    try TokenConnector(
+                        teamID: sandboxTeamID, keyID: sandboxKeyID, key: .file(path: sandboxKeyFile),
+                        environment: .sandbox)))
+        }
+        if let sandboxCertificate {
+            guard let sandboxCertificateKey else { throw UsageError("--sandbox-cert needs --sandbox-cert-key") }
+            connectors.append(
+                AnyConnector(
+                    try CertificateConnector(
+                        certificate: .file(path: sandboxCertificate), privateKey: .file(path: sandboxCertificateKey),
+                        environment: .sandbox)))
+        }
+        return connectors
     }
 
     /// `--reject TOKEN:REASON[:TIMESTAMP-MS]`.

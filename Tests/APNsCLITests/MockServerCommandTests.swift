@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// `apns mock-server` run as a process, as a test suite in another language runs it.
 @Suite struct MockServerCommandTests {
     @Test func refusesARejectionItCannotScript() async throws {
@@ -31,21 +35,12 @@ import Testing
             ],
             discardingErrors: true)
         defer { server.terminate() }
-        // The lines it prints once it listens: "listening HOST:PORT", "ca-file PATH", "key-file PATH
-        // key-id ID team-id ID", "client-cert PATH …".
-        let printed = await server.output { $0.contains("client-cert ") }
-        let words = printed.split(whereSeparator: \.isWhitespace).map(String.init)
-        func value(after word: String) throws -> String {
-            let index = try #require(words.firstIndex(of: word), "\(word) in \(printed)")
-            return words[index + 1]
-        }
-        let run = try await CLITests.apns([
-            "send", "--key-file", try value(after: "key-file"), "--key-id", try value(after: "key-id"),
-            "--team-id", try value(after: "team-id"), "--host", try value(after: "listening"),
-            "--ca-file", try value(after: "ca-file"), "--topic", "com.example.app", "--token", CLITests.tokenA,
-            "--token",
-            CLITests.tokenB, "--body", "Hello", "--json",
-        ])
+        let printed = Printed(await server.output { $0.contains("client-cert ") })
+        let run = try await CLITests.apns(
+            try printed.sendArguments() + [
+                "--topic", "com.example.app", "--token", CLITests.tokenA, "--token", CLITests.tokenB, "--body", "Hello",
+                "--json",
+            ])
         #expect(run.status == 1, "\(run.stderr)")
         let lines = run.stdout.split(separator: "\n")
         #expect(lines.count == 2, "\(run.stdout)")
@@ -59,5 +54,64 @@ import Testing
                 $0.hasPrefix(#"{"token":"\#(CLITests.tokenB)","status":200,"#) && !$0.contains("apns-unique-id")
             },
             "\(run.stdout)")
+    }
+
+    /// The console's composer sends through the mock's own connectors, a token's and a
+    /// certificate's; its tokens are its own key's, so `apns send` with the printed key is still
+    /// accepted after it (the mock, like APNs, takes a new token for a key at most every 20
+    /// minutes). A sandbox credential without the console is refused.
+    @Test func theComposerSendsThroughBothConnectorKinds() async throws {
+        let refused = try await CLITests.apns(["mock-server", "--sandbox-key-file", "AuthKey.p8"])
+        #expect(refused.status == 2 && refused.stderr.contains("give --console too"), "\(refused.stderr)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-cli-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try ChildProcess(
+            CLITests.binary, ["mock-server", "--dir", folder.path, "--console", "0"], discardingErrors: true)
+        defer { server.terminate() }
+        let printed = Printed(await server.output { $0.contains("console http") })
+        for kind in ["token", "certificate"] {
+            var request = URLRequest(
+                url: try #require(URL(string: try printed.value(after: "console") + "/api/compose")))
+            request.httpMethod = "POST"
+            request.httpBody = Data(
+                #"{"notification": {"push-type": "alert", "bundle-id": "com.example.app", "alert": "Hi"}, "device": "\#(CLITests.tokenA)", "connector": "\#(kind)", "send": "mock"}"#
+                    .utf8)
+            let (data, _) = try await URLSession.shared.data(for: request)
+            let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            #expect((object["sent"] as? [String: Any])?["status"] as? Int == 200, "\(kind): \(object)")
+            #expect(object["connector"] as? String == kind)
+        }
+        let run = try await CLITests.apns(
+            try printed.sendArguments() + [
+                "--topic", "com.example.app", "--token", CLITests.tokenA, "--body", "Hello",
+            ])
+        #expect(run.status == 0, "\(run.stderr)")
+    }
+}
+
+/// What `apns mock-server` prints once it listens: "listening HOST:PORT", "ca-file PATH", "key-file
+/// PATH key-id ID team-id ID", "client-cert PATH …", and "console URL" with `--console`.
+struct Printed {
+    let text: String
+    let words: [String]
+
+    init(_ text: String) {
+        self.text = text
+        words = text.split(whereSeparator: \.isWhitespace).map(String.init)
+    }
+
+    /// `apns send` with the printed key, to the printed address, trusting the printed CA.
+    func sendArguments() throws -> [String] {
+        [
+            "send", "--key-file", try value(after: "key-file"), "--key-id", try value(after: "key-id"),
+            "--team-id", try value(after: "team-id"), "--host", try value(after: "listening"),
+            "--ca-file", try value(after: "ca-file"),
+        ]
+    }
+
+    /// The word printed after `word`.
+    func value(after word: String) throws -> String {
+        let index = try #require(words.firstIndex(of: word), "\(word) in \(text)")
+        return words[index + 1]
     }
 }

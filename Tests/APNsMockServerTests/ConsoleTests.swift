@@ -148,7 +148,7 @@ import Testing
                 routes.append((String(trimmed.dropLast()).uppercased(), path))
             }
         }
-        #expect(routes.count == 8, "\(routes)")
+        #expect(routes.count == 10, "\(routes)")
         try await Fixture.with { fixture in
             let api = ConsoleAPI(server: fixture.server)
             for route in routes {

@@ -5,7 +5,7 @@ with the mock's client certificate). Run by Scripts/console-browser-test.sh, whi
     python3 console_test.py CONSOLE-URL APNS-HOST:PORT FOLDER SCREENSHOT
 
 FOLDER holds the mock's ca.pem, client.pem and client-key.pem; SCREENSHOT is where the picture
-of the console showing the alert goes (the one in Sources/APNs.docc/Resources).
+of the console showing the composed alert goes (the one in Sources/APNs.docc/Resources).
 """
 
 import subprocess
@@ -34,7 +34,7 @@ def push(token, body, push_type="alert"):
 
 
 options = Options()
-for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,900"]:
+for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1200"]:
     options.add_argument(argument)
 options.binary_location = "/usr/bin/chromium"
 browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
@@ -43,6 +43,56 @@ try:
     browser.get(console + "/")
     wait.until(EC.text_to_be_present_in_element((By.ID, "status"), "0 received"))
 
+    # The composer offers what each push type takes, from the library's rules.
+    def offered(select_id):
+        return [option.get_attribute("value") for option in Select(browser.find_element(By.ID, select_id)).options]
+
+    def choose(push_type):
+        Select(browser.find_element(By.ID, "compose-type")).select_by_value(push_type)
+
+    wait.until(lambda _: "alert" in offered("compose-type"))
+    choose("mdm")
+    assert offered("compose-connector") == ["certificate"], offered("compose-connector")
+    assert browser.find_element(By.ID, "compose-app-label").text == "MDM topic"
+    choose("widgets")
+    assert offered("compose-connector") == ["token"] and offered("compose-priority") == ["10", "5"]
+    assert not browser.find_elements(By.ID, "field-alert-title"), "widgets take no alert"
+    choose("background")
+    assert offered("compose-priority") == ["5"], offered("compose-priority")
+    choose("liveactivity")
+    assert offered("compose-target") == ["device", "channel"], offered("compose-target")
+    assert browser.find_elements(By.ID, "field-alert-title") and not browser.find_elements(By.ID, "field-alert-subtitle")
+    print("the composer offers each push type's connectors, priorities, targets and fields")
+
+    # A device made on the page becomes the composer's target; a rule broken is shown on its field.
+    browser.find_element(By.CSS_SELECTOR, "#device-form button[type=submit]").click()
+    wait.until(lambda _: browser.find_element(By.ID, "compose-to").get_attribute("value"))
+    choose("fileprovider")
+    wait.until(EC.text_to_be_present_in_element((By.ID, "compose-problem"), "container-identifier"))
+    wait.until(lambda _: browser.find_element(By.ID, "field-container-identifier").get_attribute("aria-invalid") == "true")
+    print("a fileprovider without its container refused, on its field:", browser.find_element(By.ID, "compose-problem").text)
+
+    # An alert with a title and a badge: its exact request and its Swift, sent, shown as a banner.
+    choose("alert")
+    assert offered("compose-priority") == ["10", "5", "1"] and offered("compose-target") == ["device"]
+    browser.find_element(By.ID, "field-alert-title").send_keys("Hello")
+    browser.find_element(By.ID, "field-badge").send_keys("1")
+    wait.until(EC.text_to_be_present_in_element((By.ID, "compose-request"), '{"aps":{"alert":{"title":"Hello"},"badge":1}}'))
+    wait.until(EC.text_to_be_present_in_element((By.ID, "compose-swift"), 'Title("Hello")'))
+    assert "Badge(1)" in browser.find_element(By.ID, "compose-swift").text
+    assert "apns-push-type: alert" in browser.find_element(By.ID, "compose-request").text
+    browser.find_element(By.ID, "compose-send-mock").click()
+    wait.until(EC.text_to_be_present_in_element((By.ID, "compose-result"), "Sent to the mock: 200"))
+    wait.until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, ".banner .title"), "Hello"))
+    assert browser.find_element(By.CSS_SELECTOR, ".banner .badge").text == "1"
+    assert "apns-push-type" in browser.find_element(By.ID, "detail").text
+    assert "authorization: bearer" in browser.find_element(By.ID, "compose-request").text, "a token connector by default"
+    # The whole page in the picture: the composer, its request and Swift, and the banner.
+    browser.set_window_size(1400, browser.execute_script("return document.documentElement.scrollHeight") + 40)
+    browser.save_screenshot(screenshot)
+    browser.set_window_size(1400, 1200)
+    print("an alert composed (request and Swift shown), sent, and shown as a banner; screenshot", screenshot)
+
     # An alert with a title and a badge arrives and is shown as a banner, its request beside it.
     token = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
     assert push(token, '{"aps":{"alert":{"title":"Goal!","subtitle":"Arsenal 2-1","body":"Saka scores in the 89th minute"},"badge":3,"sound":"default"}}') == 200
@@ -50,8 +100,7 @@ try:
     assert browser.find_element(By.CSS_SELECTOR, ".banner .badge").text == "3"
     assert "accepted" in browser.find_element(By.ID, "rows").text
     assert "apns-push-type" in browser.find_element(By.ID, "detail").text
-    browser.save_screenshot(screenshot)
-    print("an alert shown as a banner, with its headers and payload; screenshot", screenshot)
+    print("an alert sent by curl shown as a banner, with its headers and payload")
 
     # A device made on the page; its app removed; the next push to it is 410, shown as such.
     browser.find_element(By.CSS_SELECTOR, "#device-form button[type=submit]").click()
@@ -82,7 +131,7 @@ try:
     rows[0].send_keys(Keys.ENTER)
     wait.until(EC.text_to_be_present_in_element((By.ID, "detail"), "Unregistered"))
     labels = browser.find_elements(By.CSS_SELECTOR, "label")
-    assert all(label.find_elements(By.CSS_SELECTOR, "input, select") for label in labels), "every field labelled"
+    assert all(label.find_elements(By.CSS_SELECTOR, "input, select, textarea") for label in labels), "every field labelled"
     print("filtered to the rejected; a row opened with the keyboard; every field labelled")
     print("console in a browser: ok")
 finally:

@@ -18,6 +18,11 @@ import Synchronization
 ///   later push to it is answered 410 Unregistered with that time.
 /// - `PUT /api/fault {"fault": "status:503:30", "connections"?, "requests"?}`: the mock misbehaves
 ///   as `apns mock-server --fault` says; `DELETE /api/fault` ends it.
+/// - `GET /api/push-types`: what the composer offers per push type (fields, priorities, connector
+///   kinds, targets), from the library's rules, and the destinations it can send to.
+/// - `POST /api/compose {"notification": {…}, "device" | "channel", "connector"?, "send"?}`: the
+///   notification checked by the library's rules, its exact request and the Swift that builds it;
+///   with `send`, also sent through that ``Destination``'s connector and APNs' answer (`Composer`).
 ///
 /// Thread safety: `Sendable`; the devices it made are behind a `Mutex`, the rest is the server's.
 public final class ConsoleAPI: Sendable {
@@ -66,11 +71,26 @@ public final class ConsoleAPI: Sendable {
         var removedAt: Date?
     }
 
+    /// Where the composer sends: a name (`mock`, `sandbox`) and its connectors, one per kind of
+    /// authentication. The console uses them and never shuts them down: whoever made them does.
+    public struct Destination: Sendable {
+        public var name: String
+        public var connectors: [AnyConnector]
+
+        public init(name: String, connectors: [AnyConnector]) {
+            self.name = name
+            self.connectors = connectors
+        }
+    }
+
     let server: MockAPNsServer
     let devices: Mutex<[Device]>
+    let destinations: [Destination]
 
-    public init(server: MockAPNsServer) {
+    /// The API of `server`; the composer sends to `destinations` (none: it composes only).
+    public init(server: MockAPNsServer, destinations: [Destination] = []) {
         self.server = server
+        self.destinations = destinations
         devices = Mutex([])
     }
 
@@ -98,10 +118,24 @@ public final class ConsoleAPI: Sendable {
         case ("DELETE", ["api", "fault"]):
             server.inject(nil)
             return Response(status: 204, body: "")
+        case ("GET", ["api", "push-types"]):
+            return Self.json(
+                200,
+                [
+                    "push-types": Composer.pushTypes,
+                    "destinations": destinations.map { destination in
+                        [
+                            "name": destination.name,
+                            "connectors": destination.connectors.map(\.authenticationMethod.rawValue).sorted(),
+                        ] as [String: Any]
+                    },
+                ])
+        case ("POST", ["api", "compose"]):
+            return await compose(request.body)
         default:
             return Self.problem(
                 404,
-                "no such route: the console serves its page at GET /, and GET /api/requests, GET /api/requests/await, DELETE /api/requests, GET and POST /api/devices, DELETE /api/devices/{token}, PUT and DELETE /api/fault"
+                "no such route: the console serves its page at GET /, and GET /api/requests, GET /api/requests/await, DELETE /api/requests, GET and POST /api/devices, DELETE /api/devices/{token}, PUT and DELETE /api/fault, GET /api/push-types, POST /api/compose"
             )
         }
     }
@@ -219,6 +253,48 @@ public final class ConsoleAPI: Sendable {
             return Device(token: token, app: "", environment: "", removedAt: now)
         }
         return Self.json(200, Self.object(removed))
+    }
+
+    // MARK: Composer
+
+    func compose(_ body: [UInt8]) async -> Response {
+        let composition: Composer.Composition
+        do { composition = try Composer.compose(body, now: server.state.configuration.clock()) } catch {
+            var object: [String: Any] = ["status": error.status, "detail": error.message]
+            if let field = error.field { object["field"] = field }
+            return Self.json(error.status, object)
+        }
+        var answer = composition.object
+        if let name = composition.send {
+            guard let destination = destinations.first(where: { $0.name == name }) else {
+                let names = destinations.map(\.name)
+                return Self.json(
+                    422,
+                    [
+                        "status": 422, "field": "send",
+                        "detail": names.isEmpty
+                            ? "this console sends nowhere; start it with apns mock-server --console to send to the mock"
+                            : "\(name) is not a destination; give \(names.joined(separator: " or "))",
+                    ])
+            }
+            guard
+                let connector = destination.connectors.first(where: {
+                    $0.authenticationMethod == composition.connector
+                })
+            else {
+                let kinds = destination.connectors.map(\.authenticationMethod.rawValue).sorted()
+                return Self.json(
+                    422,
+                    [
+                        "status": 422, "field": "connector",
+                        "detail":
+                            "\(name) has no \(composition.connector.rawValue) connector; it has \(kinds.joined(separator: " and ")): pick one the push type allows",
+                    ])
+            }
+            answer["sent"] = await Composer.send(composition, via: connector)
+            answer["destination"] = name
+        }
+        return Self.json(200, answer)
     }
 
     // MARK: Faults

@@ -4,6 +4,10 @@
 /// Activity's content state, a background or widget push as what it wakes), its token's claims,
 /// headers, pretty JSON and exact bytes; makes devices and removes their app; and switches faults.
 /// Everything from a request is written with `textContent`, never as markup.
+///
+/// Its composer asks ``ConsoleAPI`` (`GET /api/push-types`) what each push type takes, offers only
+/// that, and shows what `POST /api/compose` answers: the exact request, the Swift, or the rule the
+/// notification breaks, on the field that breaks it.
 enum ConsolePage {
     static let html = #"""
         <!doctype html>
@@ -36,6 +40,11 @@ enum ConsolePage {
           pre { background: #f2f2f7; padding: 8px; border-radius: 6px; overflow: auto; font-size: 13px; }
           .muted { color: var(--muted); }
           .stack > * + * { margin-top: 16px; }
+          .activity { background: #1c1c1e; color: #fff; border-radius: 18px; padding: 12px 14px; max-width: 380px; margin: 8px 0 12px; }
+          .activity dl { display: grid; grid-template-columns: auto 1fr; gap: 2px 12px; margin: 6px 0 0; } .activity dt { color: #d1d1d6; } .activity dd { margin: 0; font-weight: 600; }
+          #compose-fields { display: flex; flex-wrap: wrap; } #compose-fields textarea { font: 13px ui-monospace, monospace; min-width: 220px; }
+          [aria-invalid="true"] { border-color: var(--bad); outline: 2px solid var(--bad); }
+          .problem { color: var(--bad); font-weight: 600; }
         </style>
         </head>
         <body>
@@ -82,10 +91,30 @@ enum ConsolePage {
               <p id="fault-state" class="muted" role="status">No fault.</p>
             </section>
           </div>
-          <section aria-labelledby="detail-heading" aria-live="polite">
-            <h2 id="detail-heading">Request</h2>
-            <div id="detail"><p class="muted">Select a request to see it as the device shows it, with its exact request.</p></div>
-          </section>
+          <div class="stack">
+            <section aria-labelledby="compose-heading">
+              <h2 id="compose-heading">Compose</h2>
+              <form id="compose-form" novalidate>
+                <label>Push type <select id="compose-type" name="push-type"></select></label>
+                <label><span id="compose-app-label">Bundle id</span> <input id="compose-app" name="app" value="com.example.app" required></label>
+                <label>Priority <select id="compose-priority" name="priority"></select></label>
+                <label>Connector <select id="compose-connector" name="connector"></select></label>
+                <label>Target <select id="compose-target" name="target"></select></label>
+                <label><span id="compose-to-label">Device token</span> <input id="compose-to" name="to" list="device-tokens" size="30" required></label>
+                <datalist id="device-tokens"></datalist>
+                <fieldset id="compose-fields" style="border:0;padding:0;margin:0"><legend class="muted">Fields this push type takes</legend></fieldset>
+                <div id="compose-send"></div>
+              </form>
+              <p id="compose-problem" class="problem" role="alert"></p>
+              <p id="compose-result" role="status"></p>
+              <h3>The request</h3><pre id="compose-request" aria-label="The exact request">—</pre>
+              <details id="compose-swift-details" open><summary>Swift that builds it</summary><pre id="compose-swift" aria-label="Swift that builds it">—</pre></details>
+            </section>
+            <section aria-labelledby="detail-heading" aria-live="polite">
+              <h2 id="detail-heading">Request</h2>
+              <div id="detail"><p class="muted">Select a request to see it as the device shows it, with its exact request.</p></div>
+            </section>
+          </div>
         </main>
         <script>
         "use strict";
@@ -119,7 +148,10 @@ enum ConsolePage {
         function show(r) { detail.replaceChildren(); const aps = (r.payload && r.payload.aps) || {};
           const what = el("h3", r["push-type"] === "alert" ? "On the Lock Screen" : "What it does"); detail.append(what);
           if (r["push-type"] === "alert" || (r["push-type"] === "liveactivity" && aps.alert)) detail.append(banner(r, aps));
-          if (r["push-type"] === "liveactivity") { detail.append(el("p", "Live Activity " + (aps.event || "update") + ": content state")); detail.append(el("pre", JSON.stringify(aps["content-state"] || {}, null, 2))); }
+          if (r["push-type"] === "liveactivity") { const card = el("div", undefined, "activity"); card.setAttribute("role", "img"); card.setAttribute("aria-label", "Live Activity");
+            card.append(el("div", (r.app || r.topic || "") + " · Live Activity " + (aps.event || "update")));
+            const dl = el("dl"); for (const [k, v] of Object.entries(aps["content-state"] || {})) dl.append(el("dt", k), el("dd", typeof v === "object" ? JSON.stringify(v) : v));
+            card.append(dl); if (aps["dismissal-date"]) card.append(el("div", "Dismissed at " + new Date(aps["dismissal-date"] * 1000).toLocaleString(), "muted")); detail.append(card); }
           else if (r["push-type"] === "background") detail.append(el("p", "Wakes the app in the background (content-available), no alert."));
           else if (r["push-type"] === "widgets") detail.append(el("p", "Reloads the app's widgets."));
           else if (r["push-type"] === "controls") detail.append(el("p", "Reloads the app's controls."));
@@ -139,6 +171,8 @@ enum ConsolePage {
             since = page["next-since"]; statusLine.textContent = received.length + " received"; }
           catch (e) { statusLine.textContent = "the mock does not answer"; } }
         async function devices() { const a = await fetch("/api/devices"); const list = (await a.json()).devices; const body = document.getElementById("devices"); body.replaceChildren();
+          const tokens = document.getElementById("device-tokens"); tokens.replaceChildren(); for (const d of list) { const o = el("option"); o.value = d.token; o.label = d.app; tokens.append(o); }
+          const to = document.getElementById("compose-to"); if (to && !to.value && list.length && document.getElementById("compose-target").value !== "channel") { to.value = list[list.length - 1].token; scheduleCompose(); }
           for (const d of list) { const tr = el("tr"); const remove = el("button", "Remove the app", "quiet"); remove.type = "button"; remove.disabled = !!d["app-removed-at"];
             remove.setAttribute("aria-label", "Remove the app from device " + d.token.slice(0, 8));
             remove.addEventListener("click", async () => { await fetch("/api/devices/" + d.token, { method: "DELETE" }); devices(); });
@@ -152,7 +186,60 @@ enum ConsolePage {
         document.getElementById("clear").addEventListener("click", async () => { await fetch("/api/requests", { method: "DELETE" }); received = []; selected = null; render(); });
         document.getElementById("filters").addEventListener("input", render);
         document.getElementById("filters").addEventListener("change", render);
-        poll(); devices(); setInterval(poll, 1000);
+        // The composer: what each push type takes comes from GET /api/push-types (the library's rules).
+        let types = [], destinations = [], composeTimer = null;
+        const $ = id => document.getElementById(id);
+        const order = ["event", "alert", "badge", "sound", "content-state", "data"];
+        function option(select, value, text, selectedValue) { const o = el("option", text === undefined ? value : text); o.value = String(value); if (String(value) === String(selectedValue)) o.selected = true; select.append(o); }
+        function currentType() { return types.find(t => t.name === $("compose-type").value) || types[0]; }
+        function labelled(text, control) { const l = el("label", text + " "); l.append(control); return l; }
+        function buildForm() { const t = currentType(); const fields = $("compose-fields"); fields.replaceChildren(el("legend", "Fields " + t.name + " takes", "muted"));
+          $("compose-app-label").textContent = t["app-field"] === "topic" ? "MDM topic" : "Bundle id";
+          const p = $("compose-priority"); p.replaceChildren(); for (const v of t.priorities) option(p, v, v + (v === t["default-priority"] ? " (default)" : ""), t["default-priority"]);
+          const c = $("compose-connector"); c.replaceChildren(); for (const v of t.connectors) option(c, v, v, t.connectors.includes("token") ? "token" : v);
+          const g = $("compose-target"); g.replaceChildren(); for (const v of t.targets) option(g, v, v === "device" ? "a device" : "a broadcast channel");
+          const shown = t.fields.filter(f => !["bundle-id", "topic", "priority"].includes(f.name)).sort((a, b) => ((order.indexOf(a.name) + 1 || 99) - (order.indexOf(b.name) + 1 || 99)) || a.name.localeCompare(b.name));
+          for (const f of shown) { const id = "field-" + f.name; let control;
+            if (f.kind === "alert") { for (const part of (t.name === "liveactivity" ? ["title", "body"] : ["title", "subtitle", "body"])) { const i = el("input"); i.id = id + "-" + part; i.dataset.field = "alert"; i.dataset.part = part; fields.append(labelled("Alert " + part, i)); } continue; }
+            if (f.kind === "boolean") { control = el("input"); control.type = "checkbox"; }
+            else if (f.kind === "choice") { control = el("select"); option(control, "", "—"); for (const v of f.options) option(control, v, v, f.name === "event" ? "update" : ""); }
+            else if (f.kind === "object") { control = el("textarea"); control.rows = 2; control.placeholder = "{ JSON object }"; if (f.name === "content-state") control.value = "{}"; }
+            else { control = el("input"); if (f.kind === "integer" || f.kind === "number") { control.type = "number"; control.step = f.kind === "integer" ? "1" : "any"; } }
+            control.id = id; control.dataset.field = f.name; control.dataset.kind = f.kind; fields.append(labelled(f.name, control)); }
+          const send = $("compose-send"); send.replaceChildren();
+          for (const d of destinations) { const b = el("button", "Send to the " + d.name); b.type = "button"; b.id = "compose-send-" + d.name; b.addEventListener("click", () => compose(d.name)); send.append(b); send.append(" "); }
+          if (!destinations.length) send.append(el("span", "This console composes only: start it with apns mock-server --console to send.", "muted"));
+          targetChanged(); scheduleCompose(); }
+        function targetChanged() { $("compose-to-label").textContent = $("compose-target").value === "channel" ? "Channel id" : "Device token"; }
+        function notificationJSON() { const t = currentType(); const n = { "push-type": t.name }; n[t["app-field"]] = $("compose-app").value;
+          if (Number($("compose-priority").value) !== t["default-priority"]) n.priority = Number($("compose-priority").value);
+          const alert = {}; for (const control of $("compose-fields").querySelectorAll("[data-field]")) { const f = control.dataset.field;
+            if (f === "alert") { if (control.value) alert[control.dataset.part] = control.value; continue; }
+            if (control.type === "checkbox") { if (control.checked) n[f] = true; continue; }
+            if (control.value === "") continue;
+            if (control.dataset.kind === "integer" || control.dataset.kind === "number") { const v = Number(control.value); n[f] = Number.isFinite(v) ? v : control.value; }
+            else if (control.dataset.kind === "object") { try { n[f] = JSON.parse(control.value); } catch (e) { n[f] = control.value; } }
+            else n[f] = control.value; }
+          if (Object.keys(alert).length) n.alert = alert; return n; }
+        function scheduleCompose() { clearTimeout(composeTimer); composeTimer = setTimeout(() => compose(null), 250); }
+        async function compose(destination) { if (!$("compose-to").value) { $("compose-problem").textContent = ""; $("compose-result").textContent = "Give a " + ($("compose-target").value === "channel" ? "channel id" : "device token: create a device below, or paste one") + "."; return; }
+          const body = { notification: notificationJSON(), connector: $("compose-connector").value };
+          body[$("compose-target").value] = $("compose-to").value; if (destination) body.send = destination;
+          for (const c of document.querySelectorAll('#compose-form [aria-invalid]')) c.removeAttribute("aria-invalid");
+          const a = await fetch("/api/compose", { method: "POST", body: JSON.stringify(body) }); const answer = await a.json();
+          if (!a.ok) { $("compose-problem").textContent = (answer.field ? answer.field + ": " : "") + answer.detail; $("compose-request").textContent = "—"; $("compose-swift").textContent = "—";
+            const field = answer.field === "device" || answer.field === "channel" ? $("compose-to") : answer.field && (document.querySelector('#compose-fields [data-field="' + answer.field + '"]') || (answer.field.startsWith("alert") && document.querySelector('#compose-fields [data-field="alert"]')) || $({ connector: "compose-connector", priority: "compose-priority", "bundle-id": "compose-app", topic: "compose-app" }[answer.field] || "none"));
+            if (field) field.setAttribute("aria-invalid", "true"); if (destination) $("compose-result").textContent = "Not sent: " + answer.detail; return; }
+          $("compose-problem").textContent = ""; $("compose-request").textContent = answer.request.text; $("compose-swift").textContent = answer.swift;
+          if (answer.sent) { const s = answer.sent; $("compose-result").textContent = s.error ? "Not answered: " + s.error : s.status === 200 ? "Sent to the " + answer.destination + ": 200, apns-id " + s["apns-id"] : "Refused by the " + answer.destination + ": " + s.status + " " + (s.reason || "") ; poll(); } }
+        async function loadTypes() { const a = await fetch("/api/push-types"); const answer = await a.json(); types = answer["push-types"]; destinations = answer.destinations;
+          const select = $("compose-type"); for (const t of types) option(select, t.name, t.name, "alert"); buildForm(); }
+        $("compose-type").addEventListener("change", buildForm);
+        $("compose-target").addEventListener("change", () => { targetChanged(); scheduleCompose(); });
+        $("compose-form").addEventListener("input", e => { if (e.target.id !== "compose-type") scheduleCompose(); });
+        $("compose-form").addEventListener("change", e => { if (e.target.id !== "compose-type") scheduleCompose(); });
+        $("compose-form").addEventListener("submit", e => e.preventDefault());
+        poll(); devices(); loadTypes(); setInterval(poll, 1000);
         </script>
         </body>
         </html>

@@ -23,12 +23,14 @@ public final class MockConsole: Sendable {
 
     /// Starts the console of `server` on `host` (loopback by default: it can switch the mock's
     /// faults) and `port` (0 picks a free one).
+    /// The composer sends to `destinations` (see ``ConsoleAPI/Destination``).
     public static func start(
-        serving server: MockAPNsServer, host: String = "127.0.0.1", port: Int = 0
+        serving server: MockAPNsServer, host: String = "127.0.0.1", port: Int = 0,
+        destinations: [ConsoleAPI.Destination] = []
     ) async throws
         -> MockConsole
     {
-        let api = ConsoleAPI(server: server)
+        let api = ConsoleAPI(server: server, destinations: destinations)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         do {
             let channel = try await ServerBootstrap(group: group)

@@ -1,4 +1,4 @@
-import APNs
+@_spi(Description) import APNs
 import Crypto
 import Foundation
 import HTTPTypes

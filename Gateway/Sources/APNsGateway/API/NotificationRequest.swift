@@ -207,22 +207,7 @@ package struct NotificationRequest: Sendable {
 
     /// The body as a JSON object, or a problem that says what it is instead.
     static func object(_ body: [UInt8]) throws(RequestProblem) -> [String: JSONValue] {
-        do {
-            return try JSONDecoder().decode([String: JSONValue].self, from: Data(body))
-        } catch {
-            if let value = try? JSONDecoder().decode(JSONValue.self, from: Data(body)) {
-                throw RequestProblem("the body is \(value.typeName); give a JSON object")
-            }
-            throw RequestProblem("the body is not valid JSON: \(describe(error))")
-        }
-    }
-
-    static func describe(_ error: any Error) -> String {
-        switch error as? DecodingError {
-        case .dataCorrupted(let context)?: return context.underlyingError.map { "\($0)" } ?? context.debugDescription
-        case .typeMismatch(_, let context)?: return context.debugDescription
-        default: return "\(error)"
-        }
+        do { return try JSONValue.object(body) } catch { throw RequestProblem(error) }
     }
 }
 
@@ -295,31 +280,23 @@ struct NotificationSpec: Sendable {
     static let sendAtField = "send-at"
 
     init(_ fields: [String: JSONValue]) throws(RequestProblem) {
-        let reader = FieldReader(fields: fields)
-        guard let typeName = try reader.string(NotificationField.pushType.rawValue) else {
-            throw RequestProblem(
-                field: NotificationField.pushType.rawValue,
-                "is missing; give one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
+        let reader = JSONFieldReader(fields: fields)
+        let description: NotificationDescription
+        do {
+            description = try NotificationDescription(
+                json: fields,
+                frontEndFields: [
+                    NotificationSpec.sendAtField, NotificationSpec.deliveryField, NotificationSpec.environmentField,
+                ],
+                unknownField: "is not a field of a notification request; see openapi.yaml")
+        } catch {
+            throw RequestProblem(error)
         }
-        var description = NotificationDescription(pushType: typeName)
         let name: PushType.Name
         do { name = try description.checkedPushType() } catch { throw RequestProblem(error) }
-        var delivery = DeliverySemantics.atLeastOnce
-        var environment: GatewayEnvironment?
-        var sendAt: Date?
-        for key in fields.keys.sorted() {
-            if key == NotificationSpec.sendAtField {
-                sendAt = try reader.sendAt()
-            } else if key == NotificationSpec.deliveryField {
-                delivery = try reader.delivery()
-            } else if key == NotificationSpec.environmentField {
-                environment = try reader.environment()
-            } else if let field = NotificationField(rawValue: key) {
-                try reader.read(field, into: &description, for: name)
-            } else {
-                throw RequestProblem(field: key, "is not a field of a notification request; see openapi.yaml")
-            }
-        }
+        let sendAt = try reader.sendAt()
+        let delivery = try reader.delivery()
+        let environment = try reader.environment()
         do {
             // A Live Activity's timestamp is fixed at acceptance (NotificationRequest), so `now`
             // is never used for one read from a request or from the queue.
@@ -338,250 +315,26 @@ struct NotificationSpec: Sendable {
 
 extension RequestProblem {
     /// A description's problem in the gateway's words: fields by their JSON names.
-    init(_ problem: NotificationDescription.Problem) {
-        self.init(
-            field: problem.part.map { "alert.\($0.rawValue)" } ?? problem.field.rawValue,
-            problem.message(naming: { "\"\($0.rawValue)\"" }))
-    }
+    init(_ problem: NotificationDescription.Problem) { self.init(JSONProblem(problem)) }
+
+    /// A problem of the library's JSON reader, as the gateway answers it.
+    init(_ problem: JSONProblem) { self.init(field: problem.field, problem.message) }
 }
 
-/// Typed access to request fields, with messages that name the field and the type it needs.
-struct FieldReader {
-    let fields: [String: JSONValue]
-
-    func string(_ key: String) throws(RequestProblem) -> String? {
-        switch fields[key] {
-        case nil: return nil
-        case .string(let value)?: return value
-        case let other?: throw RequestProblem(field: key, "is \(other.typeName); give a string")
-        }
+/// The gateway's own fields beside the notification's, read with the library's reader of JSON
+/// fields (its problems in the gateway's words).
+extension JSONFieldReader {
+    func gatewayString(_ key: String) throws(RequestProblem) -> String? {
+        do { return try string(key) } catch { throw RequestProblem(error) }
     }
 
-    func integer(_ key: String) throws(RequestProblem) -> Int? {
-        switch fields[key] {
-        case nil: return nil
-        case .integer(let value)?:
-            guard let value = Int(exactly: value) else { throw RequestProblem(field: key, "is out of range") }
-            return value
-        case let other?: throw RequestProblem(field: key, "is \(other.typeName); give a whole number")
-        }
-    }
-
-    /// `collapse-id`: 1 to 64 visible ASCII characters. The library takes any 64 bytes of UTF-8
-    /// without control characters; the gateway takes the part of that which `openapi.yaml` can
-    /// state exactly (a schema counts characters, not bytes), and an id is ASCII in practice.
-    func collapseID() throws(RequestProblem) -> String? {
-        guard let text = try string("collapse-id") else { return nil }
-        guard !text.isEmpty, text.utf8.count <= CollapseID.maximumLength,
-            text.utf8.allSatisfy({ (0x20...0x7E).contains($0) })
-        else {
-            throw RequestProblem(
-                field: "collapse-id",
-                "give 1 to \(CollapseID.maximumLength) visible ASCII characters (letters, digits, punctuation, space); it travels in an HTTP header"
-            )
-        }
-        return text
-    }
-
-    func number(_ key: String) throws(RequestProblem) -> Double? {
-        switch fields[key] {
-        case nil: return nil
-        case .integer(let value)?: return Double(value)
-        case .number(let value)?: return value
-        case let other?: throw RequestProblem(field: key, "is \(other.typeName); give a number")
-        }
-    }
-
-    func bool(_ key: String) throws(RequestProblem) -> Bool? {
-        switch fields[key] {
-        case nil: return nil
-        case .bool(let value)?: return value
-        case let other?: throw RequestProblem(field: key, "is \(other.typeName); give true or false")
-        }
-    }
-
-    /// `"alert": "text"` (the body) or an object: `title`, `subtitle`, `body`, each either as text
-    /// or localized (`title-loc-key` with `title-loc-args`, `subtitle-loc-key` with
-    /// `subtitle-loc-args`, `loc-key` with `loc-args`), and `launch-image`.
-    func alert() throws(RequestProblem) -> NotificationDescription.AlertText? {
-        switch fields["alert"] {
-        case nil: return nil
-        case .string(let body)?: return NotificationDescription.AlertText(body: .text(body))
-        case .object(let members)?:
-            for key in members.keys.sorted() where !FieldReader.alertKeys.contains(key) {
-                throw RequestProblem(
-                    field: "alert.\(key)",
-                    "is not an alert field; give \(FieldReader.alertKeys.sorted().joined(separator: ", "))")
-            }
-            func text(_ key: String) throws(RequestProblem) -> String? {
-                switch members[key] {
-                case nil: return nil
-                case .string(let value)?: return value
-                case let other?: throw RequestProblem(field: "alert.\(key)", "is \(other.typeName); give a string")
-                }
-            }
-            func part(_ textKey: String, _ locKey: String, _ argsKey: String) throws(RequestProblem) -> LocalizableText?
-            {
-                let plain = try text(textKey)
-                let key = try text(locKey)
-                var arguments: [String] = []
-                if let value = members[argsKey] {
-                    guard key != nil else {
-                        throw RequestProblem(
-                            field: "alert.\(argsKey)", "needs \(locKey): the arguments fill its format")
-                    }
-                    guard case .array(let items) = value else {
-                        throw RequestProblem(
-                            field: "alert.\(argsKey)", "is \(value.typeName); give an array of strings")
-                    }
-                    for (index, item) in items.enumerated() {
-                        guard case .string(let argument) = item else {
-                            throw RequestProblem(
-                                field: "alert.\(argsKey)[\(index)]", "is \(item.typeName); give a string")
-                        }
-                        arguments.append(argument)
-                    }
-                }
-                switch (plain, key) {
-                case (let plain?, nil): return .text(plain)
-                case (nil, let key?): return .localized(key: key, arguments: arguments)
-                case (nil, nil): return nil
-                case (_?, _?):
-                    throw RequestProblem(
-                        field: "alert.\(locKey)", "give \(textKey) or \(locKey) (localized by the app), not both")
-                }
-            }
-            return NotificationDescription.AlertText(
-                title: try part("title", "title-loc-key", "title-loc-args"),
-                subtitle: try part("subtitle", "subtitle-loc-key", "subtitle-loc-args"),
-                body: try part("body", "loc-key", "loc-args"), launchImage: try text("launch-image"))
-        case let other?:
-            throw RequestProblem(
-                field: "alert", "is \(other.typeName); give a string or an object with title, subtitle and body")
-        }
-    }
-
-    static let alertKeys: Set<String> = [
-        "title", "title-loc-key", "title-loc-args", "subtitle", "subtitle-loc-key", "subtitle-loc-args", "body",
-        "loc-key", "loc-args", "launch-image",
-    ]
-
-    /// `"sound": "name"`, or a critical alert's `{"critical": 1, "name": …, "volume": 0…1}`.
-    func sound() throws(RequestProblem) -> Sound? {
-        switch fields["sound"] {
-        case nil: return nil
-        case .string(let name)?: return Sound(name)
-        case .object(let members)?:
-            for key in members.keys.sorted() where !["critical", "name", "volume"].contains(key) {
-                throw RequestProblem(field: "sound.\(key)", "is not a sound field; give critical, name and volume")
-            }
-            let critical: Bool
-            switch members["critical"] {
-            case .integer(1)?, .bool(true)?: critical = true
-            case .integer(0)?, .bool(false)?, nil: critical = false
-            case let other?: throw RequestProblem(field: "sound.critical", "is \(other.compactText); give 1 or 0")
-            }
-            var name = "default"
-            switch members["name"] {
-            case nil: break
-            case .string(let value)?: name = value
-            case let other?: throw RequestProblem(field: "sound.name", "is \(other.typeName); give a string")
-            }
-            var volume: Double?
-            switch members["volume"] {
-            case nil: break
-            case .integer(let value)?: volume = Double(value)
-            case .number(let value)?: volume = value
-            case let other?: throw RequestProblem(field: "sound.volume", "is \(other.typeName); give a number")
-            }
-            guard critical else {
-                if volume != nil {
-                    throw RequestProblem(field: "sound.volume", "applies to a critical alert: give \"critical\": 1")
-                }
-                return Sound(name)
-            }
-            let level = volume ?? 1
-            guard level >= 0, level <= 1 else {
-                throw RequestProblem(field: "sound.volume", "\(level) is not between 0 and 1")
-            }
-            return Sound.critical(name, volume: level)
-        case let other?:
-            throw RequestProblem(
-                field: "sound", "is \(other.typeName); give a name or {\"critical\": 1, \"name\", \"volume\"}")
-        }
-    }
-
-}
-
-extension FieldReader {
-    /// Reads `field` into `description`; a `switch` without `default`, so that a field the library
-    /// adds fails to compile here until the gateway reads it (and `openapi.yaml` describes it).
-    func read(
-        _ field: NotificationField, into description: inout NotificationDescription, for pushType: PushType.Name
-    ) throws(RequestProblem) {
-        let key = field.rawValue
-        switch field {
-        case .pushType: break
-        case .bundleID, .topic:
-            guard (field == .topic) == (pushType == .mdm) else {
-                throw RequestProblem(
-                    field: key,
-                    pushType == .mdm
-                        ? "mdm is addressed by \"topic\" (the MDM push certificate's topic), not a bundle id"
-                        : "give the app as \"bundle-id\"; the topic follows from it and the push type")
-            }
-            description.app = try string(key)
-        case .priority: description.priority = try integer(key)
-        case .expiration: description.expiration = try integer(key)
-        case .collapseID: description.collapseID = try collapseID()
-        case .apnsID: description.apnsID = try string(key)
-        case .alert: description.alert = try alert()
-        case .badge: description.badge = try integer(key)
-        case .sound:
-            // A Live Activity's alert plays a sound by name only (openapi.yaml: a string).
-            description.sound = try pushType == .liveactivity ? string(key).map { Sound($0) } : sound()
-        case .threadID: description.threadID = try string(key)
-        case .category: description.category = try string(key)
-        case .interruptionLevel: description.interruptionLevel = try string(key)
-        case .relevanceScore: description.relevanceScore = try number(key)
-        case .contentAvailable: description.contentAvailable = try bool(key)
-        case .mutableContent: description.mutableContent = try bool(key)
-        case .targetContentID: description.targetContentID = try string(key)
-        case .filterCriteria: description.filterCriteria = try string(key)
-        case .appData: description.appData = try object(key, "app data is a JSON object")
-        case .containerIdentifier: description.containerIdentifier = try string(key)
-        case .domain: description.domain = try string(key)
-        case .encryptedData: description.encryptedData = try string(key)
-        case .sessionIdentifier: description.sessionIdentifier = try string(key)
-        case .keyID: description.keyID = try string(key)
-        case .messageIndex: description.messageIndex = try integer(key)
-        case .pushMagic: description.pushMagic = try string(key)
-        case .event: description.event = try string(key)
-        case .contentState: description.contentState = try object(key, "it is a JSON object")
-        case .timestamp: description.timestamp = try integer(key)
-        case .dismissalDate: description.dismissalDate = try integer(key)
-        case .staleDate: description.staleDate = try integer(key)
-        case .attributesType: description.attributesType = try string(key)
-        case .attributes: description.attributes = try object(key, "it is a JSON object")
-        case .inputPushToken: description.inputPushToken = try bool(key)
-        case .inputPushChannel: description.inputPushChannel = try string(key)
-        }
-    }
-
-    /// A JSON object, as the library's raw JSON; `rule` says what the field must be.
-    func object(_ key: String, _ rule: String) throws(RequestProblem) -> RawJSONObject? {
-        guard let value = fields[key] else { return nil }
-        guard case .object = value else { throw RequestProblem(field: key, "is \(value.typeName); \(rule)") }
-        do { return try RawJSONObject(value.compactText) } catch {
-            // Its validation error's words, as every other field's problem says them.
-            guard case .validation(let problem) = error else { throw RequestProblem(field: key, error.description) }
-            throw RequestProblem(field: key, problem.description)
-        }
+    func gatewayInteger(_ key: String) throws(RequestProblem) -> Int? {
+        do { return try integer(key) } catch { throw RequestProblem(error) }
     }
 
     func delivery() throws(RequestProblem) -> DeliverySemantics {
         let key = NotificationSpec.deliveryField
-        guard let text = try string(key) else { return .atLeastOnce }
+        guard let text = try gatewayString(key) else { return .atLeastOnce }
         guard let semantics = DeliverySemantics(rawValue: text) else {
             throw RequestProblem(
                 field: key,
@@ -595,7 +348,7 @@ extension FieldReader {
     /// as seconds (before 1973 in milliseconds) is refused rather than sent at once.
     func sendAt() throws(RequestProblem) -> Date? {
         let key = NotificationSpec.sendAtField
-        guard let milliseconds = try integer(key) else { return nil }
+        guard let milliseconds = try gatewayInteger(key) else { return nil }
         guard milliseconds >= NotificationRequest.earliestSendAt else {
             throw RequestProblem(
                 field: key,
@@ -607,7 +360,7 @@ extension FieldReader {
 
     func environment() throws(RequestProblem) -> GatewayEnvironment? {
         let key = NotificationSpec.environmentField
-        guard let text = try string(key) else { return nil }
+        guard let text = try gatewayString(key) else { return nil }
         guard let environment = GatewayEnvironment(rawValue: text) else {
             throw RequestProblem(
                 field: key,

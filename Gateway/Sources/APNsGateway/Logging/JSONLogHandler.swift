@@ -1,3 +1,4 @@
+@_spi(Description) import APNs
 import Foundation
 import Logging
 import Synchronization

@@ -1,4 +1,4 @@
-import APNs
+@_spi(Description) import APNs
 import Foundation
 
 /// An app's webhook endpoint: where the gateway posts the final outcome of each of its

@@ -1,11 +1,16 @@
-import APNs
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
-/// Any JSON value, as a request body carries it: read field by field so that unknown and
-/// misplaced fields are reported by name, and written back compactly with sorted keys (for app
-/// data, content state and the stored request).
+/// Any JSON value, as a front end's body carries it (the gateway's requests, the mock console's
+/// composer): read field by field so that unknown and misplaced fields are reported by name, and
+/// written back compactly with sorted keys (for app data, content state and the stored request).
 ///
 /// Thread safety: a value type; `Sendable`.
-enum JSONValue: Codable, Sendable, Hashable {
+@_spi(Description)
+public enum JSONValue: Codable, Sendable, Hashable {
     case null
     case bool(Bool)
     case integer(Int64)
@@ -19,7 +24,7 @@ enum JSONValue: Codable, Sendable, Hashable {
     /// a miss is a thrown error: tried after booleans and numbers, each token cost three misses.
     /// A JSON string decodes as nothing but a `String`, and nothing else
     /// decodes as one, so the order changes no value.
-    init(from decoder: any Decoder) throws {
+    public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -38,7 +43,7 @@ enum JSONValue: Codable, Sendable, Hashable {
         }
     }
 
-    func encode(to encoder: any Encoder) throws {
+    public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
@@ -53,7 +58,7 @@ enum JSONValue: Codable, Sendable, Hashable {
 
     /// The compact JSON text, object keys sorted, written by the library's `JSONWriter` (so app
     /// data and content state follow the same escaping and number rules as every payload).
-    var compactText: String {
+    public var compactText: String {
         var writer = JSONWriter(capacity: 256)
         write(into: &writer)
         return String(decoding: writer.bytes, as: UTF8.self)
@@ -81,7 +86,7 @@ enum JSONValue: Codable, Sendable, Hashable {
     }
 
     /// A JSON type name for messages: "a string", "an object", ….
-    var typeName: String {
+    public var typeName: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
