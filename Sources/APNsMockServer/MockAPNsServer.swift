@@ -246,11 +246,16 @@ public final class MockAPNsServer: Sendable {
         try await group.shutdownGracefully()
     }
 
-    /// Every request received so far (when ``Configuration/recordsRequests`` is on), in order of
-    /// completion.
+    /// Every request the server judged so far (when ``Configuration/recordsRequests`` is on), in
+    /// order of completion: those a fault dealt with instead are in ``receivedRequests``.
     public var requests: [RecordedRequest] { state.records }
 
-    /// Forgets the recorded requests.
+    /// Every request received so far, in order: those the server judged, and those a fault
+    /// dealt with instead (``RecordedRequest/fault``; a 503 it answered, a stream it reset, one it
+    /// never answered). What the console lists.
+    public var receivedRequests: [RecordedRequest] { state.receivedRecords }
+
+    /// Forgets the recorded requests (``requests`` and ``receivedRequests``).
     public func clearRequests() { state.clearRecords() }
 
     /// Waits until ``requests`` holds `count` requests that `matches` accepts (those recorded
@@ -268,6 +273,14 @@ public final class MockAPNsServer: Sendable {
         count: Int, within limit: Duration, where matches: @escaping @Sendable (RecordedRequest) -> Bool = { _ in true }
     ) async -> Bool {
         await wait(for: .recorded(matches), count: count, within: limit)
+    }
+
+    /// ``requests(count:within:where:)`` over ``receivedRequests``: a request a fault dealt with
+    /// counts too.
+    public func receivedRequests(
+        count: Int, within limit: Duration, where matches: @escaping @Sendable (RecordedRequest) -> Bool = { _ in true }
+    ) async -> Bool {
+        await wait(for: .received(matches), count: count, within: limit)
     }
 
     /// Waits until `count` requests have arrived whole (their last frame read, before any fault

@@ -31,6 +31,12 @@ public struct RecordedRequest: Sendable, Hashable, CustomStringConvertible {
     public let remoteAddress: String?
     /// When the server answered it, on its clock (``MockAPNsServer/Configuration/clock``).
     public let receivedAt: Date
+    /// The fault that dealt with it instead of the server's judgment (``MockAPNsServer/Fault``'s
+    /// description: "503 retry-after 30", "RST_STREAM 2"…), or nil when the server judged it. A
+    /// request a fault dealt with is in ``MockAPNsServer/receivedRequests`` (the console lists it)
+    /// but not in ``MockAPNsServer/requests``, which holds what the server judged; its
+    /// ``authentication`` is `.none` (never checked) and its ``status`` 0 when it was not answered.
+    public let fault: String?
 
     /// The apns-id it answered with.
     public var apnsID: String? { responseHeaders.first(where: { $0.name == "apns-id" })?.value }
@@ -44,6 +50,6 @@ public struct RecordedRequest: Sendable, Hashable, CustomStringConvertible {
     /// The request in `apns send --dry-run` form, then the answer.
     public var description: String {
         APNsRequest.text(method: method, path: path, headers: headers, body: bodyText) + "\n→ \(status)"
-            + (reason.map { " \($0)" } ?? "")
+            + (reason.map { " \($0)" } ?? "") + (fault.map { " (fault: \($0))" } ?? "")
     }
 }

@@ -10,6 +10,8 @@ final class ServerState: ValidationContext {
         /// Requests recorded and then cleared: the first of ``records`` is number this + 1.
         var recordsCleared = 0
         var rejections: [String: Scripted] = [:]
+        /// Devices made for the console and tests (``MockAPNsServer/makeDevice(bundleID:environment:)``).
+        var devices: [MockDevice] = []
         /// The `iat` of the last accepted token per key id (protocol reference, Token authentication: at most one new
         /// token per 20 minutes).
         var lastIssuedAt: [String: Int] = [:]
@@ -62,7 +64,8 @@ final class ServerState: ValidationContext {
         /// How many of `event` there have been so far.
         func count(of event: Wait.Event) -> Int {
             switch event {
-            case .recorded(let matches): records.count(where: matches)
+            case .recorded(let matches): records.count { $0.fault == nil && matches($0) }
+            case .received(let matches): records.count(where: matches)
             case .arrival: arrivals
             case .settingsAcknowledgement: settingsAcknowledgements
             }
@@ -72,8 +75,10 @@ final class ServerState: ValidationContext {
     /// One wait for `count` events of one kind.
     struct Wait {
         enum Event {
-            /// A recorded request that `matches` accepts.
+            /// A request the server judged that `matches` accepts.
             case recorded(_ matches: @Sendable (RecordedRequest) -> Bool)
+            /// A request received, judged or dealt with by a fault, that `matches` accepts.
+            case received(_ matches: @Sendable (RecordedRequest) -> Bool)
             /// A request received whole.
             case arrival
             /// A SETTINGS frame acknowledged by a client.
@@ -146,14 +151,29 @@ final class ServerState: ValidationContext {
         mutable.withLock { $0.rejections[token.lowercased()] = scripted }
     }
 
+    /// Records a request: one the server judged (and counts as a stream it answered), or one a
+    /// fault dealt with (``RecordedRequest/fault``), which only the console's list holds.
+    func addDevice(_ device: MockDevice) { mutable.withLock { $0.devices.append(device) } }
+    var devices: [MockDevice] { mutable.withLock { $0.devices } }
+    func markAppRemoved(token: String, at time: Date) {
+        mutable.withLock { state in
+            for index in state.devices.indices where state.devices[index].token == token {
+                state.devices[index].appRemovedAt = time
+            }
+        }
+    }
+
     func record(_ request: RecordedRequest) {
         let done = mutable.withLock { state -> [CheckedContinuation<Bool, Never>] in
-            state.streams += 1
+            if request.fault == nil { state.streams += 1 }
             guard configuration.recordsRequests else { return [] }
             state.records.append(request)
             return state.advanceWaits { event in
-                guard case .recorded(let matches) = event else { return false }
-                return matches(request)
+                switch event {
+                case .recorded(let matches): request.fault == nil && matches(request)
+                case .received(let matches): matches(request)
+                case .arrival, .settingsAcknowledgement: false
+                }
             }
         }
         done.forEach { $0.resume(returning: true) }
@@ -290,7 +310,10 @@ final class ServerState: ValidationContext {
     func processedCount(apnsID: String) -> Int { mutable.withLock { $0.processed[apnsID] ?? 0 } }
     var processed: [String: Int] { mutable.withLock { $0.processed } }
 
-    var records: [RecordedRequest] { mutable.withLock { $0.records } }
+    /// The requests the server judged (``MockAPNsServer/requests``).
+    var records: [RecordedRequest] { mutable.withLock { $0.records.filter { $0.fault == nil } } }
+    /// Every request recorded, those a fault dealt with included.
+    var receivedRecords: [RecordedRequest] { mutable.withLock { $0.records } }
     var streamCount: Int { mutable.withLock { $0.streams } }
     var connectionCount: Int { mutable.withLock { $0.connections } }
     func clearRecords() {
@@ -299,7 +322,8 @@ final class ServerState: ValidationContext {
             $0.records.removeAll()
         }
     }
-    /// The records with the number of the first (1 for the first request ever recorded).
+    /// Every record (those a fault dealt with included) with the number of the first (1 for the
+    /// first request ever recorded).
     var numberedRecords: (first: Int, records: [RecordedRequest]) {
         mutable.withLock { ($0.recordsCleared + 1, $0.records) }
     }

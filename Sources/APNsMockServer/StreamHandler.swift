@@ -265,6 +265,7 @@ final class StreamHandler: ChannelInboundHandler {
             // RST_STREAM is written here: this runs inside NIO's own closing of streams, where a
             // write re-enters the stream channel's pending writes.)
             if counted { connection.streamFinished() }
+            recordFaulted("GOAWAY: above its last-stream-id, refused unprocessed")
             return true
         }
         guard let fault = connection.fault else { return false }
@@ -285,6 +286,19 @@ final class StreamHandler: ChannelInboundHandler {
             connection.lastRequest = now
             if !connection.silenced { return false }
         default: guard state.takeFaultyRequest() else { return false }
+        }
+        if case .delay = fault {
+            // Answered later, and recorded then, as the server judges it.
+        } else if case .respond(let status, _, let body) = fault {
+            // The answer's apns-id, as written below.
+            let id = apnsID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? APNsID().description
+            recordFaulted(
+                fault.description, status: status,
+                reason: APNsRejection(status: status, body: Array(body.utf8)).reason?.rawValue,
+                responseHeaders: [.init(name: "apns-id", value: id)])
+            return respond(context: context, status: status, fault: fault, apnsID: id)
+        } else {
+            recordFaulted(fault.description)
         }
         switch fault {
         case .resetAfterProcessing(let limit), .closeAfterProcessing(let limit):
@@ -312,24 +326,54 @@ final class StreamHandler: ChannelInboundHandler {
             state.markProcessed(apnsID: apnsID)
             context.writeAndFlush(wrapOutboundOut(.rstStream(HTTP2ErrorCode(networkCode: Int(code)))), promise: nil)
             if counted { connection.streamFinished() }
-        case .respond(let status, let retryAfter, let body):
-            var headers = HPACKHeaders([(":status", String(status))])
-            if let retryAfter { headers.add(name: "retry-after", value: String(retryAfter)) }
-            // Every answer carries an apns-id, as APNs' own (protocol reference, Responses).
-            headers.add(
-                name: "apns-id",
-                value: apnsID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? APNsID().description)
-            context.write(wrapOutboundOut(.headers(.init(headers: headers, endStream: body.isEmpty))), promise: nil)
-            if !body.isEmpty {
-                let buffer = context.channel.allocator.buffer(string: body)
-                context.write(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
-            }
-            context.flush()
-            if counted { connection.streamFinished() }
+        case .respond:
+            break  // answered above
         case .goAway, .stallHandshake, .tiedToAnotherKey:
             return false
         }
         return true
+    }
+
+    /// Answers with the `respond` fault's status, `Retry-After` and body, and the apns-id `id`:
+    /// every answer carries one, as APNs' own (protocol reference, Responses).
+    private func respond(
+        context: ChannelHandlerContext, status: Int, fault: MockAPNsServer.Fault, apnsID id: String
+    ) -> Bool {
+        guard case .respond(_, let retryAfter, let body) = fault else { return false }
+        var headers = HPACKHeaders([(":status", String(status))])
+        if let retryAfter { headers.add(name: "retry-after", value: String(retryAfter)) }
+        headers.add(name: "apns-id", value: id)
+        context.write(wrapOutboundOut(.headers(.init(headers: headers, endStream: body.isEmpty))), promise: nil)
+        if !body.isEmpty {
+            let buffer = context.channel.allocator.buffer(string: body)
+            context.write(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
+        }
+        context.flush()
+        if counted { connection.value.streamFinished() }
+        return true
+    }
+
+    /// The request's regular (non-pseudo) headers, in the order received.
+    private var requestHeaders: [APNsRequest.Header] {
+        var headers: [APNsRequest.Header] = []
+        for (name, value, _) in head ?? [:] where !name.hasPrefix(":") {
+            headers.append(.init(name: name, value: value))
+        }
+        return headers
+    }
+
+    /// Records a request that `fault` dealt with instead of the server's judgment: listed by the
+    /// console (``MockAPNsServer/receivedRequests``), not in ``MockAPNsServer/requests``.
+    private func recordFaulted(
+        _ fault: String, status: Int = 0, reason: String? = nil, responseHeaders: [APNsRequest.Header] = []
+    ) {
+        guard let head else { return }
+        state.record(
+            RecordedRequest(
+                method: head.first(name: ":method") ?? "", path: head.first(name: ":path") ?? "",
+                authority: head.first(name: ":authority") ?? "", headers: requestHeaders, body: body,
+                authentication: .none, status: status, reason: reason, responseHeaders: responseHeaders,
+                remoteAddress: connection.value.remoteAddress, receivedAt: state.configuration.clock(), fault: fault))
     }
 
     private func respond(context: ChannelHandlerContext) {
@@ -343,8 +387,7 @@ final class StreamHandler: ChannelInboundHandler {
     /// Validates the request and answers as APNs would.
     private func answer(context: ChannelHandlerContext) {
         guard let head else { return }
-        var headers: [APNsRequest.Header] = []
-        for (name, value, _) in head where !name.hasPrefix(":") { headers.append(.init(name: name, value: value)) }
+        let headers = requestHeaders
         let incoming = RequestValidator.Incoming(
             method: head.first(name: ":method") ?? "", path: head.first(name: ":path") ?? "",
             headers: headers, body: body, clientCertificate: connection.value.clientCertificate(),
@@ -377,7 +420,7 @@ final class StreamHandler: ChannelInboundHandler {
                 headers: headers, body: body, authentication: verdict.authentication, status: verdict.status,
                 reason: verdict.reason?.rawValue,
                 responseHeaders: verdict.headers.map { APNsRequest.Header(name: $0.0, value: $0.1) },
-                remoteAddress: connection.value.remoteAddress, receivedAt: state.configuration.clock()))
+                remoteAddress: connection.value.remoteAddress, receivedAt: state.configuration.clock(), fault: nil))
         context.write(
             wrapOutboundOut(.headers(.init(headers: responseHeaders, endStream: responseBody == nil))), promise: nil)
         if let responseBody {

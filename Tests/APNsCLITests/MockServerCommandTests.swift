@@ -86,6 +86,23 @@ import Testing
                 "--topic", "com.example.app", "--token", CLITests.tokenA, "--body", "Hello",
             ])
         #expect(run.status == 0, "\(run.stderr)")
+        // With a sandbox credential the composer offers APNs' sandbox too (not sent to here: the
+        // tests reach loopback only).
+        let withSandbox = try ChildProcess(
+            CLITests.binary,
+            [
+                "mock-server", "--console", "0", "--sandbox-key-file", try printed.value(after: "key-file"),
+                "--sandbox-key-id", "KEY0000001", "--sandbox-team-id", "TEAM000001",
+            ], discardingErrors: true)
+        defer { withSandbox.terminate() }
+        let second = Printed(await withSandbox.output { $0.contains("console http") })
+        let (data, _) = try await URLSession.shared.data(
+            from: try #require(URL(string: try second.value(after: "console") + "/api/push-types")))
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let destinations = (object["destinations"] as? [[String: Any]])?.map {
+            "\($0["name"] ?? "")=\(($0["connectors"] as? [String] ?? []).joined(separator: "+"))"
+        }
+        #expect(destinations == ["mock=certificate+token", "sandbox=token"])
     }
 }
 

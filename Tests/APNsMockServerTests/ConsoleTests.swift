@@ -82,12 +82,20 @@ import Testing
             #expect(rejection.timestamp.map(APNsRejection.millisecondsSince1970) == at)
             let listed = try Self.object(await api.answer(.init(method: "GET", target: "/api/devices")))
             #expect((listed["devices"] as? [[String: Any]])?.first?["app-removed-at"] as? Int64 == at)
+            // The same on the server, for a Swift test.
+            #expect(fixture.server.devices.map(\.token) == [token])
+            #expect(fixture.server.devices.first?.appRemovedAt.map(APNsRejection.millisecondsSince1970) == at)
+            let other = fixture.server.makeDevice(bundleID: Fixture.bundleID)
+            #expect(try await connector.performWithoutRuleCheck(Self.raw(other.token)).status == 200)
+            fixture.server.removeApp(from: other.token)
+            #expect(try await connector.performWithoutRuleCheck(Self.raw(other.token)).status == 410)
             await connector.shutdown(gracePeriod: .zero)
         }
     }
 
-    /// A fault switched on answers as `--fault` does; switched off, the mock answers again. A
-    /// fault that is none is a 400 that lists them.
+    /// A fault switched on answers as `--fault` does, and the request it dealt with is listed with
+    /// what it did; switched off, the mock answers again. A fault that is none is a 400 that lists
+    /// them.
     @Test func aFaultIsSwitchedOnAndOff() async throws {
         try await Fixture.with { fixture in
             let api = ConsoleAPI(server: fixture.server)
@@ -100,6 +108,25 @@ import Testing
             #expect(failed.status == 503)
             #expect(await api.answer(.init(method: "DELETE", target: "/api/fault")).status == 204)
             #expect(try await connector.performWithoutRuleCheck(Self.raw(token)).status == 200)
+            // A stream the fault resets, never answered.
+            let reset = await api.answer(
+                .init(
+                    method: "PUT", target: "/api/fault", body: Array(#"{"fault":"rst-stream:2","requests":1}"#.utf8)))
+            #expect(reset.status == 200)
+            // A connection takes the fault it opened with: a new one for the new fault.
+            let second = try fixture.tokenConnector()
+            _ = try? await second.performWithoutRuleCheck(Self.raw(token))
+            await second.shutdown(gracePeriod: .zero)
+            // Both faulted requests are listed, with what the fault did; the server's own list
+            // (what it judged) holds only the accepted one.
+            let faulted = try Self.object(
+                await api.answer(.init(method: "GET", target: "/api/requests?verdict=faulted")))
+            let listed = try #require(faulted["requests"] as? [[String: Any]])
+            #expect(listed.map { $0["verdict"] as? String } == ["ServiceUnavailable", "fault: RST_STREAM 2"])
+            #expect(listed.map { $0["status"] as? Int } == [503, 0])
+            #expect(listed.first?["fault"] as? String == "503 retry-after 30")
+            #expect(fixture.server.requests.map(\.status) == [200])
+            #expect(fixture.server.receivedRequests.map(\.status) == [503, 200, 0])
             let bad = await api.answer(.init(method: "PUT", target: "/api/fault", body: Array(#"{"fault":"x"}"#.utf8)))
             #expect(bad.status == 400 && bad.body.contains("reset-after:N"))
             await connector.shutdown(gracePeriod: .zero)

@@ -116,18 +116,24 @@ try:
     Select(browser.find_element(By.CSS_SELECTOR, "#fault-form select")).select_by_value("status:503:30")
     browser.find_element(By.CSS_SELECTOR, "#fault-form button[type=submit]").click()
     wait.until(EC.text_to_be_present_in_element((By.ID, "fault-state"), "On: 503"))
-    # (A request the fault answers is not listed: the mock's own verdicts are.)
     assert push(token, '{"aps":{"alert":"During the fault"}}') == 503
+    wait.until(EC.text_to_be_present_in_element((By.ID, "rows"), "ServiceUnavailable"))
     browser.find_element(By.ID, "fault-off").click()
     wait.until(EC.text_to_be_present_in_element((By.ID, "fault-state"), "No fault"))
     assert push(token, '{"aps":{"alert":"After the fault"}}') == 200
-    print("a fault switched on (503 answered) and off (200 again)")
+    print("a fault switched on (503 answered, and listed) and off (200 again)")
 
     # Filters, and the keyboard: a verdict filter leaves the rejected; Enter on a row shows it.
     Select(browser.find_element(By.CSS_SELECTOR, "#filters select[name=verdict]")).select_by_visible_text("rejected")
-    wait.until(lambda _: len(browser.find_elements(By.CSS_SELECTOR, "#rows tr")) == 1)
+    # The 410 and the 503 the fault answered.
+    wait.until(lambda _: len(browser.find_elements(By.CSS_SELECTOR, "#rows tr")) == 2)
     rows = browser.find_elements(By.CSS_SELECTOR, "#rows tr")
-    assert "Unregistered" in rows[0].text, [row.text for row in rows]
+    assert "Unregistered" in rows[0].text and "ServiceUnavailable" in rows[1].text, [row.text for row in rows]
+    Select(browser.find_element(By.CSS_SELECTOR, "#filters select[name=verdict]")).select_by_visible_text("faulted")
+    wait.until(lambda _: len(browser.find_elements(By.CSS_SELECTOR, "#rows tr")) == 1)
+    Select(browser.find_element(By.CSS_SELECTOR, "#filters select[name=verdict]")).select_by_visible_text("rejected")
+    wait.until(lambda _: len(browser.find_elements(By.CSS_SELECTOR, "#rows tr")) == 2)
+    rows = browser.find_elements(By.CSS_SELECTOR, "#rows tr")
     rows[0].send_keys(Keys.ENTER)
     wait.until(EC.text_to_be_present_in_element((By.ID, "detail"), "Unregistered"))
     labels = browser.find_elements(By.CSS_SELECTOR, "label")

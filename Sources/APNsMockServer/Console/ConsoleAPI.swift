@@ -1,6 +1,5 @@
 import APNs
 import Foundation
-import Synchronization
 
 /// The mock's console API as a value: a request (method, path, query, body) in, a status and a
 /// JSON body out, with no I/O of its own — ``MockConsole`` serves it over HTTP, and tests call it
@@ -8,7 +7,7 @@ import Synchronization
 ///
 /// - `GET /api/requests?app=&device=&push-type=&verdict=&since=`: what the mock received, oldest
 ///   first, each with its number, device, push type, priority, topic, collapse id, expiration,
-///   verdict (`accepted`, or APNs' reason), the token's claims (never a key or a signature), the
+///   verdict (`accepted`, APNs' reason, or what a fault did), the token's claims (never a key or a signature), the
 ///   headers and the body; `next-since` for the next page.
 /// - `GET /api/requests/await?count=N&timeout-ms=T&…`: waits until N requests match the filters
 ///   (those already received included), then answers them; 408 when the time passes first.
@@ -24,7 +23,7 @@ import Synchronization
 ///   notification checked by the library's rules, its exact request and the Swift that builds it;
 ///   with `send`, also sent through that ``Destination``'s connector and APNs' answer (`Composer`).
 ///
-/// Thread safety: `Sendable`; the devices it made are behind a `Mutex`, the rest is the server's.
+/// Thread safety: `Sendable`; its state is the server's (devices, records, faults).
 public final class ConsoleAPI: Sendable {
     /// A request to the API.
     public struct Request: Sendable {
@@ -63,14 +62,6 @@ public final class ConsoleAPI: Sendable {
         public var contentType = "application/json"
     }
 
-    /// A device the console made.
-    struct Device: Sendable, Hashable {
-        var token: String
-        var app: String
-        var environment: String
-        var removedAt: Date?
-    }
-
     /// Where the composer sends: a name (`mock`, `sandbox`) and its connectors, one per kind of
     /// authentication. The console uses them and never shuts them down: whoever made them does.
     public struct Destination: Sendable {
@@ -84,14 +75,12 @@ public final class ConsoleAPI: Sendable {
     }
 
     let server: MockAPNsServer
-    let devices: Mutex<[Device]>
     let destinations: [Destination]
 
     /// The API of `server`; the composer sends to `destinations` (none: it composes only).
     public init(server: MockAPNsServer, destinations: [Destination] = []) {
         self.server = server
         self.destinations = destinations
-        devices = Mutex([])
     }
 
     /// The answer to `request`.
@@ -110,7 +99,7 @@ public final class ConsoleAPI: Sendable {
         case ("POST", ["api", "devices"]):
             return makeDevice(request.body)
         case ("GET", ["api", "devices"]):
-            return Self.json(200, ["devices": devices.withLock { $0 }.map(Self.object)])
+            return Self.json(200, ["devices": server.devices.map(Self.object)])
         case ("DELETE", let parts) where parts.count == 3 && parts[0] == "api" && parts[1] == "devices":
             return removeApp(from: parts[2])
         case ("PUT", ["api", "fault"]):
@@ -143,7 +132,8 @@ public final class ConsoleAPI: Sendable {
     // MARK: Requests
 
     /// Which requests a query picks: by app (topic without a push-type suffix), device token,
-    /// push type, verdict (`accepted`, `rejected`, or a reason), and number (`since`).
+    /// push type, verdict (`accepted`, `rejected`, `faulted` — dealt with by a fault — or a reason),
+    /// and number (`since`).
     struct Filter: Sendable {
         var app: String?
         var device: String?
@@ -174,6 +164,7 @@ public final class ConsoleAPI: Sendable {
                 switch verdict {
                 case "accepted": if request.status != 200 { return false }
                 case "rejected": if request.status == 200 { return false }
+                case "faulted": if request.fault == nil { return false }
                 default: if request.reason != verdict { return false }
                 }
             }
@@ -210,7 +201,7 @@ public final class ConsoleAPI: Sendable {
             unnumbered.admits($0.element, number: 0) && already.first + $0.offset <= filter.since
         }.count
         let predicate = unnumbered
-        let reached = await server.requests(count: count + before, within: .milliseconds(milliseconds)) {
+        let reached = await server.receivedRequests(count: count + before, within: .milliseconds(milliseconds)) {
             predicate.admits($0, number: 0)
         }
         guard reached else {
@@ -231,10 +222,7 @@ public final class ConsoleAPI: Sendable {
         guard environment == "sandbox" || environment == "production" else {
             return Self.problem(400, "environment is \(environment); give sandbox or production")
         }
-        var generator = SystemRandomNumberGenerator()
-        let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
-        let device = Device(token: token, app: app, environment: environment)
-        devices.withLock { $0.append(device) }
+        let device = server.makeDevice(bundleID: app, environment: environment == "production" ? .production : .sandbox)
         return Self.json(201, Self.object(device))
     }
 
@@ -243,15 +231,10 @@ public final class ConsoleAPI: Sendable {
         guard token.count >= 2, token.allSatisfy(\.isHexDigit) else {
             return Self.problem(400, "\(token) is not a device token; give its hex digits")
         }
-        let now = server.state.configuration.clock()
-        server.reject(deviceToken: token, with: .unregistered, timestamp: now)
-        let removed = devices.withLock { devices -> Device in
-            if let index = devices.firstIndex(where: { $0.token == token }) {
-                devices[index].removedAt = now
-                return devices[index]
-            }
-            return Device(token: token, app: "", environment: "", removedAt: now)
-        }
+        let removedAt = server.removeApp(from: token)
+        let removed =
+            server.devices.first { $0.token == token }
+            ?? MockDevice(token: token, bundleID: "", environment: .sandbox, appRemovedAt: removedAt)
         return Self.json(200, Self.object(removed))
     }
 
@@ -319,9 +302,12 @@ public final class ConsoleAPI: Sendable {
 
     // MARK: JSON
 
-    static func object(_ device: Device) -> [String: Any] {
-        var object: [String: Any] = ["token": device.token, "app": device.app, "environment": device.environment]
-        if let removedAt = device.removedAt {
+    static func object(_ device: MockDevice) -> [String: Any] {
+        var object: [String: Any] = [
+            "token": device.token, "app": device.bundleID,
+            "environment": device.environment == .production ? "production" : "sandbox",
+        ]
+        if let removedAt = device.appRemovedAt {
             object["app-removed-at"] = APNsRejection.millisecondsSince1970(removedAt)
         }
         return object
@@ -371,10 +357,19 @@ struct ReceivedView {
 
     var pushType: String? { request[header: "apns-push-type"] }
 
+    /// `accepted`, APNs' reason, the status without one, or — for a request a fault left
+    /// unanswered — `fault: ` and what the fault did.
+    static func verdict(_ request: RecordedRequest) -> String {
+        if request.status == 200 { return "accepted" }
+        if let reason = request.reason { return reason }
+        if request.status == 0, let fault = request.fault { return "fault: \(fault)" }
+        return "status \(request.status)"
+    }
+
     func object(number: Int) -> [String: Any] {
         var object: [String: Any] = [
             "number": number, "method": request.method, "path": request.path, "status": request.status,
-            "verdict": request.status == 200 ? "accepted" : (request.reason ?? "status \(request.status)"),
+            "verdict": Self.verdict(request),
             "received-at": APNsRejection.millisecondsSince1970(request.receivedAt),
             // The bearer token is a signed credential: its claims are shown below, never it.
             "headers": request.headers.map {
@@ -393,6 +388,7 @@ struct ReceivedView {
         }
         if let apnsID = request.apnsID { object["apns-id"] = apnsID }
         if let reason = request.reason { object["reason"] = reason }
+        if let fault = request.fault { object["fault"] = fault }
         if let payload = try? JSONSerialization.jsonObject(with: Data(request.body)) { object["payload"] = payload }
         switch request.authentication {
         case .token(let teamID, let keyID, let issuedAt):

@@ -57,7 +57,7 @@ enum ConsolePage {
                 <label>App <input name="app" placeholder="com.example.app"></label>
                 <label>Device <input name="device" placeholder="token"></label>
                 <label>Push type <select name="push-type"><option value="">any</option><option>alert</option><option>background</option><option>voip</option><option>liveactivity</option><option>widgets</option><option>controls</option><option>complication</option><option>fileprovider</option><option>location</option><option>pushtotalk</option><option>mdm</option><option>accessory</option></select></label>
-                <label>Verdict <select name="verdict"><option value="">any</option><option>accepted</option><option>rejected</option><option>Unregistered</option><option>BadDeviceToken</option></select></label>
+                <label>Verdict <select name="verdict"><option value="">any</option><option>accepted</option><option>rejected</option><option>faulted</option><option>Unregistered</option><option>BadDeviceToken</option></select></label>
                 <button type="button" class="quiet" id="clear">Clear the list</button>
               </form>
               <table aria-label="Requests received, newest last">
@@ -126,7 +126,7 @@ enum ConsolePage {
           if (q.get("app") && r.app !== q.get("app")) return false;
           if (q.get("device") && r.device !== q.get("device").toLowerCase()) return false;
           if (q.get("push-type") && r["push-type"] !== q.get("push-type")) return false;
-          const v = q.get("verdict"); if (v && !(v === r.verdict || (v === "rejected" && r.verdict !== "accepted"))) return false;
+          const v = q.get("verdict"); if (v && !(v === r.verdict || (v === "rejected" && r.verdict !== "accepted") || (v === "faulted" && r.fault))) return false;
           return true; }
         function render() { rows.replaceChildren(); for (const r of received.filter(admits)) {
             const tr = el("tr"); tr.tabIndex = 0; tr.setAttribute("aria-selected", String(selected === r.number || (selected === "latest" && r === received[received.length - 1])));
@@ -157,7 +157,7 @@ enum ConsolePage {
           else if (r["push-type"] === "controls") detail.append(el("p", "Reloads the app's controls."));
           else if (r["push-type"] !== "alert") detail.append(el("p", "A " + (r["push-type"] || "untyped") + " push."));
           const facts = el("table"); facts.setAttribute("aria-label", "The request's facts");
-          for (const [k, v] of [["Verdict", r.verdict], ["Status", r.status], ["Device", r.device], ["Topic", r.topic], ["Priority", r.priority], ["Collapse id", r["collapse-id"]], ["Expiration", r.expiration], ["apns-id", r["apns-id"]]])
+          for (const [k, v] of [["Verdict", r.verdict], ["Fault", r.fault], ["Status", r.status || "none: not answered"], ["Device", r.device], ["Topic", r.topic], ["Priority", r.priority], ["Collapse id", r["collapse-id"]], ["Expiration", r.expiration], ["apns-id", r["apns-id"]]])
             if (v !== undefined) { const tr = el("tr"); tr.append(el("th", k), el("td", v)); facts.append(tr); }
           const auth = r.authentication || {}; const tr = el("tr"); tr.append(el("th", "Authentication"), el("td", auth.kind === "token" ? "token: team " + auth["team-id"] + ", key " + auth["key-id"] + ", issued at " + auth["issued-at"] : auth.kind === "certificate" ? "certificate: " + auth["common-name"] : "none")); facts.append(tr);
           detail.append(facts);
