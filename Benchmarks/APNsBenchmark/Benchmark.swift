@@ -36,6 +36,13 @@ struct Benchmark: AsyncParsableCommand {
     @Flag(name: .customLong("serve"), help: .hidden) var serve = false
     @Option(name: .customLong("serve-delay"), help: .hidden) var serveDelay = 0
     @Flag(name: .customLong("serve-nio"), help: .hidden) var serveNIO = false
+    @Flag(name: .customLong("serve-late"), help: .hidden) var serveLate = false
+    @Option(
+        name: .customLong("far-in-flight"),
+        help:
+            "The far-from-APNs table's bulk sends pass this maximumInFlight (by default they pass none, as a user's call does: the connector's streams and a reserve)."
+    )
+    var farInFlight: Int?
     @Flag(
         name: .customLong("far-server-statistics"),
         help:
@@ -59,7 +66,7 @@ struct Benchmark: AsyncParsableCommand {
     @Option(
         name: .customLong("far-server"),
         help:
-            "The delayed server of the far-from-APNs table: mock (the mock APNs, the default), nginx (nginx with its echo module, which answers a burst of 1,000 on time where the mock cannot) or nio (SwiftNIO's HTTP/2 server as it comes, answering on a schedule and checking nothing)."
+            "The delayed server of the far-from-APNs table: mock (the mock APNs, the default), nginx (nginx with its echo module, which answers a burst of 1,000 on time where the mock cannot), nio (SwiftNIO's HTTP/2 server as it comes, answering on a schedule and checking nothing) or nio-late (the same on two threads, each answer with an apns-id read from /dev/urandom where it is written: answers leave a little late and in clumps)."
     )
     var farServer = "mock"
     @Option(
@@ -85,7 +92,7 @@ struct Benchmark: AsyncParsableCommand {
             return try await NIODelayServer.serve(
                 delayMilliseconds: serveDelay,
                 streams: farStreams.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-                    .max() ?? 1_000, statistics: farServerStatistics)
+                    .max() ?? 1_000, statistics: farServerStatistics, late: serveLate)
         }
         if serve {
             return try await MockServerProcess.serve(
@@ -477,22 +484,29 @@ extension Benchmark {
                 )
             }
             launch = { try NginxDelayServer.launch(nginx, delayMilliseconds: $0, streams: streams.max() ?? 1_000) }
-        case "nio":
-            launch = {
+        case "nio", "nio-late":
+            launch = { [farServer] in
                 try NIODelayServer.launch(
-                    delayMilliseconds: $0, streams: streams.max() ?? 1_000, statistics: farServerStatistics)
+                    delayMilliseconds: $0, streams: streams.max() ?? 1_000, statistics: farServerStatistics,
+                    late: farServer == "nio-late")
             }
-        default: throw ValidationError("--far-server is mock, nginx or nio")
+        default: throw ValidationError("--far-server is mock, nginx, nio or nio-late")
         }
         let points = try await FarFromAPNs.measure(
             notification, key: key, rtts: rtts, connections: list(farConnections), streams: streams, pushes: farCount,
-            rounds: farRounds, request: request, token: token, h2load: skipH2load ? nil : H2Load.find(), launch: launch)
+            rounds: farRounds, inFlight: farInFlight, request: request, token: token,
+            h2load: skipH2load ? nil : H2Load.find(), launch: launch)
         return [
             (
                 "far from APNs: the delayed server",
-                farServer == "mock"
+                (farServer == "mock"
                     ? "the mock APNs (answers late beyond about 5,000/s per connection)"
-                    : farServer == "nio" ? "SwiftNIO's HTTP/2 server, answers scheduled" : "nginx with echo_sleep"
+                    : farServer == "nio"
+                        ? "SwiftNIO's HTTP/2 server, answers scheduled"
+                        : farServer == "nio-late"
+                            ? "SwiftNIO's HTTP/2 server on two threads, an apns-id from /dev/urandom per answer"
+                            : "nginx with echo_sleep")
+                    + (farInFlight.map { "; maximumInFlight \($0)" } ?? "")
             )
         ]
             + FarFromAPNs.rows(points)

@@ -59,12 +59,14 @@ struct MockServerProcess {
     /// A token connector to this server that trusts its CA: `connections` × `streams` in flight,
     /// and a request timeout no benchmark reaches.
     func connector(
-        key: MockCertificateAuthority.SigningKey, streams: Int, connections: Int = 1
+        key: MockCertificateAuthority.SigningKey, streams: Int, connections: Int = 1,
+        streamIdle: StreamIdleHistogram? = nil
     ) throws -> TokenConnector {
-        try TokenConnector(
+        var transport = transport(streams: streams, connections: connections)
+        transport.streamIdle = streamIdle
+        return try TokenConnector(
             teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
-            environment: .custom(host: "127.0.0.1", port: port),
-            transport: transport(streams: streams, connections: connections))
+            environment: .custom(host: "127.0.0.1", port: port), transport: transport)
     }
 
     /// The transport settings of ``connector(key:streams:connections:)``.

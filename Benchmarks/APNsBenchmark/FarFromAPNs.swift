@@ -42,6 +42,9 @@ enum FarFromAPNs {
         var connectionsOpened = 0
         /// The bulk send at the same connections and streams against a server with no delay.
         var zero = Workload.Result()
+        /// How long the delayed runs' streams stayed empty on the client, from the loop's own
+        /// events (``StreamIdleHistogram``).
+        var streamIdle = ""
 
         var bound: Double { Serialization.median(bounds) }
     }
@@ -49,7 +52,8 @@ enum FarFromAPNs {
     /// `launch` starts the server answering after the given milliseconds (0: at once).
     static func measure(
         _ notification: AlertNotification<Workload.Game>, key: MockCertificateAuthority.SigningKey, rtts: [Int],
-        connections: [Int], streams: [Int], pushes: Int, rounds: Int, request: APNsRequest, token: String,
+        connections: [Int], streams: [Int], pushes: Int, rounds: Int, inFlight: Int? = nil, request: APNsRequest,
+        token: String,
         h2load: String?, launch: (_ delayMilliseconds: Int) throws -> MockServerProcess
     ) async throws -> [Point] {
         var points: [Point] = []
@@ -68,18 +72,22 @@ enum FarFromAPNs {
                     let share = max(size * perConnection * 8, count / rounds)
                     var point = Point(rtt: rtt, connections: size, streams: perConnection)
                     let zeroConnector = try zeroServer.connector(key: key, streams: perConnection, connections: size)
-                    let connector = try server.connector(key: key, streams: perConnection, connections: size)
+                    let idle = StreamIdleHistogram()
+                    let connector = try server.connector(
+                        key: key, streams: perConnection, connections: size, streamIdle: idle)
                     try await Workload.warmUp(notification, via: zeroConnector, inFlight: size * perConnection)
                     try await send(
                         notification, via: connector, to: Workload.Devices(count: size * perConnection * 2),
                         maximumInFlight: size * perConnection)
                     var floor = Workload.Result()
+                    idle.reset()
                     for _ in 0..<rounds {
                         let zero = try await Workload.run(
                             notification, via: zeroConnector, devices: share, inFlight: nil, warmup: warmup)
                         let bound = min(protocolBound, zero.rate)
+                        idle.forgetPending()
                         let ours = try await Workload.run(
-                            notification, via: connector, devices: share, inFlight: nil, warmup: warmup)
+                            notification, via: connector, devices: share, inFlight: inFlight, warmup: warmup)
                         point.zero.add(zero)
                         point.ours.add(ours)
                         point.bounds.append(bound)
@@ -94,6 +102,7 @@ enum FarFromAPNs {
                         }
                     }
                     if size == 1 { point.floor = floor }
+                    point.streamIdle = idle.summary
                     point.connectionsOpened = connector.connectionsOpened
                     await connector.shutdown()
                     await zeroConnector.shutdown()
@@ -104,7 +113,7 @@ enum FarFromAPNs {
                     }
                     points.append(point)
                     print(
-                        "far: \(rtt) ms, \(size) × \(perConnection): \(Format.rate(point.ours.rate))/s, rounds of the bound \(point.ratios.map(Format.ratio).joined(separator: ", ")) (whole runs \(point.wholeRatios.map(Format.ratio).joined(separator: ", "))), connections opened \(point.connectionsOpened)"
+                        "far: \(rtt) ms, \(size) × \(perConnection): \(Format.rate(point.ours.rate))/s, rounds of the bound \(point.ratios.map(Format.ratio).joined(separator: ", ")) (whole runs \(point.wholeRatios.map(Format.ratio).joined(separator: ", "))), connections opened \(point.connectionsOpened); a stream empty on the client: \(point.streamIdle)"
                     )
                 }
             }
@@ -116,7 +125,7 @@ enum FarFromAPNs {
         var rows: [(String, String)] = [
             (
                 "far from APNs: RTT, connections × streams",
-                "pushes/s; of the bound (median of rounds); whole runs of the bound; CPU per push vs zero delay; C loop of the bound (median of rounds); CPU per push vs the C loop; h2load of the bound (whole run)"
+                "pushes/s; of the bound (median of rounds); whole runs of the bound; CPU per push vs zero delay; C loop of the bound (median of rounds); CPU per push vs the C loop; h2load of the bound (whole run); a stream empty on the client, answer read to next request written"
             )
         ]
         for point in points {
@@ -129,6 +138,7 @@ enum FarFromAPNs {
             cells.append(point.floor.map { _ in Format.ratio(Serialization.median(point.floorRatios)) } ?? "-")
             cells.append(point.floor.map { Format.ratio(point.ours.cpuPer100k / $0.cpuPer100k) } ?? "-")
             cells.append(point.h2load.map { Format.ratio($0.rate / point.bound) } ?? "-")
+            cells.append(point.streamIdle)
             rows.append(
                 (
                     "  \(point.rtt) ms, \(point.connections) × \(point.streams) (bound \(Format.rate(point.bound))/s, zero delay \(Format.rate(point.zero.rate))/s)",

@@ -15,20 +15,30 @@ import Synchronization
 ///
 /// Run as a child process of the benchmark (`--serve-nio`), so that it has a core's share of its
 /// own, as nginx has.
+///
+/// `late` (`--far-server nio-late`) is the same server as a service written without the benchmark
+/// in mind is: two event-loop threads, and each answer carrying an `apns-id` made where it is
+/// written, from 16 random bytes read from `/dev/urandom` (open, read, close: three system calls on
+/// the event loop per answer), so that answers leave a little late and in clumps — as a busy server
+/// far away answers.
 enum NIODelayServer {
     /// Starts the child: it prints `port <n> ca <path>` once it listens.
     /// With `statistics`, it prints ``Statistics`` to standard error each second.
-    static func launch(delayMilliseconds: Int, streams: Int, statistics: Bool) throws -> MockServerProcess {
+    static func launch(
+        delayMilliseconds: Int, streams: Int, statistics: Bool, late: Bool = false
+    ) throws
+        -> MockServerProcess
+    {
         var server = try MockServerProcess.child(
             ["--serve-nio", "--serve-delay", String(delayMilliseconds), "--far-streams", String(streams)]
-                + (statistics ? ["--far-server-statistics"] : []),
+                + (statistics ? ["--far-server-statistics"] : []) + (late ? ["--serve-late"] : []),
             what: "the SwiftNIO server")
         server.leftovers = [server.caPath]
         return server
     }
 
     /// Serves until killed (the child's side of ``launch(delayMilliseconds:streams:statistics:)``).
-    static func serve(delayMilliseconds: Int, streams: Int, statistics: Bool) async throws {
+    static func serve(delayMilliseconds: Int, streams: Int, statistics: Bool, late: Bool = false) async throws {
         let authority = try MockCertificateAuthority(name: "swift-apns benchmark CA")
         let certificate = try authority.issueServerCertificate()
         var tls = TLSConfiguration.makeServerConfiguration(
@@ -52,7 +62,7 @@ enum NIODelayServer {
         stream.streamErrorRateLimit.windowLength = .seconds(1)
         let (connectionSettings, streamSettings) = (connection, stream)
         let delay = TimeAmount.milliseconds(Int64(delayMilliseconds))
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: late ? 2 : 1)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
@@ -63,7 +73,7 @@ enum NIODelayServer {
                         mode: .server, connectionConfiguration: connectionSettings, streamConfiguration: streamSettings
                     ) { stream in
                         stream.eventLoop.makeCompletedFuture {
-                            try stream.pipeline.syncOperations.addHandler(DelayedAnswer(delay: delay))
+                            try stream.pipeline.syncOperations.addHandler(DelayedAnswer(delay: delay, late: late))
                         }
                     }
                 }
@@ -85,8 +95,41 @@ enum NIODelayServer {
         typealias InboundIn = HTTP2Frame.FramePayload
         typealias OutboundOut = HTTP2Frame.FramePayload
         let delay: TimeAmount
+        /// Each answer carries an apns-id made from /dev/urandom where it is written.
+        let late: Bool
 
-        init(delay: TimeAmount) { self.delay = delay }
+        init(delay: TimeAmount, late: Bool) {
+            self.delay = delay
+            self.late = late
+        }
+
+        /// `:status 200`, and with `late` an apns-id read fresh from /dev/urandom.
+        func answer() -> HTTP2Frame.FramePayload {
+            var headers = HPACKHeaders([(":status", "200")])
+            if late { headers.add(name: "apns-id", value: Self.randomID()) }
+            return .headers(.init(headers: headers, endStream: true))
+        }
+
+        /// A UUID-shaped id from 16 bytes of /dev/urandom: open, read, close.
+        static func randomID() -> String {
+            var bytes = [UInt8](repeating: 0, count: 16)
+            let descriptor = open("/dev/urandom", O_RDONLY)
+            if descriptor >= 0 {
+                _ = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, 16) }
+                close(descriptor)
+            }
+            // Hex by hand: the three system calls are the work this server stands for, not string
+            // formatting.
+            let digits = Array("0123456789abcdef".utf8)
+            var id = [UInt8]()
+            id.reserveCapacity(36)
+            for (index, byte) in bytes.enumerated() {
+                if [4, 6, 8, 10].contains(index) { id.append(UInt8(ascii: "-")) }
+                id.append(digits[Int(byte >> 4)])
+                id.append(digits[Int(byte & 0xF)])
+            }
+            return String(decoding: id, as: UTF8.self)
+        }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             let ended: Bool
@@ -98,15 +141,14 @@ enum NIODelayServer {
             guard ended else { return }
             let arrival = NIODeadline.now()
             Statistics.shared.arrived(arrival)
-            let answer = HTTP2Frame.FramePayload.headers(
-                .init(headers: HPACKHeaders([(":status", "200")]), endStream: true))
             guard delay > .zero else {
-                context.writeAndFlush(wrapOutboundOut(answer), promise: nil)
+                context.writeAndFlush(wrapOutboundOut(answer()), promise: nil)
                 return
             }
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             context.eventLoop.scheduleTask(in: delay) {
                 let (handler, context) = bound.value
+                let answer = handler.answer()
                 Statistics.shared.answered(NIODeadline.now(), due: arrival + handler.delay)
                 context.writeAndFlush(handler.wrapOutboundOut(answer), promise: nil)
             }

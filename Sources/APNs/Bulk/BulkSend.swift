@@ -24,7 +24,9 @@
 ///     (two refill batches: 12 for 100 streams, 64 from 512 on), so a stream that frees takes the
 ///     next request at once. Their deadlines run while they wait, so when a connection stalls they
 ///     may time out with the requests written to it (as not sent: they were not). Passing the
-///     concurrency limit itself keeps nothing queued.
+///     concurrency limit itself keeps nothing queued: each stream an answer frees then waits for
+///     the reader to take that outcome and the producer to start the next request, which far from
+///     APNs leaves streams empty for milliseconds every cycle (<doc:BulkSends>).
 ///   - timeout: Each device's deadline, counted from when its request is started, retries
 ///     included; nil uses the connector's `TransportConfiguration.requestTimeout`.
 ///   - retry: When a device's send tries again on its own (``RetryPolicy``); none by default.

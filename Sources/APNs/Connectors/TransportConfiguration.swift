@@ -111,6 +111,11 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// counts from): the real one, unless a test gives one it advances itself (``WaitClock``).
     package var waitClock = WaitClockReference(ContinuousWaitClock.shared)
 
+    /// Where the transport's loop records how long each stream stays empty between an answer and
+    /// the next request (``StreamIdleHistogram``): the benchmark's far-from-APNs table. Nil (the
+    /// default): nothing is measured.
+    package var streamIdle: StreamIdleHistogram?
+
     public init(
         requestTimeout: Duration = TransportConfiguration.defaultRequestTimeout,
         connectTimeout: Duration = .seconds(10),

@@ -29,6 +29,9 @@ final class CoalescedWrites: LoopThreadObject {
     /// The sockets corked for this pass.
     private var corked: [Int32] = []
     private var requests = 0
+    /// The loop's probe of idle streams, when its connector measures them (``StreamIdleProbe``):
+    /// the pre-request callback that reaches this object tells it a request is written.
+    var streamIdle: StreamIdleProbe?
 
     init() {}
 

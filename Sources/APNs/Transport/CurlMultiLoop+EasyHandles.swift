@@ -66,6 +66,7 @@ extension CurlMultiLoop {
             transfer.resume(.failure(TransportError.cancelled(delivery: transfer.delivery)))
             return
         }
+        streamIdleProbe?.handed()
         // The deadline counts from the send; libcurl's own timeout counts from here.
         let now = clock.now
         let remaining: Duration
@@ -250,7 +251,10 @@ extension CurlMultiLoop {
                 guard let context else { return Int32(CURL_PREREQFUNC_OK) }
                 let decision = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().willSend(
                     localPort: localPort)
-                if decision == Int32(CURL_PREREQFUNC_OK) { CoalescedWrites.current?.requestWillBeWritten() }
+                if decision == Int32(CURL_PREREQFUNC_OK), let writes = CoalescedWrites.current {
+                    writes.requestWillBeWritten()
+                    writes.streamIdle?.filled()
+                }
                 return decision
             }, "CURLOPT_PREREQFUNCTION")
     }

@@ -29,6 +29,7 @@ extension CurlMultiLoop {
             if code == CURLE_OK, let port = pool.transfer(on: easy)?.localPort, port != 0 {
                 if now == nil { now = clock.now }
                 connections.answered(onPort: port, at: now ?? clock.now)
+                streamIdleProbe?.freed(at: .now)
             }
             finishedInPass.add(easy, code)
         }

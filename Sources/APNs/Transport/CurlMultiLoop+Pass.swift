@@ -16,6 +16,9 @@ extension CurlMultiLoop {
         // What a pass writes leaves in few TCP segments, not one per libcurl write.
         let writes = CoalescedWrites.install()
         defer { writes.uninstall() }
+        // Only when the connector measures how long streams stay empty (the benchmark's).
+        streamIdleProbe = settings.streamIdle.map(StreamIdleProbe.init(histogram:))
+        writes.streamIdle = streamIdleProbe
         while true {
             var phase = Phase.running
             var ranJobs = true

@@ -62,6 +62,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         var memoryTrimInterval: Duration?
         /// The clock of the loop's own decisions (``CurlMultiLoop/clock``).
         var clock: any WaitClock = ContinuousWaitClock.shared
+        /// Where the loop records how long streams stay empty (the benchmark's; nil: it does not).
+        var streamIdle: StreamIdleHistogram?
     }
 
     enum Operation {
@@ -154,6 +156,8 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     let settings: Settings
+    /// The loop thread's probe, while the connector measures idle streams (``Settings/streamIdle``).
+    var streamIdleProbe: StreamIdleProbe?
     let inbox = Locked(Inbox())
     let multi: UnsafeMutableRawPointer?
     /// One TLS session cache for all the loop's easy handles (`CURL_LOCK_DATA_SSL_SESSION`):

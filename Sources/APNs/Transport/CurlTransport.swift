@@ -76,7 +76,8 @@ final class CurlTransport: Sendable {
                     environmentProxy: Proxy.EnvironmentRoute(environment), proxyCA: proxyCA,
                     observability: observability,
                     reportsGoAway: configuration.reportsGoAway && libcurl.reportsGoAway,
-                    memoryTrimInterval: configuration.memoryTrimInterval, clock: configuration.waitClock.clock),
+                    memoryTrimInterval: configuration.memoryTrimInterval, clock: configuration.waitClock.clock,
+                    streamIdle: configuration.streamIdle),
                 maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
                 maximumConcurrentStreams: configuration.maximumConcurrentStreams)
         } catch {
