@@ -181,7 +181,7 @@ enum ConsolePage {
           await fetch("/api/devices", { method: "POST", body: JSON.stringify({ app: data.get("app"), environment: data.get("environment") }) }); devices(); });
         document.getElementById("fault-form").addEventListener("submit", async e => { e.preventDefault(); const fault = new FormData(e.target).get("fault");
           const a = await fetch("/api/fault", { method: "PUT", body: JSON.stringify({ fault }) }); const answer = await a.json();
-          document.getElementById("fault-state").textContent = a.ok ? "On: " + answer.description : answer.detail; });
+          document.getElementById("fault-state").textContent = a.ok ? "On: " + answer.description + ", on connections opened from now on" : answer.detail; });
         document.getElementById("fault-off").addEventListener("click", async () => { await fetch("/api/fault", { method: "DELETE" }); document.getElementById("fault-state").textContent = "No fault."; });
         document.getElementById("clear").addEventListener("click", async () => { await fetch("/api/requests", { method: "DELETE" }); received = []; selected = null; render(); });
         document.getElementById("filters").addEventListener("input", render);
