@@ -6,8 +6,12 @@ final class ServerState: ValidationContext {
     typealias Scripted = ScriptedRejection
 
     private struct Mutable {
+        /// The requests the server judged (``MockAPNsServer/requests``): read often by tests, so
+        /// kept as its own array, handed out without a copy.
         var records: [RecordedRequest] = []
-        /// Requests recorded and then cleared: the first of ``records`` is number this + 1.
+        /// Every request recorded, those a fault dealt with included (the console's list).
+        var received: [RecordedRequest] = []
+        /// Requests recorded and then cleared: the first of ``received`` is number this + 1.
         var recordsCleared = 0
         var rejections: [String: Scripted] = [:]
         /// Devices made for the console and tests (``MockAPNsServer/makeDevice(bundleID:environment:)``).
@@ -64,8 +68,8 @@ final class ServerState: ValidationContext {
         /// How many of `event` there have been so far.
         func count(of event: Wait.Event) -> Int {
             switch event {
-            case .recorded(let matches): records.count { $0.fault == nil && matches($0) }
-            case .received(let matches): records.count(where: matches)
+            case .recorded(let matches): records.count(where: matches)
+            case .received(let matches): received.count(where: matches)
             case .arrival: arrivals
             case .settingsAcknowledgement: settingsAcknowledgements
             }
@@ -167,7 +171,8 @@ final class ServerState: ValidationContext {
         let done = mutable.withLock { state -> [CheckedContinuation<Bool, Never>] in
             if request.fault == nil { state.streams += 1 }
             guard configuration.recordsRequests else { return [] }
-            state.records.append(request)
+            if request.fault == nil { state.records.append(request) }
+            state.received.append(request)
             return state.advanceWaits { event in
                 switch event {
                 case .recorded(let matches): request.fault == nil && matches(request)
@@ -311,20 +316,21 @@ final class ServerState: ValidationContext {
     var processed: [String: Int] { mutable.withLock { $0.processed } }
 
     /// The requests the server judged (``MockAPNsServer/requests``).
-    var records: [RecordedRequest] { mutable.withLock { $0.records.filter { $0.fault == nil } } }
+    var records: [RecordedRequest] { mutable.withLock { $0.records } }
     /// Every request recorded, those a fault dealt with included.
-    var receivedRecords: [RecordedRequest] { mutable.withLock { $0.records } }
+    var receivedRecords: [RecordedRequest] { mutable.withLock { $0.received } }
     var streamCount: Int { mutable.withLock { $0.streams } }
     var connectionCount: Int { mutable.withLock { $0.connections } }
     func clearRecords() {
         mutable.withLock {
-            $0.recordsCleared += $0.records.count
+            $0.recordsCleared += $0.received.count
             $0.records.removeAll()
+            $0.received.removeAll()
         }
     }
     /// Every record (those a fault dealt with included) with the number of the first (1 for the
     /// first request ever recorded).
     var numberedRecords: (first: Int, records: [RecordedRequest]) {
-        mutable.withLock { ($0.recordsCleared + 1, $0.records) }
+        mutable.withLock { ($0.recordsCleared + 1, $0.received) }
     }
 }
