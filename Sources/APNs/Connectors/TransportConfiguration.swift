@@ -112,8 +112,8 @@ public struct TransportConfiguration: Sendable, Hashable {
     package var waitClock = WaitClockReference(ContinuousWaitClock.shared)
 
     /// Where the transport's loop records how long each stream stays empty between an answer and
-    /// the next request (``StreamIdleHistogram``): the benchmark's far-from-APNs table. Nil (the
-    /// default): nothing is measured.
+    /// the next request (``StreamIdleHistogram``), for the benchmark's far-from-APNs table; nil (the
+    /// default) measures nothing, so a sender's connector pays nothing for it.
     package var streamIdle: StreamIdleHistogram?
 
     public init(

@@ -49,8 +49,9 @@ package final class StreamIdleHistogram: Sendable, Hashable {
 
     var currentGeneration: Int { generation.withLock { $0 } }
 
-    /// The recorded idle times, as "p50 ≤ 0.5 ms, p90 ≤ 2 ms, p99 ≤ 20 ms (n 9,000); handed to
-    /// libcurl p50 …": each quantile as the upper edge of its bucket.
+    /// The recorded idle times as the 50th, 90th and 99th percentiles and the count, then the same
+    /// for the wait before the hand-over to libcurl: each percentile as the upper edge of its
+    /// bucket, since the buckets are all that is kept.
     package var summary: String {
         Self.describe(counts.withLock { $0 }) + "; handed to libcurl "
             + Self.describe(handedCounts.withLock { $0 })

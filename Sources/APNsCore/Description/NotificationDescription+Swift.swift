@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
 extension NotificationDescription {
     /// Where the Swift of ``swiftSource(to:)`` sends the notification.
     public enum SwiftTarget: Sendable, Equatable {
@@ -14,12 +20,13 @@ extension NotificationDescription {
     /// every push type and compares its bytes).
     ///
     /// Call it for a description that ``notification(now:payload:)`` accepted: it assumes the rules
-    /// hold (the code still throws where the library throws). A Live Activity without a
-    /// `timestamp` is written with `Date()`; give one for code that makes the same bytes.
-    public func swiftSource(to target: SwiftTarget) -> String {
+    /// hold (the code still throws where the library throws). A Live Activity's `timestamp`, when
+    /// the description gives none, is `now`, as ``notification(now:payload:)`` takes it: the code
+    /// then makes the same bytes.
+    public func swiftSource(to target: SwiftTarget, now: Date) -> String {
         let name = PushType.Name(rawValue: pushType) ?? .alert
         var code = SwiftCode()
-        let notification = notificationExpression(name)
+        let notification = notificationExpression(name, now: now)
         code.line("import APNs")
         if name == .liveactivity { code.line("import Foundation") }
         code.line("")
@@ -45,7 +52,7 @@ extension NotificationDescription {
 
     /// The expression that makes the typed notification: a `switch` without `default`, so that a
     /// push type added to the library fails to compile here until the composer writes it.
-    private func notificationExpression(_ name: PushType.Name) -> String {
+    private func notificationExpression(_ name: PushType.Name, now: Date) -> String {
         let app = SwiftCode.literal(self.app ?? "")
         let appData = self.appData.map { "try RawJSONObject(\(SwiftCode.literal($0.compactText)))" }
         switch name {
@@ -85,7 +92,7 @@ extension NotificationDescription {
                     "keyID: \(SwiftCode.literal(keyID ?? ""))", "messageIndex: \(messageIndex ?? 0)",
                 ], name)
         case .liveactivity:
-            return call("LiveActivityNotification", liveActivityArguments(app: app), name)
+            return call("LiveActivityNotification", liveActivityArguments(app: app, now: now), name)
         }
     }
 
@@ -162,9 +169,9 @@ extension NotificationDescription {
     }
 
     /// A Live Activity's arguments, in its event's initializer's order.
-    private func liveActivityArguments(app: String) -> [String] {
+    private func liveActivityArguments(app: String, now: Date) -> [String] {
         func date(_ seconds: Int?) -> String {
-            seconds.map { "Date(timeIntervalSince1970: \($0))" } ?? "Date()"
+            "Date(timeIntervalSince1970: \(seconds ?? Int(now.timeIntervalSince1970)))"
         }
         func text(_ text: LocalizableText?) -> String {
             switch text {

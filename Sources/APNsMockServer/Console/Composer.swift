@@ -162,7 +162,7 @@ enum Composer {
         }
         return Composition(
             description: description, notification: notification, target: target, connector: connector,
-            request: request, swift: description.swiftSource(to: swiftTarget), send: send)
+            request: request, swift: description.swiftSource(to: swiftTarget, now: now), send: send)
     }
 
     /// `connector`: a kind the push type accepts; by default its first (token before certificate).
