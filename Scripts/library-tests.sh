@@ -24,7 +24,7 @@
 #   The rest run in the parallel tier, processes too: a test that runs `apns` waits for it off
 #   Swift's concurrency threads (Tests/APNsCLITests/ChildProcess.swift).
 #   Their decisions (the breaker, keep-warm's schedule, stall judgement) are tested as values too,
-#   given the time, in the parallel tier (CircuitBreakerStateTests, KeepWarmScheduleTests,
+#   given the time, in the parallel tier (CircuitBreakerStateTests, KeepWarmScheduleTests, CycleWatchTests,
 #   StallJudgementTests), and a transfer's life step by step (TransferLifeTests). Retries wait on
 #   the connector's wait clock, which RetryTests gives and advances itself: it is in the parallel
 #   tier. The breaker's

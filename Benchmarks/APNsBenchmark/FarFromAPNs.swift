@@ -40,6 +40,9 @@ enum FarFromAPNs {
         /// nghttp2's h2load at the same settings, when installed: an independent client.
         var h2load: Workload.Result?
         var connectionsOpened = 0
+        /// Slow spells the delayed runs' connector noticed (every stream busy, each cycle at least
+        /// 1.2 round trips: ``CycleWatch``), which it logs as a notice.
+        var slowCycles = 0
         /// The bulk send at the same connections and streams against a server with no delay.
         var zero = Workload.Result()
         /// How long the delayed runs' streams stayed empty on the client, from the loop's own
@@ -104,6 +107,7 @@ enum FarFromAPNs {
                     if size == 1 { point.floor = floor }
                     point.streamIdle = idle.summary
                     point.connectionsOpened = connector.connectionsOpened
+                    point.slowCycles = connector.slowCycles
                     await connector.shutdown()
                     await zeroConnector.shutdown()
                     if size == 1, let h2load {
@@ -113,7 +117,7 @@ enum FarFromAPNs {
                     }
                     points.append(point)
                     print(
-                        "far: \(rtt) ms, \(size) × \(perConnection): \(Format.rate(point.ours.rate))/s, rounds of the bound \(point.ratios.map(Format.ratio).joined(separator: ", ")) (whole runs \(point.wholeRatios.map(Format.ratio).joined(separator: ", "))), connections opened \(point.connectionsOpened); a stream empty on the client: \(point.streamIdle)"
+                        "far: \(rtt) ms, \(size) × \(perConnection): \(Format.rate(point.ours.rate))/s, rounds of the bound \(point.ratios.map(Format.ratio).joined(separator: ", ")) (whole runs \(point.wholeRatios.map(Format.ratio).joined(separator: ", "))), connections opened \(point.connectionsOpened), slow spells noticed \(point.slowCycles); a stream empty on the client: \(point.streamIdle)"
                     )
                 }
             }

@@ -123,6 +123,10 @@ extension TransportConnector {
     /// Times the circuit breaker opened (see ``CircuitBreakerPolicy``).
     public var circuitTrips: Int { engine.transport.circuitTrips }
 
+    /// Slow spells the pool entered: every stream busy, each cycle well past the round trip
+    /// (``CycleWatch``; what `apns.pool.slow_cycles` counts), for the benchmark and tests.
+    package var slowCycles: Int { engine.transport.slowCycles }
+
     /// libcurl easy handles that exist (in use or idle): for the soak's memory figures.
     @_spi(Benchmarks) public var easyHandleCount: Int { engine.transport.easyHandleCount }
 }

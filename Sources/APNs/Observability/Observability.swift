@@ -28,6 +28,7 @@ final class Observability: Sendable {
         static let retries = "apns.retries"
         static let tokensMinted = "apns.tokens.minted"
         static let circuitTrips = "apns.circuit.trips"
+        static let slowCycles = "apns.pool.slow_cycles"
     }
 
     /// Why a request was sent again.
@@ -63,6 +64,7 @@ final class Observability: Sendable {
     let goaways: CoreMetrics.Counter
     let tokensMinted: CoreMetrics.Counter
     let circuitTrips: CoreMetrics.Counter
+    let slowCycles: CoreMetrics.Counter
     private let retryCounters: [RetryReason: CoreMetrics.Counter]
     private let sendCounters = Locked<[SendDimensions: CoreMetrics.Counter]>([:])
     private let durationTimers = Locked<[String: CoreMetrics.Timer]>([:])
@@ -87,6 +89,7 @@ final class Observability: Sendable {
         goaways = Counter(label: Metric.goaways, factory: factory)
         tokensMinted = Counter(label: Metric.tokensMinted, factory: factory)
         circuitTrips = Counter(label: Metric.circuitTrips, factory: factory)
+        slowCycles = Counter(label: Metric.slowCycles, factory: factory)
         var retryCounters: [RetryReason: CoreMetrics.Counter] = [:]
         for reason in RetryReason.allCases {
             retryCounters[reason] = Counter(

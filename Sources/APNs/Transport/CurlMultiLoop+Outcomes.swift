@@ -21,19 +21,58 @@ extension CurlMultiLoop {
         var remaining: Int32 = 0
         finishedInPass.clear()
         var now: ContinuousClock.Instant?
+        var answers = 0
+        var fastest: Duration?
         while let message = curl_multi_info_read(multi, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
             let code = message.pointee.data.result
             // An answer read in this pass is life on its connection before any timeout of the same
             // pass is judged (libcurl lists them in no particular order). One clock read a pass.
-            if code == CURLE_OK, let port = pool.transfer(on: easy)?.localPort, port != 0 {
-                if now == nil { now = clock.now }
-                connections.answered(onPort: port, at: now ?? clock.now)
+            if code == CURLE_OK, let written = pool.transfer(on: easy)?.writtenOn, written.localPort != 0 {
+                let answeredAt = now ?? clock.now
+                now = answeredAt
+                connections.answered(onPort: written.localPort, at: answeredAt)
                 streamIdleProbe?.freed(at: .now)
+                answers += 1
+                fastest = min(fastest ?? answeredAt - written.at, answeredAt - written.at)
             }
             finishedInPass.add(easy, code)
         }
         for (easy, code) in finishedInPass.transfers { finish(easy, code: code, on: multi) }
+        answeredInPass = (answers, fastest)
+    }
+
+    /// Gives the pass's answers and what libcurl holds now to the pool's ``CycleWatch``, at `now`
+    /// (after the pass refilled libcurl), and says when a slow spell begins or ends.
+    func watchCycle(at now: ContinuousClock.Instant) {
+        assertOnLoopThread()
+        let (answers, fastest) = answeredInPass
+        answeredInPass = (0, nil)
+        guard !pool.isEmpty || cycleWatch.isSlow || answers > 0 else { return }
+        let change = cycleWatch.pass(
+            answers: answers, fastest: fastest, busy: pool.count, limit: maximumInFlight, at: now)
+        switch change {
+        case .slow(let judgement)?:
+            inbox.withLock { $0.slowCycles += 1 }
+            guard observability.isEnabled else { return }
+            observability.slowCycles.increment()
+            observability.logger.notice(
+                "Every APNs stream is busy and each takes longer than the round trip per request; another connection (maximumConnectionsPerHost) would send more",
+                metadata: [
+                    "apns.pool.pushes_per_second": "\(Int(judgement.rate))",
+                    "apns.pool.bound_per_second": "\(Int(judgement.bound))",
+                    "apns.pool.streams_busy": "\(Int(judgement.streams))",
+                    "apns.pool.streams": "\(judgement.limit)",
+                    "apns.pool.round_trip_ms": "\(judgement.roundTrip.millisecondsRoundedUp)",
+                    "apns.pool.cycle_ms": "\(judgement.cycle.millisecondsRoundedUp)",
+                    "apns.pool.connections": "\(connections.connectionsPerHost)",
+                ])
+        case .recovered?:
+            guard observability.isEnabled else { return }
+            observability.logger.info("APNs streams keep up with the round trip again, or are no longer all busy")
+        case nil:
+            break
+        }
     }
 
     func finish(_ easy: UnsafeMutableRawPointer, code: CURLcode, on multi: UnsafeMutableRawPointer) {

@@ -97,6 +97,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         /// Easy handles that exist (in libcurl or idle), for the soak's memory figures.
         var easyHandles = 0
         var circuitTrips = 0
+        /// Slow spells the pool entered (``CycleWatch``).
+        var slowCycles = 0
         /// Times the loop took its inbox: once or twice a pass (for tests: an idle loop sleeps).
         var inboxTakes = 0
         /// The loop is (about to be) asleep in poll(2): a submit must wake it.
@@ -158,6 +160,10 @@ final class CurlMultiLoop: @unchecked Sendable {
     let settings: Settings
     /// The loop thread's probe, while the connector measures idle streams (``Settings/streamIdle``).
     var streamIdleProbe: StreamIdleProbe?
+    /// Whether every stream is busy and slow against the round trip (``CycleWatch``), and what the
+    /// current pass's answers give it (``collectFinished(on:)``): the loop thread's alone.
+    var cycleWatch = CycleWatch()
+    var answeredInPass: (answers: Int, fastest: Duration?) = (0, nil)
     let inbox = Locked(Inbox())
     let multi: UnsafeMutableRawPointer?
     /// One TLS session cache for all the loop's easy handles (`CURL_LOCK_DATA_SSL_SESSION`):
@@ -258,6 +264,7 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     var connectionsOpened: Int { inbox.withLock { $0.connectionsOpened } }
     var easyHandleCount: Int { inbox.withLock { $0.easyHandles } }
+    var slowCycles: Int { inbox.withLock { $0.slowCycles } }
 
     /// Queues an operation and wakes the loop, starting its thread on first use.
     func submit(_ operation: Operation) {

@@ -174,6 +174,7 @@ final class CurlTransport: Sendable {
 
     /// Connections libcurl has opened so far (`CURLINFO_NUM_CONNECTS`, summed over requests).
     var connectionsOpened: Int { loop.connectionsOpened }
+    var slowCycles: Int { loop.slowCycles }
     var easyHandleCount: Int { loop.easyHandleCount }
 
     /// Connections shut down because they stopped answering.

@@ -124,6 +124,9 @@ final class Transfer: @unchecked Sendable {
         let baselineErrno: Int
         /// TLS negotiated HTTP/2 (ALPN h2): its answer is HTTP/2 without asking libcurl again.
         let negotiatedH2: Bool
+        /// When (on the loop's clock): its answer's time from here is the pool's round trip at
+        /// best (``CycleWatch``).
+        let at: ContinuousClock.Instant
     }
 
     @exclusivity(unchecked) private(set) var life = Life.submitted
@@ -256,12 +259,14 @@ final class Transfer: @unchecked Sendable {
                 retry = .notHTTP2
                 return Int32(CURL_PREREQFUNC_ABORT)
             }
-            guard case .writable = time.verdict(at: clock.now) else {
+            let now = clock.now
+            guard case .writable = time.verdict(at: now) else {
                 retry = .tooLate
                 return Int32(CURL_PREREQFUNC_ABORT)
             }
             if !isFinished {
-                life = .written(WrittenOn(localPort: localPort, baselineErrno: osErrno, negotiatedH2: alpn == 1))
+                life = .written(
+                    WrittenOn(localPort: localPort, baselineErrno: osErrno, negotiatedH2: alpn == 1, at: now))
             }
             return Int32(CURL_PREREQFUNC_OK)
         }
