@@ -15,7 +15,9 @@
 /// busy (``fullShare`` of the limit or more, on average) is judged: a stream's cycle is
 /// `limit × window / answers` (the time a stream took per request, its time empty on the client
 /// included), the round trip the fastest answer of the last ``roundTripWindows`` windows, and a
-/// cycle of ``slowFactor`` round trips or more is slow. A window with streams to spare (the sender
+/// cycle of ``slowFactor`` round trips or more is slow; ``windowsToBegin`` slow windows in a row
+/// begin a slow spell (one window alone is often a clump of late answers, or a burst's first round
+/// trip, when every stream is busy and none has answered yet). A window with streams to spare (the sender
 /// has less to send than the pool carries), or close to APNs (a round trip under
 /// ``shortestJudgedRoundTrip``, where a pass of the loop is most of it), ends a slow spell without a
 /// judgement.
@@ -34,6 +36,8 @@ struct CycleWatch {
     /// it, but a clump of answers empties the reserve for a few milliseconds, so a pool with all
     /// the work it can carry averages a little under its limit.
     static let fullShare = 0.85
+    /// Slow windows in a row that begin a slow spell.
+    static let windowsToBegin = 2
     /// The round trip is the shortest answer of this many windows, the current one included.
     static let roundTripWindows = 5
     /// Closer to APNs than this, nothing is judged.
@@ -73,6 +77,8 @@ struct CycleWatch {
     private var fastest: Duration?
     /// The shortest answer of each of the last windows, the oldest first.
     private var recentFastest: [Duration] = []
+    /// Slow windows in a row, up to the one just judged.
+    private var slowInARow = 0
     /// Within a slow spell.
     private(set) var isSlow = false
 
@@ -124,8 +130,9 @@ struct CycleWatch {
                     roundTrip: roundTrip, cycle: cycle)
             }
         }
+        slowInARow = slow == nil ? 0 : slowInARow + 1
         switch (slow, isSlow) {
-        case (let judgement?, false):
+        case (let judgement?, false) where slowInARow >= Self.windowsToBegin:
             isSlow = true
             return .slow(judgement)
         case (nil, true):
