@@ -57,7 +57,7 @@ extension CurlMultiLoop {
             guard observability.isEnabled else { return }
             observability.slowCycles.increment()
             observability.logger.notice(
-                "Every APNs stream is busy and each takes longer than the round trip per request; another connection (maximumConnectionsPerHost) would send more",
+                "Every APNs stream is busy and each takes longer than the round trip per request: the server answers late, or this process refills streams slowly; with CPU to spare, another connection (maximumConnectionsPerHost) would send more",
                 metadata: [
                     "apns.pool.pushes_per_second": "\(Int(judgement.rate))",
                     "apns.pool.bound_per_second": "\(Int(judgement.bound))",
