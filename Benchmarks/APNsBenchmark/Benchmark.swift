@@ -55,6 +55,12 @@ struct Benchmark: AsyncParsableCommand {
     var rtts = "20,50,100"
     @Option(name: .customLong("far-connections"), help: "Connections per connector for the far-from-APNs table.")
     var farConnections = "1,2,4"
+    @Option(
+        name: .customLong("far-additional"),
+        help:
+            "additionalConnectionsWhenSlow for the far-from-APNs table's delayed connectors (0: each pool keeps its size; 1: the default)."
+    )
+    var farAdditional = 0
     @Option(name: .customLong("far-streams"), help: "Streams per connection for the far-from-APNs table.")
     var farStreams = "100,500,1000"
     @Option(name: .customLong("far-count"), help: "Pushes per point of the far-from-APNs table, at most.")
@@ -494,7 +500,7 @@ extension Benchmark {
         }
         let points = try await FarFromAPNs.measure(
             notification, key: key, rtts: rtts, connections: list(farConnections), streams: streams, pushes: farCount,
-            rounds: farRounds, inFlight: farInFlight, request: request, token: token,
+            rounds: farRounds, inFlight: farInFlight, additional: farAdditional, request: request, token: token,
             h2load: skipH2load ? nil : H2Load.find(), launch: launch)
         return [
             (
@@ -507,6 +513,7 @@ extension Benchmark {
                             ? "SwiftNIO's HTTP/2 server on two threads, an apns-id from /dev/urandom per answer"
                             : "nginx with echo_sleep")
                     + (farInFlight.map { "; maximumInFlight \($0)" } ?? "")
+                    + (farAdditional > 0 ? "; additionalConnectionsWhenSlow \(farAdditional)" : "")
             )
         ]
             + FarFromAPNs.rows(points)

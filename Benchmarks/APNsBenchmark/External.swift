@@ -60,18 +60,21 @@ struct MockServerProcess {
     /// and a request timeout no benchmark reaches.
     func connector(
         key: MockCertificateAuthority.SigningKey, streams: Int, connections: Int = 1,
-        streamIdle: StreamIdleHistogram? = nil
+        streamIdle: StreamIdleHistogram? = nil, additional: Int = 0
     ) throws -> TokenConnector {
         var transport = transport(streams: streams, connections: connections)
         transport.streamIdle = streamIdle
+        transport.additionalConnectionsWhenSlow = additional
         return try TokenConnector(
             teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
             environment: .custom(host: "127.0.0.1", port: port), transport: transport)
     }
 
-    /// The transport settings of ``connector(key:streams:connections:)``.
+    /// The transport settings of ``connector(key:streams:connections:streamIdle:additional:)``: a
+    /// pool of `connections`, never more (a row measures the pool it names).
     func transport(streams: Int, connections: Int = 1) -> TransportConfiguration {
         var transport = TransportConfiguration()
+        transport.additionalConnectionsWhenSlow = 0
         transport.trustedCertificateAuthority = .file(path: caPath)
         transport.maximumConcurrentStreams = streams
         transport.maximumConnectionsPerHost = connections

@@ -43,6 +43,8 @@ enum FarFromAPNs {
         /// Slow spells the delayed runs' connector noticed (every stream busy, each cycle at least
         /// 1.2 round trips: ``CycleWatch``), which it logs as a notice.
         var slowCycles = 0
+        /// Connections the delayed runs' connector added while slow (`--far-additional`).
+        var connectionsAdded = 0
         /// The bulk send at the same connections and streams against a server with no delay.
         var zero = Workload.Result()
         /// How long the delayed runs' streams stayed empty on the client, from the loop's own
@@ -55,7 +57,8 @@ enum FarFromAPNs {
     /// `launch` starts the server answering after the given milliseconds (0: at once).
     static func measure(
         _ notification: AlertNotification<Workload.Game>, key: MockCertificateAuthority.SigningKey, rtts: [Int],
-        connections: [Int], streams: [Int], pushes: Int, rounds: Int, inFlight: Int? = nil, request: APNsRequest,
+        connections: [Int], streams: [Int], pushes: Int, rounds: Int, inFlight: Int? = nil, additional: Int = 0,
+        request: APNsRequest,
         token: String,
         h2load: String?, launch: (_ delayMilliseconds: Int) throws -> MockServerProcess
     ) async throws -> [Point] {
@@ -77,7 +80,7 @@ enum FarFromAPNs {
                     let zeroConnector = try zeroServer.connector(key: key, streams: perConnection, connections: size)
                     let idle = StreamIdleHistogram()
                     let connector = try server.connector(
-                        key: key, streams: perConnection, connections: size, streamIdle: idle)
+                        key: key, streams: perConnection, connections: size, streamIdle: idle, additional: additional)
                     try await Workload.warmUp(notification, via: zeroConnector, inFlight: size * perConnection)
                     try await send(
                         notification, via: connector, to: Workload.Devices(count: size * perConnection * 2),
@@ -108,6 +111,7 @@ enum FarFromAPNs {
                     point.streamIdle = idle.summary
                     point.connectionsOpened = connector.connectionsOpened
                     point.slowCycles = connector.slowCycles
+                    point.connectionsAdded = connector.connectionsAdded
                     await connector.shutdown()
                     await zeroConnector.shutdown()
                     if size == 1, let h2load {
@@ -117,7 +121,7 @@ enum FarFromAPNs {
                     }
                     points.append(point)
                     print(
-                        "far: \(rtt) ms, \(size) × \(perConnection): \(Format.rate(point.ours.rate))/s, rounds of the bound \(point.ratios.map(Format.ratio).joined(separator: ", ")) (whole runs \(point.wholeRatios.map(Format.ratio).joined(separator: ", "))), connections opened \(point.connectionsOpened), slow spells noticed \(point.slowCycles); a stream empty on the client: \(point.streamIdle)"
+                        "far: \(rtt) ms, \(size) × \(perConnection): \(Format.rate(point.ours.rate))/s, rounds of the bound \(point.ratios.map(Format.ratio).joined(separator: ", ")) (whole runs \(point.wholeRatios.map(Format.ratio).joined(separator: ", "))), connections opened \(point.connectionsOpened), slow spells noticed \(point.slowCycles), connections added \(point.connectionsAdded); a stream empty on the client: \(point.streamIdle)"
                     )
                 }
             }

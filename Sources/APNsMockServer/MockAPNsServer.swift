@@ -339,6 +339,9 @@ public final class MockAPNsServer: Sendable {
     /// TLS connections accepted so far.
     public var connectionCount: Int { state.connectionCount }
 
+    /// HTTP/2 connections open now: a client's pool as the server sees it.
+    public var openConnectionCount: Int { state.openConnectionCount }
+
     /// HTTP/2 PING frames received so far (acknowledgements not counted), on every connection.
     public var pingCount: Int { state.pingCount }
     /// Connections the server ended for answering too many errors (``Configuration/errorLimit``).

@@ -309,6 +309,7 @@ final class ServerState: ValidationContext {
     }
     func unregister(_ id: ObjectIdentifier) { _ = mutable.withLock { $0.open.removeValue(forKey: id) } }
     func openConnectionGoAways() -> [@Sendable () -> Void] { mutable.withLock { Array($0.open.values) } }
+    var openConnectionCount: Int { mutable.withLock { $0.open.count } }
 
     func clearProcessed() { mutable.withLock { $0.processed.removeAll(keepingCapacity: true) } }
 

@@ -108,6 +108,14 @@ import Testing
             throws: APNsError.validation(
                 .invalidTransportSetting(name: "maximumConcurrentStreams", value: "\(Int.max); use 1 to 2147483647"))
         ) { try make(TransportConfiguration(maximumConcurrentStreams: .max)) }
+        #expect(
+            throws: APNsError.validation(
+                .invalidTransportSetting(name: "additionalConnectionsWhenSlow", value: "-1; use 0 to 1000"))
+        ) {
+            var transport = TransportConfiguration()
+            transport.additionalConnectionsWhenSlow = -1
+            try make(transport)
+        }
         #expect(throws: APNsError.self) { try make(TransportConfiguration(maximumIdleTime: .seconds(Int64.max))) }
         #expect(throws: APNsError.self) { try make(TransportConfiguration(tcpKeepAliveInterval: .seconds(1e12))) }
         #expect(throws: APNsError.self) { try make(TransportConfiguration(shutdownGracePeriod: .seconds(1e15))) }

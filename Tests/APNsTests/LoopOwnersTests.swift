@@ -176,6 +176,30 @@ import Testing
         #expect(table.streamLimit(forDemand: 10_000, libcurlIdle: false) == 1_000, "at most the configured streams")
     }
 
+    /// A pool that grows and shrinks (``PoolGrowth``): the share follows its size, back at one its
+    /// connection has every stream again, the newest socket is the one to retire, and retiring one
+    /// of several leaves the next request to the others.
+    @Test func aPoolThatGrowsAndShrinksKeepsItsLimitsAndItsOtherConnections() {
+        let table = ConnectionTable(connectionsPerHost: 1, streamsPerConnection: 1_000)
+        table.opened(7)
+        table.established()
+        #expect(table.resize(to: 2) == nil, "a connection's limit is unchanged until the demand says")
+        #expect(table.connectionsPerHost == 2)
+        #expect(table.streamLimit(forDemand: 1_200, libcurlIdle: true) == 600)
+        table.opened(9)
+        table.opened(8)
+        #expect(table.socketsInOrder == [7, 9, 8], "the newest last")
+        #expect(table.retire(port: 5_002))
+        #expect(table.resize(to: 1) == 1_000, "one connection is never limited to a share")
+        #expect(table.streamLimit == 1_000)
+        #expect(table.retirable { _ in false } == [5_002])
+        table.closingRetired(othersLeft: true)
+        #expect(!table.awaitingConnection, "the connection left carries the next request")
+        #expect(table.closed(8, port: 5_002))
+        #expect(table.socketsInOrder == [7, 9])
+        #expect(table.resize(to: 1) == nil)
+    }
+
     // MARK: Easy handles
 
     /// Stand-ins for easy handles: distinct addresses no call dereferences.

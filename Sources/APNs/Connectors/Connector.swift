@@ -48,7 +48,9 @@ public protocol Connector<Authentication>: Sendable {
 
     /// How many requests the connector carries at once; bulk sends keep this many in flight by
     /// default, and a small reserve more waiting in the connector. swift-apns' connectors report
-    /// their transport's capacity (`maximumConcurrentStreams × maximumConnectionsPerHost`); libcurl
+    /// their transport's capacity with every connection the pool may carry
+    /// (`maximumConcurrentStreams × (maximumConnectionsPerHost + additionalConnectionsWhenSlow)`):
+    /// what the connections open do not carry waits in the transport's queue; libcurl
     /// lowers it on the wire to the server's SETTINGS_MAX_CONCURRENT_STREAMS and queues the rest.
     var concurrencyLimit: Int { get }
 }

@@ -22,8 +22,17 @@ public struct TransportConfiguration: Sendable, Hashable {
     public var trustedCertificateAuthority: CredentialSource?
     /// Connections per host. One is what Apple recommends; more only when one connection's stream
     /// limit caps throughput. Requests are spread evenly over them
-    /// (<doc:Connectors#Sizing-a-pool-for-the-round-trip>).
+    /// (<doc:Connectors#Sizing-a-pool-for-the-round-trip>). While every stream cycles slowly the
+    /// pool may carry ``additionalConnectionsWhenSlow`` more.
     public var maximumConnectionsPerHost: Int
+    /// Connections the pool may add beyond ``maximumConnectionsPerHost`` while every stream is busy
+    /// and each takes well over a round trip per request (a server answering late, far away or
+    /// busy): one is added when such a slow spell begins, and taken away once the demand has fit
+    /// one connection fewer for ten seconds; after that none is added for a minute. 0 keeps the
+    /// pool at ``maximumConnectionsPerHost`` always. Bulk sends keep enough in flight for the
+    /// added connections too (``Connector/concurrencyLimit`` counts them). Why, and what it
+    /// cannot tell apart: <doc:Connectors#A-pool-that-grows-when-the-server-answers-late>.
+    public var additionalConnectionsWhenSlow: Int = 1
     /// The most streams libcurl opens on one connection; the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS lowers it further.
     public var maximumConcurrentStreams: Int
@@ -116,6 +125,10 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// default) measures nothing, so a sender's connector pays nothing for it.
     package var streamIdle: StreamIdleHistogram?
 
+    /// The thresholds behind a slow spell and an added connection's retirement: their defaults,
+    /// unless a test shortens them.
+    package var poolJudgement = PoolJudgement()
+
     public init(
         requestTimeout: Duration = TransportConfiguration.defaultRequestTimeout,
         connectTimeout: Duration = .seconds(10),
@@ -146,7 +159,7 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// a unit mistake (milliseconds passed as seconds); within it, no arithmetic of the transport
     /// can overflow.
     public static let maximumDuration: Duration = .seconds(24 * 60 * 60)
-    /// The most connections a connector opens to one host: 1,000.
+    /// The most connections a connector opens to one host, added ones included: 1,000.
     public static let maximumConnectionsLimit = 1_000
     /// The most streams per connection: 2³¹ − 1, HTTP/2's own limit.
     public static let maximumStreamsLimit = Int(Int32.max)
@@ -178,6 +191,8 @@ public struct TransportConfiguration: Sendable, Hashable {
         try check("connectTimeout", connectTimeout, from: .milliseconds(1))
         try check("maximumConnectionsPerHost", maximumConnectionsPerHost, within: 1...Self.maximumConnectionsLimit)
         try check("maximumConcurrentStreams", maximumConcurrentStreams, within: 1...Self.maximumStreamsLimit)
+        try check(
+            "additionalConnectionsWhenSlow", additionalConnectionsWhenSlow, within: 0...Self.maximumConnectionsLimit)
         try check("shutdownGracePeriod", shutdownGracePeriod, from: .zero, orZero: true)
         try check("maximumIdleTime", maximumIdleTime, from: .seconds(1))
         if let tcpKeepAliveInterval { try check("tcpKeepAliveInterval", tcpKeepAliveInterval, from: .seconds(1)) }

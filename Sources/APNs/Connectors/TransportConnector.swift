@@ -110,7 +110,8 @@ extension TransportConnector {
     /// global concurrent executor instead.
     public var taskExecutor: any TaskExecutor { engine.transport.taskExecutor }
 
-    /// The transport's capacity: `maximumConcurrentStreams × maximumConnectionsPerHost`.
+    /// The transport's capacity with every connection the pool may carry:
+    /// `maximumConcurrentStreams × (maximumConnectionsPerHost + additionalConnectionsWhenSlow)`.
     public var concurrencyLimit: Int { engine.transport.capacity }
 
     /// Connections opened so far.
@@ -126,6 +127,9 @@ extension TransportConnector {
     /// Slow spells the pool entered: every stream busy, each cycle well past the round trip
     /// (``CycleWatch``; what `apns.pool.slow_cycles` counts), for the benchmark and tests.
     package var slowCycles: Int { engine.transport.slowCycles }
+    /// Connections the pool added while slow, and took away again.
+    package var connectionsAdded: Int { engine.transport.connectionsAdded }
+    package var connectionsRetired: Int { engine.transport.connectionsRetired }
 
     /// libcurl easy handles that exist (in use or idle): for the soak's memory figures.
     @_spi(Benchmarks) public var easyHandleCount: Int { engine.transport.easyHandleCount }

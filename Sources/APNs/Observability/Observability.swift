@@ -29,6 +29,8 @@ final class Observability: Sendable {
         static let tokensMinted = "apns.tokens.minted"
         static let circuitTrips = "apns.circuit.trips"
         static let slowCycles = "apns.pool.slow_cycles"
+        static let connectionsAdded = "apns.pool.connections_added"
+        static let connectionsRetired = "apns.pool.connections_retired"
     }
 
     /// Why a request was sent again.
@@ -65,6 +67,8 @@ final class Observability: Sendable {
     let tokensMinted: CoreMetrics.Counter
     let circuitTrips: CoreMetrics.Counter
     let slowCycles: CoreMetrics.Counter
+    let connectionsAdded: CoreMetrics.Counter
+    let connectionsRetired: CoreMetrics.Counter
     private let retryCounters: [RetryReason: CoreMetrics.Counter]
     private let sendCounters = Locked<[SendDimensions: CoreMetrics.Counter]>([:])
     private let durationTimers = Locked<[String: CoreMetrics.Timer]>([:])
@@ -90,6 +94,8 @@ final class Observability: Sendable {
         tokensMinted = Counter(label: Metric.tokensMinted, factory: factory)
         circuitTrips = Counter(label: Metric.circuitTrips, factory: factory)
         slowCycles = Counter(label: Metric.slowCycles, factory: factory)
+        connectionsAdded = Counter(label: Metric.connectionsAdded, factory: factory)
+        connectionsRetired = Counter(label: Metric.connectionsRetired, factory: factory)
         var retryCounters: [RetryReason: CoreMetrics.Counter] = [:]
         for reason in RetryReason.allCases {
             retryCounters[reason] = Counter(

@@ -16,6 +16,8 @@
 final class ConnectionTable {
     /// The sockets libcurl opened through this loop and has not closed.
     @exclusivity(unchecked) private(set) var openSockets: Set<Int32> = []
+    /// The same sockets, the oldest first: the newest is the one a pool that shrinks retires.
+    @exclusivity(unchecked) private(set) var socketsInOrder: [Int32] = []
     /// When each connection (by local port) last delivered a response, to tell a stalled
     /// connection from a slow request.
     @exclusivity(unchecked) private var lastAnswers: [Int32: ContinuousClock.Instant] = [:]
@@ -34,8 +36,9 @@ final class ConnectionTable {
     /// The stream limit libcurl applies now when it picks a connection for a request
     /// (``streamLimit(forDemand:libcurlIdle:)``).
     @exclusivity(unchecked) private(set) var streamLimit: Int
-    /// The pool's size and each connection's stream limit, as configured.
-    let connectionsPerHost: Int
+    /// The pool's size now (the configured one, and any added while slow: ``resize(to:)``) and
+    /// each connection's stream limit, as configured.
+    @exclusivity(unchecked) private(set) var connectionsPerHost: Int
     let streamsPerConnection: Int
 
     init(connectionsPerHost: Int, streamsPerConnection: Int) {
@@ -47,12 +50,15 @@ final class ConnectionTable {
     // MARK: Sockets and connections
 
     /// libcurl opened `socket` through the loop.
-    func opened(_ socket: Int32) { openSockets.insert(socket) }
+    func opened(_ socket: Int32) {
+        if openSockets.insert(socket).inserted { socketsInOrder.append(socket) }
+    }
 
     /// libcurl closed `socket`, bound to local port `port`: whether it was one it had opened. The
     /// last one closing means the next request makes a new connection.
     func closed(_ socket: Int32, port: Int32) -> Bool {
         let wasOpen = openSockets.remove(socket) != nil
+        if wasOpen { socketsInOrder.removeAll { $0 == socket } }
         if wasOpen, openSockets.isEmpty { awaitingConnection = true }
         lastAnswers[port] = nil
         stalled.ports.remove(port)
@@ -103,8 +109,11 @@ final class ConnectionTable {
         return ready
     }
 
-    /// A retired connection is being shut down: the next request makes a new one.
-    func closingRetired() { awaitingConnection = true }
+    /// A retired connection is being shut down: the next request makes a new one, unless another
+    /// connection is left to carry it (`othersLeft`: a pool that shrinks retires one of several).
+    func closingRetired(othersLeft: Bool = false) {
+        if !othersLeft { awaitingConnection = true }
+    }
 
     /// Whether `transfer`, being configured, is the request that will make the awaited connection:
     /// the first configured while one is awaited (and again once that one has finished without
@@ -117,6 +126,16 @@ final class ConnectionTable {
     }
 
     // MARK: Stream limits
+
+    /// The pool carries `count` connections from now on. Back to one, its connection is no longer
+    /// limited to a share: the limit is the configured streams again, returned for libcurl; nil
+    /// when it stays (the next ``streamLimit(forDemand:libcurlIdle:)`` sets a share).
+    func resize(to count: Int) -> Int? {
+        connectionsPerHost = max(1, count)
+        guard connectionsPerHost == 1, streamLimit != streamsPerConnection else { return nil }
+        streamLimit = streamsPerConnection
+        return streamLimit
+    }
 
     /// The stream limit to give libcurl for `demand` requests (in libcurl and waiting for it),
     /// or nil to keep the current one: each connection's share, at least one and at most the

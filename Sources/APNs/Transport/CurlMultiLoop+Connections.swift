@@ -89,7 +89,11 @@ extension CurlMultiLoop {
         for port in ready {
             if let socket = connections.openSockets.first(where: { localPort(of: $0) == port }) {
                 _ = Foundation.shutdown(socket, Int32(SHUT_RDWR))
-                connections.closingRetired()
+                // A pool that shrinks retires one of its connections; the others carry what follows.
+                let othersLeft = connections.openSockets.contains { other in
+                    other != socket && !connections.isStalled(port: localPort(of: other))
+                }
+                connections.closingRetired(othersLeft: othersLeft)
             }
         }
     }

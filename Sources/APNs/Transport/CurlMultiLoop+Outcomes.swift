@@ -43,21 +43,36 @@ extension CurlMultiLoop {
     }
 
     /// Gives the pass's answers and what libcurl holds now to the pool's ``CycleWatch``, at `now`
-    /// (after the pass refilled libcurl), and says when a slow spell begins or ends.
-    func watchCycle(at now: ContinuousClock.Instant) {
+    /// (after the pass refilled libcurl), says when a slow spell begins or ends, and adds a
+    /// connection when one begins or takes an added one away when the demand no longer needs it
+    /// (``PoolGrowth``).
+    func watchCycle(at now: ContinuousClock.Instant, on multi: UnsafeMutableRawPointer) {
         assertOnLoopThread()
         let (answers, fastest) = answeredInPass
         answeredInPass = (0, nil)
+        if growth != nil,
+            case .retire(let count)? = growth?.pass(
+                demand: pool.count + queue.count, streamsPerConnection: connections.streamsPerConnection, at: now)
+        {
+            shrinkPool(to: count, on: multi)
+        }
         guard !pool.isEmpty || cycleWatch.isSlow || answers > 0 else { return }
         let change = cycleWatch.pass(
             answers: answers, fastest: fastest, busy: pool.count, limit: maximumInFlight, at: now)
         switch change {
         case .slow(let judgement)?:
+            let before = connections.connectionsPerHost
+            let added = growth?.slowSpellBegan(at: now)
+            if case .add(let count)? = added { growPool(to: count, on: multi) }
             inbox.withLock { $0.slowCycles += 1 }
             guard observability.isEnabled else { return }
             observability.slowCycles.increment()
+            let message: Logger.Message =
+                added != nil
+                ? "Every APNs stream is busy and each takes longer than the round trip per request: the server answers late, or this process refills streams slowly; opening another connection (additionalConnectionsWhenSlow)"
+                : "Every APNs stream is busy and each takes longer than the round trip per request: the server answers late, or this process refills streams slowly; with CPU to spare, another connection (maximumConnectionsPerHost, additionalConnectionsWhenSlow) would send more"
             observability.logger.notice(
-                "Every APNs stream is busy and each takes longer than the round trip per request: the server answers late, or this process refills streams slowly; with CPU to spare, another connection (maximumConnectionsPerHost) would send more",
+                message,
                 metadata: [
                     "apns.pool.pushes_per_second": "\(Int(judgement.rate))",
                     "apns.pool.bound_per_second": "\(Int(judgement.bound))",
@@ -65,13 +80,55 @@ extension CurlMultiLoop {
                     "apns.pool.streams": "\(judgement.limit)",
                     "apns.pool.round_trip_ms": "\(judgement.roundTrip.millisecondsRoundedUp)",
                     "apns.pool.cycle_ms": "\(judgement.cycle.millisecondsRoundedUp)",
-                    "apns.pool.connections": "\(connections.connectionsPerHost)",
+                    "apns.pool.connections": "\(before)",
+                    "apns.pool.connections_now": "\(connections.connectionsPerHost)",
                 ])
         case .recovered?:
             guard observability.isEnabled else { return }
             observability.logger.info("APNs streams keep up with the round trip again, or are no longer all busy")
         case nil:
             break
+        }
+    }
+
+    /// The pool carries `count` connections, one more than before: libcurl may open it, and the
+    /// loop hands libcurl that many connections' streams (from the next pass).
+    func growPool(to count: Int, on multi: UnsafeMutableRawPointer) {
+        resizePool(to: count, on: multi)
+        inbox.withLock { $0.connectionsAdded += 1 }
+        if observability.isEnabled { observability.connectionsAdded.increment() }
+    }
+
+    /// The pool carries `count` connections, one fewer than before: the newest connection that
+    /// takes requests is retired (nothing more is written on it, nothing new starts until the
+    /// requests written on it are answered, then it is shut down: ``closeRetiredConnections()``).
+    /// When the pool has no more connections open than `count` (an idle one closed meanwhile),
+    /// only the limits change.
+    func shrinkPool(to count: Int, on multi: UnsafeMutableRawPointer) {
+        resizePool(to: count, on: multi)
+        inbox.withLock { $0.connectionsRetired += 1 }
+        let usable = connections.socketsInOrder.map(localPort(of:)).filter {
+            $0 != 0 && !connections.isStalled(port: $0)
+        }
+        let retired = usable.count > count ? usable.last : nil
+        if let retired { _ = connections.retire(port: retired) }
+        guard observability.isEnabled else { return }
+        observability.connectionsRetired.increment()
+        observability.logger.info(
+            "APNs demand fits fewer connections again; closing the one added while slow once its requests are answered",
+            metadata: [
+                "apns.pool.connections": "\(count)",
+                "apns.connection.local_port": "\(retired.map { "\($0)" } ?? "none open")",
+            ])
+    }
+
+    /// The pool's connections, libcurl's limit on them and what the loop hands libcurl, for `count`
+    /// connections.
+    func resizePool(to count: Int, on multi: UnsafeMutableRawPointer) {
+        maximumInFlight = count * connections.streamsPerConnection
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, count)
+        if let streams = connections.resize(to: count) {
+            _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, streams)
         }
     }
 

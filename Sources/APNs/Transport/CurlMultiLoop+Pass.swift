@@ -66,7 +66,7 @@ extension CurlMultiLoop {
             trimIdleHandles(now: afterLibcurl)
             if memoryTrim?.isDue(at: afterLibcurl) == true { trimFreedMemory() }
             startWaiting(on: multi)
-            watchCycle(at: afterLibcurl)
+            watchCycle(at: afterLibcurl, on: multi)
             if case .running = phase { warmUpIfNeeded(on: multi) }
             if !queue.isEmpty { pollLimit = min(pollLimit, WaitingQueue.sweepInterval) }
             if !pool.isEmpty { pollLimit = min(pollLimit, CurlMultiLoop.activeSweepInterval) }

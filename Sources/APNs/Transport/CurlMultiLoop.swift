@@ -99,6 +99,9 @@ final class CurlMultiLoop: @unchecked Sendable {
         var circuitTrips = 0
         /// Slow spells the pool entered (``CycleWatch``).
         var slowCycles = 0
+        /// Connections the pool added while slow, and took away again (``PoolGrowth``).
+        var connectionsAdded = 0
+        var connectionsRetired = 0
         /// Times the loop took its inbox: once or twice a pass (for tests: an idle loop sleeps).
         var inboxTakes = 0
         /// The loop is (about to be) asleep in poll(2): a submit must wake it.
@@ -162,8 +165,11 @@ final class CurlMultiLoop: @unchecked Sendable {
     var streamIdleProbe: StreamIdleProbe?
     /// Whether every stream is busy and slow against the round trip (``CycleWatch``), and what the
     /// current pass's answers give it (``collectFinished(on:)``): the loop thread's alone.
-    var cycleWatch = CycleWatch()
+    var cycleWatch: CycleWatch
     var answeredInPass: (answers: Int, fastest: Duration?) = (0, nil)
+    /// How many connections the pool carries now (``PoolGrowth``); nil when it adds none. The loop
+    /// thread's alone.
+    var growth: PoolGrowth?
     let inbox = Locked(Inbox())
     let multi: UnsafeMutableRawPointer?
     /// One TLS session cache for all the loop's easy handles (`CURL_LOCK_DATA_SSL_SESSION`):
@@ -199,8 +205,13 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// GOAWAY frames are watched for (``TransportConfiguration/reportsGoAway`` and someone listening).
     let watchesGoAway: Bool
     let breaker: CircuitBreaker?
-    /// What the pool carries at once: its connections times each one's streams.
-    let maximumInFlight: Int
+    /// What the pool carries at once: its connections now (``growth``) times each one's streams.
+    /// The loop thread's alone; other threads read ``capacity``.
+    var maximumInFlight: Int
+    /// What the pool carries at once with every connection it may carry, added ones included: what
+    /// the connector reports (``Connector/concurrencyLimit``), so a bulk send keeps enough in
+    /// flight for an added connection to carry its share.
+    let capacity: Int
     /// Keep-warm's state (``keepWarm(origin:)``), and when the last transfer in flight ended.
     let keepWarm: KeepWarm
     /// Where ``configure(_:for:timeoutMilliseconds:)`` assembles each request's URL.
@@ -211,7 +222,10 @@ final class CurlMultiLoop: @unchecked Sendable {
     static let activeSweepInterval: Duration = .milliseconds(100)
 
     /// Throws when libcurl refuses an option the stream and connection limits rest on.
-    init(settings: Settings, maximumConnectionsPerHost: Int, maximumConcurrentStreams: Int) throws(TransportError) {
+    init(
+        settings: Settings, maximumConnectionsPerHost: Int, additionalConnectionsWhenSlow: Int = 0,
+        maximumConcurrentStreams: Int, judgement: PoolJudgement = PoolJudgement()
+    ) throws(TransportError) {
         self.settings = settings
         clock = settings.clock
         let now = clock.now
@@ -226,6 +240,14 @@ final class CurlMultiLoop: @unchecked Sendable {
         connections = ConnectionTable(
             connectionsPerHost: connectionsPerHost, streamsPerConnection: streamsPerConnection)
         maximumInFlight = connectionsPerHost * streamsPerConnection
+        let most = min(
+            TransportConfiguration.maximumConnectionsLimit, connectionsPerHost + max(0, additionalConnectionsWhenSlow))
+        capacity = max(connectionsPerHost, most) * streamsPerConnection
+        growth =
+            most > connectionsPerHost
+            ? PoolGrowth(base: connectionsPerHost, additional: most - connectionsPerHost, timing: judgement.timing)
+            : nil
+        cycleWatch = judgement.cycleWatch
         memoryTrim = settings.memoryTrimInterval.map { Periodic(every: $0, startingAt: now, startingAfterOne: true) }
         guard let wake = WakePipe() else {
             throw TransportError(
@@ -265,6 +287,8 @@ final class CurlMultiLoop: @unchecked Sendable {
     var connectionsOpened: Int { inbox.withLock { $0.connectionsOpened } }
     var easyHandleCount: Int { inbox.withLock { $0.easyHandles } }
     var slowCycles: Int { inbox.withLock { $0.slowCycles } }
+    var connectionsAdded: Int { inbox.withLock { $0.connectionsAdded } }
+    var connectionsRetired: Int { inbox.withLock { $0.connectionsRetired } }
 
     /// Queues an operation and wakes the loop, starting its thread on first use.
     func submit(_ operation: Operation) {

@@ -79,7 +79,9 @@ final class CurlTransport: Sendable {
                     memoryTrimInterval: configuration.memoryTrimInterval, clock: configuration.waitClock.clock,
                     streamIdle: configuration.streamIdle),
                 maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
-                maximumConcurrentStreams: configuration.maximumConcurrentStreams)
+                additionalConnectionsWhenSlow: configuration.additionalConnectionsWhenSlow,
+                maximumConcurrentStreams: configuration.maximumConcurrentStreams,
+                judgement: configuration.poolJudgement)
         } catch {
             throw .transport(error)
         }
@@ -169,12 +171,16 @@ final class CurlTransport: Sendable {
     /// The transport's thread as a task executor (see ``CurlMultiLoop``).
     var taskExecutor: any TaskExecutor { loop }
 
-    /// Requests the transport hands to libcurl at once; more wait in its queue.
-    var capacity: Int { loop.maximumInFlight }
+    /// Requests the transport hands to libcurl at once with every connection it may carry, added
+    /// ones included; more wait in its queue.
+    var capacity: Int { loop.capacity }
 
     /// Connections libcurl has opened so far (`CURLINFO_NUM_CONNECTS`, summed over requests).
     var connectionsOpened: Int { loop.connectionsOpened }
     var slowCycles: Int { loop.slowCycles }
+    /// Connections the pool added while slow, and took away again (``PoolGrowth``).
+    var connectionsAdded: Int { loop.connectionsAdded }
+    var connectionsRetired: Int { loop.connectionsRetired }
     var easyHandleCount: Int { loop.easyHandleCount }
 
     /// Connections shut down because they stopped answering.

@@ -6,8 +6,8 @@
 /// busy, the pool sends `streams / cycle` a second, and at best `streams / round trip`. When the
 /// server answers late (a busy APNs, a slow path) or the client takes long to refill a freed
 /// stream, the cycle grows past the round trip and the connection carries less than its bound,
-/// whatever the client does with it; another connection (``TransportConfiguration/maximumConnectionsPerHost``)
-/// carries the difference (Benchmarks/README.md measures both).
+/// whatever the client does with it; another connection carries the difference (``PoolGrowth``
+/// adds one when a slow spell begins; Benchmarks/README.md measures both).
 ///
 /// The loop gives it, once a pass, the answers the pass read, the shortest time from a request's
 /// write to its answer among them, how many requests libcurl held and the most it may hold
@@ -28,9 +28,9 @@
 struct CycleWatch {
     /// How long one judgement gathers answers.
     static let window: Duration = .seconds(1)
-    /// A cycle this many round trips long or longer is slow: the streams then carry at most five
-    /// sixths of the bound.
-    static let slowFactor = 1.2
+    /// A cycle this many round trips long or longer is slow: the streams then carry at most ten
+    /// elevenths of the bound, under the nine tenths a connection far from APNs should carry.
+    static let slowFactor = 1.1
     /// The share of the limit that, busy on average over a window, counts as every stream busy:
     /// under a bulk send the loop refills a freed stream from its reserve in the pass that freed
     /// it, but a clump of answers empties the reserve for a few milliseconds, so a pool with all
@@ -64,6 +64,19 @@ struct CycleWatch {
     enum Change: Equatable {
         case slow(Judgement)
         case recovered
+    }
+
+    /// ``slowFactor`` and ``shortestJudgedRoundTrip``, unless a test gives its own
+    /// (``PoolJudgement``).
+    private let slowFactor: Double
+    private let shortestJudgedRoundTrip: Duration
+
+    init(
+        slowFactor: Double = CycleWatch.slowFactor,
+        shortestJudgedRoundTrip: Duration = CycleWatch.shortestJudgedRoundTrip
+    ) {
+        self.slowFactor = slowFactor
+        self.shortestJudgedRoundTrip = shortestJudgedRoundTrip
     }
 
     private var windowStart: ContinuousClock.Instant?
@@ -120,11 +133,11 @@ struct CycleWatch {
             if recentFastest.count > Self.roundTripWindows { recentFastest.removeFirst() }
         }
         var slow: Judgement?
-        if let roundTrip = recentFastest.min(), roundTrip >= Self.shortestJudgedRoundTrip, answers > 0,
+        if let roundTrip = recentFastest.min(), roundTrip >= shortestJudgedRoundTrip, answers > 0,
             limitTime > 0, busyTime >= Self.fullShare * limitTime
         {
             let cycle = Duration.seconds(limitTime / Double(answers))
-            if cycle >= roundTrip * Self.slowFactor {
+            if cycle >= roundTrip * slowFactor {
                 slow = Judgement(
                     rate: Double(answers) / seconds, streams: busyTime / seconds, limit: Int(limitTime / seconds + 0.5),
                     roundTrip: roundTrip, cycle: cycle)
