@@ -23,8 +23,9 @@ export LSAN_OPTIONS="suppressions=$PWD/Scripts/lsan-suppressions.txt:print_suppr
 export TSAN_OPTIONS="suppressions=$PWD/Scripts/tsan-suppressions.txt"
 thread_suites="KeepWarmTests|TaskExecutorTests|ObservabilityTests|CertificateDetailsTests|GoAwayTests|BulkSendTests"
 thread_suites+="|FaultMatrixTests|LifecycleTests|TransportTests|TransportTimingTests|CircuitBreakerTests|RetryTests|ServerBehaviourTests"
-thread_suites+="|UnrelatedKeyTests|ServiceLifecycleTests|LoopClockTests"
+thread_suites+="|UnrelatedKeyTests|ServiceLifecycleTests|LoopClockTests|PoolGrowthTests"
 address_suites="TransportTests|TransportTimingTests|BulkSendTests|FaultMatrixTests|GoAwayTests|ServerBehaviourTests|CertificateDetailsTests"
+address_suites+="|PoolGrowthTests"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 runs=()

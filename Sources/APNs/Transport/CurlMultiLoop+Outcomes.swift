@@ -34,7 +34,8 @@ extension CurlMultiLoop {
                 connections.answered(onPort: written.localPort, at: answeredAt)
                 streamIdleProbe?.freed(at: .now)
                 answers += 1
-                fastest = min(fastest ?? answeredAt - written.at, answeredAt - written.at)
+                let took = answeredAt - written.at
+                fastest = min(fastest ?? took, took)
             }
             finishedInPass.add(easy, code)
         }
