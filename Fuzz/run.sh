@@ -38,6 +38,7 @@ library=$(find Sources/APNsCore Sources/APNs/Credentials -name '*.swift' | sort)
 library+=" Sources/APNs/RetryPolicy.swift Sources/APNs/RetryWait.swift Sources/APNs/Backoff.swift Sources/APNs/Connectors/TransportConfiguration.swift"
 library+=" Sources/APNs/Connectors/Proxy.swift Sources/APNs/Transport/CircuitBreaker.swift"
 library+=" Sources/APNs/Transport/Duration+Transport.swift Sources/APNs/Transport/StreamIdle.swift"
+library+=" Sources/APNs/Transport/PoolGrowth.swift Sources/APNs/Transport/CycleWatch.swift"
 # The mock harness needs only the validator and what it reads (the rest of the mock imports SwiftNIO
 # and swift-crypto): it is compiled into a module named like the mock's, with its own context.
 mock=(Sources/APNsMockServer/{ValidationContext,RequestValidator,PayloadShape,RecordedRequest}.swift)
