@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 from selenium import webdriver
+from selenium.common.exceptions import ElementNotInteractableException, StaleElementReferenceException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -133,8 +134,17 @@ try:
     wait.until(lambda _: len(browser.find_elements(By.CSS_SELECTOR, "#rows tr")) == 1)
     Select(browser.find_element(By.CSS_SELECTOR, "#filters select[name=verdict]")).select_by_visible_text("rejected")
     wait.until(lambda _: len(browser.find_elements(By.CSS_SELECTOR, "#rows tr")) == 2)
-    rows = browser.find_elements(By.CSS_SELECTOR, "#rows tr")
-    rows[0].send_keys(Keys.ENTER)
+    # The page renders its rows again every second (its poll), so a row found a moment ago may be
+    # gone by the time a key reaches it (Chromium says "not interactable", or the element is stale):
+    # the first row is found afresh until Enter reaches one.
+    def enter_on_first_row(_):
+        try:
+            browser.find_elements(By.CSS_SELECTOR, "#rows tr")[0].send_keys(Keys.ENTER)
+            return True
+        except (ElementNotInteractableException, StaleElementReferenceException, IndexError):
+            return False
+
+    wait.until(enter_on_first_row)
     wait.until(EC.text_to_be_present_in_element((By.ID, "detail"), "Unregistered"))
     labels = browser.find_elements(By.CSS_SELECTOR, "label")
     assert all(label.find_elements(By.CSS_SELECTOR, "input, select, textarea") for label in labels), "every field labelled"
