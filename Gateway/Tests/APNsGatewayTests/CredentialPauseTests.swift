@@ -66,6 +66,9 @@ import Testing
             #expect(try await queue.store.saveCredential(credential, replacing: nil))
         }
         var transport = TransportConfiguration()
+        // A pool of one: a loaded machine can make the mock's streams cycle slowly, and a test
+        // that paces its sends must not meet a connection added for it.
+        transport.additionalConnectionsWhenSlow = 0
         transport.trustedCertificateAuthority = .pem(authority.certificatePEM)
         let reports = AwaitableReports()
         let connectors = CredentialConnectors(

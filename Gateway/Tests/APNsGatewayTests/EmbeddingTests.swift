@@ -26,6 +26,9 @@ import Testing
         let database = GatewayDatabase.sqlite(try SQLiteStore(path: folder.appendingPathComponent("q.sqlite").path))
         try await database.prepare()
         var transport = TransportConfiguration()
+        // A pool of one: a loaded machine can make the mock's streams cycle slowly, and a test
+        // that paces its sends must not meet a connection added for it.
+        transport.additionalConnectionsWhenSlow = 0
         transport.trustedCertificateAuthority = .pem(server.certificateAuthorityPEM)
         let connector = try TokenConnector(
             teamID: signingKey.teamID, keyID: signingKey.keyID, key: .pem(signingKey.privateKeyPEM),

@@ -135,6 +135,9 @@ import Testing
         configuration.recordsRequests = false
         let server = try await MockAPNsServer.start(configuration)
         var transport = TransportConfiguration()
+        // A pool of one: a loaded machine can make the mock's streams cycle slowly, and a test
+        // that paces its sends must not meet a connection added for it.
+        transport.additionalConnectionsWhenSlow = 0
         transport.trustedCertificateAuthority = .pem(authority.certificatePEM)
         let connector = try TokenConnector(
             teamID: key.teamID, keyID: key.keyID, key: .pem(key.privateKeyPEM),
