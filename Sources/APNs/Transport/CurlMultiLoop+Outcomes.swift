@@ -40,7 +40,9 @@ extension CurlMultiLoop {
             finishedInPass.add(easy, code)
         }
         for (easy, code) in finishedInPass.transfers { finish(easy, code: code, on: multi) }
-        answeredInPass = (answers, fastest)
+        // A pass may collect twice (``refillFreedStreams(on:writes:)``): its answers add up.
+        answeredInPass.answers += answers
+        if let fastest { answeredInPass.fastest = min(answeredInPass.fastest ?? fastest, fastest) }
     }
 
     /// Gives the pass's answers and what libcurl holds now to the pool's ``CycleWatch``, at `now`

@@ -65,7 +65,7 @@ extension CurlMultiLoop {
             sweepExpiredActive(on: multi, now: afterLibcurl)
             trimIdleHandles(now: afterLibcurl)
             if memoryTrim?.isDue(at: afterLibcurl) == true { trimFreedMemory() }
-            startWaiting(on: multi)
+            refillFreedStreams(on: multi, writes: writes)
             watchCycle(at: afterLibcurl, on: multi)
             if case .running = phase { warmUpIfNeeded(on: multi) }
             if !queue.isEmpty { pollLimit = min(pollLimit, WaitingQueue.sweepInterval) }
@@ -188,6 +188,22 @@ extension CurlMultiLoop {
         observability.logger.debug(
             "handed freed heap memory back to the system",
             metadata: ["apns.memory_trim.duration_us": "\(took / .microseconds(1))"])
+    }
+
+    /// Refills the streams this pass's answers freed from the queue and lets libcurl write those
+    /// requests now, corked as the pass's own writes are: a freed stream's next request leaves in
+    /// the pass that read its answer, not after the outcomes' readers are woken and the loop has
+    /// polled again. What libcurl finished meanwhile (a request stopped before it was written) is
+    /// collected at once; whatever that sends back to the queue starts in the next pass.
+    func refillFreedStreams(on multi: UnsafeMutableRawPointer, writes: CoalescedWrites) {
+        let before = pool.count
+        startWaiting(on: multi)
+        guard pool.count > before, sockets.takeTimer(at: .now) else { return }
+        writes.begin(connections.openSockets)
+        var running: Int32 = 0
+        curl_multi_socket_action(multi, CurlMultiLoop.socketTimeout, 0, &running)
+        writes.end()
+        collectFinished(on: multi)
     }
 
     /// Moves waiting transfers into libcurl while there is room.
