@@ -176,28 +176,40 @@ import Testing
         #expect(table.streamLimit(forDemand: 10_000, libcurlIdle: false) == 1_000, "at most the configured streams")
     }
 
-    /// A pool that grows and shrinks (``PoolGrowth``): the share follows its size, back at one its
-    /// connection has every stream again, the newest socket is the one to retire, and retiring one
-    /// of several leaves the next request to the others.
+    /// A pool that grows and shrinks (``PoolGrowth``, held by the table): its size and what it
+    /// carries at once follow the slow spell and the demand, the share follows its size, back at
+    /// one its connection has every stream again, the newest socket is the one to retire, and
+    /// retiring one of several leaves the next request to the others.
     @Test func aPoolThatGrowsAndShrinksKeepsItsLimitsAndItsOtherConnections() {
-        let table = ConnectionTable(connectionsPerHost: 1, streamsPerConnection: 1_000)
+        let start = ContinuousClock.now
+        let table = ConnectionTable(
+            connectionsPerHost: 1, streamsPerConnection: 1_000, additionalWhenSlow: 1,
+            timing: .init(retireAfter: .seconds(10), regrowAfter: .seconds(60)))
+        #expect(table.streamsInPool == 1_000)
+        #expect(table.mostStreamsInPool == 2_000)
         table.opened(7)
         table.established()
-        #expect(table.resize(to: 2) == nil, "a connection's limit is unchanged until the demand says")
+        #expect(
+            table.slowSpellBegan(at: start) == .init(connections: 2, streamLimit: nil),
+            "a connection's limit is unchanged until the demand says")
         #expect(table.connectionsPerHost == 2)
+        #expect(table.streamsInPool == 2_000)
+        #expect(table.slowSpellBegan(at: start + .seconds(1)) == nil, "no more than the additional one")
         #expect(table.streamLimit(forDemand: 1_200, libcurlIdle: true) == 600)
         table.opened(9)
         table.opened(8)
         #expect(table.socketsInOrder == [7, 9, 8], "the newest last")
+        #expect(table.passed(demand: 900, at: start + .seconds(2)) == nil, "fits one fewer from here")
+        #expect(table.passed(demand: 900, at: start + .seconds(12)) == .init(connections: 1, streamLimit: 1_000))
+        #expect(table.streamsInPool == 1_000)
+        #expect(table.streamLimit == 1_000, "one connection is never limited to a share")
         #expect(table.retire(port: 5_002))
-        #expect(table.resize(to: 1) == 1_000, "one connection is never limited to a share")
-        #expect(table.streamLimit == 1_000)
         #expect(table.retirable { _ in false } == [5_002])
         table.closingRetired(othersLeft: true)
         #expect(!table.awaitingConnection, "the connection left carries the next request")
         #expect(table.closed(8, port: 5_002))
         #expect(table.socketsInOrder == [7, 9])
-        #expect(table.resize(to: 1) == nil)
+        #expect(table.passed(demand: 0, at: start + .seconds(30)) == nil, "never below the configured pool")
     }
 
     // MARK: Easy handles

@@ -36,16 +36,29 @@ final class ConnectionTable {
     /// The stream limit libcurl applies now when it picks a connection for a request
     /// (``streamLimit(forDemand:libcurlIdle:)``).
     @exclusivity(unchecked) private(set) var streamLimit: Int
-    /// The pool's size now (the configured one, and any added while slow: ``resize(to:)``) and
-    /// each connection's stream limit, as configured.
-    @exclusivity(unchecked) private(set) var connectionsPerHost: Int
+    /// The pool's size: the configured connections, and any added while its streams cycle slowly
+    /// (``slowSpellBegan(at:)``, ``passed(demand:at:)``). The one holder of that number.
+    @exclusivity(unchecked) private var growth: PoolGrowth
+    /// Each connection's stream limit, as configured.
     let streamsPerConnection: Int
 
-    init(connectionsPerHost: Int, streamsPerConnection: Int) {
-        self.connectionsPerHost = connectionsPerHost
-        self.streamsPerConnection = streamsPerConnection
-        streamLimit = streamsPerConnection
+    /// `additionalWhenSlow` connections may be added to `connectionsPerHost` while slow, on
+    /// `timing`.
+    init(
+        connectionsPerHost: Int, streamsPerConnection: Int, additionalWhenSlow: Int = 0,
+        timing: PoolGrowth.Timing = PoolGrowth.Timing()
+    ) {
+        growth = PoolGrowth(base: connectionsPerHost, additional: additionalWhenSlow, timing: timing)
+        self.streamsPerConnection = max(1, streamsPerConnection)
+        streamLimit = self.streamsPerConnection
     }
+
+    /// The connections the pool carries now.
+    var connectionsPerHost: Int { growth.connections }
+    /// What the pool carries at once: its connections now times each one's streams.
+    var streamsInPool: Int { growth.connections * streamsPerConnection }
+    /// What the pool carries at once with every connection it may add.
+    var mostStreamsInPool: Int { growth.most * streamsPerConnection }
 
     // MARK: Sockets and connections
 
@@ -127,14 +140,41 @@ final class ConnectionTable {
 
     // MARK: Stream limits
 
-    /// The pool carries `count` connections from now on. Back to one, its connection is no longer
-    /// limited to a share: the limit is the configured streams again, returned for libcurl; nil
-    /// when it stays (the next ``streamLimit(forDemand:libcurlIdle:)`` sets a share).
-    func resize(to count: Int) -> Int? {
-        connectionsPerHost = max(1, count)
-        guard connectionsPerHost == 1, streamLimit != streamsPerConnection else { return nil }
+    // MARK: The pool's size
+
+    /// A change of the pool's size, for libcurl: the connections it may open, and the stream limit
+    /// when that changes with it (nil: the next ``streamLimit(forDemand:libcurlIdle:)`` sets a
+    /// share).
+    struct Resize: Equatable {
+        let connections: Int
+        let streamLimit: Int?
+    }
+
+    /// A slow spell began at `now`: the pool carries one connection more, if it may
+    /// (``PoolGrowth/slowSpellBegan(at:)``); nil when it stays as it is.
+    func slowSpellBegan(at now: ContinuousClock.Instant) -> Resize? {
+        guard growth.slowSpellBegan(at: now) != nil else { return nil }
+        return resized()
+    }
+
+    /// A pass at `now` found `demand` requests in libcurl and waiting for it: the pool carries one
+    /// connection fewer once the demand has fit them long enough (``PoolGrowth/pass(demand:streamsPerConnection:at:)``);
+    /// nil when it stays as it is.
+    func passed(demand: Int, at now: ContinuousClock.Instant) -> Resize? {
+        guard growth.pass(demand: demand, streamsPerConnection: streamsPerConnection, at: now) != nil else {
+            return nil
+        }
+        return resized()
+    }
+
+    /// Back at one connection, that connection is no longer limited to a share: the limit is the
+    /// configured streams again.
+    private func resized() -> Resize {
+        guard growth.connections == 1, streamLimit != streamsPerConnection else {
+            return Resize(connections: growth.connections, streamLimit: nil)
+        }
         streamLimit = streamsPerConnection
-        return streamLimit
+        return Resize(connections: 1, streamLimit: streamLimit)
     }
 
     /// The stream limit to give libcurl for `demand` requests (in libcurl and waiting for it),

@@ -53,20 +53,17 @@ extension CurlMultiLoop {
         assertOnLoopThread()
         let (answers, fastest) = answeredInPass
         answeredInPass = (0, nil)
-        if growth != nil,
-            case .retire(let count)? = growth?.pass(
-                demand: pool.count + queue.count, streamsPerConnection: connections.streamsPerConnection, at: now)
-        {
-            shrinkPool(to: count, on: multi)
+        if let fewer = connections.passed(demand: pool.count + queue.count, at: now) {
+            shrinkPool(to: fewer, on: multi)
         }
         guard !pool.isEmpty || cycleWatch.isSlow || answers > 0 else { return }
         let change = cycleWatch.pass(
-            answers: answers, fastest: fastest, busy: pool.count, limit: maximumInFlight, at: now)
+            answers: answers, fastest: fastest, busy: pool.count, limit: connections.streamsInPool, at: now)
         switch change {
         case .slow(let judgement)?:
             let before = connections.connectionsPerHost
-            let added = growth?.slowSpellBegan(at: now)
-            if case .add(let count)? = added { growPool(to: count, on: multi) }
+            let added = connections.slowSpellBegan(at: now)
+            if let added { growPool(to: added, on: multi) }
             inbox.withLock { $0.slowCycles += 1 }
             guard observability.isEnabled else { return }
             observability.slowCycles.increment()
@@ -94,43 +91,43 @@ extension CurlMultiLoop {
         }
     }
 
-    /// The pool carries `count` connections, one more than before: libcurl may open it, and the
-    /// loop hands libcurl that many connections' streams (from the next pass).
-    func growPool(to count: Int, on multi: UnsafeMutableRawPointer) {
-        resizePool(to: count, on: multi)
+    /// The pool carries one connection more (`resize`): libcurl may open it, and the loop hands
+    /// libcurl that many connections' streams.
+    func growPool(to resize: ConnectionTable.Resize, on multi: UnsafeMutableRawPointer) {
+        apply(resize, on: multi)
         inbox.withLock { $0.connectionsAdded += 1 }
         if observability.isEnabled { observability.connectionsAdded.increment() }
     }
 
-    /// The pool carries `count` connections, one fewer than before: the newest connection that
-    /// takes requests is retired (nothing more is written on it, nothing new starts until the
-    /// requests written on it are answered, then it is shut down: ``closeRetiredConnections()``).
-    /// When the pool has no more connections open than `count` (an idle one closed meanwhile),
-    /// only the limits change.
-    func shrinkPool(to count: Int, on multi: UnsafeMutableRawPointer) {
-        resizePool(to: count, on: multi)
-        inbox.withLock { $0.connectionsRetired += 1 }
+    /// The pool carries one connection fewer (`resize`): the newest connection that takes requests
+    /// is retired (nothing more is written on it, nothing new starts until the requests written on
+    /// it are answered, then it is shut down: ``closeRetiredConnections()``). When the pool has no
+    /// more connections open than it now carries (an idle one closed meanwhile), only the limits
+    /// change, and nothing is counted as retired.
+    func shrinkPool(to resize: ConnectionTable.Resize, on multi: UnsafeMutableRawPointer) {
+        apply(resize, on: multi)
         let usable = connections.socketsInOrder.map(localPort(of:)).filter {
             $0 != 0 && !connections.isStalled(port: $0)
         }
-        let retired = usable.count > count ? usable.last : nil
-        if let retired { _ = connections.retire(port: retired) }
+        guard usable.count > resize.connections, let retired = usable.last, connections.retire(port: retired) else {
+            return
+        }
+        inbox.withLock { $0.connectionsRetired += 1 }
         guard observability.isEnabled else { return }
         observability.connectionsRetired.increment()
         observability.logger.info(
             "APNs demand fits fewer connections again; closing the one added while slow once its requests are answered",
             metadata: [
-                "apns.pool.connections": "\(count)",
-                "apns.connection.local_port": "\(retired.map { "\($0)" } ?? "none open")",
+                "apns.pool.connections": "\(resize.connections)",
+                "apns.connection.local_port": "\(retired)",
             ])
     }
 
-    /// The pool's connections, libcurl's limit on them and what the loop hands libcurl, for `count`
-    /// connections.
-    func resizePool(to count: Int, on multi: UnsafeMutableRawPointer) {
-        maximumInFlight = count * connections.streamsPerConnection
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, count)
-        if let streams = connections.resize(to: count) {
+    /// libcurl's limits for the pool's new size: the connections it may open, and the stream limit
+    /// when that changed with it.
+    func apply(_ resize: ConnectionTable.Resize, on multi: UnsafeMutableRawPointer) {
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, resize.connections)
+        if let streams = resize.streamLimit {
             _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, streams)
         }
     }

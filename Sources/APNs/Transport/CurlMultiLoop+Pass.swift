@@ -214,7 +214,7 @@ extension CurlMultiLoop {
             guard connections.retiring.isEmpty else { return }
         }
         if connections.connectionsPerHost > 1 { spreadOverConnections(on: multi) }
-        while pool.count < maximumInFlight, let transfer = queue.next() { start(transfer, on: multi) }
+        while pool.count < connections.streamsInPool, let transfer = queue.next() { start(transfer, on: multi) }
         queue.compact()
     }
 
@@ -239,7 +239,7 @@ extension CurlMultiLoop {
     /// streams, a pool with the share still sends as fast as one without. One connection (the
     /// default) is never limited below its streams.
     func spreadOverConnections(on multi: UnsafeMutableRawPointer) {
-        let demand = min(maximumInFlight, pool.count + queue.count)
+        let demand = min(connections.streamsInPool, pool.count + queue.count)
         guard let share = connections.streamLimit(forDemand: demand, libcurlIdle: pool.isEmpty) else { return }
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, share)
     }

@@ -167,9 +167,6 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// current pass's answers give it (``collectFinished(on:)``): the loop thread's alone.
     var cycleWatch: CycleWatch
     var answeredInPass: (answers: Int, fastest: Duration?) = (0, nil)
-    /// How many connections the pool carries now (``PoolGrowth``); nil when it adds none. The loop
-    /// thread's alone.
-    var growth: PoolGrowth?
     let inbox = Locked(Inbox())
     let multi: UnsafeMutableRawPointer?
     /// One TLS session cache for all the loop's easy handles (`CURL_LOCK_DATA_SSL_SESSION`):
@@ -205,10 +202,9 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// GOAWAY frames are watched for (``TransportConfiguration/reportsGoAway`` and someone listening).
     let watchesGoAway: Bool
     let breaker: CircuitBreaker?
-    /// What the pool carries at once: its connections now (``growth``) times each one's streams.
-    /// The loop thread's alone; other threads read ``capacity``.
-    var maximumInFlight: Int
-    /// What the pool carries at once with every connection it may carry, added ones included: what
+    /// What the pool carries at once with every connection it may carry, added ones included
+    /// (``ConnectionTable/mostStreamsInPool``, read here by any thread; the loop's own limit now is
+    /// ``ConnectionTable/streamsInPool``): what
     /// the connector reports (``Connector/concurrencyLimit``), so a bulk send keeps enough in
     /// flight for an added connection to carry its share.
     let capacity: Int
@@ -237,16 +233,12 @@ final class CurlMultiLoop: @unchecked Sendable {
         watchesGoAway = settings.reportsGoAway && settings.observability.isListening(at: .notice)
         let connectionsPerHost = max(1, maximumConnectionsPerHost)
         let streamsPerConnection = max(1, maximumConcurrentStreams)
-        connections = ConnectionTable(
-            connectionsPerHost: connectionsPerHost, streamsPerConnection: streamsPerConnection)
-        maximumInFlight = connectionsPerHost * streamsPerConnection
         let most = min(
             TransportConfiguration.maximumConnectionsLimit, connectionsPerHost + max(0, additionalConnectionsWhenSlow))
-        capacity = max(connectionsPerHost, most) * streamsPerConnection
-        growth =
-            most > connectionsPerHost
-            ? PoolGrowth(base: connectionsPerHost, additional: most - connectionsPerHost, timing: judgement.timing)
-            : nil
+        connections = ConnectionTable(
+            connectionsPerHost: connectionsPerHost, streamsPerConnection: streamsPerConnection,
+            additionalWhenSlow: most - connectionsPerHost, timing: judgement.timing)
+        capacity = connections.mostStreamsInPool
         cycleWatch = judgement.cycleWatch
         memoryTrim = settings.memoryTrimInterval.map { Periodic(every: $0, startingAt: now, startingAfterOne: true) }
         guard let wake = WakePipe() else {

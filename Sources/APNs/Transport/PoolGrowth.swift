@@ -19,7 +19,7 @@
 ///
 /// Time is an input: each call is given the loop's clock reading, and nothing here reads one.
 ///
-/// Thread safety: none; a value the loop thread alone holds.
+/// Thread safety: none; a value the loop's ``ConnectionTable`` holds, on the loop thread.
 struct PoolGrowth {
     /// When the pool takes an added connection away, and how long it then adds none.
     struct Timing: Sendable, Hashable {
