@@ -338,6 +338,12 @@ struct Serve: AsyncParsableCommand {
             "Hand the process's freed heap memory back to the system this often (glibc's malloc_trim; Linux), so the resident size stays near what is in use; 0 turns it off (1–86400)."
     )
     var memoryTrimSeconds = 10.0
+    @Option(
+        name: .customLong("additional-connections-when-slow"),
+        help:
+            "Connections each credential's connector may add to APNs while every stream is busy and each takes well over a round trip per request (APNs far away or answering late); retired when the load fits fewer; 0 keeps one connection (0–1000)."
+    )
+    var additionalConnectionsWhenSlow = 1
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning (or warn), error, critical.")
     var logLevel = "info"
     @Option(
@@ -549,7 +555,7 @@ struct Serve: AsyncParsableCommand {
         return backend.service
     }
 
-    /// Every connector's transport: trust, proxy, memory trim.
+    /// Every connector's transport: trust, proxy, memory trim, connections added while slow.
     private func transportConfiguration() throws -> TransportConfiguration {
         var transport = TransportConfiguration()
         if let caFile { transport.trustedCertificateAuthority = .file(path: caFile) }
@@ -557,6 +563,12 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--memory-trim-seconds \(memoryTrimSeconds) must be 0 (off) or between 1 and 86400")
         }
         if memoryTrimSeconds > 0 { transport.memoryTrimInterval = .seconds(memoryTrimSeconds) }
+        guard (0...TransportConfiguration.maximumConnectionsLimit).contains(additionalConnectionsWhenSlow) else {
+            throw ValidationError(
+                "--additional-connections-when-slow \(additionalConnectionsWhenSlow) must be between 0 (one connection always) and \(TransportConfiguration.maximumConnectionsLimit)"
+            )
+        }
+        transport.additionalConnectionsWhenSlow = additionalConnectionsWhenSlow
         transport.proxy = try Proxy(setting: proxy)
         if let proxyPasswordEnvironment {
             guard let username = transport.proxy.username else {

@@ -32,7 +32,8 @@ enum Settings {
         ("max-devices", .whole, false), ("max-queue-depth", .whole, false),
         ("instance", .text, false), ("lease-seconds", .whole, false), ("timeout", .number, false),
         ("max-age-seconds", .number, false), ("retention-days", .number, false), ("at-most-once-group", .whole, false),
-        ("at-most-once-groups", .whole, false), ("memory-trim-seconds", .number, false), ("log-level", .text, false),
+        ("at-most-once-groups", .whole, false), ("memory-trim-seconds", .number, false),
+        ("additional-connections-when-slow", .whole, false), ("log-level", .text, false),
         ("log-format", .text, false), ("access-log", .flag, false), ("otlp-endpoint", .text, false),
         ("otlp-protocol", .text, false),
     ]

@@ -72,7 +72,8 @@ import Testing
             "proxy": #""direct""#, "proxy-password-env": #""PROXY_PASSWORD""#, "max-devices": "10",
             "max-queue-depth": "100", "instance": #""settings-test""#, "lease-seconds": "3", "timeout": "2.5",
             "max-age-seconds": "3600", "retention-days": "1.5", "at-most-once-group": "50", "at-most-once-groups": "2",
-            "memory-trim-seconds": "5", "credential-key-file": #""/nonexistent/kek""#,
+            "memory-trim-seconds": "5", "additional-connections-when-slow": "0",
+            "credential-key-file": #""/nonexistent/kek""#,
             "credential-key-env": #""GATEWAY_KEK""#, "log-level": #""debug""#, "log-format": #""json""#,
             "access-log": "true", "otlp-endpoint": #""http://127.0.0.1:4318/v1/traces""#,
             "otlp-protocol": #""http/json""#,
@@ -172,6 +173,10 @@ import Testing
             (
                 #"{"memory-trim-seconds": 0.5}"#, [:],
                 "--memory-trim-seconds 0.5 must be 0 (off) or between 1 and 86400"
+            ),
+            (
+                "{}", ["APNS_GATEWAY_ADDITIONAL_CONNECTIONS_WHEN_SLOW": "1001"],
+                "--additional-connections-when-slow 1001 must be between 0 (one connection always) and 1000"
             ),
         ]
         for (json, environment, message) in cases {
