@@ -144,6 +144,73 @@ import Testing
         try await setup.stop()
     }
 
+    /// A receiver that takes the request and never finishes its answer holds a try only for the
+    /// configured timeout on the sender's clock (URLSession's own timeout is an idle one, which a
+    /// receiver sending a byte now and then never meets): the try ends failed, its reason kept,
+    /// and the message waits for its next try.
+    @Test func aTryEndsAtItsTimeoutWhateverTheReceiverDoes() async throws {
+        let setup = try await GatewayAPITests.Setup.start(.sqlite)
+        let vault = try CredentialVault(key: Array(repeating: 3, count: 32))
+        let secret = WebhookSecret.make()
+        let held = Mutex<(arrived: Int, released: Bool, waiting: [CheckedContinuation<Void, Never>])>((0, false, []))
+        let router = Router()
+        router.post("/hook") { _, _ -> HTTPResponse.Status in
+            await withCheckedContinuation { continuation in
+                let release = held.withLock { held -> Bool in
+                    held.arrived += 1
+                    if !held.released { held.waiting.append(continuation) }
+                    return held.released
+                }
+                if release { continuation.resume() }
+            }
+            return .ok
+        }
+        let receiver = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        try await receiver.test(.live) { client in
+            let port = try #require(client.port)
+            #expect(
+                try await setup.store.addWebhookEndpoint(
+                    .test("slow", url: "http://127.0.0.1:\(port)/hook", secret: secret, vault: vault)))
+            #expect(try await setup.store.enqueueAlert(id: "n", tokens: [String(format: "%064x", 7)]) == .accepted)
+            while try await setup.dispatcher.dispatchOnce() > 0 {}
+
+            let clock = ManualGatewayClock()
+            var configuration = WebhookSender.Configuration()
+            configuration.clock = clock
+            configuration.timeout = .seconds(3_600)  // URLSession's idle timeout, the same, never fires here
+            let sender = WebhookSender(
+                store: setup.store, vault: vault, configuration: configuration, logger: Logger(label: "test"))
+            let finished = Mutex(false)
+            let trying = Task {
+                let tried = try await sender.sendOnce()
+                finished.withLock { $0 = true }
+                return tried
+            }
+            #expect(await Poll.until { held.withLock { $0.arrived } == 1 }, "the receiver holds the request")
+            // The try's timer starts beside the request: the clock moves on until the try ends.
+            let ended = await Poll.until(within: .seconds(30)) {
+                clock.advance(by: 3_600)
+                return finished.withLock { $0 }
+            }
+            #expect(ended, "the try ended at its timeout")
+            if ended {
+                #expect(try await trying.value == 1)
+                let status = try #require(try await setup.store.webhookEndpoints().first)
+                #expect(status.pending == 1 && status.delivered == 0 && status.givenUp == 0)
+                #expect(
+                    status.lastError?.contains("whole answer did not come within") == true,
+                    "\(status.lastError ?? "none")")
+            }
+            let waiting = held.withLock { held in
+                held.released = true
+                defer { held.waiting = [] }
+                return held.waiting
+            }
+            for continuation in waiting { continuation.resume() }
+        }
+        try await setup.stop()
+    }
+
     /// `apns-gateway webhook add|list|remove`: a plain-HTTP URL elsewhere refused, the secret made
     /// and printed once (then only sealed), a listing with how its messages stand.
     @Test func endpointsAreManagedFromTheCommandLine() async throws {

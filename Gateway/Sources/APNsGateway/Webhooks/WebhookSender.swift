@@ -49,7 +49,8 @@ public final class WebhookSender: Service, Sendable {
         public var concurrency = 8
         /// How often the outbox is read.
         public var pollInterval: Duration = .seconds(1)
-        /// How long a try may take, its answer included.
+        /// How long a try may take, its whole answer included, on ``clock``; then it is cancelled
+        /// and counts as failed.
         public var timeout: Duration = .seconds(10)
         /// How long a claimed message is this sender's: longer than a try, so that another
         /// instance takes it over only when this one stopped.
@@ -218,11 +219,43 @@ public final class WebhookSender: Service, Sendable {
             request.setValue(value, forHTTPHeaderField: name)
         }
         do {
-            let (_, response) = try await URLSession.shared.data(for: request)
-            guard let status = (response as? HTTPURLResponse)?.statusCode else { return "no HTTP answer" }
-            return (200..<300).contains(status) ? nil : "the endpoint answered \(status)"
+            switch try await Self.answer(to: request, within: configuration.timeout, on: configuration.clock) {
+            case .status(let status): return (200..<300).contains(status) ? nil : "the endpoint answered \(status)"
+            case .notHTTP: return "no HTTP answer"
+            case .timedOut: return "the endpoint's whole answer did not come within \(configuration.timeout)"
+            }
         } catch {
             return "the endpoint could not be reached: \(error.localizedDescription)"
+        }
+    }
+
+    /// How a try's request was answered.
+    private enum Answer {
+        case status(Int)
+        case notHTTP
+        case timedOut
+    }
+
+    /// `request`'s answer, or ``Answer/timedOut`` (the request cancelled) when no whole answer came
+    /// within `timeout` on `clock`. URLSession's own timeout is an idle one: a receiver that sends a
+    /// byte now and then would hold a try, and its message's lease, as long as it liked, and the
+    /// message could be claimed and sent again by another instance meanwhile.
+    private static func answer(
+        to request: URLRequest, within timeout: Duration, on clock: any GatewayClock
+    ) async throws -> Answer {
+        try await withThrowingTaskGroup(of: Answer.self) { group in
+            group.addTask {
+                let (_, response) = try await URLSession.shared.data(for: request)
+                guard let status = (response as? HTTPURLResponse)?.statusCode else { return .notHTTP }
+                return .status(status)
+            }
+            group.addTask {
+                try await clock.sleep(for: timeout)
+                return .timedOut
+            }
+            // The other child is cancelled: a request URLSession stops at once, a sleep ends.
+            defer { group.cancelAll() }
+            return try await group.next() ?? .timedOut
         }
     }
 }
