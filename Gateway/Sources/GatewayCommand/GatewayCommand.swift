@@ -62,6 +62,12 @@ struct DatabaseOptions: ParsableArguments {
     )
     var databaseConnections = 20
     @Option(
+        name: .customLong("database-password-file"),
+        help:
+            "A file holding the PostgreSQL database's password, its URL then given without one (a container secret, a systemd credential): the password stays out of the environment and the process's arguments. One trailing newline is ignored."
+    )
+    var databasePasswordFile: String?
+    @Option(
         name: .customLong("credential-key-file"),
         help:
             "The key-encryption key that seals the credentials kept in the queue: a file of 32 bytes, raw or base64 (`head -c 32 /dev/urandom | base64 > kek`). Never store it with the database."
@@ -113,6 +119,11 @@ struct DatabaseOptions: ParsableArguments {
         logger: Logger, _ body: @Sendable (any GatewayStore) async throws -> T
     ) async throws -> T {
         guard database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") else {
+            if databasePasswordFile != nil {
+                throw ValidationError(
+                    "--database-password-file is for a PostgreSQL --database (postgres://user@host/database); a SQLite queue has no password"
+                )
+            }
             do {
                 let store = try SQLiteStore(path: database)
                 try await store.prepare()
@@ -128,8 +139,9 @@ struct DatabaseOptions: ParsableArguments {
             throw ValidationError("--database-connections \(databaseConnections) must be between 1 and 1000")
         }
         let store: PostgresStore
+        let url = try postgresURL()
         do {
-            store = try PostgresStore(url: database, maximumConnections: databaseConnections, logger: logger)
+            store = try PostgresStore(url: url, maximumConnections: databaseConnections, logger: logger)
         } catch {
             // The URL cannot be used: a setting, exit 64.
             throw ValidationError("--database: \(error)")
@@ -158,6 +170,22 @@ struct DatabaseOptions: ParsableArguments {
             return try await body(store)
         } catch {
             throw await failed(error)
+        }
+    }
+
+    /// The PostgreSQL `--database`, with the password `--database-password-file` holds when one is
+    /// given (then the URL must have none).
+    func postgresURL() throws -> String {
+        guard let path = databasePasswordFile else { return database }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("--database-password-file \(path) cannot be read")
+        }
+        var password = String(decoding: data, as: UTF8.self)
+        // One line ending ("\n", or "\r\n", which is one Character), as `echo` and editors leave it.
+        if password.last?.isNewline == true { password.removeLast() }
+        guard !password.isEmpty else { throw ValidationError("--database-password-file \(path) is empty") }
+        do { return try PostgresStore.url(database, password: password) } catch {
+            throw ValidationError("--database with --database-password-file: \(error)")
         }
     }
 

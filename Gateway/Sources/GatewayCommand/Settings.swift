@@ -23,6 +23,7 @@ enum Settings {
     /// `apns-gateway serve --help`.)
     static let options: [(name: String, kind: Kind, allCommands: Bool)] = [
         ("database", .text, true), ("database-wait-seconds", .whole, true), ("database-connections", .whole, true),
+        ("database-password-file", .text, true),
         ("credential-key-file", .text, true), ("credential-key-env", .text, true),
         ("host", .text, false), ("port", .whole, false),
         ("key-file", .text, false), ("key-id", .text, false), ("team-id", .text, false),

@@ -65,6 +65,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let values: [String: String] = [
             "database": #""\#(folder.path)/queue.sqlite""#, "database-wait-seconds": "5", "database-connections": "4",
+            "database-password-file": #""/nonexistent/db-password""#,
             "host": #""127.0.0.1""#,
             "port": "0", "key-file": #""/nonexistent/AuthKey.p8""#, "key-id": #""KEY0000001""#,
             "team-id": #""TEAM000001""#, "p12": #""/nonexistent/cert.p12""#, "password-env": #""P12_PASSWORD""#,
@@ -117,7 +118,35 @@ import Testing
     /// certificate that is not there, each exit 64 with what to give, before any connection.
     @Test func databaseSettingsThatCannotBeUsedExit64() throws {
         let url = "postgres://gateway@127.0.0.1:9/queue"
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let passwordFile = folder.appendingPathComponent("db-password").path
+        try "s3cret\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        let emptyFile = folder.appendingPathComponent("empty").path
+        try "\n".write(toFile: emptyFile, atomically: true, encoding: .utf8)
         let cases: [([String], String)] = [
+            (
+                ["--database", url, "--database-password-file", "/nonexistent/db-password"],
+                "--database-password-file /nonexistent/db-password cannot be read"
+            ),
+            (
+                ["--database", url, "--database-password-file", emptyFile],
+                "--database-password-file \(emptyFile) is empty"
+            ),
+            (
+                [
+                    "--database", "postgres://gateway:0therPW@127.0.0.1:9/queue", "--database-password-file",
+                    passwordFile,
+                ],
+                "the URL has a password and the password file gives one: give the URL without it"
+            ),
+            (
+                [
+                    "--database", folder.appendingPathComponent("q.sqlite").path, "--database-password-file",
+                    passwordFile,
+                ],
+                "--database-password-file is for a PostgreSQL --database"
+            ),
             (
                 ["--database", url, "--database-connections", "0"],
                 "--database-connections 0 must be between 1 and 1000"
@@ -135,7 +164,25 @@ import Testing
             let (status, _, error) = try Self.run(["list-keys"] + arguments)
             #expect(status == 64, "\(arguments): \(error)")
             #expect(error.contains(message), "\(arguments): \(error)")
+            #expect(!error.contains("s3cret") && !error.contains("0therPW"), "\(arguments): \(error)")
         }
+    }
+
+    /// A password from `--database-password-file` goes into the URL the store reads, whatever
+    /// characters it holds, and a URL that has one already is refused rather than overridden.
+    @Test func aPasswordFromAFileReachesTheDatabaseURLIntact() throws {
+        for password in ["s3cret", "p@ss:w/rd?#%&=+ ", "pässwörd", "a+b/c=="] {
+            let url = try PostgresStore.url(
+                "postgres://gateway@db.example:5433/queue?sslmode=require", password: password)
+            let components = try #require(URLComponents(string: url))
+            #expect(components.password == password, "\(url)")
+            #expect(components.user == "gateway" && components.host == "db.example" && components.port == 5433)
+            #expect(components.path == "/queue" && components.query == "sslmode=require")
+        }
+        #expect(throws: StoreError.self) {
+            try PostgresStore.url("postgres://gateway:mine@db.example/queue", password: "other")
+        }
+        #expect(throws: StoreError.self) { try PostgresStore.url("/var/lib/queue.sqlite", password: "other") }
     }
 
     @Test func theBodyLimitMakesRoomForTheDevicesAllowed() {
@@ -209,5 +256,26 @@ import Testing
         let (other, _, _) = try Self.run(
             ["list-keys"], environment: ["APNS_GATEWAY_DATABASE": database, "APNS_GATEWAY_PORT": "eighty"])
         #expect(other == 0)
+    }
+
+    /// A key added through a PostgreSQL URL given without its password, the password from
+    /// `--database-password-file` (by environment, as a container sets it), is listed from the
+    /// same queue: the URL the password went into still names that server and database. (The
+    /// test cluster trusts this machine, so what it checks is the URL, not the password.)
+    @Test func aPasswordFileOpensThePostgreSQLQueue() async throws {
+        let queue = try await TestStore(.postgres)
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let passwordFile = folder.appendingPathComponent("db-password").path
+        try "p@ss:w/rd\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        let environment = ["APNS_GATEWAY_DATABASE": queue.url, "APNS_GATEWAY_DATABASE_PASSWORD_FILE": passwordFile]
+        let (added, key, addError) = try Self.run(
+            ["add-key", "--name", "ops", "--app", "com.example.app"], environment: environment)
+        #expect(added == 0, "\(addError)")
+        #expect(key.hasPrefix("agk_"))
+        #expect(try await queue.rows("SELECT name FROM api_keys") == ["ops"])
+        let (listed, list, _) = try Self.run(["list-keys"], environment: environment)
+        #expect(listed == 0)
+        #expect(list.contains("ops\t50.0/s\tcom.example.app"), "\(list)")
     }
 }

@@ -63,6 +63,28 @@ public final class PostgresStore: GatewayStore, Service {
         self.clock = clock
     }
 
+    /// `url` with `password` in it, as ``client(url:maximumConnections:logger:)`` reads it back
+    /// (percent-encoded where the password has characters a URL's user part cannot hold): for a
+    /// password kept in a file, out of the environment and the process's arguments. `url` must
+    /// have none of its own.
+    package static func url(_ url: String, password: String) throws -> String {
+        guard var components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? "")
+        else {
+            throw StoreError(
+                "\(url.prefix(11))… is not a PostgreSQL URL: give postgres://user@host[:port]/database")
+        }
+        guard components.password == nil else {
+            throw StoreError(
+                "the URL has a password and the password file gives one: give the URL without it (postgres://user@host/database)"
+            )
+        }
+        components.password = password
+        guard let withPassword = components.string else {
+            throw StoreError("the password cannot be put in the database URL")
+        }
+        return withPassword
+    }
+
     /// A connection pool (not yet running) on the database `url` names; the one reader of the URL.
     ///
     /// `sslmode` takes libpq's values, with one difference: `disable` (no TLS), `prefer` (the
