@@ -138,8 +138,6 @@ final class ConnectionTable {
         return true
     }
 
-    // MARK: Stream limits
-
     // MARK: The pool's size
 
     /// A change of the pool's size, for libcurl: the connections it may open, and the stream limit
@@ -176,6 +174,8 @@ final class ConnectionTable {
         streamLimit = streamsPerConnection
         return Resize(connections: 1, streamLimit: streamLimit)
     }
+
+    // MARK: Stream limits
 
     /// The stream limit to give libcurl for `demand` requests (in libcurl and waiting for it),
     /// or nil to keep the current one: each connection's share, at least one and at most the

@@ -200,8 +200,7 @@ extension CurlMultiLoop {
         startWaiting(on: multi)
         guard pool.count > before, sockets.takeTimer(at: .now) else { return }
         writes.begin(connections.openSockets)
-        var running: Int32 = 0
-        curl_multi_socket_action(multi, CurlMultiLoop.socketTimeout, 0, &running)
+        runDue(multi)
         writes.end()
         collectFinished(on: multi)
     }

@@ -71,7 +71,7 @@ extension CurlMultiLoop {
         assertOnLoopThread()
         var running: Int32 = 0
         let ranDue = sockets.takeTimer(at: .now)
-        if ranDue { curl_multi_socket_action(multi, CurlMultiLoop.socketTimeout, 0, &running) }
+        if ranDue { runDue(multi) }
         let news = sockets.takeNews(ranDue: ranDue) { entry in
             var entry = entry
             return Foundation.poll(&entry, 1, 0) > 0
@@ -79,6 +79,13 @@ extension CurlMultiLoop {
         if sockets.runsEveryTransfer(news: news, busy: !pool.isEmpty, at: .now) {
             _ = ccurl_multi_socket_all(multi, &running)
         }
+    }
+
+    /// Lets libcurl run what is due (`curl_multi_socket_action` with `CURL_SOCKET_TIMEOUT`), once
+    /// its timer has come (``SocketWatch/takeTimer(at:)``).
+    func runDue(_ multi: UnsafeMutableRawPointer) {
+        var running: Int32 = 0
+        curl_multi_socket_action(multi, CurlMultiLoop.socketTimeout, 0, &running)
     }
 
     /// Sleeps in poll(2) until a socket libcurl watches is ready, a wake-up, libcurl's timer or

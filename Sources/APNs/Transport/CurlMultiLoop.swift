@@ -203,10 +203,10 @@ final class CurlMultiLoop: @unchecked Sendable {
     let watchesGoAway: Bool
     let breaker: CircuitBreaker?
     /// What the pool carries at once with every connection it may carry, added ones included
-    /// (``ConnectionTable/mostStreamsInPool``, read here by any thread; the loop's own limit now is
-    /// ``ConnectionTable/streamsInPool``): what
-    /// the connector reports (``Connector/concurrencyLimit``), so a bulk send keeps enough in
-    /// flight for an added connection to carry its share.
+    /// (``ConnectionTable/mostStreamsInPool``, fixed, so any thread reads it here): what the
+    /// connector reports (``Connector/concurrencyLimit``), so a bulk send keeps enough in flight
+    /// for an added connection to carry its share. The loop's limit now is the table's
+    /// ``ConnectionTable/streamsInPool``.
     let capacity: Int
     /// Keep-warm's state (``keepWarm(origin:)``), and when the last transfer in flight ended.
     let keepWarm: KeepWarm
